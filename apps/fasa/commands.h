@@ -1,0 +1,15 @@
+// The `fasa` CLI: one file per subcommand, each adding itself to the app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace fasa::cli {
+
+void add_pull_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
+void add_run_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+
+}  // namespace fasa::cli

@@ -1,0 +1,33 @@
+// fasa — CLI entry point. Errors from any subcommand end here: one line on stderr, exit 1.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "fasa/core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fasa: LLM inference with Frequency-Aware Sparse Attention"};
+  app.require_subcommand(1);
+  fasa::cli::add_pull_command(app);
+  fasa::cli::add_inspect_command(app);
+  fasa::cli::add_tokenize_command(app);
+  fasa::cli::add_run_command(app);
+  fasa::cli::add_eval_command(app);
+  fasa::cli::add_bench_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const fasa::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fasa: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fasa: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,90 @@
+#include "fasa/attention/attention.h"
+
+#include <cmath>
+#include <vector>
+
+#include "fasa/attention/attend.h"
+#include "fasa/core/parallel.h"
+
+namespace fasa {
+
+namespace {
+
+std::vector<float>& probs_scratch(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf;
+}
+
+KvRows rows_of(const KvCache& cache, int layer, int kv_head) {
+  return KvRows{cache.k_rows(layer, kv_head), cache.v_rows(layer, kv_head), cache.type(),
+                cache.shape().head_dim};
+}
+
+void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
+                 AttnStats* stats) {
+  const AttnShape& sh = cache.shape();
+  const int hd = sh.head_dim, n_group = sh.n_group();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int n_visible = s.first_slot + 1;
+  std::vector<Selection> sel(sh.n_kv_heads);
+  parallel_for(sh.n_kv_heads, [&](int64_t g) {
+    AttnQuery q;
+    q.layer = s.layer;
+    q.kv_head = static_cast<int>(g);
+    q.q = s.q + g * n_group * hd;
+    q.n_group = n_group;
+    q.pos = s.pos[0];
+    q.n_visible = n_visible;
+    q.cache = &cache;
+    policy.select(q, sel[g]);
+  });
+  const bool want_probs = policy.wants_probs();
+  std::vector<float> all_probs;  // [n_heads, n_visible] when the policy learns from them
+  if (want_probs) all_probs.resize(static_cast<size_t>(sh.n_heads) * n_visible);
+  parallel_for(sh.n_heads, [&](int64_t h) {
+    const int g = static_cast<int>(h) / n_group;
+    const Selection& se = sel[g];
+    const int n = se.all ? n_visible : static_cast<int>(se.slots.size());
+    float* probs = want_probs ? all_probs.data() + h * n_visible : probs_scratch(n).data();
+    attend_one(s.q + h * hd, rows_of(cache, s.layer, g), se.all ? nullptr : se.slots.data(), n,
+               scale, probs, s.out + h * hd);
+  });
+  if (want_probs) {
+    for (int h = 0; h < sh.n_heads; ++h) {
+      const Selection& se = sel[h / n_group];
+      const int n = se.all ? n_visible : static_cast<int>(se.slots.size());
+      policy.on_probs(s.layer, h, se, all_probs.data() + static_cast<size_t>(h) * n_visible, n);
+    }
+  }
+  if (stats) {
+    for (const auto& se : sel) {
+      stats->decode_steps += 1;
+      stats->slots_read += se.all ? n_visible : se.slots.size();
+      stats->slots_visible += n_visible;
+    }
+  }
+}
+
+}  // namespace
+
+void attention_forward(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
+                       AttnStats* stats) {
+  if (s.n_tok == 1) {
+    decode_step(s, cache, policy, stats);
+    return;
+  }
+  // Dense causal prefill: token t reads slots [0, first_slot + t].
+  const AttnShape& sh = cache.shape();
+  const int hd = sh.head_dim, n_group = sh.n_group();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  parallel_for(int64_t{s.n_tok} * sh.n_heads, [&](int64_t i) {
+    const int t = static_cast<int>(i / sh.n_heads), h = static_cast<int>(i % sh.n_heads);
+    const int n = s.first_slot + t + 1;
+    const size_t off = (static_cast<size_t>(t) * sh.n_heads + h) * hd;
+    attend_one(s.q + off, rows_of(cache, s.layer, h / n_group), nullptr, n, scale,
+               probs_scratch(n).data(), s.out + off);
+  });
+}
+
+}  // namespace fasa

@@ -1,0 +1,32 @@
+// The attention driver: the only attention entry point the model calls. Prefill chunks attend
+// densely and causally; single-token decode steps read the slots the sequence's policy selects.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fasa/attention/kv_cache.h"
+#include "fasa/attention/policy.h"
+
+namespace fasa {
+
+struct AttnStep {
+  int layer = 0;
+  int n_tok = 0;
+  int first_slot = 0;          // new tokens are at slots [first_slot, first_slot + n_tok)
+  const int32_t* pos = nullptr;  // [n_tok] positions of the new tokens
+  const float* q = nullptr;    // [n_tok, n_heads, head_dim] post-RoPE
+  float* out = nullptr;        // [n_tok, n_heads, head_dim]
+};
+
+struct AttnStats {
+  uint64_t decode_steps = 0;   // (layer, kv_head) decode selections made
+  uint64_t slots_read = 0;     // rows read by those selections
+  uint64_t slots_visible = 0;  // rows a dense step would have read
+};
+
+// K/V of the new tokens must already be stored in `cache` for this layer.
+void attention_forward(const AttnStep& step, const KvCache& cache, AttentionPolicy& policy,
+                       AttnStats* stats);
+
+}  // namespace fasa

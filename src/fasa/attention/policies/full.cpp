@@ -1,0 +1,25 @@
+// `full`: dense attention over every cached token (the reference every policy is measured by).
+#include "fasa/attention/registry.h"
+#include "fasa/core/error.h"
+
+namespace fasa {
+
+namespace {
+
+class FullPolicy final : public AttentionPolicy {
+ public:
+  std::string_view name() const override { return "full"; }
+  void select(const AttnQuery&, Selection& out) override {
+    out.all = true;
+    out.slots.clear();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionPolicy> make_full_policy(const AttnShape&, const PolicyOptions& opts) {
+  if (!opts.empty()) fail("policy 'full' takes no options (got '{}')", opts.begin()->first);
+  return std::make_unique<FullPolicy>();
+}
+
+}  // namespace fasa

@@ -1,0 +1,60 @@
+// The one extension point for KV-cache methods. The model computes q, k, v and calls the
+// attention driver; the driver asks the sequence's policy which cache slots each kv-head group
+// reads at a decode step. Policies exchange slot indices only (no devices, no model types).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fasa/attention/kv_cache.h"
+
+namespace fasa {
+
+// One decode-step query of one kv-head group.
+struct AttnQuery {
+  int layer = 0;
+  int kv_head = 0;
+  const float* q = nullptr;  // [n_group, head_dim] post-RoPE queries of the group's heads
+  int n_group = 0;
+  int32_t pos = 0;           // position of the query token
+  int n_visible = 0;         // slots [0, n_visible) hold keys this query may read
+  const KvCache* cache = nullptr;
+};
+
+// Which slots to read. `all` means every visible slot (dense); otherwise `slots` is sorted,
+// unique, in [0, n_visible).
+struct Selection {
+  bool all = true;
+  std::vector<int32_t> slots;
+};
+
+class AttentionPolicy {
+ public:
+  virtual ~AttentionPolicy() = default;
+  virtual std::string_view name() const = 0;
+  // Slots [first_slot, first_slot + n) of `layer` were just written (all kv heads).
+  virtual void on_append(int layer, int first_slot, int n) {}
+  // Decode step. May be called concurrently for different kv heads of the same layer;
+  // never throws.
+  virtual void select(const AttnQuery& q, Selection& out) = 0;
+  // Policies that learn from attention probabilities (H2O, SnapKV) return true and get
+  // on_probs for every query head after each decode step.
+  virtual bool wants_probs() const { return false; }
+  virtual void on_probs(int layer, int head, const Selection& sel, const float* probs, int n) {}
+};
+
+using PolicyOptions = std::map<std::string, std::string>;  // "key=value" knobs from the user
+
+// Creates a policy by name ("full", ...). Throws fasa::Error for an unknown name or option.
+std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const AttnShape& shape,
+                                             const PolicyOptions& opts = {});
+std::vector<std::string> policy_names();
+
+// Parses "name" or "name:key=value,key=value" into a name and options.
+void parse_policy_spec(const std::string& spec, std::string* name, PolicyOptions* opts);
+
+}  // namespace fasa

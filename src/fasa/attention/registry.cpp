@@ -1,0 +1,58 @@
+#include "fasa/attention/registry.h"
+
+#include <string>
+#include <vector>
+
+#include "fasa/core/error.h"
+
+namespace fasa {
+
+namespace {
+
+const std::vector<PolicyEntry>& entries() {
+  static const std::vector<PolicyEntry> kEntries = {
+      {"full", "dense attention over every cached token", make_full_policy},
+  };
+  return kEntries;
+}
+
+}  // namespace
+
+std::vector<std::string> policy_names() {
+  std::vector<std::string> names;
+  for (const auto& e : entries()) names.emplace_back(e.name);
+  return names;
+}
+
+std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const AttnShape& shape,
+                                             const PolicyOptions& opts) {
+  for (const auto& e : entries()) {
+    if (name == e.name) return e.make(shape, opts);
+  }
+  std::string known;
+  for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
+  fail("unknown attention policy '{}' (known: {})", name, known);
+}
+
+void parse_policy_spec(const std::string& spec, std::string* name, PolicyOptions* opts) {
+  const size_t colon = spec.find(':');
+  *name = spec.substr(0, colon);
+  opts->clear();
+  if (colon == std::string::npos) return;
+  std::string rest = spec.substr(colon + 1);
+  size_t start = 0;
+  while (start <= rest.size()) {
+    const size_t comma = rest.find(',', start);
+    const std::string kv = rest.substr(start, comma == std::string::npos ? std::string::npos
+                                                                          : comma - start);
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      fail("bad policy option '{}' in '{}' (expected key=value)", kv, spec);
+    }
+    (*opts)[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+}
+
+}  // namespace fasa

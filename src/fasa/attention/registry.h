@@ -1,0 +1,24 @@
+// Policy registry: one line per policy (see registry.cpp); each policy lives in policies/.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "fasa/attention/policy.h"
+
+namespace fasa {
+
+using PolicyFactory =
+    std::function<std::unique_ptr<AttentionPolicy>(const AttnShape&, const PolicyOptions&)>;
+
+struct PolicyEntry {
+  const char* name;
+  const char* summary;
+  PolicyFactory make;
+};
+
+// Factories, defined in policies/*.cpp.
+std::unique_ptr<AttentionPolicy> make_full_policy(const AttnShape&, const PolicyOptions&);
+
+}  // namespace fasa

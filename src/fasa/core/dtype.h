@@ -1,0 +1,44 @@
+// Tensor element types as numbered by GGUF/ggml, with their block geometry.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace fasa {
+
+enum class DType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  BF16 = 30,
+};
+
+struct DTypeInfo {
+  std::string_view name;   // "Q4_1"
+  int64_t block_elems;     // elements per block (1 for plain types)
+  int64_t block_bytes;     // bytes per block
+  bool supported;          // this engine can dequantize it
+};
+
+// Returns nullptr for a type number this engine does not know at all.
+const DTypeInfo* dtype_info(uint32_t type);
+inline const DTypeInfo& dtype_info(DType t) { return *dtype_info(static_cast<uint32_t>(t)); }
+inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
+
+}  // namespace fasa

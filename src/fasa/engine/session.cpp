@@ -1,0 +1,99 @@
+#include "fasa/engine/session.h"
+
+#include <algorithm>
+
+#include "fasa/core/error.h"
+
+namespace fasa {
+
+namespace {
+
+int resolve_ctx(const ModelConfig& c, int n_ctx) {
+  if (n_ctx < 0) fail("context size must be positive (got {})", n_ctx);
+  if (n_ctx == 0) return std::min(c.n_ctx_train, 4096);
+  if (n_ctx > c.n_ctx_train) {
+    fail("context size {} exceeds the model's trained context length {}", n_ctx, c.n_ctx_train);
+  }
+  return n_ctx;
+}
+
+AttnShape shape_of(const ModelConfig& c) {
+  return AttnShape{c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim};
+}
+
+std::unique_ptr<AttentionPolicy> policy_from_spec(const std::string& spec, const AttnShape& sh) {
+  std::string name;
+  PolicyOptions opts;
+  parse_policy_spec(spec, &name, &opts);
+  return make_policy(name, sh, opts);
+}
+
+}  // namespace
+
+Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
+    : model_(std::move(model)),
+      opts_(opts),
+      shape_(shape_of(model_->config())),
+      cache_(shape_, opts.kv_type, resolve_ctx(model_->config(), opts.n_ctx)),
+      policy_(policy_from_spec(opts.policy, shape_)) {
+  if (opts_.prefill_chunk < 1) fail("prefill chunk must be >= 1 (got {})", opts_.prefill_chunk);
+  logits_.resize(model_->config().n_vocab);
+}
+
+void Session::reset() {
+  cache_.clear();
+  policy_ = policy_from_spec(opts_.policy, shape_);
+  attn_stats_ = AttnStats{};
+}
+
+void Session::check_tokens(const int32_t* tokens, int n) const {
+  const int n_vocab = model_->config().n_vocab;
+  for (int i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab) {
+      fail("token id {} is out of range [0, {})", tokens[i], n_vocab);
+    }
+  }
+  if (n_past() + n > n_ctx()) {
+    fail("context overflow: {} tokens in the cache + {} new > context size {}", n_past(), n,
+         n_ctx());
+  }
+}
+
+void Session::run(const int32_t* tokens, int n, bool all_logits, float* logits) {
+  pos_.resize(n);
+  for (int i = 0; i < n; ++i) pos_[i] = n_past() + i;
+  forward(*model_, cache_, *policy_, tokens, pos_.data(), n, all_logits, logits, scratch_,
+          &attn_stats_);
+}
+
+const std::vector<float>& Session::prefill(const std::vector<int32_t>& tokens) {
+  const int n = static_cast<int>(tokens.size());
+  if (n == 0) fail("nothing to prefill (empty token list)");
+  check_tokens(tokens.data(), n);
+  for (int i = 0; i < n; i += opts_.prefill_chunk) {
+    const int m = std::min(opts_.prefill_chunk, n - i);
+    run(tokens.data() + i, m, false, logits_.data());
+  }
+  return logits_;
+}
+
+const std::vector<float>& Session::decode(int32_t token) {
+  check_tokens(&token, 1);
+  run(&token, 1, false, logits_.data());
+  return logits_;
+}
+
+std::vector<float> Session::eval_all(const std::vector<int32_t>& tokens, int chunk) {
+  const int n = static_cast<int>(tokens.size());
+  if (chunk < 1) fail("chunk must be >= 1 (got {})", chunk);
+  check_tokens(tokens.data(), n);
+  const size_t n_vocab = model_->config().n_vocab;
+  std::vector<float> out(static_cast<size_t>(n) * n_vocab);  // [n_tok, n_vocab]
+  for (int i = 0; i < n; i += chunk) {
+    const int m = std::min(chunk, n - i);
+    run(tokens.data() + i, m, true, out.data() + static_cast<size_t>(i) * n_vocab);
+  }
+  return out;
+}
+
+}  // namespace fasa

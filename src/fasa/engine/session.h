@@ -1,0 +1,62 @@
+// A sequence: its KV cache, its attention policy and its activations, over a shared Model.
+// One Session per thread; any number of Sessions may run concurrently on the same Model.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fasa/attention/attention.h"
+#include "fasa/attention/kv_cache.h"
+#include "fasa/attention/policy.h"
+#include "fasa/model/forward.h"
+#include "fasa/model/model.h"
+
+namespace fasa {
+
+struct SessionOptions {
+  int n_ctx = 0;               // cache capacity in tokens; 0 = min(model context, 4096)
+  KvType kv_type = KvType::F16;
+  int prefill_chunk = 256;     // tokens per batched prefill step
+  std::string policy = "full";  // name[:key=value,...] (see attention/policy.h)
+};
+
+class Session {
+ public:
+  Session(std::shared_ptr<const Model> model, const SessionOptions& opts);
+
+  const Model& model() const { return *model_; }
+  int n_ctx() const { return cache_.capacity(); }
+  int n_past() const { return cache_.n_used(); }
+  const KvCache& cache() const { return cache_; }
+  const AttnStats& attn_stats() const { return attn_stats_; }
+  AttentionPolicy& policy() { return *policy_; }
+
+  // Appends tokens (batched, in chunks) and returns the logits after the last one: [n_vocab].
+  // Throws fasa::Error when a token id is out of range or the context would overflow.
+  const std::vector<float>& prefill(const std::vector<int32_t>& tokens);
+  // Appends one token with a single-token (policy-driven) step: logits [n_vocab].
+  const std::vector<float>& decode(int32_t token);
+  // Appends tokens and returns logits for every one of them: [n_tok, n_vocab]
+  // (chunked; `chunk` tokens per forward, 1 = token-by-token decode steps).
+  std::vector<float> eval_all(const std::vector<int32_t>& tokens, int chunk);
+
+  void reset();  // empties the cache (and makes a fresh policy)
+
+ private:
+  void check_tokens(const int32_t* tokens, int n) const;
+  void run(const int32_t* tokens, int n, bool all_logits, float* logits);
+
+  std::shared_ptr<const Model> model_;
+  SessionOptions opts_;
+  AttnShape shape_;
+  KvCache cache_;
+  std::unique_ptr<AttentionPolicy> policy_;
+  ForwardScratch scratch_;
+  AttnStats attn_stats_;
+  std::vector<float> logits_;   // [n_vocab]
+  std::vector<int32_t> pos_;    // [chunk] positions scratch
+};
+
+}  // namespace fasa

@@ -1,0 +1,52 @@
+// The model cache on disk.
+//
+//   <home>/models/<name>/<file>          the verified GGUF (only ever placed there by rename)
+//   <home>/models/<name>/<file>.sha256   marker: the verified hash plus the file's size and mtime
+//   <home>/models/<name>/.<...>.fasa-tmp-<pid>-<n>   downloads in progress (temp files, dirs)
+//
+// The marker lets a later pull trust the file without hashing it again; when the size or mtime
+// no longer match, the file is hashed again.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace fasa::hub {
+
+// $FASA_HOME, else ~/.cache/fasa; always absolute.
+std::filesystem::path default_home();
+
+std::filesystem::path marker_path(const std::filesystem::path& file);
+
+// True when the marker of `file` records `sha256` and the file's current size and mtime.
+bool marker_matches(const std::filesystem::path& file, std::string_view sha256);
+// Records that `file` (as it is now) has `sha256`. Written atomically.
+void write_marker(const std::filesystem::path& file, std::string_view sha256);
+// Removes the file and its marker (missing ones are fine).
+void remove_cached(const std::filesystem::path& file);
+
+// fsync the file, rename it over `dest` (atomic on one file system), fsync the directory.
+void commit_file(const std::filesystem::path& tmp, const std::filesystem::path& dest);
+
+// Removes temp files and directories in `dir` left behind by processes that no longer run.
+void remove_stale_temps(const std::filesystem::path& dir);
+
+// A unique path "<dir>/.<stem>.fasa-tmp-<pid>-<n>", removed (recursively) on destruction
+// unless release()d. Nothing is created.
+class TempPath {
+ public:
+  TempPath(const std::filesystem::path& dir, std::string_view stem);
+  ~TempPath();
+  TempPath(const TempPath&) = delete;
+  TempPath& operator=(const TempPath&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  void release() { released_ = true; }
+
+ private:
+  std::filesystem::path path_;
+  bool released_ = false;
+};
+
+}  // namespace fasa::hub

