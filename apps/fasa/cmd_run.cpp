@@ -1,12 +1,136 @@
-// `fasa run` — placeholder until implemented.
+// `fasa run -m MODEL (-p TEXT | -f FILE) [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
+//  [--seed S] [--ctx N] [--chat] [--system S] [--stop S]... [--threads T] [--kv-type f16|f32]
+//  [--policy NAME[:k=v,...]]`
+// Streams generated text to stdout; timing and memory statistics go to stderr.
+#include <algorithm>
+#include <cstdio>
+
+#include "cli_common.h"
 #include "commands.h"
 #include "fasa/core/error.h"
+#include "fasa/core/parallel.h"
+#include "fasa/engine/generate.h"
+#include "fasa/engine/session.h"
+#include "fasa/io/gguf.h"
+#include "fasa/tokenizer/chat.h"
+#include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa::cli {
 
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::string prompt;
+  std::string file;
+  bool has_prompt = false;
+  bool has_file = false;
+  int n_predict = 128;
+  int n_ctx = 0;
+  int threads = 0;
+  bool chat = false;
+  std::string system;
+  bool has_system = false;
+  std::vector<std::string> stop;
+  std::string kv_type = "f16";
+  std::string policy = "full";
+  bool quiet = false;
+  SamplerParams sampler;
+};
+
+void run_run(const RunArgs& a) {
+  if (a.has_prompt == a.has_file) fail("give exactly one of -p TEXT or -f FILE");
+  if (a.n_predict < -1) fail("-n must be >= -1 (got {})", a.n_predict);
+  a.sampler.validate();
+  apply_threads(a.threads);
+  const std::string text = a.has_file ? read_text_file(a.file) : a.prompt;
+  if (const int64_t bad = find_invalid_utf8(text); bad >= 0) {
+    fail("prompt is not valid UTF-8 (byte offset {})", bad);
+  }
+  auto model = load_model(a.model);
+  const Tokenizer& tok = model->require_tokenizer();
+
+  std::vector<int32_t> prompt;
+  if (a.chat) {
+    const ChatFormat fmt = detect_chat_format(model->file());
+    std::vector<ChatMessage> msgs;
+    if (a.has_system) msgs.push_back({"system", a.system});
+    msgs.push_back({"user", text});
+    const std::string rendered =
+        render_chat(fmt, msgs, true, chat_default_system(model->file()));
+    prompt = tok.encode(rendered, true, true);
+  } else {
+    prompt = tok.encode(text, true, false);
+  }
+  if (prompt.empty()) fail("the prompt is empty");
+
+  SessionOptions so;
+  so.n_ctx = a.n_ctx;
+  so.kv_type = parse_kv_type(a.kv_type);
+  so.policy = a.policy;
+  Session session(model, so);
+  if (static_cast<int>(prompt.size()) > session.n_ctx()) {
+    fail("prompt is {} tokens, longer than the context of {} tokens (raise --ctx, up to {})",
+         prompt.size(), session.n_ctx(), model->config().n_ctx_train);
+  }
+  GenerateOptions go;
+  go.n_predict = a.n_predict;
+  go.sampler = a.sampler;
+  go.stop = a.stop;
+  const GenerateResult r = generate(session, prompt, go, [](std::string_view s) {
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+  });
+  std::printf("\n");
+  std::fflush(stdout);
+  if (a.quiet) return;
+  const int n_gen = static_cast<int>(r.tokens.size());
+  std::fprintf(stderr,
+               "\nfasa: prompt %d tokens in %.1f ms (%.1f tok/s); generated %d tokens in %.1f ms "
+               "(%.1f tok/s); stop: %s\n",
+               r.n_prompt, r.prefill_ms, r.n_prompt * 1000.0 / std::max(r.prefill_ms, 1e-9),
+               n_gen, r.decode_ms, n_gen > 0 ? n_gen * 1000.0 / std::max(r.decode_ms, 1e-9) : 0.0,
+               r.stop_reason.c_str());
+  std::fprintf(stderr,
+               "fasa: threads %d; context %d; KV cache %s (%s used of %s); weights %s; peak RSS "
+               "%s\n",
+               num_threads(), session.n_ctx(), kv_type_name(session.cache().type()),
+               human_bytes(session.cache().used_bytes()).c_str(),
+               human_bytes(session.cache().capacity_bytes()).c_str(),
+               human_bytes(model->weight_bytes()).c_str(), human_bytes(peak_rss_bytes()).c_str());
+}
+
+}  // namespace
+
 void add_run_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "not implemented yet");
-  cmd->callback([] { fail("'run' is not implemented yet"); });
+  auto a = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "generate text from a prompt");
+  cmd->add_option("-m,--model", a->model, "GGUF path or pulled model name")->required();
+  auto* p = cmd->add_option("-p,--prompt", a->prompt, "prompt text");
+  auto* f = cmd->add_option("-f,--file", a->file, "read the prompt from a file");
+  cmd->add_option("-n,--n-predict", a->n_predict, "tokens to generate (-1: until EOS)")
+      ->capture_default_str();
+  cmd->add_option("--temp", a->sampler.temp, "temperature (0 = greedy)")->capture_default_str();
+  cmd->add_option("--top-k", a->sampler.top_k, "top-k (0 = off)")->capture_default_str();
+  cmd->add_option("--top-p", a->sampler.top_p, "top-p (1 = off)")->capture_default_str();
+  cmd->add_option("--min-p", a->sampler.min_p, "min-p (0 = off)")->capture_default_str();
+  cmd->add_option("--seed", a->sampler.seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--ctx", a->n_ctx, "context size in tokens (0 = min(model, 4096))")
+      ->capture_default_str();
+  cmd->add_flag("--chat", a->chat, "wrap the prompt in the model's chat format");
+  auto* sys = cmd->add_option("--system", a->system, "system message for --chat");
+  cmd->add_option("--stop", a->stop, "stop string (repeatable)");
+  cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  cmd->add_option("--policy", a->policy, "attention policy: name[:key=value,...]")
+      ->capture_default_str();
+  cmd->add_flag("-q,--quiet", a->quiet, "no statistics on stderr");
+  cmd->callback([a, p, f, sys] {
+    a->has_prompt = p->count() > 0;
+    a->has_file = f->count() > 0;
+    a->has_system = sys->count() > 0;
+    run_run(*a);
+  });
 }
 
 }  // namespace fasa::cli

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/data/tokenizer/smollm2_goldens.json: reference token ids, detokenizations and chat
-renderings for SmolLM2-135M-Instruct, from llama.cpp (through llama-cpp-python) and Jinja.
+renderings for SmolLM2-135M-Instruct, from llama.cpp (through llama-cpp-python) and Jinja; and
+tests/data/tokenizer/smollm2_pre_variants.jsonl: ids for the same vocabulary under other
+pre-tokenizers (gpt-2, llama-bpe, qwen2, default), on the fixed cases and random strings.
 
 Development-time only (never a runtime dependency):
   python3 -m pip install llama-cpp-python jinja2
@@ -14,6 +16,7 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import struct
 import sys
 
@@ -79,6 +82,24 @@ CASES = [
     ("end with newline and spaces \n  ", True),
 ]
 
+# Random strings over an alphabet of the characters pre-tokenizers disagree on: contractions,
+# digits of several kinds, every whitespace kind, marks, symbols, controls, unassigned and recently
+# assigned code points (U+2EBF0 and U+31EF are new in Unicode 15.1, U+11F00 in 15.0).
+FUZZ_ALPHABET = (
+    [" ", " ", " ", "\n", "\r", "\t", "'", "'", "s", "t", "r", "e", "l", "v", "d", "m", "S", "T",
+     "E", "L", "a", "Z", "0", "1", "7", "9", ".", ",", "!", "-", "_", "`", "$", "<", ">", "|", "~",
+     "^", "+", "=", "(", "\"", "/", "\x00", "\x01", "\x0b", "\x0c", "\x1c", "\x7f"]
+    + [chr(c) for c in (0x0663, 0x00BD, 0x00B2, 0x00E9, 0x00DF, 0x0416, 0x4E2D, 0x3042, 0x1F600,
+                        0x1F3FB, 0x200D, 0x00A0, 0x3000, 0x2028, 0x0085, 0x2003, 0x0301, 0xFEFF,
+                        0xE000, 0x0378, 0x0E3F, 0xFF11, 0x2167, 0x200B, 0x180E, 0x00AD, 0x2EBF0,
+                        0x31EF, 0x11F00, 0x10FFFD)]
+    + ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|im_"]
+)
+N_FUZZ = 300
+
+# Pre-tokenizers checked on SmolLM2's vocabulary and merges with tokenizer.ggml.pre replaced.
+PRE_VARIANTS = ["smollm", "gpt-2", "llama-bpe", "qwen2", "default"]
+
 CHATS = [
     [{"role": "user", "content": "Hello!"}],
     [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "What is 2+2?"}],
@@ -86,6 +107,34 @@ CHATS = [
      {"role": "user", "content": "Tell me a joke about cats.\nMake it short."}],
     [],
 ]
+
+
+# llama.cpp's built-in renderings of each chat format (llama_chat_apply_template by name).
+BUILTIN_FORMATS = {"chatml": "chatml", "llama2-sys": "llama2", "llama3": "llama3",
+                   "zephyr": "zephyr", "gemma": "gemma"}
+BUILTIN_CHATS = [
+    [{"role": "system", "content": " Be brief. "}, {"role": "user", "content": "Hi there"},
+     {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "  2+2?\n"}],
+    [{"role": "user", "content": "Only a user turn."}],
+    [{"role": "user", "content": "q1"}, {"role": "assistant", "content": " a1 "},
+     {"role": "system", "content": "late system"}, {"role": "user", "content": "q2"}],
+]
+
+
+def builtin_chat(llama_cpp, name, messages, add_ass):
+    import ctypes
+    arr = (llama_cpp.llama_chat_message * max(1, len(messages)))()
+    keep = []
+    for i, m in enumerate(messages):
+        role, content = m["role"].encode(), m["content"].encode()
+        keep += [role, content]
+        arr[i].role, arr[i].content = role, content
+    buf = ctypes.create_string_buffer(1 << 16)
+    n = llama_cpp.llama_chat_apply_template(name.encode(), arr, len(messages), add_ass, buf,
+                                            len(buf))
+    if n < 0:
+        raise RuntimeError("llama_chat_apply_template(%s) failed" % name)
+    return buf.raw[:n].decode("utf-8")
 
 
 def find_model(arg):
@@ -97,6 +146,53 @@ def find_model(arg):
         if c and os.path.exists(c):
             return c
     sys.exit("SmolLM2 GGUF not found; pass --model")
+
+
+def fuzz_strings():
+    rng = random.Random(20240531)
+    out = []
+    for _ in range(N_FUZZ):
+        n = rng.randint(1, 40)
+        out.append("".join(rng.choice(FUZZ_ALPHABET) for _ in range(n)))
+    return out
+
+
+def write_vocab_variant(reader, out_path, pre):
+    """A tensor-less copy of the model's metadata with tokenizer.ggml.pre replaced."""
+    import gguf
+    w = gguf.GGUFWriter(out_path, arch=reader.fields["general.architecture"].contents())
+    for name, field in reader.fields.items():
+        if name.startswith("GGUF.") or name == "general.architecture":
+            continue
+        value = pre if name == "tokenizer.ggml.pre" else field.contents()
+        vtype = field.types[0]
+        sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(name, value, vtype, sub_type=sub)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def pre_variant_goldens(model, llama_cpp, out_path):
+    import tempfile
+    import gguf
+    reader = gguf.GGUFReader(model)
+    texts = [(t, sp) for t, sp in CASES] + [(t, True) for t in fuzz_strings()]
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for pre in PRE_VARIANTS:
+            path = os.path.join(tmp, "vocab-%s.gguf" % pre)
+            write_vocab_variant(reader, path, pre)
+            llm = llama_cpp.Llama(model_path=path, vocab_only=True, verbose=False)
+            for text, special in texts:
+                ids = llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+                lines.append(json.dumps({"pre": pre, "text": text, "parse_special": special,
+                                         "ids": ids}, ensure_ascii=False))
+            del llm
+    with open(out_path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return len(lines)
 
 
 def ids_fnv1a64(ids):
@@ -157,6 +253,14 @@ def main():
         chats.append({"messages": messages, "add_generation_prompt": True, "text": text,
                       "ids": ids})
 
+    builtin = []
+    for llama_name, fasa_name in BUILTIN_FORMATS.items():
+        for messages in BUILTIN_CHATS:
+            for add_ass in (True, False):
+                builtin.append({"format": fasa_name, "messages": messages,
+                                "add_generation_prompt": add_ass,
+                                "text": builtin_chat(llama_cpp, llama_name, messages, add_ass)})
+
     corpus = None
     if args.corpus and os.path.exists(args.corpus):
         with open(args.corpus, "rb") as f:
@@ -180,13 +284,19 @@ def main():
         "cases": cases,
         "pieces_hex": {str(k): v for k, v in sorted(pieces.items())},
         "chats": chats,
+        "builtin_chats": builtin,
         "corpus": corpus,
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=1)
         f.write("\n")
-    print("wrote %s: %d cases, %d chats, %d pieces" % (args.out, len(cases), len(chats), len(pieces)))
+    print("wrote %s: %d cases, %d chats, %d pieces"
+          % (args.out, len(cases), len(chats), len(pieces)))
+
+    variants_out = os.path.join(os.path.dirname(args.out), "smollm2_pre_variants.jsonl")
+    n = pre_variant_goldens(model, llama_cpp, variants_out)
+    print("wrote %s: %d lines" % (variants_out, n))
 
 
 if __name__ == "__main__":

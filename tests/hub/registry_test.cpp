@@ -1,16 +1,16 @@
 // The registry of known models: built-in entries, lookup errors, validation, extra JSON entries.
-#include <gtest/gtest.h>
+#include "fasa/hub/registry.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "fasa/core/error.h"
 #include "fasa/hub/pull.h"
-#include "fasa/hub/registry.h"
 #include "fasa/hub/sha256.h"
 
 namespace fs = std::filesystem;
@@ -110,7 +110,9 @@ TEST(HubRegistry, RejectsDuplicateAndInvalidSpecs) {
   EXPECT_NE(bad([](ModelSpec& s) { s.sha256 = "abc"; }), "<no error>");
   EXPECT_NE(bad([](ModelSpec& s) { s.hf_path.clear(); }).find("no source"), std::string::npos);
   EXPECT_NE(bad([](ModelSpec& s) { s.pypi_parts.push_back({"p", "1", "", ""}); }), "<no error>");
-  EXPECT_NE(bad([](ModelSpec& s) { s.pypi_parts.push_back({"p", "1", "m", "xyz"}); }),
+  EXPECT_NE(bad([](ModelSpec& s) {
+              s.pypi_parts.push_back({"p", "1", "m", "xyz"});
+            }),
             "<no error>");
 }
 
@@ -126,12 +128,15 @@ TEST(HubRegistry, ParsesSourceNames) {
 TEST_F(HubRegistryJson, LoadsExtraModels) {
   const std::string hash = fasa::hub::sha256_hex("x");
   const fs::path p = write(R"({"models": [
-    {"name": "local-a", "file": "a.gguf", "sha256": ")" + hash + R"(", "size_bytes": 12,
+    {"name": "local-a", "file": "a.gguf", "sha256": ")" +
+                           hash + R"(", "size_bytes": 12,
      "hf_path": "org/a/a.gguf", "description": "A"},
-    {"name": "local-b", "file": "b.gguf", "sha256": ")" + hash + R"(",
+    {"name": "local-b", "file": "b.gguf", "sha256": ")" +
+                           hash + R"(",
      "pypi": [{"package": "pkg-one", "version": "1.0", "member": "pkg_one/b.part0"},
               {"package": "pkg-two", "version": "1.0", "member": "pkg_two/b.part1",
-               "wheel_sha256": ")" + hash + R"("}]}]})");
+               "wheel_sha256": ")" +
+                           hash + R"("}]}]})");
   Registry r = Registry::builtin();
   r.add_json_file(p);
   const ModelSpec& a = r.get("local-a");
@@ -153,8 +158,9 @@ TEST_F(HubRegistryJson, BadFilesAreClearErrors) {
             std::string::npos);
   EXPECT_NE(error_of([&] { r.add_json_file(write("{not json")); }).find("invalid JSON"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { r.add_json_file(write(R"({"models": [{"name": "x"}]})")); })
-                .find("missing key 'file'"),
+  EXPECT_NE(error_of([&] {
+              r.add_json_file(write(R"({"models": [{"name": "x"}]})"));
+            }).find("missing key 'file'"),
             std::string::npos);
   const std::string msg = error_of([&] {
     r.add_json_file(write(R"({"models": [{"name": "x", "file": "x.gguf", "sha256": "00"}]})"));

@@ -1,6 +1,7 @@
 // SHA-256 against the FIPS 180-4 / NIST example vectors, padding edge lengths and streaming.
-#include <gtest/gtest.h>
+#include "fasa/hub/sha256.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -9,7 +10,6 @@
 #include <string>
 
 #include "fasa/core/error.h"
-#include "fasa/hub/sha256.h"
 
 namespace fs = std::filesystem;
 using fasa::hub::Sha256;
@@ -32,8 +32,7 @@ TEST(Sha256, NistEmpty) {
 }
 
 TEST(Sha256, NistAbc) {
-  EXPECT_EQ(sha256_hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(Sha256, Nist448BitMessage) {

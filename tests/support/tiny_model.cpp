@@ -39,6 +39,7 @@ std::vector<uint8_t> random_tensor(DType type, int64_t n, float scale, std::mt19
     return out;
   }
   for (auto& b : out) b = static_cast<uint8_t>(byte(rng));
+  if (!info.supported) return out;
   auto put_f16 = [&](uint8_t* p, float v) {
     const uint16_t h = fp32_to_fp16(v);
     std::memcpy(p, &h, 2);
@@ -59,7 +60,10 @@ std::vector<uint8_t> random_tensor(DType type, int64_t n, float scale, std::mt19
 }
 
 void add_random(GgufWriter& w, const std::string& name, DType type, std::vector<int64_t> ne,
-                float scale, std::mt19937& rng) {
+                float scale, std::mt19937& rng, const TinySpec& s) {
+  if (name == s.omit_tensor) return;
+  if (name == s.i32_tensor) type = DType::I32;
+  if (name == s.transposed_tensor) std::swap(ne[0], ne[1]);
   int64_t n = 1;
   for (auto d : ne) n *= d;
   const auto bytes = random_tensor(type, n, scale, rng);
@@ -79,34 +83,35 @@ void write_tiny_model(const std::string& path, const TinySpec& s) {
   std::mt19937 rng(s.seed);
   GgufWriter w;
   const int hd = s.d_model / s.n_heads;
-  w.set_string("general.architecture", "llama");
+  w.set_string("general.architecture", s.arch);
   w.set_string("general.name", "tiny-random");
-  w.set_u32("llama.block_count", s.n_layers);
-  w.set_u32("llama.context_length", s.n_ctx);
-  w.set_u32("llama.embedding_length", s.d_model);
-  w.set_u32("llama.feed_forward_length", s.d_ff);
-  w.set_u32("llama.attention.head_count", s.n_heads);
-  w.set_u32("llama.attention.head_count_kv", s.n_kv_heads);
-  w.set_f32("llama.rope.freq_base", s.rope_base);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.set_u32("llama.rope.dimension_count", hd);
-  w.set_u32("llama.vocab_size", s.n_vocab);
+  const std::string a = s.arch + ".";
+  w.set_u32(a + "block_count", s.n_layers);
+  w.set_u32(a + "context_length", s.n_ctx);
+  w.set_u32(a + "embedding_length", s.d_model);
+  w.set_u32(a + "feed_forward_length", s.d_ff);
+  w.set_u32(a + "attention.head_count", s.n_heads);
+  w.set_u32(a + "attention.head_count_kv", s.n_kv_heads);
+  w.set_f32(a + "rope.freq_base", s.rope_base);
+  w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  w.set_u32(a + "rope.dimension_count", hd);
+  w.set_u32(a + "vocab_size", s.n_vocab);
   const float ws = 1.0f / std::sqrt(static_cast<float>(s.d_model));
-  add_random(w, "token_embd.weight", s.wtype, {s.d_model, s.n_vocab}, 1.0f, rng);
+  add_random(w, "token_embd.weight", s.wtype, {s.d_model, s.n_vocab}, 1.0f, rng, s);
   w.add_tensor_f32("output_norm.weight", {s.d_model}, norm_weights(s.d_model, rng));
-  if (!s.tied_output) add_random(w, "output.weight", s.wtype, {s.d_model, s.n_vocab}, ws, rng);
+  if (!s.tied_output) add_random(w, "output.weight", s.wtype, {s.d_model, s.n_vocab}, ws, rng, s);
   for (int l = 0; l < s.n_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     w.add_tensor_f32(p + "attn_norm.weight", {s.d_model}, norm_weights(s.d_model, rng));
-    add_random(w, p + "attn_q.weight", s.wtype, {s.d_model, s.n_heads * hd}, 2.0f * ws, rng);
-    add_random(w, p + "attn_k.weight", s.wtype, {s.d_model, s.n_kv_heads * hd}, 2.0f * ws, rng);
-    add_random(w, p + "attn_v.weight", s.wtype, {s.d_model, s.n_kv_heads * hd}, ws, rng);
-    add_random(w, p + "attn_output.weight", s.wtype, {s.n_heads * hd, s.d_model}, ws, rng);
+    add_random(w, p + "attn_q.weight", s.wtype, {s.d_model, s.n_heads * hd}, 2.0f * ws, rng, s);
+    add_random(w, p + "attn_k.weight", s.wtype, {s.d_model, s.n_kv_heads * hd}, 2.0f * ws, rng, s);
+    add_random(w, p + "attn_v.weight", s.wtype, {s.d_model, s.n_kv_heads * hd}, ws, rng, s);
+    add_random(w, p + "attn_output.weight", s.wtype, {s.n_heads * hd, s.d_model}, ws, rng, s);
     w.add_tensor_f32(p + "ffn_norm.weight", {s.d_model}, norm_weights(s.d_model, rng));
-    add_random(w, p + "ffn_gate.weight", s.wtype, {s.d_model, s.d_ff}, ws, rng);
-    add_random(w, p + "ffn_up.weight", s.wtype, {s.d_model, s.d_ff}, ws, rng);
+    add_random(w, p + "ffn_gate.weight", s.wtype, {s.d_model, s.d_ff}, ws, rng, s);
+    add_random(w, p + "ffn_up.weight", s.wtype, {s.d_model, s.d_ff}, ws, rng, s);
     add_random(w, p + "ffn_down.weight", s.wtype, {s.d_ff, s.d_model},
-               1.0f / std::sqrt(static_cast<float>(s.d_ff)), rng);
+               1.0f / std::sqrt(static_cast<float>(s.d_ff)), rng, s);
   }
   w.write(path);
 }

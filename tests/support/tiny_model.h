@@ -22,6 +22,11 @@ struct TinySpec {
   DType wtype = DType::F32;  // type of the 2-D matrices (F32, F16, Q8_0, Q4_0, Q4_1)
   bool tied_output = false;
   uint32_t seed = 1;
+  // Malformed variants for bad-input tests.
+  std::string arch = "llama";
+  std::string omit_tensor;      // leave this tensor out
+  std::string i32_tensor;       // store this tensor as I32 (a type no kernel computes with)
+  std::string transposed_tensor;  // store this 2-D tensor with its dims swapped
 };
 
 // Writes the model to `path` (GGUF v3, arch llama, no tokenizer metadata).

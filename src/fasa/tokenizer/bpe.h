@@ -25,4 +25,9 @@ struct BpeConfig {
 // Validates `cfg` (throws fasa::Error naming the key and the problem) and builds the tokenizer.
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(BpeConfig cfg);
 
+class GgufFile;
+// Reads the tokenizer.ggml.* keys (tokenizer.ggml.model must be "gpt2"); throws fasa::Error
+// naming a missing or mistyped key.
+BpeConfig read_bpe_config(const GgufFile& file);
+
 }  // namespace fasa

@@ -124,7 +124,9 @@ ChatFormat detect_chat_format(const GgufFile& file) {
     return detect_chat_format_from_template(file.get_string_or("tokenizer.chat_template", ""),
                                             file.get_string_or("general.architecture", ""));
   } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}", file.path(), e.what()));
+    const std::string msg = e.what();
+    if (msg.rfind(file.path(), 0) == 0) throw;  // the GGUF reader named the file already
+    throw Error(fmt::format("{}: {}", file.path(), msg));
   }
 }
 

@@ -96,7 +96,7 @@ Utf8Seq utf8_at(std::string_view s, size_t i) {
     const uint8_t b = byte(i + k);
     const uint8_t min = k == 1 ? lo : 0x80;
     const uint8_t max = k == 1 ? hi : 0xBF;
-    if (b < min || b > max) return {Utf8Status::Invalid, 1, 0};
+    if (b < min || b > max) return {Utf8Status::Invalid, k, 0};  // k: the maximal subpart
     cp = (cp << 6) | (b & 0x3F);
   }
   return {Utf8Status::Valid, len, cp};

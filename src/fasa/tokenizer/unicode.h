@@ -37,7 +37,9 @@ constexpr uint32_t kReplacementChar = 0xFFFD;
 enum class Utf8Status { Valid, Truncated, Invalid };
 struct Utf8Seq {
   Utf8Status status;
-  uint32_t len;  // Valid: bytes in the sequence; Truncated: bytes present; Invalid: 1
+  // Valid: bytes in the sequence; Truncated: bytes present; Invalid: bytes of the longest
+  // well-formed start (at least 1), which decoders replace by one U+FFFD.
+  uint32_t len;
   uint32_t cp;   // Valid only
 };
 // Well-formedness per Unicode Table 3-7: no overlongs, no surrogates, nothing past U+10FFFF.

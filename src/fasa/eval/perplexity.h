@@ -1,0 +1,45 @@
+// Perplexity over consecutive chunks of a token stream, llama-perplexity's convention: each chunk
+// of n_ctx tokens starts from an empty cache, and only the second half of each chunk is scored
+// (logits at positions n_ctx/2 .. n_ctx-2 predicting the next token).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fasa/engine/session.h"
+#include "fasa/model/model.h"
+
+namespace fasa {
+
+struct PplOptions {
+  int n_ctx = 512;
+  int n_chunks = 0;          // 0 = every whole chunk in the text
+  int batch = 512;           // tokens per forward while evaluating a chunk
+  KvType kv_type = KvType::F16;
+  std::string policy = "full";
+};
+
+struct PplResult {
+  double ppl = 0.0;
+  double ppl_se = 0.0;   // standard error of the perplexity estimate
+  double mean_nll = 0.0;
+  int n_chunks = 0;
+  int64_t n_scored = 0;  // predictions scored
+  int64_t n_tokens = 0;  // tokens in the text
+  std::vector<double> chunk_ppl;  // [n_chunks] running perplexity after each chunk
+  std::vector<int32_t> argmax;    // [n_chunks * n_ctx] top-1 prediction at every position
+  double seconds = 0.0;
+};
+
+// `progress(done, total)` is called after each chunk (may be null). Throws fasa::Error when the
+// text is shorter than one chunk or the options are out of range.
+PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+                     const PplOptions& opts, const std::function<void(int, int)>& progress);
+
+// log p(target) under softmax(logits); logits: [n_vocab]
+double log_prob(const float* logits, int n_vocab, int32_t target);
+
+}  // namespace fasa

@@ -1,0 +1,116 @@
+// SmolLM2-135M-Instruct against llama.cpp goldens (scripts/dev/make_model_goldens.py):
+// teacher-forced top-1 agreement and perplexity over 4 chunks of 1024 tokens of Persuasion,
+// logits at sampled positions, and the greedy chat answer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "fasa/engine/generate.h"
+#include "fasa/engine/session.h"
+#include "fasa/eval/perplexity.h"
+#include "fasa/io/gguf.h"
+#include "fasa/model/model.h"
+#include "fasa/tokenizer/chat.h"
+#include "fasa/tokenizer/tokenizer.h"
+#include "support/model_path.h"
+
+namespace fasa {
+namespace {
+
+const nlohmann::json& goldens() {
+  static const nlohmann::json j = [] {
+    std::ifstream in(std::string(FASA_TEST_DATA_DIR) + "/model/smollm2_persuasion_goldens.json");
+    return nlohmann::json::parse(in);
+  }();
+  return j;
+}
+
+std::shared_ptr<const Model> smollm2(const std::string& path) {
+  static std::shared_ptr<const Model> m;
+  if (!m) m = Model::load(path);
+  return m;
+}
+
+TEST(Smollm2Golden, TeacherForcedAgreementAndPerplexity) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  const auto& g = goldens();
+  auto model = smollm2(path);
+  const std::vector<int32_t> tokens = g["tokens"].get<std::vector<int32_t>>();
+  const int n_ctx = g["n_ctx"], n_chunks = g["n_chunks"];
+  ASSERT_EQ(static_cast<int>(tokens.size()), n_ctx * n_chunks);
+
+  PplOptions o;
+  o.n_ctx = n_ctx;
+  o.n_chunks = n_chunks;
+  const PplResult r = perplexity(model, tokens, o, nullptr);
+
+  int agree = 0, total = 0;
+  for (int c = 0; c < n_chunks; ++c) {
+    const auto ref = g["chunks"][c]["argmax"].get<std::vector<int32_t>>();
+    for (int i = 0; i < n_ctx; ++i) {
+      agree += r.argmax[static_cast<size_t>(c) * n_ctx + i] == ref[i];
+      ++total;
+    }
+  }
+  const double agreement = static_cast<double>(agree) / total;
+  const double ref_ppl = g["ppl"];
+  std::printf("top-1 agreement %.4f (%d/%d); ppl %.4f vs reference %.4f (%+.3f%%)\n", agreement,
+              agree, total, r.ppl, ref_ppl, 100.0 * (r.ppl / ref_ppl - 1.0));
+  EXPECT_GE(agreement, 0.98);
+  EXPECT_NEAR(r.ppl / ref_ppl, 1.0, 0.005);
+}
+
+TEST(Smollm2Golden, LogitsAtSampledPositions) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  const auto& g = goldens();
+  auto model = smollm2(path);
+  const std::vector<int32_t> all = g["tokens"].get<std::vector<int32_t>>();
+  const int n_ctx = g["n_ctx"];
+  const std::vector<int32_t> chunk(all.begin(), all.begin() + n_ctx);
+  SessionOptions so;
+  so.n_ctx = n_ctx;
+  Session s(model, so);
+  const auto logits = s.eval_all(chunk, 512);  // [n_ctx, n_vocab]
+  const int n_vocab = model->config().n_vocab;
+  double worst = 0.0;
+  for (const auto& e : g["chunks"][0]["top16"]) {
+    const int pos = e["pos"];
+    const auto ids = e["ids"].get<std::vector<int32_t>>();
+    const auto ref = e["logits"].get<std::vector<double>>();
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const double got = logits[static_cast<size_t>(pos) * n_vocab + ids[k]];
+      worst = std::max(worst, std::fabs(got - ref[k]));
+    }
+  }
+  std::printf("max |logit - reference| over sampled top-16: %.4f\n", worst);
+  // Q4_1 weights, f16 KV, different accumulation orders: small absolute drift is expected.
+  EXPECT_LT(worst, 0.25);
+}
+
+TEST(Smollm2Golden, ChatPromptTokensAndGreedyAnswer) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  const auto& g = goldens();
+  auto model = smollm2(path);
+  const Tokenizer& tok = model->require_tokenizer();
+  const std::string rendered =
+      render_chat(detect_chat_format(model->file()), {{"user", "What is the capital of France?"}},
+                  true, chat_default_system(model->file()));
+  EXPECT_EQ(rendered, g["chat_prompt"].get<std::string>());
+  const auto prompt = tok.encode(rendered, true, true);
+  EXPECT_EQ(prompt, g["chat_prompt_tokens"].get<std::vector<int32_t>>());
+  SessionOptions so;
+  so.n_ctx = 256;
+  Session s(model, so);
+  GenerateOptions go;
+  go.n_predict = 24;
+  go.sampler.temp = 0.0f;
+  const GenerateResult r = generate(s, prompt, go, nullptr);
+  std::printf("greedy answer: %s\n", r.text.c_str());
+  EXPECT_NE(r.text.find("Paris"), std::string::npos) << r.text;
+}
+
+}  // namespace
+}  // namespace fasa
