@@ -1,7 +1,8 @@
-// Fast dequantization: AVX-512 for the common types when the build targets it, otherwise (and for
-// the rarer types) portable loops written so the compiler can vectorize them. Every path gives the
-// same bits as ref::dequantize_row (see the rounding note in ref/dequant_ref.cpp): the products
-// d * q are exact in fp32, so an FMA and a separate multiply-add agree.
+// Fast dequantization: AVX-512 code for every supported type when the build targets it,
+// otherwise portable loops written so the compiler vectorizes them (detail::
+// dequantize_row_portable, also used by tests). Every path gives the same bits as
+// ref::dequantize_row (see the rounding note in ref/dequant_ref.cpp): d * q is exact in fp32, so
+// an FMA and a separate multiply-add agree, and Q6_K keeps the order (d * scale) * q.
 #include "fasa/kernels/dequant.h"
 
 #include <cstring>

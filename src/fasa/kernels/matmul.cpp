@@ -1,10 +1,11 @@
 // y[t, o] = sum_i W[o, i] * x[t, i] for quantized or float weights (see matmul.h).
 //
 // Structure: worker w owns a contiguous range of output rows (parallel_ranges over groups of
-// kRows rows). It dequantizes kChunk-ish rows at a time into its own f32 scratch, then walks the
-// tokens in tiles that stay in L2, computing kRows x kToks dot products at once with a register
-// micro-kernel. Every dot product, whatever kernel shape computes it, is the same fixed sequence
-// of fp32 operations (matmul.h), so the result never depends on tiling, threads or n_tok.
+// kRows rows). It dequantizes an L1-sized chunk of rows (kChunkBytes of f32) into its own scratch,
+// prefetching the next chunk's raw bytes, then walks all tokens in tiles that stay in L2,
+// computing kRows x kToks dot products at once with a register micro-kernel. Every dot product,
+// whatever kernel shape computes it, is the same fixed sequence of fp32 operations (matmul.h),
+// so the result never depends on tiling, threads or n_tok.
 #include "fasa/kernels/matmul.h"
 
 #include <algorithm>
@@ -23,11 +24,11 @@ namespace fasa {
 
 namespace {
 
-constexpr int kLanes = 16;             // accumulator lanes per dot product (one zmm of f32)
-constexpr int kRows = 4;               // weight rows per micro-kernel call
-constexpr int kToks = 4;               // tokens per micro-kernel call
-constexpr int64_t kChunkBytes = 32 << 10;   // dequantized weight rows per worker step (~L1)
-constexpr int64_t kTileBytes = 256 << 10;   // activation rows per token tile (~L2 share)
+constexpr int kLanes = 16;                     // accumulator lanes per dot product (one zmm)
+constexpr int kRows = 4;                       // weight rows per micro-kernel call
+constexpr int kToks = 4;                       // tokens per micro-kernel call
+constexpr int64_t kChunkBytes = 32 << 10;      // dequantized rows per worker step (~L1)
+constexpr int64_t kTileBytes = 256 << 10;      // activation rows per token tile (~L2 share)
 constexpr int64_t kMinParallelMacs = 1 << 16;  // below this many multiply-adds, one thread
 
 // ---- portable kernel --------------------------------------------------------------------------
@@ -84,7 +85,9 @@ void kernel_portable(int n_rows, int n_toks, const float* w, int64_t ldw, const 
                      int64_t ldx, int64_t n, float* y, int64_t ldy) {
   for (int t = 0; t < n_toks; ++t) {
     int r = 0;
-    for (; r + 4 <= n_rows; r += 4) dot4_portable(w + r * ldw, ldw, x + t * ldx, n, y + t * ldy + r);
+    for (; r + 4 <= n_rows; r += 4) {
+      dot4_portable(w + r * ldw, ldw, x + t * ldx, n, y + t * ldy + r);
+    }
     for (; r < n_rows; ++r) y[t * ldy + r] = dot_portable(w + r * ldw, x + t * ldx, n);
   }
 }
