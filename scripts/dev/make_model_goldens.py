@@ -9,7 +9,8 @@ Development-time only: the output JSON is checked in and the tests never import 
 
 What it records (llama-perplexity conventions: no BOS for SmolLM2, fresh cache per chunk):
   - the first 4 * 1024 token ids of the text (llama.cpp tokenization, parse_special=False)
-  - per chunk and position: the argmax next-token id and the log-prob of the actual next token
+  - per chunk and position: the argmax next-token id, its margin over the runner-up (logits), and
+    the log-prob of the actual next token
   - the reference perplexity over the second half of each chunk, and its standard error
   - for chunk 0, every 64th position: the top-16 (id, logit) pairs
   - greedy chat generation for "What is the capital of France?" (24 tokens)
@@ -46,6 +47,8 @@ def main():
         logits = np.array(llm.scores[:N_CTX], dtype=np.float64)  # [n_ctx, n_vocab]
         lp = log_softmax(logits)
         argmax = logits.argmax(axis=-1).astype(int).tolist()
+        top2 = np.sort(logits, axis=-1)[:, -2:]
+        margin = [round(float(m), 4) for m in (top2[:, 1] - top2[:, 0])]
         next_lp = [float(lp[i, toks[i + 1]]) for i in range(N_CTX - 1)]
         first = N_CTX // 2
         for i in range(first, N_CTX - 1):
@@ -53,7 +56,7 @@ def main():
             nll_sum += nll
             nll2_sum += nll * nll
             count += 1
-        entry = {"argmax": argmax, "next_logprob": next_lp}
+        entry = {"argmax": argmax, "margin": margin, "next_logprob": next_lp}
         if c == 0:
             top = []
             for i in range(0, N_CTX, 64):

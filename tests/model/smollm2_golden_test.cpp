@@ -3,7 +3,9 @@
 // logits at sampled positions, and the greedy chat answer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -41,25 +43,49 @@ TEST(Smollm2Golden, TeacherForcedAgreementAndPerplexity) {
   const std::vector<int32_t> tokens = g["tokens"].get<std::vector<int32_t>>();
   const int n_ctx = g["n_ctx"], n_chunks = g["n_chunks"];
   ASSERT_EQ(static_cast<int>(tokens.size()), n_ctx * n_chunks);
+  // `fasa eval ppl --text` tokenizes the file itself: the same tokens as the reference's.
+  {
+    std::ifstream in(std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/austen_persuasion.txt");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto ours = model->require_tokenizer().encode(text, true, false);
+    ASSERT_GE(ours.size(), tokens.size());
+    EXPECT_TRUE(std::equal(tokens.begin(), tokens.end(), ours.begin()));
+  }
 
   PplOptions o;
   o.n_ctx = n_ctx;
   o.n_chunks = n_chunks;
   const PplResult r = perplexity(model, tokens, o, nullptr);
 
-  int agree = 0, total = 0;
+  // The reference is itself noisy at the level of near-ties: llama.cpp quantizes activations to
+  // 8 bits before every quantized matmul, so ulp-level changes flip roundings, and its own
+  // token-by-token path agrees with its batched path on only 95.7% of positions (chunk 0, first
+  // 512; every disagreement has a reference top-1 margin < 0.25 logits). See docs/CORRECTNESS.md.
+  // So: overall agreement at least llama.cpp's self-agreement, and near-exact agreement where the
+  // reference's top-1 leads the runner-up by >= 0.5 logits.
+  int agree = 0, total = 0, agree_conf = 0, total_conf = 0;
   for (int c = 0; c < n_chunks; ++c) {
     const auto ref = g["chunks"][c]["argmax"].get<std::vector<int32_t>>();
+    const auto margin = g["chunks"][c]["margin"].get<std::vector<double>>();
     for (int i = 0; i < n_ctx; ++i) {
-      agree += r.argmax[static_cast<size_t>(c) * n_ctx + i] == ref[i];
+      const bool same = r.argmax[static_cast<size_t>(c) * n_ctx + i] == ref[i];
+      agree += same;
       ++total;
+      if (margin[i] >= 0.5) {
+        agree_conf += same;
+        ++total_conf;
+      }
     }
   }
   const double agreement = static_cast<double>(agree) / total;
+  const double agreement_conf = static_cast<double>(agree_conf) / total_conf;
   const double ref_ppl = g["ppl"];
-  std::printf("top-1 agreement %.4f (%d/%d); ppl %.4f vs reference %.4f (%+.3f%%)\n", agreement,
-              agree, total, r.ppl, ref_ppl, 100.0 * (r.ppl / ref_ppl - 1.0));
-  EXPECT_GE(agreement, 0.98);
+  std::printf("top-1 agreement %.4f (%d/%d); where reference margin >= 0.5: %.4f (%d/%d); "
+              "ppl %.4f vs reference %.4f (%+.3f%%)\n",
+              agreement, agree, total, agreement_conf, agree_conf, total_conf, r.ppl, ref_ppl,
+              100.0 * (r.ppl / ref_ppl - 1.0));
+  EXPECT_GE(agreement, 0.95);
+  EXPECT_GE(agreement_conf, 0.995);
   EXPECT_NEAR(r.ppl / ref_ppl, 1.0, 0.005);
 }
 
@@ -86,8 +112,8 @@ TEST(Smollm2Golden, LogitsAtSampledPositions) {
     }
   }
   std::printf("max |logit - reference| over sampled top-16: %.4f\n", worst);
-  // Q4_1 weights, f16 KV, different accumulation orders: small absolute drift is expected.
-  EXPECT_LT(worst, 0.25);
+  // llama.cpp's own token-by-token vs batched logits differ by up to 1.38 (mean 0.16) on chunk 0.
+  EXPECT_LT(worst, 1.0);
 }
 
 TEST(Smollm2Golden, ChatPromptTokensAndGreedyAnswer) {
