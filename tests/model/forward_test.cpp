@@ -43,6 +43,9 @@ struct Case {
   double tol;
 };
 
+// Readable names in test listings instead of gtest's byte dump.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 class ForwardVsReference : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ForwardVsReference, LogitsMatch) {
