@@ -14,6 +14,13 @@ namespace fasa {
 
 namespace {
 
+#if defined(__AVX512F__)
+// GCC 12 warns falsely inside its own _mm512_cvtph_ps (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 inline const uint8_t* row_ptr(const void* base, int64_t slot, int hd, KvType t) {
   return static_cast<const uint8_t*>(base) + slot * hd * (t == KvType::F16 ? 2 : 4);
 }
@@ -71,6 +78,10 @@ void axpy_row(float p, const uint8_t* row, int hd, KvType t, float* out) {
     for (int i = 0; i < hd; ++i) out[i] += p * r[i];
   }
 }
+
+#if defined(__AVX512F__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace
 
