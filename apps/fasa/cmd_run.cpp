@@ -98,6 +98,11 @@ void run_run(const RunArgs& a) {
                human_bytes(session.cache().used_bytes()).c_str(),
                human_bytes(session.cache().capacity_bytes()).c_str(),
                human_bytes(model->weight_bytes()).c_str(), human_bytes(peak_rss_bytes()).c_str());
+  const AttnStats& st = session.attn_stats();
+  if (st.slots_visible > 0) {
+    std::fprintf(stderr, "fasa: policy %s read %.1f%% of the cached K/V rows at decode steps\n",
+                 a.policy.c_str(), 100.0 * st.slots_read / st.slots_visible);
+  }
 }
 
 }  // namespace

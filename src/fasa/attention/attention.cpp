@@ -42,25 +42,30 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
   const bool want_probs = policy.wants_probs();
   std::vector<float> all_probs;  // [n_heads, n_visible] when the policy learns from them
   if (want_probs) all_probs.resize(static_cast<size_t>(sh.n_heads) * n_visible);
+  auto slots_of = [&](int h) -> const std::vector<int32_t>& {
+    return sel[h / n_group].slots_for(h % n_group);
+  };
   parallel_for(sh.n_heads, [&](int64_t h) {
-    const int g = static_cast<int>(h) / n_group;
-    const Selection& se = sel[g];
-    const int n = se.all ? n_visible : static_cast<int>(se.slots.size());
+    const int kv = static_cast<int>(h) / n_group;
+    const bool all = sel[kv].all;
+    const std::vector<int32_t>& slots = slots_of(static_cast<int>(h));
+    const int n = all ? n_visible : static_cast<int>(slots.size());
     float* probs = want_probs ? all_probs.data() + h * n_visible : probs_scratch(n).data();
-    attend_one(s.q + h * hd, rows_of(cache, s.layer, g), se.all ? nullptr : se.slots.data(), n,
-               scale, probs, s.out + h * hd);
+    attend_one(s.q + h * hd, rows_of(cache, s.layer, kv), all ? nullptr : slots.data(), n, scale,
+               probs, s.out + h * hd);
   });
   if (want_probs) {
     for (int h = 0; h < sh.n_heads; ++h) {
       const Selection& se = sel[h / n_group];
-      const int n = se.all ? n_visible : static_cast<int>(se.slots.size());
+      const int n = se.all ? n_visible : static_cast<int>(slots_of(h).size());
       policy.on_probs(s.layer, h, se, all_probs.data() + static_cast<size_t>(h) * n_visible, n);
     }
   }
   if (stats) {
-    for (const auto& se : sel) {
+    for (int h = 0; h < sh.n_heads; ++h) {
+      const Selection& se = sel[h / n_group];
       stats->decode_steps += 1;
-      stats->slots_read += se.all ? n_visible : se.slots.size();
+      stats->slots_read += se.all ? n_visible : slots_of(h).size();
       stats->slots_visible += n_visible;
     }
   }

@@ -20,9 +20,9 @@ struct AttnStep {
 };
 
 struct AttnStats {
-  uint64_t decode_steps = 0;   // (layer, kv_head) decode selections made
-  uint64_t slots_read = 0;     // rows read by those selections
-  uint64_t slots_visible = 0;  // rows a dense step would have read
+  uint64_t decode_steps = 0;   // (layer, query head) decode attentions run
+  uint64_t slots_read = 0;     // K/V rows they read
+  uint64_t slots_visible = 0;  // rows dense attention would have read
 };
 
 // K/V of the new tokens must already be stored in `cache` for this layer.

@@ -25,12 +25,29 @@ struct AttnQuery {
   const KvCache* cache = nullptr;
 };
 
-// Which slots to read. `all` means every visible slot (dense); otherwise `slots` is sorted,
-// unique, in [0, n_visible).
+// Which slots to read. `all` means every visible slot (dense). Otherwise either one slot list
+// shared by the group's query heads (`slots`), or, when `per_head` is set, one list per query
+// head of the group (`head_slots[g]`, g in [0, n_group)). Every list is sorted, unique and in
+// [0, n_visible).
 struct Selection {
   bool all = true;
-  std::vector<int32_t> slots;
+  bool per_head = false;
+  std::vector<int32_t> slots;                    // [n_selected]
+  std::vector<std::vector<int32_t>> head_slots;  // [n_group][n_selected]
+  const std::vector<int32_t>& slots_for(int g) const { return per_head ? head_slots[g] : slots; }
+  void set_all() {
+    all = true;
+    per_head = false;
+    slots.clear();
+  }
 };
+
+// Budget semantics shared by every selective policy: tokens attended per decode step per
+// kv-head group (per query head in per-head mode). A value < 1 is a fraction of the visible
+// context. Returns the number of slots to keep (>= 1, <= n_visible).
+int resolve_budget(double budget, int n_visible);
+// Parses a budget option ("256", "0.1"); throws fasa::Error when not a positive number.
+double parse_budget(const std::string& policy, const std::string& value);
 
 class AttentionPolicy {
  public:

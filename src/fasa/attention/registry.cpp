@@ -1,5 +1,8 @@
 #include "fasa/attention/registry.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,8 @@ namespace {
 const std::vector<PolicyEntry>& entries() {
   static const std::vector<PolicyEntry> kEntries = {
       {"full", "dense attention over every cached token", make_full_policy},
+      {"oracle", "exact top-B of the full attention logits (budget=B, gqa=shared|per-head)",
+       make_oracle_policy},
   };
   return kEntries;
 }
@@ -32,6 +37,24 @@ std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const Attn
   std::string known;
   for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
   fail("unknown attention policy '{}' (known: {})", name, known);
+}
+
+int resolve_budget(double budget, int n_visible) {
+  const double k = budget < 1.0 ? std::ceil(budget * n_visible) : std::floor(budget);
+  return static_cast<int>(std::clamp(k, 1.0, static_cast<double>(n_visible)));
+}
+
+double parse_budget(const std::string& policy, const std::string& value) {
+  char* end = nullptr;
+  const double b = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(b) || b <= 0.0) {
+    fail("policy '{}': budget must be a positive number of tokens or a fraction < 1 (got '{}')",
+         policy, value);
+  }
+  if (b >= 1.0 && b != std::floor(b)) {
+    fail("policy '{}': a budget >= 1 must be a whole number of tokens (got '{}')", policy, value);
+  }
+  return b;
 }
 
 void parse_policy_spec(const std::string& spec, std::string* name, PolicyOptions* opts) {

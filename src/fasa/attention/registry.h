@@ -20,5 +20,6 @@ struct PolicyEntry {
 
 // Factories, defined in policies/*.cpp.
 std::unique_ptr<AttentionPolicy> make_full_policy(const AttnShape&, const PolicyOptions&);
+std::unique_ptr<AttentionPolicy> make_oracle_policy(const AttnShape&, const PolicyOptions&);
 
 }  // namespace fasa

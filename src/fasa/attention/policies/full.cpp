@@ -9,10 +9,7 @@ namespace {
 class FullPolicy final : public AttentionPolicy {
  public:
   std::string_view name() const override { return "full"; }
-  void select(const AttnQuery&, Selection& out) override {
-    out.all = true;
-    out.slots.clear();
-  }
+  void select(const AttnQuery&, Selection& out) override { out.set_all(); }
 };
 
 }  // namespace

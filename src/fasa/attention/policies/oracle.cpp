@@ -1,0 +1,84 @@
+// `oracle`: exact top-B of the full attention logits at every decode step — the upper bound
+// every sparse policy is measured against. Options: budget=B (tokens, or a fraction < 1 of the
+// context), gqa=shared|per-head. `shared` ranks slots by the attention mass the group's query
+// heads give them (sum of per-head softmax probabilities); `per-head` ranks per query head.
+#include <cmath>
+#include <vector>
+
+#include "fasa/attention/attend.h"
+#include "fasa/attention/registry.h"
+#include "fasa/core/error.h"
+#include "fasa/kernels/ops.h"
+#include "fasa/kernels/topk.h"
+
+namespace fasa {
+
+namespace {
+
+class OraclePolicy final : public AttentionPolicy {
+ public:
+  OraclePolicy(double budget, bool per_head) : budget_(budget), per_head_(per_head) {}
+  std::string_view name() const override { return "oracle"; }
+
+  void select(const AttnQuery& q, Selection& out) override {
+    const int n = q.n_visible;
+    const int k = resolve_budget(budget_, n);
+    if (k >= n) {
+      out.set_all();
+      return;
+    }
+    const int hd = q.cache->shape().head_dim;
+    const KvRows rows{q.cache->k_rows(q.layer, q.kv_head), q.cache->v_rows(q.layer, q.kv_head),
+                      q.cache->type(), hd};
+    thread_local std::vector<float> logits, mass;  // [n]
+    logits.resize(n);
+    out.all = false;
+    out.per_head = per_head_;
+    if (per_head_) {
+      out.head_slots.resize(q.n_group);
+      for (int g = 0; g < q.n_group; ++g) {
+        qk_scores(q.q + g * hd, rows, nullptr, n, logits.data());
+        top_k_indices(logits.data(), n, k, out.head_slots[g]);
+      }
+      return;
+    }
+    mass.assign(n, 0.0f);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for (int g = 0; g < q.n_group; ++g) {
+      qk_scores(q.q + g * hd, rows, nullptr, n, logits.data());
+      for (int j = 0; j < n; ++j) logits[j] *= scale;
+      softmax_inplace(logits.data(), n);
+      for (int j = 0; j < n; ++j) mass[j] += logits[j];
+    }
+    top_k_indices(mass.data(), n, k, out.slots);
+  }
+
+ private:
+  double budget_;
+  bool per_head_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionPolicy> make_oracle_policy(const AttnShape&, const PolicyOptions& opts) {
+  double budget = 0.0;
+  bool per_head = false;
+  bool have_budget = false;
+  for (const auto& [key, value] : opts) {
+    if (key == "budget") {
+      budget = parse_budget("oracle", value);
+      have_budget = true;
+    } else if (key == "gqa") {
+      if (value != "shared" && value != "per-head") {
+        fail("policy 'oracle': gqa must be 'shared' or 'per-head' (got '{}')", value);
+      }
+      per_head = value == "per-head";
+    } else {
+      fail("policy 'oracle' has no option '{}' (options: budget, gqa)", key);
+    }
+  }
+  if (!have_budget) fail("policy 'oracle' needs a budget (e.g. --policy oracle:budget=256)");
+  return std::make_unique<OraclePolicy>(budget, per_head);
+}
+
+}  // namespace fasa

@@ -1,0 +1,13 @@
+// Deterministic top-k over scores: highest first, ties broken by the lower index.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace fasa {
+
+// Indices of the k largest scores[0..n), returned sorted ascending (as slot lists are).
+// k is clamped to [0, n]. out: [k]
+void top_k_indices(const float* scores, int n, int k, std::vector<int32_t>& out);
+
+}  // namespace fasa

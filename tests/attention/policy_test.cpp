@@ -1,0 +1,199 @@
+// Invariants every registered policy must keep, and the oracle against a plain reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "fasa/attention/kv_cache.h"
+#include "fasa/attention/policy.h"
+#include "fasa/core/error.h"
+#include "fasa/core/parallel.h"
+#include "fasa/engine/session.h"
+#include "fasa/model/model.h"
+#include "support/tiny_model.h"
+
+namespace fasa {
+namespace {
+
+const AttnShape kShape{2, 4, 2, 16};  // n_layers, n_heads, n_kv_heads, head_dim
+
+// A cache with n random tokens and a random query per head.
+struct Fixture {
+  KvCache cache{kShape, KvType::F32, 64};
+  std::vector<float> q;  // [n_heads, head_dim]
+  explicit Fixture(int n, uint32_t seed = 1) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> k(kShape.head_dim), v(kShape.head_dim);
+    std::vector<int32_t> pos(n);
+    for (int t = 0; t < n; ++t) {
+      pos[t] = t;
+      for (int l = 0; l < kShape.n_layers; ++l) {
+        for (int g = 0; g < kShape.n_kv_heads; ++g) {
+          for (auto& x : k) x = nd(rng);
+          for (auto& x : v) x = nd(rng);
+          cache.store(l, g, t, k.data(), v.data());
+        }
+      }
+    }
+    cache.commit(n, pos.data());
+    q.resize(kShape.n_heads * kShape.head_dim);
+    for (auto& x : q) x = 2.0f * nd(rng);
+  }
+  AttnQuery query(int layer, int kv_head) const {
+    AttnQuery a;
+    a.layer = layer;
+    a.kv_head = kv_head;
+    a.q = q.data() + kv_head * kShape.n_group() * kShape.head_dim;
+    a.n_group = kShape.n_group();
+    a.pos = cache.n_used();
+    a.n_visible = cache.n_used();
+    a.cache = &cache;
+    return a;
+  }
+};
+
+std::unique_ptr<AttentionPolicy> policy_from(const std::string& spec) {
+  std::string name;
+  PolicyOptions opts;
+  parse_policy_spec(spec, &name, &opts);
+  return make_policy(name, kShape, opts);
+}
+
+// Specs exercising every registered policy (a new policy must add itself here).
+const std::vector<std::string> kSpecs = {"full", "oracle:budget=8", "oracle:budget=0.25",
+                                         "oracle:budget=5,gqa=per-head"};
+
+TEST(PolicyInvariants, EveryRegisteredPolicyIsCovered) {
+  std::set<std::string> covered;
+  for (const auto& s : kSpecs) covered.insert(s.substr(0, s.find(':')));
+  for (const auto& name : policy_names()) EXPECT_TRUE(covered.count(name)) << name;
+}
+
+TEST(PolicyInvariants, SortedUniqueInRangeWithinBudgetDeterministic) {
+  for (const auto& spec : kSpecs) {
+    for (int n : {1, 3, 17, 40}) {
+      Fixture f(n);
+      auto p = policy_from(spec);
+      for (int l = 0; l < kShape.n_layers; ++l) {
+        for (int g = 0; g < kShape.n_kv_heads; ++g) {
+          Selection a, b;
+          p->select(f.query(l, g), a);
+          p->select(f.query(l, g), b);
+          EXPECT_EQ(a.all, b.all);
+          EXPECT_EQ(a.slots, b.slots);
+          EXPECT_EQ(a.head_slots, b.head_slots);
+          if (a.all) continue;
+          for (int h = 0; h < kShape.n_group(); ++h) {
+            const auto& s = a.slots_for(h);
+            ASSERT_FALSE(s.empty()) << spec;
+            EXPECT_TRUE(std::is_sorted(s.begin(), s.end())) << spec;
+            EXPECT_EQ(std::adjacent_find(s.begin(), s.end()), s.end()) << spec;
+            EXPECT_GE(s.front(), 0);
+            EXPECT_LT(s.back(), n);
+            const std::string b_str = spec.substr(spec.find("budget=") + 7);
+            const double budget = std::stod(b_str);
+            EXPECT_LE(static_cast<int>(s.size()), resolve_budget(budget, n)) << spec;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
+  const std::string path = ::testing::TempDir() + "/policy_tiny.gguf";
+  test::TinySpec spec;
+  spec.wtype = DType::Q8_0;
+  test::write_tiny_model(path, spec);
+  auto model = Model::load(path);
+  std::mt19937 rng(4);
+  std::vector<int32_t> tokens(30);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  SessionOptions so;
+  so.n_ctx = 64;
+  Session full(model, so);
+  const auto want = full.eval_all(tokens, 1);
+  for (const std::string p : {"oracle:budget=64", "oracle:budget=30,gqa=per-head"}) {
+    so.policy = p;
+    Session s(model, so);
+    EXPECT_EQ(s.eval_all(tokens, 1), want) << p;
+  }
+  // A small budget really changes the computation (the selective path is taken).
+  so.policy = "oracle:budget=2";
+  Session sparse(model, so);
+  EXPECT_NE(sparse.eval_all(tokens, 1), want);
+  EXPECT_LT(sparse.attn_stats().slots_read, sparse.attn_stats().slots_visible);
+  // ... and does not depend on the thread count.
+  set_num_threads(1);
+  Session one(model, so);
+  const auto a = one.eval_all(tokens, 1);
+  set_num_threads(2);
+  Session two(model, so);
+  const auto b = two.eval_all(tokens, 1);
+  set_num_threads(0);
+  EXPECT_EQ(a, b);
+}
+
+// Oracle against a plain reference: per head, top-k of q.k; shared, top-k of summed softmax.
+TEST(OraclePolicy, MatchesPlainTopK) {
+  const int n = 37, k = 9, hd = kShape.head_dim;
+  Fixture f(n, 7);
+  auto shared = policy_from("oracle:budget=9");
+  auto per_head = policy_from("oracle:budget=9,gqa=per-head");
+  for (int g = 0; g < kShape.n_kv_heads; ++g) {
+    const AttnQuery q = f.query(1, g);
+    const auto* K = static_cast<const float*>(f.cache.k_rows(1, g));  // [capacity, head_dim]
+    std::vector<double> mass(n, 0.0);
+    Selection ph, sh;
+    per_head->select(q, ph);
+    shared->select(q, sh);
+    ASSERT_TRUE(ph.per_head);
+    for (int h = 0; h < kShape.n_group(); ++h) {
+      std::vector<double> logit(n);
+      for (int j = 0; j < n; ++j) {
+        double d = 0.0;
+        for (int i = 0; i < hd; ++i) d += static_cast<double>(q.q[h * hd + i]) * K[j * hd + i];
+        logit[j] = d;
+      }
+      std::vector<int32_t> idx(n);
+      for (int j = 0; j < n; ++j) idx[j] = j;
+      std::sort(idx.begin(), idx.end(), [&](int a, int b) { return logit[a] > logit[b]; });
+      std::vector<int32_t> want(idx.begin(), idx.begin() + k);
+      std::sort(want.begin(), want.end());
+      EXPECT_EQ(ph.head_slots[h], want);  // recall 1
+      const double mx = *std::max_element(logit.begin(), logit.end());
+      double z = 0.0;
+      for (double x : logit) z += std::exp((x - mx) / std::sqrt(hd));
+      for (int j = 0; j < n; ++j) mass[j] += std::exp((logit[j] - mx) / std::sqrt(hd)) / z;
+    }
+    std::vector<int32_t> idx(n);
+    for (int j = 0; j < n; ++j) idx[j] = j;
+    std::sort(idx.begin(), idx.end(), [&](int a, int b) { return mass[a] > mass[b]; });
+    std::vector<int32_t> want(idx.begin(), idx.begin() + k);
+    std::sort(want.begin(), want.end());
+    EXPECT_FALSE(sh.per_head);
+    EXPECT_EQ(sh.slots, want);
+  }
+}
+
+TEST(PolicyOptionsTest, BadOptionsAreErrors) {
+  EXPECT_THROW(policy_from("oracle"), Error);                     // no budget
+  EXPECT_THROW(policy_from("oracle:budget=0"), Error);
+  EXPECT_THROW(policy_from("oracle:budget=-4"), Error);
+  EXPECT_THROW(policy_from("oracle:budget=abc"), Error);
+  EXPECT_THROW(policy_from("oracle:budget=2.5"), Error);
+  EXPECT_THROW(policy_from("oracle:budget=8,gqa=sometimes"), Error);
+  EXPECT_THROW(policy_from("oracle:budget=8,color=red"), Error);
+  EXPECT_THROW(policy_from("oracle:budget"), Error);              // not key=value
+  EXPECT_THROW(policy_from("full:budget=8"), Error);
+  EXPECT_THROW(policy_from("nope"), Error);
+  EXPECT_EQ(resolve_budget(0.1, 95), 10);
+  EXPECT_EQ(resolve_budget(256, 100), 100);
+  EXPECT_EQ(resolve_budget(0.001, 10), 1);
+}
+
+}  // namespace
+}  // namespace fasa
