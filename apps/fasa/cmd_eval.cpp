@@ -1,5 +1,7 @@
-// `fasa eval ppl -m MODEL --text FILE --ctx N [--chunks K] [--json]`: perplexity over K
-// consecutive chunks of N tokens, scoring the second half of each (llama-perplexity convention).
+// `fasa eval ppl -m MODEL --text FILE --ctx N [--chunks K] [--decode D] [--policy P] [--json]`:
+// perplexity over K consecutive chunks of N tokens, scoring the second half of each
+// (llama-perplexity convention), or with --decode D the last D tokens of each chunk,
+// teacher-forced one decode step at a time with the policy active (the paper's protocol).
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +23,7 @@ struct PplArgs {
   std::string text;
   int n_ctx = 512;
   int n_chunks = 0;
+  int n_decode = 0;
   int batch = 512;
   int threads = 0;
   std::string kv_type = "f16";
@@ -36,6 +39,7 @@ void run_ppl(const PplArgs& a) {
   PplOptions o;
   o.n_ctx = a.n_ctx;
   o.n_chunks = a.n_chunks;
+  o.n_decode = a.n_decode;
   o.batch = a.batch;
   o.kv_type = parse_kv_type(a.kv_type);
   o.policy = a.policy;
@@ -50,6 +54,7 @@ void run_ppl(const PplArgs& a) {
     j["policy"] = a.policy;
     j["kv_type"] = a.kv_type;
     j["n_ctx"] = a.n_ctx;
+    j["n_decode"] = a.n_decode;
     j["n_chunks"] = r.n_chunks;
     j["n_tokens"] = r.n_tokens;
     j["n_scored"] = r.n_scored;
@@ -57,6 +62,8 @@ void run_ppl(const PplArgs& a) {
     j["ppl_se"] = r.ppl_se;
     j["mean_nll"] = r.mean_nll;
     j["chunk_ppl"] = r.chunk_ppl;
+    j["decode_rows_read_fraction"] =
+        r.attn.slots_visible ? static_cast<double>(r.attn.slots_read) / r.attn.slots_visible : 1.0;
     j["seconds"] = r.seconds;
     j["threads"] = num_threads();
     std::printf("%s\n", j.dump().c_str());
@@ -78,6 +85,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--text", a->text, "UTF-8 text file")->required();
   cmd->add_option("--ctx", a->n_ctx, "chunk length in tokens")->capture_default_str();
   cmd->add_option("--chunks", a->n_chunks, "chunks to score (0 = all)")->capture_default_str();
+  cmd->add_option("--decode", a->n_decode,
+                  "score the last D tokens of each chunk as policy-driven decode steps (0 = off)")
+      ->capture_default_str();
   cmd->add_option("-b,--batch", a->batch, "tokens per forward pass")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();

@@ -21,6 +21,9 @@ PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32
   if (o.n_ctx < 4) fail("--ctx must be at least 4 (got {})", o.n_ctx);
   if (o.batch < 1) fail("batch must be >= 1 (got {})", o.batch);
   if (o.n_chunks < 0) fail("--chunks must be >= 0 (got {})", o.n_chunks);
+  if (o.n_decode < 0 || o.n_decode >= o.n_ctx) {
+    fail("--decode must be in [0, --ctx) (got {} with --ctx {})", o.n_decode, o.n_ctx);
+  }
   const int64_t n_avail = static_cast<int64_t>(tokens.size()) / o.n_ctx;
   if (n_avail == 0) {
     fail("the text has {} tokens, fewer than one chunk of {} (lower --ctx)", tokens.size(),
@@ -36,6 +39,7 @@ PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32
   so.n_ctx = o.n_ctx;
   so.kv_type = o.kv_type;
   so.policy = o.policy;
+  so.prefill_chunk = o.batch;
   Session session(model, so);
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -48,17 +52,35 @@ PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32
     session.reset();
     const std::vector<int32_t> chunk(tokens.begin() + int64_t{c} * o.n_ctx,
                                      tokens.begin() + int64_t{c + 1} * o.n_ctx);
-    const std::vector<float> logits = session.eval_all(chunk, o.batch);  // [n_ctx, n_vocab]
-    for (int i = 0; i < o.n_ctx; ++i) {
-      r.argmax.push_back(argmax(logits.data() + static_cast<size_t>(i) * n_vocab, n_vocab));
-    }
-    for (int i = first; i < o.n_ctx - 1; ++i) {
-      const double v = -log_prob(logits.data() + static_cast<size_t>(i) * n_vocab, n_vocab,
-                                 chunk[i + 1]);
+    auto score = [&](const float* logits, int32_t next) {
+      r.argmax.push_back(argmax(logits, n_vocab));
+      const double v = -log_prob(logits, n_vocab, next);
       nll += v;
       nll2 += v * v;
       ++r.n_scored;
+    };
+    if (o.n_decode > 0) {
+      // Dense prefill of the prefix, then D policy-driven decode steps, each scored.
+      const int n_prefix = o.n_ctx - o.n_decode;
+      const std::vector<float>* logits =
+          &session.prefill(std::vector<int32_t>(chunk.begin(), chunk.begin() + n_prefix));
+      for (int i = n_prefix; i < o.n_ctx; ++i) {
+        score(logits->data(), chunk[i]);
+        if (i + 1 < o.n_ctx) logits = &session.decode(chunk[i]);
+      }
+    } else {
+      const std::vector<float> logits = session.eval_all(chunk, o.batch);  // [n_ctx, n_vocab]
+      for (int i = 0; i < o.n_ctx; ++i) {
+        if (i >= first && i < o.n_ctx - 1) {
+          score(logits.data() + static_cast<size_t>(i) * n_vocab, chunk[i + 1]);
+        } else {
+          r.argmax.push_back(argmax(logits.data() + static_cast<size_t>(i) * n_vocab, n_vocab));
+        }
+      }
     }
+    r.attn.decode_steps += session.attn_stats().decode_steps;
+    r.attn.slots_read += session.attn_stats().slots_read;
+    r.attn.slots_visible += session.attn_stats().slots_visible;
     r.chunk_ppl.push_back(std::exp(nll / static_cast<double>(r.n_scored)));
     if (progress) progress(c + 1, n_chunks);
   }

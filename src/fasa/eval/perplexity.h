@@ -1,6 +1,10 @@
-// Perplexity over consecutive chunks of a token stream, llama-perplexity's convention: each chunk
-// of n_ctx tokens starts from an empty cache, and only the second half of each chunk is scored
-// (logits at positions n_ctx/2 .. n_ctx-2 predicting the next token).
+// Perplexity over consecutive chunks of a token stream. Each chunk of n_ctx tokens starts from an
+// empty cache. Two protocols:
+//  - n_decode == 0 (llama-perplexity's convention): the chunk is evaluated in batches and the
+//    second half is scored (logits at positions n_ctx/2 .. n_ctx-2 predicting the next token);
+//  - n_decode == D > 0 (the paper's PG-19 protocol): the first n_ctx - D tokens are prefilled
+//    densely, then the last D tokens are teacher-forced one decode step at a time with the
+//    attention policy active, and those D predictions are scored.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +21,7 @@ namespace fasa {
 struct PplOptions {
   int n_ctx = 512;
   int n_chunks = 0;          // 0 = every whole chunk in the text
+  int n_decode = 0;          // D: score D policy-driven decode steps per chunk (0 = off)
   int batch = 512;           // tokens per forward while evaluating a chunk
   KvType kv_type = KvType::F16;
   std::string policy = "full";
@@ -30,7 +35,10 @@ struct PplResult {
   int64_t n_scored = 0;  // predictions scored
   int64_t n_tokens = 0;  // tokens in the text
   std::vector<double> chunk_ppl;  // [n_chunks] running perplexity after each chunk
-  std::vector<int32_t> argmax;    // [n_chunks * n_ctx] top-1 prediction at every position
+  // Top-1 prediction at every evaluated position: [n_chunks * n_ctx] (or [n_chunks * D] with
+  // n_decode, for the scored positions only).
+  std::vector<int32_t> argmax;
+  AttnStats attn;                 // decode-step reads (n_decode mode)
   double seconds = 0.0;
 };
 
