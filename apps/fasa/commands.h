@@ -11,5 +11,6 @@ void add_tokenize_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);  // also `calib show`
 
 }  // namespace fasa::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   fasa::cli::add_run_command(app);
   fasa::cli::add_eval_command(app);
   fasa::cli::add_bench_command(app);
+  fasa::cli::add_calibrate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

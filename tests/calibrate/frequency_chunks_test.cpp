@@ -141,6 +141,21 @@ TEST(FrequencyChunks, KnownDominantChunk) {
   EXPECT_LT(compound_agreement(q.data(), keys.data(), n, d, fcs, {0, 1}, k), 1.0f);
 }
 
+TEST(FrequencyChunks, WindowCoveringAllTokensAgreesFully) {
+  const int d = 16, n = 12;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> q(d), keys(n * d);
+  for (auto& x : q) x = nd(rng);
+  for (auto& x : keys) x = nd(rng);
+  const auto fcs = fc_dims(RopeLayout::Neox, FcLayout::Rope, d, d);
+  std::vector<float> ca(fcs.size());
+  fc_agreement(q.data(), keys.data(), n, d, fcs, n + 5, ca.data());
+  for (float x : ca) EXPECT_FLOAT_EQ(x, 1.0f);
+  fc_agreement(q.data(), keys.data(), n, d, fcs, 3, ca.data());
+  EXPECT_LT(*std::min_element(ca.begin(), ca.end()), 1.0f);
+}
+
 TEST(FrequencyChunks, BadInput) {
   EXPECT_THROW(parse_fc_layout("diagonal"), Error);
   EXPECT_EQ(parse_fc_layout("adjacent"), FcLayout::Adjacent);

@@ -35,14 +35,18 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
       opts_(opts),
       shape_(shape_of(model_->config())),
       cache_(shape_, opts.kv_type, resolve_ctx(model_->config(), opts.n_ctx)),
-      policy_(policy_from_spec(opts.policy, shape_)) {
+      policy_(opts.external_policy ? nullptr : policy_from_spec(opts.policy, shape_)),
+      active_policy_(opts.external_policy ? opts.external_policy : policy_.get()) {
   if (opts_.prefill_chunk < 1) fail("prefill chunk must be >= 1 (got {})", opts_.prefill_chunk);
   logits_.resize(model_->config().n_vocab);
 }
 
 void Session::reset() {
   cache_.clear();
-  policy_ = policy_from_spec(opts_.policy, shape_);
+  if (!opts_.external_policy) {
+    policy_ = policy_from_spec(opts_.policy, shape_);
+    active_policy_ = policy_.get();
+  }
   attn_stats_ = AttnStats{};
 }
 
@@ -62,7 +66,7 @@ void Session::check_tokens(const int32_t* tokens, int n) const {
 void Session::run(const int32_t* tokens, int n, bool all_logits, float* logits) {
   pos_.resize(n);
   for (int i = 0; i < n; ++i) pos_[i] = n_past() + i;
-  forward(*model_, cache_, *policy_, tokens, pos_.data(), n, all_logits, logits, scratch_,
+  forward(*model_, cache_, *active_policy_, tokens, pos_.data(), n, all_logits, logits, scratch_,
           &attn_stats_);
 }
 

@@ -20,6 +20,9 @@ struct SessionOptions {
   KvType kv_type = KvType::F16;
   int prefill_chunk = 256;     // tokens per batched prefill step
   std::string policy = "full";  // name[:key=value,...] (see attention/policy.h)
+  // A policy owned by the caller (e.g. the calibrator's observer), used instead of `policy`;
+  // it must outlive the session and is kept across reset().
+  AttentionPolicy* external_policy = nullptr;
 };
 
 class Session {
@@ -31,7 +34,7 @@ class Session {
   int n_past() const { return cache_.n_used(); }
   const KvCache& cache() const { return cache_; }
   const AttnStats& attn_stats() const { return attn_stats_; }
-  AttentionPolicy& policy() { return *policy_; }
+  AttentionPolicy& policy() { return *active_policy_; }
 
   // Appends tokens (batched, in chunks) and returns the logits after the last one: [n_vocab].
   // Throws fasa::Error when a token id is out of range or the context would overflow.
@@ -52,7 +55,8 @@ class Session {
   SessionOptions opts_;
   AttnShape shape_;
   KvCache cache_;
-  std::unique_ptr<AttentionPolicy> policy_;
+  std::unique_ptr<AttentionPolicy> policy_;  // owned, made from opts.policy
+  AttentionPolicy* active_policy_ = nullptr;  // policy_ or opts.external_policy
   ForwardScratch scratch_;
   AttnStats attn_stats_;
   std::vector<float> logits_;   // [n_vocab]

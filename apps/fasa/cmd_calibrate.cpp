@@ -1,0 +1,130 @@
+// `fasa calibrate -m MODEL --text FILE -o CALIB.json [--tokens N] [--samples S] [--steps D]
+//  [--k K] [--fc-layout rope|adjacent] [--threads T]` — FASA's offline calibration.
+// `fasa calib show CALIB.json [--n-tip X] [--json]` — the dominant FCs per layer and head.
+#include <algorithm>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "fasa/calibrate/calibrator.h"
+#include "fasa/core/error.h"
+#include "fasa/hub/sha256.h"
+#include "fasa/tokenizer/tokenizer.h"
+
+namespace fasa::cli {
+
+namespace {
+
+struct CalibrateArgs {
+  std::string model;
+  std::string text;
+  std::string out;
+  std::string fc_layout = "rope";
+  int threads = 0;
+  CalibrateOptions opts;
+};
+
+void run_calibrate(const CalibrateArgs& a) {
+  apply_threads(a.threads);
+  CalibrateArgs args = a;
+  args.opts.fc_layout = parse_fc_layout(a.fc_layout);
+  const std::string text = read_text_file(a.text);
+  auto model = load_model(a.model);
+  const auto tokens = model->require_tokenizer().encode(text, true, false);
+  std::fprintf(stderr, "fasa: calibrating on %s (%zu tokens): %d samples x (%d prefill + %d "
+               "decode steps), K = %d, FC layout %s\n",
+               a.text.c_str(), tokens.size(), args.opts.samples, args.opts.tokens,
+               args.opts.steps, args.opts.k, a.fc_layout.c_str());
+  Calibration c = calibrate(model, tokens, args.opts, [](int done, int total) {
+    std::fprintf(stderr, "\rfasa: sample %d/%d", done, total);
+    if (done == total) std::fprintf(stderr, "\n");
+  });
+  const std::string name = a.text.substr(a.text.find_last_of('/') + 1);
+  c.text_name = name;
+  c.text_sha256 = hub::sha256_hex(text);
+  save_calibration(c, a.out);
+  std::printf("%s\n", a.out.c_str());
+}
+
+struct ShowArgs {
+  std::string path;
+  double n_tip = 0.25;
+  bool json = false;
+};
+
+void run_show(const ShowArgs& a) {
+  const Calibration c = load_calibration(a.path);
+  if (!(a.n_tip > 0.0)) fail("--n-tip must be positive (got {})", a.n_tip);
+  const int n_tip = std::clamp(
+      a.n_tip < 1.0 ? static_cast<int>(a.n_tip * c.n_fc() + 0.5) : static_cast<int>(a.n_tip), 1,
+      c.n_fc());
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["model"] = c.model_name;
+    j["fc_layout"] = fc_layout_name(c.fc_layout);
+    j["k"] = c.k;
+    j["n_tip"] = n_tip;
+    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+    for (int l = 0; l < c.n_layers; ++l) {
+      nlohmann::ordered_json heads = nlohmann::ordered_json::array();
+      for (int h = 0; h < c.n_heads; ++h) {
+        std::vector<int32_t> dom(c.rank(l, h), c.rank(l, h) + n_tip);
+        heads.push_back({{"dominant", dom}, {"top_ca", c.ca(l, h)[dom[0]]}});
+      }
+      layers.push_back(heads);
+    }
+    j["layers"] = layers;
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  std::printf("calibration  %s (%s, FC layout %s, %d FCs per head)\n", a.path.c_str(),
+              c.model_name.c_str(), fc_layout_name(c.fc_layout), c.n_fc());
+  std::printf("made with    K = %d, %d samples x (%d tokens + %d steps) of %s\n", c.k,
+              c.n_samples, c.tokens_per_sample, c.steps, c.text_name.c_str());
+  std::printf("showing      the %d dominant FCs per head (FC id:mean CA), FC 0 = highest "
+              "frequency\n\n", n_tip);
+  for (int l = 0; l < c.n_layers; ++l) {
+    for (int h = 0; h < c.n_heads; ++h) {
+      std::printf("layer %2d head %2d ", l, h);
+      for (int i = 0; i < n_tip; ++i) {
+        const int fc = c.rank(l, h)[i];
+        std::printf(" %2d:%.2f", fc, c.ca(l, h)[fc]);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
+  auto a = std::make_shared<CalibrateArgs>();
+  auto* cmd = app.add_subcommand("calibrate", "FASA calibration: rank each head's frequency chunks");
+  cmd->add_option("-m,--model", a->model, "GGUF path or pulled model name")->required();
+  cmd->add_option("--text", a->text, "calibration text (UTF-8)")->required();
+  cmd->add_option("-o,--output", a->out, "calibration JSON to write")->required();
+  cmd->add_option("--tokens", a->opts.tokens, "dense prefill per sample")->capture_default_str();
+  cmd->add_option("--samples", a->opts.samples, "samples (windows of the text)")
+      ->capture_default_str();
+  cmd->add_option("--steps", a->opts.steps, "decode-step queries per sample")
+      ->capture_default_str();
+  cmd->add_option("--k", a->opts.k, "calibration window K (top-K compared)")->capture_default_str();
+  cmd->add_option("--fc-layout", a->fc_layout, "rope (true RoPE planes) or adjacent (authors')")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
+  cmd->callback([a] { run_calibrate(*a); });
+
+  auto* calib = app.add_subcommand("calib", "inspect calibration files");
+  calib->require_subcommand(1);
+  auto s = std::make_shared<ShowArgs>();
+  auto* show = calib->add_subcommand("show", "dominant FCs per layer and head");
+  show->add_option("file", s->path, "calibration JSON")->required();
+  show->add_option("--n-tip", s->n_tip, "dominant FCs to show (count, or fraction < 1)")
+      ->capture_default_str();
+  show->add_flag("--json", s->json, "print one JSON object");
+  show->callback([s] { run_show(*s); });
+}
+
+}  // namespace fasa::cli

@@ -1,0 +1,155 @@
+#include "fasa/calibrate/calibration.h"
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "fasa/core/error.h"
+#include "fasa/hub/sha256.h"
+#include "fasa/io/gguf.h"
+#include "fasa/model/model.h"
+
+namespace fasa {
+
+void Calibration::rank_all() {
+  const int nf = n_fc();
+  ranked.resize(mean_ca.size());
+  for (size_t base = 0; base < mean_ca.size(); base += nf) {
+    int32_t* r = ranked.data() + base;
+    std::iota(r, r + nf, 0);
+    std::stable_sort(r, r + nf, [&](int32_t a, int32_t b) {
+      return mean_ca[base + a] > mean_ca[base + b];
+    });
+  }
+}
+
+std::string model_identity(const Model& model) {
+  return hub::sha256_file_hex(model.file().path());
+}
+
+void save_calibration(const Calibration& c, const std::string& path) {
+  nlohmann::ordered_json j;
+  j["format"] = "fasa-calibration";
+  j["version"] = kCalibrationVersion;
+  j["model"] = {{"sha256", c.model_sha256}, {"name", c.model_name},   {"arch", c.arch},
+                {"n_layers", c.n_layers},   {"n_heads", c.n_heads},   {"n_kv_heads", c.n_kv_heads},
+                {"head_dim", c.head_dim},   {"rope_layout", rope_layout_name(c.rope_layout)}};
+  j["fc_layout"] = fc_layout_name(c.fc_layout);
+  nlohmann::json dims = nlohmann::json::array();
+  for (const auto& f : c.fcs) dims.push_back({f.a, f.b});
+  j["fc_dims"] = dims;
+  j["k"] = c.k;
+  j["samples"] = c.n_samples;
+  j["tokens_per_sample"] = c.tokens_per_sample;
+  j["steps"] = c.steps;
+  j["text"] = {{"name", c.text_name}, {"sha256", c.text_sha256}, {"n_tokens", c.text_tokens}};
+  nlohmann::ordered_json heads = nlohmann::ordered_json::array();
+  for (int l = 0; l < c.n_layers; ++l) {
+    for (int h = 0; h < c.n_heads; ++h) {
+      std::vector<float> ca(c.ca(l, h), c.ca(l, h) + c.n_fc());
+      std::vector<int32_t> rk(c.rank(l, h), c.rank(l, h) + c.n_fc());
+      heads.push_back({{"layer", l}, {"head", h}, {"mean_ca", ca}, {"ranked", rk}});
+    }
+  }
+  j["heads"] = heads;
+  std::ofstream out(path);
+  if (!out) fail("cannot write calibration file '{}'", path);
+  out << j.dump(1) << "\n";
+  if (!out) fail("error while writing calibration file '{}'", path);
+}
+
+Calibration load_calibration(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail("cannot read calibration file '{}'", path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail("calibration file '{}' is not valid JSON: {}", path, e.what());
+  }
+  Calibration c;
+  try {
+    if (j.at("format") != "fasa-calibration") fail("'{}' is not a fasa calibration file", path);
+    const int version = j.at("version");
+    if (version != kCalibrationVersion) {
+      fail("calibration file '{}' has version {}, this fasa reads version {}", path, version,
+           kCalibrationVersion);
+    }
+    const auto& m = j.at("model");
+    c.model_sha256 = m.at("sha256");
+    c.model_name = m.at("name");
+    c.arch = m.at("arch");
+    c.n_layers = m.at("n_layers");
+    c.n_heads = m.at("n_heads");
+    c.n_kv_heads = m.at("n_kv_heads");
+    c.head_dim = m.at("head_dim");
+    const std::string rope = m.at("rope_layout");
+    if (rope != "norm" && rope != "neox") fail("calibration '{}': bad rope_layout '{}'", path, rope);
+    c.rope_layout = rope == "norm" ? RopeLayout::Norm : RopeLayout::Neox;
+    c.fc_layout = parse_fc_layout(j.at("fc_layout"));
+    for (const auto& d : j.at("fc_dims")) c.fcs.push_back(FcDims{d.at(0), d.at(1)});
+    c.k = j.at("k");
+    c.n_samples = j.at("samples");
+    c.tokens_per_sample = j.at("tokens_per_sample");
+    c.steps = j.at("steps");
+    c.text_name = j.at("text").at("name");
+    c.text_sha256 = j.at("text").at("sha256");
+    c.text_tokens = j.at("text").at("n_tokens");
+    if (c.n_layers < 1 || c.n_heads < 1 || c.n_kv_heads < 1 || c.head_dim < 2 ||
+        c.n_layers > 4096 || c.n_heads > 4096) {
+      fail("calibration '{}': implausible model shape", path);
+    }
+    const auto want = fc_dims(c.rope_layout, c.fc_layout, c.head_dim, c.head_dim);
+    bool same = want.size() == c.fcs.size();
+    for (size_t i = 0; same && i < want.size(); ++i) {
+      same = want[i].a == c.fcs[i].a && want[i].b == c.fcs[i].b;
+    }
+    if (!same) {
+      fail("calibration '{}': fc_dims do not match the {} mapping for a {} model", path,
+           fc_layout_name(c.fc_layout), rope);
+    }
+    const auto& heads = j.at("heads");
+    const size_t n_heads_total = static_cast<size_t>(c.n_layers) * c.n_heads;
+    if (heads.size() != n_heads_total) {
+      fail("calibration '{}': {} head entries, expected {}", path, heads.size(), n_heads_total);
+    }
+    c.mean_ca.assign(n_heads_total * c.n_fc(), 0.0f);
+    for (const auto& e : heads) {
+      const int l = e.at("layer"), h = e.at("head");
+      const auto ca = e.at("mean_ca").get<std::vector<float>>();
+      if (l < 0 || l >= c.n_layers || h < 0 || h >= c.n_heads ||
+          static_cast<int>(ca.size()) != c.n_fc()) {
+        fail("calibration '{}': bad head entry (layer {}, head {})", path, l, h);
+      }
+      std::copy(ca.begin(), ca.end(), c.mean_ca.begin() + (l * c.n_heads + h) * c.n_fc());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail("calibration file '{}' is malformed: {}", path, e.what());
+  }
+  c.rank_all();
+  return c;
+}
+
+void check_calibration(const Calibration& c, const Model& model, const std::string& path) {
+  const ModelConfig& m = model.config();
+  if (c.arch != m.arch || c.n_layers != m.n_layers || c.n_heads != m.n_heads ||
+      c.n_kv_heads != m.n_kv_heads || c.head_dim != m.head_dim) {
+    fail("calibration '{}' was made for a different model shape ({} {}x{} heads, head_dim {}), "
+         "this model is {} {}x{} heads, head_dim {}",
+         path, c.arch, c.n_layers, c.n_heads, c.head_dim, m.arch, m.n_layers, m.n_heads,
+         m.head_dim);
+  }
+  if (c.rope_layout != m.rope_layout) {
+    fail("calibration '{}' was made for RoPE layout {}, the model uses {}", path,
+         rope_layout_name(c.rope_layout), rope_layout_name(m.rope_layout));
+  }
+  const std::string id = model_identity(model);
+  if (id != c.model_sha256) {
+    fail("calibration '{}' was made for another model file (sha256 {}…, this model {}…)", path,
+         c.model_sha256.substr(0, 12), id.substr(0, 12));
+  }
+}
+
+}  // namespace fasa

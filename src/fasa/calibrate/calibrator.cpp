@@ -1,0 +1,123 @@
+#include "fasa/calibrate/calibrator.h"
+
+#include <algorithm>
+
+#include "fasa/attention/policy.h"
+#include "fasa/core/error.h"
+#include "fasa/engine/session.h"
+#include "fasa/model/model.h"
+
+namespace fasa {
+
+namespace {
+
+// Attends densely (the model's outputs are untouched) while measuring, for every query head at
+// every decode step, the agreement of each FC's token ranking with the full head's.
+class AgreementObserver final : public AttentionPolicy {
+ public:
+  AgreementObserver(const AttnShape& shape, std::vector<FcDims> fcs, int k)
+      : shape_(shape), fcs_(std::move(fcs)), k_(k),
+        sums_(static_cast<size_t>(shape.n_layers) * shape.n_heads * fcs_.size(), 0.0),
+        counts_(static_cast<size_t>(shape.n_layers) * shape.n_heads, 0) {}
+
+  std::string_view name() const override { return "calibrate"; }
+
+  // Each call touches only the rows of its own (layer, kv_head) group: safe in parallel.
+  void select(const AttnQuery& q, Selection& out) override {
+    out.set_all();
+    const int hd = shape_.head_dim, n_fc = static_cast<int>(fcs_.size());
+    FASA_CHECK(q.cache->type() == KvType::F32);
+    const auto* keys = static_cast<const float*>(q.cache->k_rows(q.layer, q.kv_head));
+    thread_local std::vector<float> ca;  // [n_fc]
+    ca.resize(n_fc);
+    for (int g = 0; g < q.n_group; ++g) {
+      const int head = q.kv_head * q.n_group + g;
+      fc_agreement(q.q + g * hd, keys, q.n_visible, hd, fcs_, k_, ca.data());
+      const size_t row = static_cast<size_t>(q.layer) * shape_.n_heads + head;
+      for (int i = 0; i < n_fc; ++i) sums_[row * n_fc + i] += ca[i];
+      counts_[row] += 1;
+    }
+  }
+
+  // Mean CA per (layer, head, fc).  [n_layers, n_heads, n_fc]
+  std::vector<float> means() const {
+    const size_t n_fc = fcs_.size();
+    std::vector<float> m(sums_.size());
+    for (size_t row = 0; row < counts_.size(); ++row) {
+      for (size_t i = 0; i < n_fc; ++i) {
+        m[row * n_fc + i] =
+            counts_[row] ? static_cast<float>(sums_[row * n_fc + i] / counts_[row]) : 0.0f;
+      }
+    }
+    return m;
+  }
+
+ private:
+  AttnShape shape_;
+  std::vector<FcDims> fcs_;
+  int k_;
+  std::vector<double> sums_;    // [n_layers, n_heads, n_fc]
+  std::vector<int64_t> counts_;  // [n_layers, n_heads]
+};
+
+}  // namespace
+
+Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+                      const CalibrateOptions& o, const std::function<void(int, int)>& progress) {
+  const ModelConfig& mc = model->config();
+  if (o.samples < 1) fail("--samples must be >= 1 (got {})", o.samples);
+  if (o.steps < 1) fail("--steps must be >= 1 (got {})", o.steps);
+  if (o.k < 1) fail("--k must be >= 1 (got {})", o.k);
+  if (o.tokens <= o.k) {
+    fail("--tokens {} must exceed --k {} (the queries rank that many cached tokens)", o.tokens,
+         o.k);
+  }
+  const int64_t per_sample = int64_t{o.tokens} + o.steps;
+  if (per_sample > mc.n_ctx_train) {
+    fail("--tokens + --steps = {} exceeds the model's context length {}", per_sample,
+         mc.n_ctx_train);
+  }
+  const int64_t n_text = static_cast<int64_t>(tokens.size());
+  if (n_text < per_sample) {
+    fail("the calibration text has {} tokens; one sample needs --tokens + --steps = {}", n_text,
+         per_sample);
+  }
+  Calibration c;
+  c.model_sha256 = model_identity(*model);
+  c.model_name = mc.name;
+  c.arch = mc.arch;
+  c.n_layers = mc.n_layers;
+  c.n_heads = mc.n_heads;
+  c.n_kv_heads = mc.n_kv_heads;
+  c.head_dim = mc.head_dim;
+  c.rope_layout = mc.rope_layout;
+  c.fc_layout = o.fc_layout;
+  c.fcs = fc_dims(mc.rope_layout, o.fc_layout, mc.head_dim, mc.rope_dim);
+  c.k = o.k;
+  c.n_samples = o.samples;
+  c.tokens_per_sample = o.tokens;
+  c.steps = o.steps;
+  c.text_tokens = n_text;
+
+  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim};
+  AgreementObserver observer(shape, c.fcs, o.k);
+  SessionOptions so;
+  so.n_ctx = static_cast<int>(per_sample);
+  so.kv_type = KvType::F32;  // exact keys for the rankings
+  so.external_policy = &observer;
+  Session session(model, so);
+  // Evenly spaced windows over the text (overlapping only when the text is short).
+  const int64_t stride = o.samples > 1 ? (n_text - per_sample) / (o.samples - 1) : 0;
+  for (int s = 0; s < o.samples; ++s) {
+    const auto begin = tokens.begin() + s * stride;
+    session.reset();
+    session.prefill(std::vector<int32_t>(begin, begin + o.tokens));
+    for (int i = 0; i < o.steps; ++i) session.decode(begin[o.tokens + i]);
+    if (progress) progress(s + 1, o.samples);
+  }
+  c.mean_ca = observer.means();
+  c.rank_all();
+  return c;
+}
+
+}  // namespace fasa

@@ -1,0 +1,31 @@
+// Offline FASA calibration: run the model over calibration text and, at decode-step queries
+// (query length 1 after a dense prefill of the preceding tokens), measure every frequency
+// chunk's Contextual Agreement with the full head, per (layer, query head).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "fasa/calibrate/calibration.h"
+
+namespace fasa {
+
+class Model;
+
+struct CalibrateOptions {
+  int k = 256;           // calibration window K: top-K compared
+  int samples = 4;       // windows of the text, evenly spaced
+  int tokens = 1024;     // dense prefill per sample (the context the queries see)
+  int steps = 32;        // teacher-forced decode steps (queries) per sample
+  FcLayout fc_layout = FcLayout::Rope;
+};
+
+// `progress(done, total)` after each sample (may be null). Throws fasa::Error when the text is
+// too short or an option is out of range.
+Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+                      const CalibrateOptions& opts,
+                      const std::function<void(int, int)>& progress);
+
+}  // namespace fasa

@@ -1,0 +1,149 @@
+// Calibration on tiny models: the statistic's invariants, the file format and its bindings.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "fasa/calibrate/calibrator.h"
+#include "fasa/core/error.h"
+#include "fasa/model/model.h"
+#include "support/cli_runner.h"
+#include "support/model_path.h"
+#include "support/tiny_model.h"
+
+namespace fasa {
+namespace {
+
+std::shared_ptr<const Model> tiny(const std::string& name, uint32_t seed = 1, int n_heads = 4) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  test::TinySpec s;
+  s.seed = seed;
+  s.n_heads = n_heads;
+  s.wtype = DType::Q8_0;
+  test::write_tiny_model(path, s);
+  return Model::load(path);
+}
+
+std::vector<int32_t> text_tokens(int n) {
+  std::mt19937 rng(3);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(rng() % 320);
+  return t;
+}
+
+CalibrateOptions small_opts() {
+  CalibrateOptions o;
+  o.k = 8;
+  o.samples = 3;
+  o.tokens = 40;
+  o.steps = 5;
+  return o;
+}
+
+TEST(Calibration, MeansAreAgreementsAndRanked) {
+  auto m = tiny("calib_a.gguf");
+  const Calibration c = calibrate(m, text_tokens(200), small_opts(), nullptr);
+  EXPECT_EQ(c.n_fc(), 8);  // head_dim 16
+  ASSERT_EQ(c.mean_ca.size(), 2u * 4 * 8);
+  for (int l = 0; l < 2; ++l) {
+    for (int h = 0; h < 4; ++h) {
+      for (int i = 0; i < c.n_fc(); ++i) {
+        EXPECT_GE(c.ca(l, h)[i], 0.0f);
+        EXPECT_LE(c.ca(l, h)[i], 1.0f);
+      }
+      for (int i = 1; i < c.n_fc(); ++i) {
+        EXPECT_GE(c.ca(l, h)[c.rank(l, h)[i - 1]], c.ca(l, h)[c.rank(l, h)[i]]);
+      }
+    }
+  }
+  // Not degenerate: some FC disagrees with the head somewhere.
+  EXPECT_LT(*std::min_element(c.mean_ca.begin(), c.mean_ca.end()), 1.0f);
+}
+
+TEST(Calibration, FileRoundTripAndBindings) {
+  auto m = tiny("calib_c.gguf");
+  const Calibration c = calibrate(m, text_tokens(200), small_opts(), nullptr);
+  const std::string path = ::testing::TempDir() + "/calib_c.json";
+  save_calibration(c, path);
+  const Calibration back = load_calibration(path);
+  EXPECT_EQ(back.mean_ca, c.mean_ca);
+  EXPECT_EQ(back.ranked, c.ranked);
+  EXPECT_EQ(back.model_sha256, c.model_sha256);
+  EXPECT_NO_THROW(check_calibration(back, *m, path));
+  // Same shape, other weights: refused by identity.
+  auto other = tiny("calib_d.gguf", 2);
+  EXPECT_THROW(check_calibration(back, *other, path), Error);
+  // Other shape: refused by shape.
+  auto wide = tiny("calib_e.gguf", 1, 2);
+  EXPECT_THROW(check_calibration(back, *wide, path), Error);
+}
+
+TEST(Calibration, AdjacentLayoutIsRecordedAndChecked) {
+  auto m = tiny("calib_f.gguf");
+  CalibrateOptions o = small_opts();
+  o.fc_layout = FcLayout::Adjacent;
+  const Calibration c = calibrate(m, text_tokens(200), o, nullptr);
+  EXPECT_EQ(c.fcs[1].a, 4);  // NORM model: authors' chunk 1 = GGUF dims (4, 6)
+  const std::string path = ::testing::TempDir() + "/calib_f.json";
+  save_calibration(c, path);
+  EXPECT_EQ(load_calibration(path).fc_layout, FcLayout::Adjacent);
+  // A file whose dims disagree with its declared layout is refused.
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["fc_layout"] = "rope";
+  std::ofstream(path) << j.dump();
+  EXPECT_THROW(load_calibration(path), Error);
+}
+
+TEST(Calibration, BadFilesAndOptions) {
+  const std::string dir = ::testing::TempDir();
+  EXPECT_THROW(load_calibration(dir + "/does_not_exist.json"), Error);
+  std::ofstream(dir + "/junk.json") << "{not json";
+  EXPECT_THROW(load_calibration(dir + "/junk.json"), Error);
+  std::ofstream(dir + "/other.json") << R"({"format": "something-else"})";
+  EXPECT_THROW(load_calibration(dir + "/other.json"), Error);
+  std::ofstream(dir + "/v9.json") << R"({"format": "fasa-calibration", "version": 9})";
+  EXPECT_THROW(load_calibration(dir + "/v9.json"), Error);
+  std::ofstream(dir + "/partial.json") << R"({"format": "fasa-calibration", "version": 1})";
+  EXPECT_THROW(load_calibration(dir + "/partial.json"), Error);
+
+  auto m = tiny("calib_g.gguf");
+  CalibrateOptions o = small_opts();
+  EXPECT_THROW(calibrate(m, text_tokens(30), o, nullptr), Error);  // text too short
+  o.k = 40;
+  EXPECT_THROW(calibrate(m, text_tokens(200), o, nullptr), Error);  // tokens <= k
+  o = small_opts();
+  o.tokens = 1000;
+  EXPECT_THROW(calibrate(m, text_tokens(2000), o, nullptr), Error);  // beyond context 256
+  o = small_opts();
+  o.samples = 0;
+  EXPECT_THROW(calibrate(m, text_tokens(200), o, nullptr), Error);
+}
+
+TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  const std::string out = ::testing::TempDir() + "/smollm2_calib.json";
+  const std::string text = std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/austen_emma.txt";
+  const auto r = test::run_cli({"calibrate", "-m", path, "--text", text, "-o", out, "--tokens",
+                                "80", "--steps", "3", "--samples", "2", "--k", "16"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("sample 2/2"), std::string::npos);
+  const auto show = test::run_cli({"calib", "show", out, "--n-tip", "4", "--json"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  const auto j = nlohmann::json::parse(show.out);
+  EXPECT_EQ(j["layers"].size(), 30u);
+  EXPECT_EQ(j["layers"][0].size(), 9u);
+  EXPECT_EQ(j["layers"][0][0]["dominant"].size(), 4u);
+  const auto bad = test::run_cli({"calibrate", "-m", path, "--text", text, "-o", out,
+                                  "--fc-layout", "diagonal"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("unknown FC layout"), std::string::npos);
+  const auto missing = test::run_cli({"calib", "show", "/nonexistent.json"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("cannot read calibration file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fasa
