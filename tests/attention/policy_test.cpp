@@ -8,6 +8,8 @@
 
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policy.h"
+#include "fasa/calibrate/calibration.h"
+#include "fasa/calibrate/calibrator.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/engine/session.h"
@@ -23,9 +25,14 @@ const AttnShape kShape{2, 4, 2, 16};  // n_layers, n_heads, n_kv_heads, head_dim
 struct Fixture {
   KvCache cache{kShape, KvType::F32, 64};
   std::vector<float> q;  // [n_heads, head_dim]
-  explicit Fixture(int n, uint32_t seed = 1) {
+  // integer: small whole numbers, so every logit (full or per FC) is exact in float.
+  explicit Fixture(int n, uint32_t seed = 1, bool integer = false) {
     std::mt19937 rng(seed);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_int_distribution<int> small(-3, 3);
+    auto nd = [&](std::mt19937& r) {
+      return integer ? static_cast<float>(small(r)) : normal(r);
+    };
     std::vector<float> k(kShape.head_dim), v(kShape.head_dim);
     std::vector<int32_t> pos(n);
     for (int t = 0; t < n; ++t) {
@@ -55,28 +62,70 @@ struct Fixture {
   }
 };
 
-std::unique_ptr<AttentionPolicy> policy_from(const std::string& spec) {
+PolicyContext test_context(const std::string& sha = "tiny-test-model") {
+  PolicyContext ctx;
+  ctx.shape = kShape;
+  ctx.arch = "llama";
+  ctx.rope_dim = kShape.head_dim;
+  ctx.model_sha256 = [sha] { return sha; };
+  return ctx;
+}
+
+// A calibration for kShape with random agreements (what matters here is the FC ranking).
+const std::string& calib_path() {
+  static const std::string path = [] {
+    Calibration c;
+    c.model_sha256 = "tiny-test-model";
+    c.arch = "llama";
+    c.n_layers = kShape.n_layers;
+    c.n_heads = kShape.n_heads;
+    c.n_kv_heads = kShape.n_kv_heads;
+    c.head_dim = kShape.head_dim;
+    c.fcs = fc_dims(RopeLayout::Norm, FcLayout::Rope, kShape.head_dim, kShape.head_dim);
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    c.mean_ca.resize(static_cast<size_t>(c.n_layers) * c.n_heads * c.n_fc());
+    for (auto& x : c.mean_ca) x = u(rng);
+    c.rank_all();
+    const std::string p = ::testing::TempDir() + "/policy_test_calib.json";
+    save_calibration(c, p);
+    return p;
+  }();
+  return path;
+}
+
+std::unique_ptr<AttentionPolicy> policy_from(const std::string& spec,
+                                             const PolicyContext& ctx = test_context()) {
   std::string name;
   PolicyOptions opts;
   parse_policy_spec(spec, &name, &opts);
-  return make_policy(name, kShape, opts);
+  return make_policy(name, ctx, opts);
 }
 
 // Specs exercising every registered policy (a new policy must add itself here).
-const std::vector<std::string> kSpecs = {"full", "oracle:budget=8", "oracle:budget=0.25",
-                                         "oracle:budget=5,gqa=per-head"};
+std::vector<std::string> specs() {
+  const std::string c = "fasa:calib=" + calib_path();
+  return {"full",
+          "oracle:budget=8",
+          "oracle:budget=0.25",
+          "oracle:budget=5,gqa=per-head",
+          c + ",budget=8,dense_layers=none",
+          c + ",budget=0.25,gqa=per-head,sink=1,recent=2,dense_layers=none",
+          c + ",budget=6,n_tip=2,sink=3"};
+}
 
 TEST(PolicyInvariants, EveryRegisteredPolicyIsCovered) {
   std::set<std::string> covered;
-  for (const auto& s : kSpecs) covered.insert(s.substr(0, s.find(':')));
+  for (const auto& s : specs()) covered.insert(s.substr(0, s.find(':')));
   for (const auto& name : policy_names()) EXPECT_TRUE(covered.count(name)) << name;
 }
 
 TEST(PolicyInvariants, SortedUniqueInRangeWithinBudgetDeterministic) {
-  for (const auto& spec : kSpecs) {
+  for (const auto& spec : specs()) {
     for (int n : {1, 3, 17, 40}) {
       Fixture f(n);
       auto p = policy_from(spec);
+      for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
       for (int l = 0; l < kShape.n_layers; ++l) {
         for (int g = 0; g < kShape.n_kv_heads; ++g) {
           Selection a, b;
@@ -116,25 +165,107 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   so.n_ctx = 64;
   Session full(model, so);
   const auto want = full.eval_all(tokens, 1);
-  for (const std::string p : {"oracle:budget=64", "oracle:budget=30,gqa=per-head"}) {
+  // A calibration of this very model, for the fasa policy.
+  const std::string calib = ::testing::TempDir() + "/policy_tiny_calib.json";
+  {
+    CalibrateOptions co;
+    co.k = 8;
+    co.samples = 2;
+    co.tokens = 40;
+    co.steps = 4;
+    std::vector<int32_t> text(120);
+    for (auto& t : text) t = static_cast<int32_t>(rng() % spec.n_vocab);
+    save_calibration(calibrate(model, text, co, nullptr), calib);
+  }
+  for (const std::string p :
+       {std::string("oracle:budget=64"), std::string("oracle:budget=30,gqa=per-head"),
+        "fasa:calib=" + calib + ",budget=64,dense_layers=none",
+        "fasa:calib=" + calib + ",budget=30,gqa=per-head,sink=4"}) {
     so.policy = p;
     Session s(model, so);
     EXPECT_EQ(s.eval_all(tokens, 1), want) << p;
   }
-  // A small budget really changes the computation (the selective path is taken).
-  so.policy = "oracle:budget=2";
-  Session sparse(model, so);
-  EXPECT_NE(sparse.eval_all(tokens, 1), want);
-  EXPECT_LT(sparse.attn_stats().slots_read, sparse.attn_stats().slots_visible);
-  // ... and does not depend on the thread count.
-  set_num_threads(1);
-  Session one(model, so);
-  const auto a = one.eval_all(tokens, 1);
-  set_num_threads(2);
-  Session two(model, so);
-  const auto b = two.eval_all(tokens, 1);
-  set_num_threads(0);
-  EXPECT_EQ(a, b);
+  // A small budget really changes the computation (the selective path is taken) and does not
+  // depend on the thread count.
+  for (const std::string p : {std::string("oracle:budget=2"),
+                              "fasa:calib=" + calib + ",budget=3,dense_layers=none"}) {
+    so.policy = p;
+    Session sparse(model, so);
+    EXPECT_NE(sparse.eval_all(tokens, 1), want) << p;
+    EXPECT_LT(sparse.attn_stats().slots_read, sparse.attn_stats().slots_visible) << p;
+    set_num_threads(1);
+    Session one(model, so);
+    const auto a = one.eval_all(tokens, 1);
+    set_num_threads(2);
+    Session two(model, so);
+    const auto b = two.eval_all(tokens, 1);
+    set_num_threads(0);
+    EXPECT_EQ(a, b) << p;
+  }
+}
+
+// With every FC dominant, TIP scores are the full logits: FASA selects exactly what the oracle
+// selects (integer data keeps every logit exact, so no rounding can reorder near-ties).
+TEST(FasaPolicy, AllFrequencyChunksSelectLikeTheOracle) {
+  const int n = 45;
+  Fixture f(n, 11, /*integer=*/true);
+  const std::string c = "fasa:calib=" + calib_path() + ",dense_layers=none,n_tip=8";
+  for (const std::string gqa : {"shared", "per-head"}) {
+    auto fasa = policy_from(c + ",budget=7,gqa=" + gqa);
+    auto oracle = policy_from("oracle:budget=7,gqa=" + gqa);
+    for (int l = 0; l < kShape.n_layers; ++l) fasa->on_append(f.cache, l, 0, n);
+    for (int l = 0; l < kShape.n_layers; ++l) {
+      for (int g = 0; g < kShape.n_kv_heads; ++g) {
+        Selection a, b;
+        fasa->select(f.query(l, g), a);
+        oracle->select(f.query(l, g), b);
+        EXPECT_EQ(a.slots, b.slots) << gqa;
+        EXPECT_EQ(a.head_slots, b.head_slots) << gqa;
+      }
+    }
+  }
+  // Not vacuous: with one FC per head the selections differ somewhere.
+  auto one = policy_from("fasa:calib=" + calib_path() + ",dense_layers=none,n_tip=1,budget=7");
+  auto oracle = policy_from("oracle:budget=7");
+  for (int l = 0; l < kShape.n_layers; ++l) one->on_append(f.cache, l, 0, n);
+  int differ = 0;
+  for (int l = 0; l < kShape.n_layers; ++l) {
+    for (int g = 0; g < kShape.n_kv_heads; ++g) {
+      Selection a, b;
+      one->select(f.query(l, g), a);
+      oracle->select(f.query(l, g), b);
+      differ += a.slots != b.slots;
+    }
+  }
+  EXPECT_GT(differ, 0);
+}
+
+TEST(FasaPolicy, DenseLayersSinksAndRecent) {
+  const int n = 40;
+  Fixture f(n, 5);
+  auto p = policy_from("fasa:calib=" + calib_path() + ",budget=8,sink=2,recent=3");
+  for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
+  Selection s0, s1;
+  p->select(f.query(0, 0), s0);  // layer 0 is dense by default
+  EXPECT_TRUE(s0.all);
+  p->select(f.query(1, 1), s1);
+  ASSERT_FALSE(s1.all);
+  ASSERT_EQ(s1.slots.size(), 8u);
+  for (int32_t t : {0, 1, 37, 38, 39}) {
+    EXPECT_TRUE(std::binary_search(s1.slots.begin(), s1.slots.end(), t)) << t;
+  }
+}
+
+TEST(FasaPolicy, CalibrationMustMatchTheModel) {
+  const std::string c = "fasa:calib=" + calib_path() + ",budget=8";
+  EXPECT_NO_THROW(policy_from(c));
+  EXPECT_THROW(policy_from(c, test_context("another-model")), Error);
+  PolicyContext neox = test_context();
+  neox.rope_layout = RopeLayout::Neox;
+  EXPECT_THROW(policy_from(c, neox), Error);
+  PolicyContext wide = test_context();
+  wide.shape.n_heads = 8;
+  EXPECT_THROW(policy_from(c, wide), Error);
 }
 
 // Oracle against a plain reference: per head, top-k of q.k; shared, top-k of summed softmax.
@@ -190,6 +321,20 @@ TEST(PolicyOptionsTest, BadOptionsAreErrors) {
   EXPECT_THROW(policy_from("oracle:budget"), Error);              // not key=value
   EXPECT_THROW(policy_from("full:budget=8"), Error);
   EXPECT_THROW(policy_from("nope"), Error);
+  const std::string c = "fasa:calib=" + calib_path();
+  EXPECT_THROW(policy_from("fasa:budget=8"), Error);                  // no calibration
+  EXPECT_THROW(policy_from(c), Error);                                // no budget
+  EXPECT_THROW(policy_from("fasa:calib=/nonexistent.json,budget=8"), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,n_tip=0"), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,n_tip=2.5"), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,gqa=maybe"), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,dense_layers=7"), Error);   // only 2 layers
+  EXPECT_THROW(policy_from(c + ",budget=8,dense_layers=x"), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,sink=-1"), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,variant=m"), Error);        // FASA-M: not yet
+  EXPECT_THROW(policy_from(c + ",budget=8,variant=z"), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,speed=11"), Error);
+  EXPECT_NO_THROW(policy_from(c + ",budget=8,dense_layers=0+1,variant=c"));
   EXPECT_EQ(resolve_budget(0.1, 95), 10);
   EXPECT_EQ(resolve_budget(256, 100), 100);
   EXPECT_EQ(resolve_budget(0.001, 10), 1);

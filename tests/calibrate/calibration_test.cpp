@@ -8,6 +8,7 @@
 
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/core/error.h"
+#include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 #include "support/cli_runner.h"
 #include "support/model_path.h"
@@ -71,13 +72,13 @@ TEST(Calibration, FileRoundTripAndBindings) {
   EXPECT_EQ(back.mean_ca, c.mean_ca);
   EXPECT_EQ(back.ranked, c.ranked);
   EXPECT_EQ(back.model_sha256, c.model_sha256);
-  EXPECT_NO_THROW(check_calibration(back, *m, path));
+  EXPECT_NO_THROW(check_calibration(back, policy_context(m), path));
   // Same shape, other weights: refused by identity.
   auto other = tiny("calib_d.gguf", 2);
-  EXPECT_THROW(check_calibration(back, *other, path), Error);
+  EXPECT_THROW(check_calibration(back, policy_context(other), path), Error);
   // Other shape: refused by shape.
   auto wide = tiny("calib_e.gguf", 1, 2);
-  EXPECT_THROW(check_calibration(back, *wide, path), Error);
+  EXPECT_THROW(check_calibration(back, policy_context(wide), path), Error);
 }
 
 TEST(Calibration, AdjacentLayoutIsRecordedAndChecked) {

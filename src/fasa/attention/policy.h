@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "fasa/attention/kv_cache.h"
+#include "fasa/kernels/ops.h"
 
 namespace fasa {
 
@@ -54,7 +56,7 @@ class AttentionPolicy {
   virtual ~AttentionPolicy() = default;
   virtual std::string_view name() const = 0;
   // Slots [first_slot, first_slot + n) of `layer` were just written (all kv heads).
-  virtual void on_append(int layer, int first_slot, int n) {}
+  virtual void on_append(const KvCache& cache, int layer, int first_slot, int n) {}
   // Decode step. May be called concurrently for different kv heads of the same layer;
   // never throws.
   virtual void select(const AttnQuery& q, Selection& out) = 0;
@@ -66,8 +68,17 @@ class AttentionPolicy {
 
 using PolicyOptions = std::map<std::string, std::string>;  // "key=value" knobs from the user
 
+// What a policy may know about the model it serves (no model types cross into attention/).
+struct PolicyContext {
+  AttnShape shape;
+  std::string arch;
+  RopeLayout rope_layout = RopeLayout::Norm;
+  int rope_dim = 0;
+  std::function<std::string()> model_sha256;  // identity of the model file, computed on demand
+};
+
 // Creates a policy by name ("full", ...). Throws fasa::Error for an unknown name or option.
-std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const AttnShape& shape,
+std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const PolicyContext& ctx,
                                              const PolicyOptions& opts = {});
 std::vector<std::string> policy_names();
 

@@ -17,6 +17,8 @@ const std::vector<PolicyEntry>& entries() {
       {"full", "dense attention over every cached token", make_full_policy},
       {"oracle", "exact top-B of the full attention logits (budget=B, gqa=shared|per-head)",
        make_oracle_policy},
+      {"fasa", "FASA-C: dominant-FC token selection (calib=, budget=, n_tip=, gqa=, ...)",
+       make_fasa_policy},
   };
   return kEntries;
 }
@@ -29,10 +31,10 @@ std::vector<std::string> policy_names() {
   return names;
 }
 
-std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const AttnShape& shape,
+std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const PolicyContext& ctx,
                                              const PolicyOptions& opts) {
   for (const auto& e : entries()) {
-    if (name == e.name) return e.make(shape, opts);
+    if (name == e.name) return e.make(ctx, opts);
   }
   std::string known;
   for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;

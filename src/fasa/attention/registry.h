@@ -10,7 +10,7 @@
 namespace fasa {
 
 using PolicyFactory =
-    std::function<std::unique_ptr<AttentionPolicy>(const AttnShape&, const PolicyOptions&)>;
+    std::function<std::unique_ptr<AttentionPolicy>(const PolicyContext&, const PolicyOptions&)>;
 
 struct PolicyEntry {
   const char* name;
@@ -19,7 +19,8 @@ struct PolicyEntry {
 };
 
 // Factories, defined in policies/*.cpp.
-std::unique_ptr<AttentionPolicy> make_full_policy(const AttnShape&, const PolicyOptions&);
-std::unique_ptr<AttentionPolicy> make_oracle_policy(const AttnShape&, const PolicyOptions&);
+std::unique_ptr<AttentionPolicy> make_full_policy(const PolicyContext&, const PolicyOptions&);
+std::unique_ptr<AttentionPolicy> make_oracle_policy(const PolicyContext&, const PolicyOptions&);
+std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext&, const PolicyOptions&);
 
 }  // namespace fasa

@@ -132,20 +132,21 @@ Calibration load_calibration(const std::string& path) {
   return c;
 }
 
-void check_calibration(const Calibration& c, const Model& model, const std::string& path) {
-  const ModelConfig& m = model.config();
-  if (c.arch != m.arch || c.n_layers != m.n_layers || c.n_heads != m.n_heads ||
+void check_calibration(const Calibration& c, const PolicyContext& ctx, const std::string& path) {
+  const AttnShape& m = ctx.shape;
+  if (c.arch != ctx.arch || c.n_layers != m.n_layers || c.n_heads != m.n_heads ||
       c.n_kv_heads != m.n_kv_heads || c.head_dim != m.head_dim) {
     fail("calibration '{}' was made for a different model shape ({} {}x{} heads, head_dim {}), "
          "this model is {} {}x{} heads, head_dim {}",
-         path, c.arch, c.n_layers, c.n_heads, c.head_dim, m.arch, m.n_layers, m.n_heads,
+         path, c.arch, c.n_layers, c.n_heads, c.head_dim, ctx.arch, m.n_layers, m.n_heads,
          m.head_dim);
   }
-  if (c.rope_layout != m.rope_layout) {
+  if (c.rope_layout != ctx.rope_layout) {
     fail("calibration '{}' was made for RoPE layout {}, the model uses {}", path,
-         rope_layout_name(c.rope_layout), rope_layout_name(m.rope_layout));
+         rope_layout_name(c.rope_layout), rope_layout_name(ctx.rope_layout));
   }
-  const std::string id = model_identity(model);
+  FASA_CHECK(ctx.model_sha256 != nullptr);
+  const std::string id = ctx.model_sha256();
   if (id != c.model_sha256) {
     fail("calibration '{}' was made for another model file (sha256 {}…, this model {}…)", path,
          c.model_sha256.substr(0, 12), id.substr(0, 12));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fasa/attention/policy.h"
 #include "fasa/calibrate/frequency_chunks.h"
 
 namespace fasa {
@@ -56,7 +57,8 @@ std::string model_identity(const Model& model);
 void save_calibration(const Calibration& c, const std::string& path);  // throws on I/O errors
 // Parses and validates the file's own consistency (version, sizes, FC mapping).
 Calibration load_calibration(const std::string& path);
-// Throws fasa::Error naming the mismatch when `c` was not made for `model` with `layout`.
-void check_calibration(const Calibration& c, const Model& model, const std::string& path);
+// Throws fasa::Error naming the mismatch when `c` was not made for the model `ctx` describes
+// (architecture, shape, RoPE layout, file identity).
+void check_calibration(const Calibration& c, const PolicyContext& ctx, const std::string& path);
 
 }  // namespace fasa

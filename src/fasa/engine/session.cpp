@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "fasa/core/error.h"
+#include "fasa/hub/sha256.h"
+#include "fasa/io/gguf.h"
 
 namespace fasa {
 
@@ -21,11 +23,27 @@ AttnShape shape_of(const ModelConfig& c) {
   return AttnShape{c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim};
 }
 
-std::unique_ptr<AttentionPolicy> policy_from_spec(const std::string& spec, const AttnShape& sh) {
+}  // namespace
+
+PolicyContext policy_context(std::shared_ptr<const Model> model) {
+  const ModelConfig& c = model->config();
+  PolicyContext ctx;
+  ctx.shape = shape_of(c);
+  ctx.arch = c.arch;
+  ctx.rope_layout = c.rope_layout;
+  ctx.rope_dim = c.rope_dim;
+  ctx.model_sha256 = [model] { return hub::sha256_file_hex(model->file().path()); };
+  return ctx;
+}
+
+namespace {
+
+std::unique_ptr<AttentionPolicy> policy_from_spec(const std::string& spec,
+                                                  const PolicyContext& ctx) {
   std::string name;
   PolicyOptions opts;
   parse_policy_spec(spec, &name, &opts);
-  return make_policy(name, sh, opts);
+  return make_policy(name, ctx, opts);
 }
 
 }  // namespace
@@ -35,7 +53,8 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
       opts_(opts),
       shape_(shape_of(model_->config())),
       cache_(shape_, opts.kv_type, resolve_ctx(model_->config(), opts.n_ctx)),
-      policy_(opts.external_policy ? nullptr : policy_from_spec(opts.policy, shape_)),
+      policy_(opts.external_policy ? nullptr
+                                   : policy_from_spec(opts.policy, policy_context(model_))),
       active_policy_(opts.external_policy ? opts.external_policy : policy_.get()) {
   if (opts_.prefill_chunk < 1) fail("prefill chunk must be >= 1 (got {})", opts_.prefill_chunk);
   logits_.resize(model_->config().n_vocab);
@@ -44,7 +63,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
 void Session::reset() {
   cache_.clear();
   if (!opts_.external_policy) {
-    policy_ = policy_from_spec(opts_.policy, shape_);
+    policy_ = policy_from_spec(opts_.policy, policy_context(model_));
     active_policy_ = policy_.get();
   }
   attn_stats_ = AttnStats{};

@@ -25,6 +25,9 @@ struct SessionOptions {
   AttentionPolicy* external_policy = nullptr;
 };
 
+// The policy context of a model (shape, RoPE layout, identity).
+PolicyContext policy_context(std::shared_ptr<const Model> model);
+
 class Session {
  public:
   Session(std::shared_ptr<const Model> model, const SessionOptions& opts);

@@ -4,6 +4,10 @@
 
 namespace fasa {
 
+const char* rope_layout_name(RopeLayout layout) {
+  return layout == RopeLayout::Norm ? "norm" : "neox";
+}
+
 void rmsnorm(const float* x, const float* w, float eps, int64_t n, float* y) {
   double ss = 0.0;
   for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];

@@ -7,6 +7,7 @@
 namespace fasa {
 
 enum class RopeLayout { Norm, Neox };  // NORM: pairs (2i, 2i+1); NEOX: pairs (i, i + d/2)
+const char* rope_layout_name(RopeLayout layout);  // "norm" | "neox"
 
 // y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i];  x, y, w: [n]  (x == y allowed)
 void rmsnorm(const float* x, const float* w, float eps, int64_t n, float* y);

@@ -28,10 +28,6 @@ bool known_arch(const std::string& arch, RopeLayout* layout) {
 
 }  // namespace
 
-const char* rope_layout_name(RopeLayout layout) {
-  return layout == RopeLayout::Norm ? "norm" : "neox";
-}
-
 ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   ModelConfig c;
   c.arch = f.get_string("general.architecture");

@@ -34,6 +34,5 @@ struct ModelConfig {
   static ModelConfig from_gguf(const GgufFile& file);
 };
 
-const char* rope_layout_name(RopeLayout layout);
 
 }  // namespace fasa

@@ -71,7 +71,7 @@ void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const 
         cache.store(l, g, first_slot + t, kr, s.v.data() + t * kv_dim + g * hd);
       }
     }
-    policy.on_append(l, first_slot, n_tok);
+    policy.on_append(cache, l, first_slot, n_tok);
     AttnStep step;
     step.layer = l;
     step.n_tok = n_tok;

@@ -14,7 +14,7 @@ class FullPolicy final : public AttentionPolicy {
 
 }  // namespace
 
-std::unique_ptr<AttentionPolicy> make_full_policy(const AttnShape&, const PolicyOptions& opts) {
+std::unique_ptr<AttentionPolicy> make_full_policy(const PolicyContext&, const PolicyOptions& opts) {
   if (!opts.empty()) fail("policy 'full' takes no options (got '{}')", opts.begin()->first);
   return std::make_unique<FullPolicy>();
 }

@@ -60,7 +60,7 @@ class OraclePolicy final : public AttentionPolicy {
 
 }  // namespace
 
-std::unique_ptr<AttentionPolicy> make_oracle_policy(const AttnShape&, const PolicyOptions& opts) {
+std::unique_ptr<AttentionPolicy> make_oracle_policy(const PolicyContext&, const PolicyOptions& opts) {
   double budget = 0.0;
   bool per_head = false;
   bool have_budget = false;

@@ -1,0 +1,253 @@
+// `fasa`: Frequency-Aware Sparse Attention (FASA-C). At each decode step, TIP scores every cached
+// token with the calibrated dominant frequency chunks of each query head, reading only a packed
+// copy of those key dims; FAC then attends exactly over the top-B slots (full K/V rows, original
+// positions). Options:
+//   calib=PATH (required)  budget=B (required; < 1: fraction of the context)
+//   n_tip=X (FCs per head, count or fraction; default 0.25)   gqa=shared|per-head (shared)
+//   dense_layers=L1+L2|none (default 0)   sink=S (0)   recent=R (0)   variant=c
+// Sinks and recent tokens count inside the budget. With gqa=shared the group's heads' TIP scores
+// are turned into attention shares (softmax at 1/sqrt(head_dim)) and summed per slot, so one row
+// set is gathered per kv head. TIP scores only rank tokens; they are never attention weights.
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "fasa/attention/registry.h"
+#include "fasa/calibrate/calibration.h"
+#include "fasa/core/error.h"
+#include "fasa/core/f16.h"
+#include "fasa/kernels/ops.h"
+#include "fasa/kernels/topk.h"
+
+namespace fasa {
+
+namespace {
+
+struct FasaOptions {
+  std::string calib_path;
+  double budget = 0.0;
+  double n_tip = 0.25;
+  bool per_head = false;
+  std::set<int> dense_layers = {0};
+  int sink = 0;
+  int recent = 0;
+};
+
+// A dominant FC of one query head, as positions inside its kv head's packed row.
+struct PackedFc {
+  int qa, qb;  // dims of the query
+  int pa, pb;  // columns of the packed K_dom row
+};
+
+class FasaPolicy final : public AttentionPolicy {
+ public:
+  FasaPolicy(const PolicyContext& ctx, FasaOptions o, const Calibration& c)
+      : shape_(ctx.shape), o_(std::move(o)) {
+    const int n_fc = c.n_fc();
+    n_tip_ = std::clamp(o_.n_tip < 1.0 ? static_cast<int>(std::lround(o_.n_tip * n_fc))
+                                       : static_cast<int>(o_.n_tip),
+                        1, n_fc);
+    const int n_group = shape_.n_group();
+    groups_.resize(static_cast<size_t>(shape_.n_layers) * shape_.n_kv_heads);
+    for (int l = 0; l < shape_.n_layers; ++l) {
+      for (int g = 0; g < shape_.n_kv_heads; ++g) {
+        Group& gr = group(l, g);
+        // Packed dims: the union of the group's heads' dominant FC dims, in dim order.
+        std::set<int> dims;
+        for (int j = 0; j < n_group; ++j) {
+          const int32_t* rank = c.rank(l, g * n_group + j);
+          for (int i = 0; i < n_tip_; ++i) {
+            dims.insert(c.fcs[rank[i]].a);
+            dims.insert(c.fcs[rank[i]].b);
+          }
+        }
+        gr.dims.assign(dims.begin(), dims.end());
+        auto col = [&](int d) {
+          return static_cast<int>(std::lower_bound(gr.dims.begin(), gr.dims.end(), d) -
+                                  gr.dims.begin());
+        };
+        gr.heads.resize(n_group);
+        for (int j = 0; j < n_group; ++j) {
+          const int32_t* rank = c.rank(l, g * n_group + j);
+          for (int i = 0; i < n_tip_; ++i) {
+            const FcDims& f = c.fcs[rank[i]];
+            gr.heads[j].push_back(PackedFc{f.a, f.b, col(f.a), col(f.b)});
+          }
+        }
+      }
+    }
+  }
+
+  std::string_view name() const override { return "fasa"; }
+
+  // Keep the packed dominant-dim slice of K up to date.  kdom: [slot, |dims|] f32
+  void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
+    if (o_.dense_layers.count(layer)) return;
+    const int hd = shape_.head_dim;
+    for (int g = 0; g < shape_.n_kv_heads; ++g) {
+      Group& gr = group(layer, g);
+      const size_t w = gr.dims.size();
+      if (gr.kdom.size() < (first_slot + n) * w) gr.kdom.resize((first_slot + n) * w);
+      const auto* base = static_cast<const uint8_t*>(cache.k_rows(layer, g));
+      for (int s = first_slot; s < first_slot + n; ++s) {
+        float* dst = gr.kdom.data() + s * w;
+        if (cache.type() == KvType::F16) {
+          const auto* row = reinterpret_cast<const uint16_t*>(base) + static_cast<size_t>(s) * hd;
+          for (size_t i = 0; i < w; ++i) dst[i] = fp16_to_fp32(row[gr.dims[i]]);
+        } else {
+          const auto* row = reinterpret_cast<const float*>(base) + static_cast<size_t>(s) * hd;
+          for (size_t i = 0; i < w; ++i) dst[i] = row[gr.dims[i]];
+        }
+      }
+    }
+  }
+
+  void select(const AttnQuery& q, Selection& out) override {
+    const int n = q.n_visible;
+    const int budget = resolve_budget(o_.budget, n);
+    if (budget >= n || o_.dense_layers.count(q.layer)) {
+      out.set_all();
+      return;
+    }
+    const Group& gr = group(q.layer, q.kv_head);
+    const size_t w = gr.dims.size();
+    const int hd = shape_.head_dim;
+    thread_local std::vector<float> score, mass;  // [n]
+    score.resize(n);
+    auto tip = [&](int j) {  // TIP scores of query head j of the group into `score`
+      const float* qh = q.q + j * hd;
+      for (int t = 0; t < n; ++t) {
+        const float* k = gr.kdom.data() + t * w;
+        float s = 0.0f;
+        for (const PackedFc& f : gr.heads[j]) s += qh[f.qa] * k[f.pa] + qh[f.qb] * k[f.pb];
+        score[t] = s;
+      }
+    };
+    out.all = false;
+    out.per_head = o_.per_head;
+    if (o_.per_head) {
+      out.head_slots.resize(q.n_group);
+      for (int j = 0; j < q.n_group; ++j) {
+        tip(j);
+        pick(score.data(), n, budget, out.head_slots[j]);
+      }
+      return;
+    }
+    mass.assign(n, 0.0f);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    for (int j = 0; j < q.n_group; ++j) {
+      tip(j);
+      for (int t = 0; t < n; ++t) score[t] *= scale;
+      softmax_inplace(score.data(), n);
+      for (int t = 0; t < n; ++t) mass[t] += score[t];
+    }
+    pick(mass.data(), n, budget, out.slots);
+  }
+
+ private:
+  struct Group {
+    std::vector<int> dims;                     // packed K dims (ascending)
+    std::vector<std::vector<PackedFc>> heads;  // [n_group][n_tip]
+    std::vector<float> kdom;                   // [n_slots, dims.size()]
+  };
+  Group& group(int layer, int g) { return groups_[static_cast<size_t>(layer) * shape_.n_kv_heads + g]; }
+  const Group& group(int layer, int g) const {
+    return groups_[static_cast<size_t>(layer) * shape_.n_kv_heads + g];
+  }
+
+  // Sinks and recent slots first (inside the budget), then the best-scoring rest. scores: [n]
+  void pick(float* scores, int n, int budget, std::vector<int32_t>& out) const {
+    thread_local std::vector<int32_t> forced;
+    forced.clear();
+    for (int t = 0; t < std::min(o_.sink, n); ++t) forced.push_back(t);
+    for (int t = std::max(n - o_.recent, std::min(o_.sink, n)); t < n; ++t) forced.push_back(t);
+    if (static_cast<int>(forced.size()) >= budget) {
+      forced.resize(budget);
+      out = forced;
+      return;
+    }
+    for (int32_t t : forced) scores[t] = -INFINITY;
+    top_k_indices(scores, n, budget - static_cast<int>(forced.size()), out);
+    out.insert(out.end(), forced.begin(), forced.end());
+    std::sort(out.begin(), out.end());
+  }
+
+  AttnShape shape_;
+  FasaOptions o_;
+  int n_tip_ = 0;
+  std::vector<Group> groups_;  // [n_layers, n_kv_heads]
+};
+
+int parse_count(const std::string& key, const std::string& v) {
+  char* end = nullptr;
+  const long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || x < 0 || x > (1 << 24)) {
+    fail("policy 'fasa': {} must be a non-negative whole number (got '{}')", key, v);
+  }
+  return static_cast<int>(x);
+}
+
+}  // namespace
+
+std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
+                                                  const PolicyOptions& opts) {
+  FasaOptions o;
+  bool have_budget = false;
+  for (const auto& [key, value] : opts) {
+    if (key == "calib") {
+      o.calib_path = value;
+    } else if (key == "budget") {
+      o.budget = parse_budget("fasa", value);
+      have_budget = true;
+    } else if (key == "n_tip") {
+      char* end = nullptr;
+      o.n_tip = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(o.n_tip > 0.0) ||
+          (o.n_tip >= 1.0 && o.n_tip != std::floor(o.n_tip))) {
+        fail("policy 'fasa': n_tip must be a count of FCs or a fraction in (0, 1) (got '{}')",
+             value);
+      }
+    } else if (key == "gqa") {
+      if (value != "shared" && value != "per-head") {
+        fail("policy 'fasa': gqa must be 'shared' or 'per-head' (got '{}')", value);
+      }
+      o.per_head = value == "per-head";
+    } else if (key == "dense_layers") {
+      o.dense_layers.clear();
+      if (value != "none") {
+        size_t start = 0;
+        while (start <= value.size()) {
+          const size_t plus = value.find('+', start);
+          const int l = parse_count("dense_layers", value.substr(start, plus - start));
+          if (l >= ctx.shape.n_layers) {
+            fail("policy 'fasa': dense layer {} does not exist (the model has {} layers)", l,
+                 ctx.shape.n_layers);
+          }
+          o.dense_layers.insert(l);
+          if (plus == std::string::npos) break;
+          start = plus + 1;
+        }
+      }
+    } else if (key == "sink") {
+      o.sink = parse_count("sink", value);
+    } else if (key == "recent") {
+      o.recent = parse_count("recent", value);
+    } else if (key == "variant") {
+      if (value == "m") fail("policy 'fasa': variant m (FASA-M offloading) is not implemented yet");
+      if (value != "c") fail("policy 'fasa': variant must be c or m (got '{}')", value);
+    } else {
+      fail("policy 'fasa' has no option '{}' (options: calib, budget, n_tip, gqa, dense_layers, "
+           "sink, recent, variant)", key);
+    }
+  }
+  if (o.calib_path.empty()) {
+    fail("policy 'fasa' needs a calibration file (calib=PATH; make one with `fasa calibrate`)");
+  }
+  if (!have_budget) fail("policy 'fasa' needs a budget (e.g. budget=256 or budget=0.1)");
+  const Calibration c = load_calibration(o.calib_path);
+  check_calibration(c, ctx, o.calib_path);
+  return std::make_unique<FasaPolicy>(ctx, std::move(o), c);
+}
+
+}  // namespace fasa
