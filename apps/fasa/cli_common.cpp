@@ -69,4 +69,37 @@ std::string human_bytes(uint64_t n) {
   return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
+std::string PolicyArgs::spec() const {
+  std::string s = policy;
+  std::string dense = dense_layers;
+  for (char& c : dense) c = c == ',' ? '+' : c;
+  const std::pair<const char*, const std::string*> flags[] = {
+      {"calib", &calib},   {"budget", &budget},   {"n_tip", &n_tip},     {"gqa", &gqa},
+      {"dense_layers", &dense}, {"sink", &sink}, {"recent", &recent}, {"variant", &variant},
+      {"offload_dir", &offload_dir}};
+  bool first = s.find(':') == std::string::npos;
+  for (const auto& [key, value] : flags) {
+    if (value->empty()) continue;
+    s += (first ? ":" : ",") + std::string(key) + "=" + *value;
+    first = false;
+  }
+  return s;
+}
+
+void add_policy_options(CLI::App* cmd, PolicyArgs& p) {
+  cmd->add_option("--policy", p.policy,
+                  "attention policy: full, oracle, fasa (or name:key=value,...)")
+      ->capture_default_str();
+  cmd->add_option("--calib", p.calib, "fasa: calibration file from `fasa calibrate`");
+  cmd->add_option("--budget", p.budget,
+                  "tokens attended per decode step per kv-head group (< 1: fraction of context)");
+  cmd->add_option("--n-tip", p.n_tip, "fasa: dominant FCs per head (count or fraction; 0.25)");
+  cmd->add_option("--gqa", p.gqa, "shared (one selection per kv head) or per-head");
+  cmd->add_option("--dense-layers", p.dense_layers, "fasa: layers kept dense (list, or none; 0)");
+  cmd->add_option("--sink", p.sink, "fasa: first tokens always kept (inside the budget)");
+  cmd->add_option("--recent", p.recent, "fasa: last tokens always kept (inside the budget)");
+  cmd->add_option("--variant", p.variant, "fasa: c (compute) or m (memory)");
+  cmd->add_option("--offload-dir", p.offload_dir, "fasa variant m: directory of the slow tier");
+}
+
 }  // namespace fasa::cli

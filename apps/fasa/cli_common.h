@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "fasa/model/model.h"
 
 namespace fasa::cli {
@@ -24,5 +26,14 @@ void apply_threads(int n_threads);
 uint64_t peak_rss_bytes();
 
 std::string human_bytes(uint64_t n);
+
+// --policy and its flags, shared by every command that runs a policy. The flags are folded into
+// the policy spec "name:key=value,..." (see attention/policy.h).
+struct PolicyArgs {
+  std::string policy = "full";
+  std::string calib, budget, n_tip, gqa, dense_layers, sink, recent, variant, offload_dir;
+  std::string spec() const;
+};
+void add_policy_options(CLI::App* cmd, PolicyArgs& p);
 
 }  // namespace fasa::cli

@@ -29,7 +29,7 @@ struct BenchArgs {
   int reps = 3;
   int threads = 0;
   std::string kv_type = "f16";
-  std::string policy = "full";
+  PolicyArgs policy;
   bool json = false;
 };
 
@@ -80,7 +80,7 @@ void run_bench(const BenchArgs& a) {
   SessionOptions so;
   so.n_ctx = max_depth + std::max(a.n_prompt, a.n_gen);
   so.kv_type = parse_kv_type(a.kv_type);
-  so.policy = a.policy;
+  so.policy = a.policy.spec();
   if (so.n_ctx > c.n_ctx_train) {
     fail("depth {} + {} tokens exceeds the model's context length {}", max_depth,
          std::max(a.n_prompt, a.n_gen), c.n_ctx_train);
@@ -122,7 +122,7 @@ void run_bench(const BenchArgs& a) {
     j["model_bytes"] = model->weight_bytes();
     j["threads"] = num_threads();
     j["kv_type"] = a.kv_type;
-    j["policy"] = a.policy;
+    j["policy"] = a.policy.spec();
     j["reps"] = a.reps;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const auto& m : results) {
@@ -144,7 +144,7 @@ void run_bench(const BenchArgs& a) {
     std::printf("| %s | %s | %d | %s | %s | %s | %.2f ± %.2f |\n",
                 c.name.empty() ? c.arch.c_str() : c.name.c_str(),
                 human_bytes(model->weight_bytes()).c_str(), num_threads(), a.kv_type.c_str(),
-                a.policy.c_str(), test.c_str(), m.mean(), m.stddev());
+                a.policy.spec().c_str(), test.c_str(), m.mean(), m.stddev());
   }
 }
 
@@ -162,8 +162,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-r,--reps", a->reps, "repetitions")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
-  cmd->add_option("--policy", a->policy, "attention policy: name[:key=value,...]")
-      ->capture_default_str();
+  add_policy_options(cmd, a->policy);
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a] { run_bench(*a); });
 }

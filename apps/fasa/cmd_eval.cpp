@@ -27,7 +27,7 @@ struct PplArgs {
   int batch = 512;
   int threads = 0;
   std::string kv_type = "f16";
-  std::string policy = "full";
+  PolicyArgs policy;
   bool json = false;
 };
 
@@ -42,7 +42,7 @@ void run_ppl(const PplArgs& a) {
   o.n_decode = a.n_decode;
   o.batch = a.batch;
   o.kv_type = parse_kv_type(a.kv_type);
-  o.policy = a.policy;
+  o.policy = a.policy.spec();
   const PplResult r = perplexity(model, tokens, o, [&](int done, int total) {
     std::fprintf(stderr, "\rfasa: chunk %d/%d", done, total);
     if (done == total) std::fprintf(stderr, "\n");
@@ -51,7 +51,7 @@ void run_ppl(const PplArgs& a) {
     nlohmann::ordered_json j;
     j["model"] = model->file().path();
     j["text"] = a.text;
-    j["policy"] = a.policy;
+    j["policy"] = a.policy.spec();
     j["kv_type"] = a.kv_type;
     j["n_ctx"] = a.n_ctx;
     j["n_decode"] = a.n_decode;
@@ -91,8 +91,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("-b,--batch", a->batch, "tokens per forward pass")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
-  cmd->add_option("--policy", a->policy, "attention policy: name[:key=value,...]")
-      ->capture_default_str();
+  add_policy_options(cmd, a->policy);
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a] { run_ppl(*a); });
 }

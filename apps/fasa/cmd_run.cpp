@@ -33,7 +33,7 @@ struct RunArgs {
   bool has_system = false;
   std::vector<std::string> stop;
   std::string kv_type = "f16";
-  std::string policy = "full";
+  PolicyArgs policy;
   bool quiet = false;
   SamplerParams sampler;
 };
@@ -67,7 +67,7 @@ void run_run(const RunArgs& a) {
   SessionOptions so;
   so.n_ctx = a.n_ctx;
   so.kv_type = parse_kv_type(a.kv_type);
-  so.policy = a.policy;
+  so.policy = a.policy.spec();
   Session session(model, so);
   if (static_cast<int>(prompt.size()) > session.n_ctx()) {
     fail("prompt is {} tokens, longer than the context of {} tokens (raise --ctx, up to {})",
@@ -101,7 +101,7 @@ void run_run(const RunArgs& a) {
   const AttnStats& st = session.attn_stats();
   if (st.slots_visible > 0) {
     std::fprintf(stderr, "fasa: policy %s read %.1f%% of the cached K/V rows at decode steps\n",
-                 a.policy.c_str(), 100.0 * st.slots_read / st.slots_visible);
+                 a.policy.spec().c_str(), 100.0 * st.slots_read / st.slots_visible);
   }
 }
 
@@ -127,8 +127,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--stop", a->stop, "stop string (repeatable)");
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
-  cmd->add_option("--policy", a->policy, "attention policy: name[:key=value,...]")
-      ->capture_default_str();
+  add_policy_options(cmd, a->policy);
   cmd->add_flag("-q,--quiet", a->quiet, "no statistics on stderr");
   cmd->callback([a, p, f, sys] {
     a->has_prompt = p->count() > 0;

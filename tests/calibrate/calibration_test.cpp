@@ -137,6 +137,25 @@ TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
   EXPECT_EQ(j["layers"].size(), 30u);
   EXPECT_EQ(j["layers"][0].size(), 9u);
   EXPECT_EQ(j["layers"][0][0]["dominant"].size(), 4u);
+  // The policy flags, on the real model.
+  const auto run = test::run_cli({"run", "-m", path, "-p", "It is a truth universally", "-n",
+                                  "6", "--temp", "0", "--policy", "fasa", "--calib", out,
+                                  "--budget", "4", "--dense-layers", "0,1", "--sink", "1"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("policy fasa:calib="), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("dense_layers=0+1"), std::string::npos) << run.err;
+  const auto no_calib = test::run_cli({"run", "-m", path, "-p", "x", "--policy", "fasa",
+                                       "--budget", "4"});
+  EXPECT_EQ(no_calib.exit_code, 1);
+  EXPECT_NE(no_calib.err.find("needs a calibration file"), std::string::npos) << no_calib.err;
+  // A calibration made for SmolLM2 is refused for another model.
+  const std::string tiny_path = ::testing::TempDir() + "/calib_cli_tiny.gguf";
+  test::write_tiny_model(tiny_path, {});
+  const auto other = test::run_cli({"bench", "-m", tiny_path, "-p", "8", "-n", "2", "--policy",
+                                    "fasa", "--calib", out, "--budget", "4"});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_NE(other.err.find("different model shape"), std::string::npos) << other.err;
+
   const auto bad = test::run_cli({"calibrate", "-m", path, "--text", text, "-o", out,
                                   "--fc-layout", "diagonal"});
   EXPECT_EQ(bad.exit_code, 1);

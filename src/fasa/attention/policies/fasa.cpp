@@ -236,6 +236,8 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
     } else if (key == "variant") {
       if (value == "m") fail("policy 'fasa': variant m (FASA-M offloading) is not implemented yet");
       if (value != "c") fail("policy 'fasa': variant must be c or m (got '{}')", value);
+    } else if (key == "offload_dir") {
+      fail("policy 'fasa': offload_dir applies to variant m, which is not implemented yet");
     } else {
       fail("policy 'fasa' has no option '{}' (options: calib, budget, n_tip, gqa, dense_layers, "
            "sink, recent, variant)", key);
