@@ -1,0 +1,164 @@
+#include "fasa/eval/recall.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "fasa/attention/attend.h"
+#include "fasa/attention/policy.h"
+#include "fasa/core/error.h"
+#include "fasa/engine/session.h"
+#include "fasa/eval/perplexity.h"
+#include "fasa/kernels/ops.h"
+#include "fasa/kernels/topk.h"
+
+namespace fasa {
+
+namespace {
+
+// Passes the inner policy's selections through unchanged while scoring them per query head.
+class SelectionProbe final : public AttentionPolicy {
+ public:
+  SelectionProbe(std::unique_ptr<AttentionPolicy> inner, const AttnShape& shape, double budget)
+      : inner_(std::move(inner)), shape_(shape), budget_(budget),
+        recall_(static_cast<size_t>(shape.n_layers) * shape.n_heads, 0.0),
+        mass_(recall_.size(), 0.0), count_(recall_.size(), 0), dense_(recall_.size(), 0) {}
+
+  std::string_view name() const override { return "probe"; }
+  void on_append(const KvCache& c, int layer, int first, int n) override {
+    inner_->on_append(c, layer, first, n);
+  }
+  bool wants_probs() const override { return inner_->wants_probs(); }
+  void on_probs(int layer, int head, const Selection& sel, const float* p, int n) override {
+    inner_->on_probs(layer, head, sel, p, n);
+  }
+
+  void select(const AttnQuery& q, Selection& out) override {
+    inner_->select(q, out);
+    const int n = q.n_visible, hd = shape_.head_dim;
+    const int k = budget_ > 0.0 ? resolve_budget(budget_, n) : n;
+    last_budget_ = k;
+    const KvRows rows{q.cache->k_rows(q.layer, q.kv_head), q.cache->v_rows(q.layer, q.kv_head),
+                      q.cache->type(), hd};
+    thread_local std::vector<float> p;
+    thread_local std::vector<int32_t> top;
+    p.resize(n);
+    for (int j = 0; j < q.n_group; ++j) {
+      const size_t row = static_cast<size_t>(q.layer) * shape_.n_heads + q.kv_head * q.n_group + j;
+      qk_scores(q.q + j * hd, rows, nullptr, n, p.data());
+      top_k_indices(p.data(), n, k, top);  // the oracle's slots for this head
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      for (auto& x : p) x *= scale;
+      softmax_inplace(p.data(), n);
+      double m = 0.0;
+      int hit = 0;
+      if (out.all) {
+        m = 1.0;
+        hit = k;
+        dense_[row] += 1;
+      } else {
+        const std::vector<int32_t>& s = out.slots_for(j);
+        for (int32_t t : s) m += p[t];
+        for (size_t a = 0, b = 0; a < s.size() && b < top.size();) {
+          if (s[a] == top[b]) {
+            ++hit;
+            ++a;
+            ++b;
+          } else if (s[a] < top[b]) {
+            ++a;
+          } else {
+            ++b;
+          }
+        }
+      }
+      recall_[row] += static_cast<double>(hit) / k;
+      mass_[row] += m;
+      count_[row] += 1;
+    }
+  }
+
+  std::unique_ptr<AttentionPolicy> inner_;
+  AttnShape shape_;
+  double budget_;
+  std::vector<double> recall_, mass_;  // [n_layers, n_heads] sums
+  std::vector<int64_t> count_, dense_;
+  int last_budget_ = 0;
+};
+
+}  // namespace
+
+RecallResult evaluate_recall(std::shared_ptr<const Model> model,
+                             const std::vector<int32_t>& tokens, const RecallOptions& o,
+                             const std::function<void(int, int)>& progress) {
+  if (o.n_ctx < 1 || o.steps < 1) fail("--ctx and --steps must be >= 1");
+  if (static_cast<int64_t>(tokens.size()) < int64_t{o.n_ctx} + o.steps) {
+    fail("the text has {} tokens; --ctx + --steps = {} are needed", tokens.size(),
+         int64_t{o.n_ctx} + o.steps);
+  }
+  const ModelConfig& mc = model->config();
+  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim};
+  std::string name;
+  PolicyOptions popts;
+  parse_policy_spec(o.policy, &name, &popts);
+  double budget = 0.0;
+  if (auto it = popts.find("budget"); it != popts.end()) budget = parse_budget(name, it->second);
+  SelectionProbe probe(make_policy(name, policy_context(model), popts), shape, budget);
+
+  SessionOptions so;
+  so.n_ctx = o.n_ctx + o.steps;
+  so.kv_type = o.kv_type;
+  Session full(model, so);
+  so.external_policy = &probe;
+  Session sparse(model, so);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + o.n_ctx);
+  full.prefill(prefix);
+  sparse.prefill(prefix);
+  const int n_vocab = mc.n_vocab;
+  RecallResult r;
+  r.n_layers = mc.n_layers;
+  r.n_heads = mc.n_heads;
+  std::vector<double> pf(n_vocab);
+  for (int i = 0; i < o.steps; ++i) {
+    const int32_t tok = tokens[o.n_ctx + i];
+    const std::vector<float>& lf = full.decode(tok);
+    const std::vector<float>& ls = sparse.decode(tok);
+    // KL(full || policy) over the next-token distributions.
+    double kl = 0.0;
+    const double zf = log_prob(lf.data(), n_vocab, 0) - lf[0];  // -log sum exp(lf)
+    const double zs = log_prob(ls.data(), n_vocab, 0) - ls[0];
+    for (int v = 0; v < n_vocab; ++v) {
+      const double lpf = lf[v] + zf, lps = ls[v] + zs;
+      kl += std::exp(lpf) * (lpf - lps);
+    }
+    r.kl.push_back(kl);
+    if (progress) progress(i + 1, o.steps);
+  }
+  const size_t n_rows = probe.count_.size();
+  r.recall.resize(n_rows);
+  r.mass.resize(n_rows);
+  double rs = 0.0, ms = 0.0, dense = 0.0, total = 0.0, sparse_n = 0.0;
+  for (size_t row = 0; row < n_rows; ++row) {
+    const double c = static_cast<double>(probe.count_[row]);
+    r.recall[row] = c > 0 ? probe.recall_[row] / c : 0.0;
+    r.mass[row] = c > 0 ? probe.mass_[row] / c : 0.0;
+    dense += probe.dense_[row];
+    total += c;
+    if (probe.dense_[row] < probe.count_[row]) {
+      rs += probe.recall_[row];
+      ms += probe.mass_[row];
+      sparse_n += c;
+    }
+  }
+  r.mean_recall = sparse_n > 0 ? rs / sparse_n : 1.0;
+  r.mean_mass = sparse_n > 0 ? ms / sparse_n : 1.0;
+  double kls = 0.0;
+  for (double x : r.kl) kls += x;
+  r.mean_kl = kls / r.kl.size();
+  r.dense_fraction = total > 0 ? dense / total : 0.0;
+  r.budget_last = probe.last_budget_;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace fasa

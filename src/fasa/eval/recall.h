@@ -1,0 +1,45 @@
+// Selection quality of a policy (`fasa eval recall`): after a dense prefill, teacher-force decode
+// steps with the policy active and, at every step, layer and query head, compare the slots it
+// read with the oracle top-B of the full attention logits (recall) and measure the share of the
+// full attention mass they hold. A dense session runs in lockstep to give KL(full ‖ policy) of
+// the next-token distributions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fasa/attention/kv_cache.h"
+#include "fasa/model/model.h"
+
+namespace fasa {
+
+struct RecallOptions {
+  int n_ctx = 1024;       // dense prefill length
+  int steps = 32;         // decode steps measured
+  std::string policy;     // spec, e.g. "fasa:calib=c.json,budget=256"
+  KvType kv_type = KvType::F16;
+};
+
+struct RecallResult {
+  int n_layers = 0;
+  int n_heads = 0;
+  int budget_last = 0;             // slots per head at the last step (oracle size)
+  std::vector<double> recall;      // [n_layers, n_heads] mean over steps
+  std::vector<double> mass;        // [n_layers, n_heads] mean share of full attention mass
+  std::vector<double> kl;          // [steps] KL(full || policy), nats
+  double mean_recall = 0.0;        // over layers, heads and steps (sparse layers only)
+  double mean_mass = 0.0;
+  double mean_kl = 0.0;
+  double dense_fraction = 0.0;     // share of (layer, head, step) that read every slot
+  double seconds = 0.0;
+};
+
+// The budget of the oracle comparison is the policy's `budget` option (every slot when none).
+RecallResult evaluate_recall(std::shared_ptr<const Model> model,
+                             const std::vector<int32_t>& tokens, const RecallOptions& opts,
+                             const std::function<void(int, int)>& progress);
+
+}  // namespace fasa

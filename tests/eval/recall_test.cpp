@@ -1,0 +1,84 @@
+// `eval recall` on a tiny model: the measures' fixed points and bounds.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "fasa/core/error.h"
+#include "fasa/eval/recall.h"
+#include "fasa/model/model.h"
+#include "support/tiny_model.h"
+
+namespace fasa {
+namespace {
+
+struct TinyText {
+  std::shared_ptr<const Model> model;
+  std::vector<int32_t> tokens;
+  TinyText() {
+    const std::string path = ::testing::TempDir() + "/recall_tiny.gguf";
+    test::TinySpec spec;
+    spec.wtype = DType::Q8_0;
+    test::write_tiny_model(path, spec);
+    model = Model::load(path);
+    std::mt19937 rng(21);
+    tokens.resize(120);
+    for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  }
+};
+
+RecallResult run(const TinyText& t, const std::string& policy) {
+  RecallOptions o;
+  o.n_ctx = 48;
+  o.steps = 6;
+  o.policy = policy;
+  return evaluate_recall(t.model, t.tokens, o, nullptr);
+}
+
+TEST(RecallTest, FullAttentionIsPerfect) {
+  TinyText t;
+  const RecallResult r = run(t, "full");
+  EXPECT_DOUBLE_EQ(r.mean_recall, 1.0);
+  EXPECT_DOUBLE_EQ(r.mean_mass, 1.0);
+  for (double kl : r.kl) EXPECT_EQ(kl, 0.0);  // same computation, bit for bit
+  EXPECT_DOUBLE_EQ(r.dense_fraction, 1.0);
+}
+
+TEST(RecallTest, PerHeadOracleHasRecallOne) {
+  TinyText t;
+  const RecallResult r = run(t, "oracle:budget=8,gqa=per-head");
+  EXPECT_DOUBLE_EQ(r.mean_recall, 1.0);
+  EXPECT_GT(r.mean_mass, 0.0);
+  EXPECT_LT(r.mean_mass, 1.0);
+  for (double kl : r.kl) EXPECT_GE(kl, -1e-9);
+  EXPECT_GT(r.mean_kl, 0.0);
+  EXPECT_EQ(r.budget_last, 8);
+}
+
+TEST(RecallTest, SharedSelectionIsBoundedByThePerHeadOracle) {
+  TinyText t;
+  const RecallResult shared = run(t, "oracle:budget=8");
+  const RecallResult small = run(t, "oracle:budget=2,gqa=per-head");
+  const RecallResult large = run(t, "oracle:budget=32,gqa=per-head");
+  EXPECT_LE(shared.mean_recall, 1.0);
+  EXPECT_GT(shared.mean_recall, 0.0);
+  EXPECT_LT(small.mean_mass, large.mean_mass);  // more slots hold more attention mass
+  EXPECT_GT(small.mean_kl, large.mean_kl);
+}
+
+TEST(RecallTest, BadOptions) {
+  TinyText t;
+  RecallOptions o;
+  o.n_ctx = 200;
+  o.steps = 5;
+  o.policy = "full";
+  EXPECT_THROW(evaluate_recall(t.model, t.tokens, o, nullptr), Error);  // text too short
+  o.n_ctx = 10;
+  o.policy = "oracle";
+  EXPECT_THROW(evaluate_recall(t.model, t.tokens, o, nullptr), Error);  // no budget
+  o.policy = "full";
+  o.steps = 0;
+  EXPECT_THROW(evaluate_recall(t.model, t.tokens, o, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace fasa
