@@ -177,7 +177,7 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
     for (auto& t : text) t = static_cast<int32_t>(rng() % spec.n_vocab);
     save_calibration(calibrate(model, text, co, nullptr), calib);
   }
-  for (const std::string p :
+  for (const std::string& p :
        {std::string("oracle:budget=64"), std::string("oracle:budget=30,gqa=per-head"),
         "fasa:calib=" + calib + ",budget=64,dense_layers=none",
         "fasa:calib=" + calib + ",budget=30,gqa=per-head,sink=4"}) {
@@ -187,7 +187,7 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   }
   // A small budget really changes the computation (the selective path is taken) and does not
   // depend on the thread count.
-  for (const std::string p : {std::string("oracle:budget=2"),
+  for (const std::string& p : {std::string("oracle:budget=2"),
                               "fasa:calib=" + calib + ",budget=3,dense_layers=none"}) {
     so.policy = p;
     Session sparse(model, so);
@@ -210,7 +210,7 @@ TEST(FasaPolicy, AllFrequencyChunksSelectLikeTheOracle) {
   const int n = 45;
   Fixture f(n, 11, /*integer=*/true);
   const std::string c = "fasa:calib=" + calib_path() + ",dense_layers=none,n_tip=8";
-  for (const std::string gqa : {"shared", "per-head"}) {
+  for (const std::string& gqa : {"shared", "per-head"}) {
     auto fasa = policy_from(c + ",budget=7,gqa=" + gqa);
     auto oracle = policy_from("oracle:budget=7,gqa=" + gqa);
     for (int l = 0; l < kShape.n_layers; ++l) fasa->on_append(f.cache, l, 0, n);
