@@ -210,9 +210,9 @@ TEST(FasaPolicy, AllFrequencyChunksSelectLikeTheOracle) {
   const int n = 45;
   Fixture f(n, 11, /*integer=*/true);
   const std::string c = "fasa:calib=" + calib_path() + ",dense_layers=none,n_tip=8";
-  for (const std::string& gqa : {"shared", "per-head"}) {
+  for (const char* gqa : {"shared", "per-head"}) {
     auto fasa = policy_from(c + ",budget=7,gqa=" + gqa);
-    auto oracle = policy_from("oracle:budget=7,gqa=" + gqa);
+    auto oracle = policy_from(std::string("oracle:budget=7,gqa=") + gqa);
     for (int l = 0; l < kShape.n_layers; ++l) fasa->on_append(f.cache, l, 0, n);
     for (int l = 0; l < kShape.n_layers; ++l) {
       for (int g = 0; g < kShape.n_kv_heads; ++g) {
