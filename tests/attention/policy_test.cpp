@@ -111,7 +111,10 @@ std::vector<std::string> specs() {
           "oracle:budget=5,gqa=per-head",
           c + ",budget=8,dense_layers=none",
           c + ",budget=0.25,gqa=per-head,sink=1,recent=2,dense_layers=none",
-          c + ",budget=6,n_tip=2,sink=3"};
+          c + ",budget=6,n_tip=2,sink=3",
+          c + ",budget=5,fcs=random,dense_layers=none",
+          c + ",budget=5,fcs=high,n_tip=3,dense_layers=none",
+          c + ",budget=5,fcs=low,gqa=per-head,dense_layers=none"};
 }
 
 TEST(PolicyInvariants, EveryRegisteredPolicyIsCovered) {
@@ -334,6 +337,7 @@ TEST(PolicyOptionsTest, BadOptionsAreErrors) {
   EXPECT_THROW(policy_from(c + ",budget=8,variant=m"), Error);        // FASA-M: not yet
   EXPECT_THROW(policy_from(c + ",budget=8,variant=z"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,speed=11"), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,fcs=best"), Error);
   EXPECT_NO_THROW(policy_from(c + ",budget=8,dense_layers=0+1,variant=c"));
   EXPECT_EQ(resolve_budget(0.1, 95), 10);
   EXPECT_EQ(resolve_budget(256, 100), 100);

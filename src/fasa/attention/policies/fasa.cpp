@@ -5,11 +5,15 @@
 //   calib=PATH (required)  budget=B (required; < 1: fraction of the context)
 //   n_tip=X (FCs per head, count or fraction; default 0.25)   gqa=shared|per-head (shared)
 //   dense_layers=L1+L2|none (default 0)   sink=S (0)   recent=R (0)   variant=c
+//   fcs=calibrated|random|high|low: which FCs TIP uses (default calibrated; the others are the
+//   naive choices calibration must beat: seeded random FCs, the highest- or lowest-frequency FCs)
 // Sinks and recent tokens count inside the budget. With gqa=shared the group's heads' TIP scores
 // are turned into attention shares (softmax at 1/sqrt(head_dim)) and summed per slot, so one row
 // set is gathered per kv head. TIP scores only rank tokens; they are never attention weights.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -32,6 +36,7 @@ struct FasaOptions {
   std::set<int> dense_layers = {0};
   int sink = 0;
   int recent = 0;
+  std::string fcs = "calibrated";
 };
 
 // A dominant FC of one query head, as positions inside its kv head's packed row.
@@ -49,6 +54,31 @@ class FasaPolicy final : public AttentionPolicy {
                                        : static_cast<int>(o_.n_tip),
                         1, n_fc);
     const int n_group = shape_.n_group();
+    // The FCs TIP uses for each (layer, head): [n_layers * n_heads][n_tip]
+    std::vector<std::vector<int32_t>> chosen(static_cast<size_t>(shape_.n_layers) * shape_.n_heads);
+    for (int l = 0; l < shape_.n_layers; ++l) {
+      for (int h = 0; h < shape_.n_heads; ++h) {
+        std::vector<int32_t>& fc = chosen[static_cast<size_t>(l) * shape_.n_heads + h];
+        if (o_.fcs == "calibrated") {
+          fc.assign(c.rank(l, h), c.rank(l, h) + n_tip_);
+        } else if (o_.fcs == "high") {  // FC 0 rotates fastest
+          fc.resize(n_tip_);
+          std::iota(fc.begin(), fc.end(), 0);
+        } else if (o_.fcs == "low") {
+          fc.resize(n_tip_);
+          std::iota(fc.begin(), fc.end(), n_fc - n_tip_);
+        } else {  // random, seeded per (layer, head)
+          std::vector<int32_t> all(n_fc);
+          std::iota(all.begin(), all.end(), 0);
+          std::mt19937 rng(static_cast<uint32_t>(l * 7919 + h));
+          std::shuffle(all.begin(), all.end(), rng);
+          fc.assign(all.begin(), all.begin() + n_tip_);
+        }
+      }
+    }
+    auto dominant = [&](int l, int h) -> const std::vector<int32_t>& {
+      return chosen[static_cast<size_t>(l) * shape_.n_heads + h];
+    };
     groups_.resize(static_cast<size_t>(shape_.n_layers) * shape_.n_kv_heads);
     for (int l = 0; l < shape_.n_layers; ++l) {
       for (int g = 0; g < shape_.n_kv_heads; ++g) {
@@ -56,10 +86,9 @@ class FasaPolicy final : public AttentionPolicy {
         // Packed dims: the union of the group's heads' dominant FC dims, in dim order.
         std::set<int> dims;
         for (int j = 0; j < n_group; ++j) {
-          const int32_t* rank = c.rank(l, g * n_group + j);
-          for (int i = 0; i < n_tip_; ++i) {
-            dims.insert(c.fcs[rank[i]].a);
-            dims.insert(c.fcs[rank[i]].b);
+          for (int32_t fc : dominant(l, g * n_group + j)) {
+            dims.insert(c.fcs[fc].a);
+            dims.insert(c.fcs[fc].b);
           }
         }
         gr.dims.assign(dims.begin(), dims.end());
@@ -69,9 +98,8 @@ class FasaPolicy final : public AttentionPolicy {
         };
         gr.heads.resize(n_group);
         for (int j = 0; j < n_group; ++j) {
-          const int32_t* rank = c.rank(l, g * n_group + j);
-          for (int i = 0; i < n_tip_; ++i) {
-            const FcDims& f = c.fcs[rank[i]];
+          for (int32_t fc : dominant(l, g * n_group + j)) {
+            const FcDims& f = c.fcs[fc];
             gr.heads[j].push_back(PackedFc{f.a, f.b, col(f.a), col(f.b)});
           }
         }
@@ -236,11 +264,16 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
     } else if (key == "variant") {
       if (value == "m") fail("policy 'fasa': variant m (FASA-M offloading) is not implemented yet");
       if (value != "c") fail("policy 'fasa': variant must be c or m (got '{}')", value);
+    } else if (key == "fcs") {
+      if (value != "calibrated" && value != "random" && value != "high" && value != "low") {
+        fail("policy 'fasa': fcs must be calibrated, random, high or low (got '{}')", value);
+      }
+      o.fcs = value;
     } else if (key == "offload_dir") {
       fail("policy 'fasa': offload_dir applies to variant m, which is not implemented yet");
     } else {
       fail("policy 'fasa' has no option '{}' (options: calib, budget, n_tip, gqa, dense_layers, "
-           "sink, recent, variant)", key);
+           "sink, recent, fcs, variant)", key);
     }
   }
   if (o.calib_path.empty()) {
