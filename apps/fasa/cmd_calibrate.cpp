@@ -8,7 +8,10 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include <fstream>
+
 #include "fasa/calibrate/calibrator.h"
+#include "fasa/calibrate/heatmap.h"
 #include "fasa/core/error.h"
 #include "fasa/hub/sha256.h"
 #include "fasa/tokenizer/tokenizer.h"
@@ -50,6 +53,7 @@ void run_calibrate(const CalibrateArgs& a) {
 
 struct ShowArgs {
   std::string path;
+  std::string image;
   double n_tip = 0.25;
   bool json = false;
 };
@@ -57,6 +61,15 @@ struct ShowArgs {
 void run_show(const ShowArgs& a) {
   const Calibration c = load_calibration(a.path);
   if (!(a.n_tip > 0.0)) fail("--n-tip must be positive (got {})", a.n_tip);
+  if (!a.image.empty()) {
+    if (a.image.size() < 4 || a.image.substr(a.image.size() - 4) != ".svg") {
+      fail("--image writes SVG only: give a file name ending in .svg (got '{}')", a.image);
+    }
+    std::ofstream out(a.image);
+    out << calibration_heatmap_svg(c);
+    if (!out) fail("cannot write '{}'", a.image);
+    std::fprintf(stderr, "fasa: heatmap written to %s\n", a.image.c_str());
+  }
   const int n_tip = std::clamp(
       a.n_tip < 1.0 ? static_cast<int>(a.n_tip * c.n_fc() + 0.5) : static_cast<int>(a.n_tip), 1,
       c.n_fc());
@@ -124,6 +137,7 @@ void add_calibrate_command(CLI::App& app) {
   show->add_option("--n-tip", s->n_tip, "dominant FCs to show (count, or fraction < 1)")
       ->capture_default_str();
   show->add_flag("--json", s->json, "print one JSON object");
+  show->add_option("--image", s->image, "also write a layer x FC heatmap of mean CA (.svg)");
   show->callback([s] { run_show(*s); });
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -160,6 +161,15 @@ TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
                                   "--fc-layout", "diagonal"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("unknown FC layout"), std::string::npos);
+  const std::string svg = ::testing::TempDir() + "/smollm2_calib.svg";
+  const auto img = test::run_cli({"calib", "show", out, "--image", svg});
+  ASSERT_EQ(img.exit_code, 0) << img.err;
+  std::ifstream in(svg);
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(doc.rfind("<svg", 0), 0u);
+  EXPECT_NE(doc.find("layer 29 FC 31:"), std::string::npos);  // every cell is drawn
+  const auto png = test::run_cli({"calib", "show", out, "--image", "/tmp/x.png"});
+  EXPECT_EQ(png.exit_code, 1);
   const auto missing = test::run_cli({"calib", "show", "/nonexistent.json"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("cannot read calibration file"), std::string::npos);
