@@ -24,7 +24,8 @@ std::string colour(double v) {
 
 std::string calibration_heatmap_svg(const Calibration& c) {
   const int cell = 14, left = 70, top = 50, n_fc = c.n_fc();
-  const int width = left + n_fc * cell + 90, height = top + c.n_layers * cell + 50;
+  const int width = std::max(left + n_fc * cell + 90, 720);
+  const int height = top + c.n_layers * cell + 50;
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"sans-serif\" font-size=\"11\">\n"
