@@ -53,23 +53,6 @@ void fc_logits(const float* q, const float* keys, int n, int head_dim,
 
 namespace {
 
-// |A ∩ B| of two ascending index lists.
-int overlap(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  int n = 0;
-  for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
-    if (a[i] == b[j]) {
-      ++n;
-      ++i;
-      ++j;
-    } else if (a[i] < b[j]) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return n;
-}
-
 void full_logits(const float* q, const float* keys, int n, int head_dim, float* out) {
   for (int t = 0; t < n; ++t) {
     const float* k = keys + static_cast<size_t>(t) * head_dim;
@@ -92,7 +75,7 @@ void fc_agreement(const float* q, const float* keys, int n, int head_dim,
   top_k_indices(full.data(), n, kk, top_full);
   for (int i = 0; i < n_fc; ++i) {
     top_k_indices(alpha.data() + static_cast<size_t>(i) * n, n, kk, top_fc);
-    ca[i] = kk > 0 ? static_cast<float>(overlap(top_full, top_fc)) / kk : 0.0f;
+    ca[i] = kk > 0 ? static_cast<float>(sorted_overlap(top_full, top_fc)) / kk : 0.0f;
   }
 }
 
@@ -113,7 +96,7 @@ float compound_agreement(const float* q, const float* keys, int n, int head_dim,
   std::vector<int32_t> top_full, top_set;
   top_k_indices(full.data(), n, kk, top_full);
   top_k_indices(score.data(), n, kk, top_set);
-  return static_cast<float>(overlap(top_full, top_set)) / kk;
+  return static_cast<float>(sorted_overlap(top_full, top_set)) / kk;
 }
 
 }  // namespace fasa

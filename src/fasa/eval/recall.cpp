@@ -58,17 +58,7 @@ class SelectionProbe final : public AttentionPolicy {
       } else {
         const std::vector<int32_t>& s = out.slots_for(j);
         for (int32_t t : s) m += p[t];
-        for (size_t a = 0, b = 0; a < s.size() && b < top.size();) {
-          if (s[a] == top[b]) {
-            ++hit;
-            ++a;
-            ++b;
-          } else if (s[a] < top[b]) {
-            ++a;
-          } else {
-            ++b;
-          }
-        }
+        hit = sorted_overlap(s, top);
       }
       recall_[row] += static_cast<double>(hit) / k;
       mass_[row] += m;

@@ -18,4 +18,20 @@ void top_k_indices(const float* scores, int n, int k, std::vector<int32_t>& out)
   std::sort(out.begin(), out.end());
 }
 
+int sorted_overlap(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  int n = 0;
+  for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    if (a[i] == b[j]) {
+      ++n;
+      ++i;
+      ++j;
+    } else if (a[i] < b[j]) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return n;
+}
+
 }  // namespace fasa

@@ -10,4 +10,7 @@ namespace fasa {
 // k is clamped to [0, n]. out: [k]
 void top_k_indices(const float* scores, int n, int k, std::vector<int32_t>& out);
 
+// |A ∩ B| of two ascending, duplicate-free index lists.
+int sorted_overlap(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
+
 }  // namespace fasa
