@@ -1,6 +1,8 @@
 // Invariants every registered policy must keep, and the oracle against a plain reference.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -87,7 +89,9 @@ const std::string& calib_path() {
     c.mean_ca.resize(static_cast<size_t>(c.n_layers) * c.n_heads * c.n_fc());
     for (auto& x : c.mean_ca) x = u(rng);
     c.rank_all();
-    const std::string p = ::testing::TempDir() + "/policy_test_calib.json";
+    // Per process: ctest runs tests in parallel processes.
+    const std::string p =
+        ::testing::TempDir() + "/policy_test_calib_" + std::to_string(getpid()) + ".json";
     save_calibration(c, p);
     return p;
   }();

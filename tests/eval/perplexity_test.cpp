@@ -17,7 +17,9 @@ struct Tiny {
   std::shared_ptr<const Model> model;
   std::vector<int32_t> tokens;
   Tiny() {
-    const std::string path = ::testing::TempDir() + "/ppl_tiny.gguf";
+    const std::string path = ::testing::TempDir() + "/ppl_tiny_" +
+                             ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                             ".gguf";
     test::TinySpec spec;
     spec.wtype = DType::Q4_1;
     test::write_tiny_model(path, spec);

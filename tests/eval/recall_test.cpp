@@ -15,7 +15,9 @@ struct TinyText {
   std::shared_ptr<const Model> model;
   std::vector<int32_t> tokens;
   TinyText() {
-    const std::string path = ::testing::TempDir() + "/recall_tiny.gguf";
+    const std::string path = ::testing::TempDir() + "/recall_tiny_" +
+                             ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                             ".gguf";
     test::TinySpec spec;
     spec.wtype = DType::Q8_0;
     test::write_tiny_model(path, spec);
