@@ -38,6 +38,9 @@ struct Measure {
   int depth = 0;
   int n_tokens = 0;
   std::vector<double> tps;  // tokens/s per repetition
+  double kv_read_per_token = 0.0;   // tg: KV bytes read per decoded token (last repetition)
+  double dense_read_per_token = 0.0;
+  uint64_t kv_resident = 0;         // cache rows written + policy side data, after the test
   double mean() const {
     double s = 0.0;
     for (double x : tps) s += x;
@@ -111,6 +114,10 @@ void run_bench(const BenchArgs& a) {
         m.tps.push_back(a.n_gen / seconds_of([&] {
                           for (int i = 0; i < a.n_gen; ++i) session.decode(tg_tokens[i]);
                         }));
+        const AttnStats& st = session.attn_stats();
+        m.kv_read_per_token = static_cast<double>(st.bytes_read()) / st.decode_tokens;
+        m.dense_read_per_token = static_cast<double>(st.dense_bytes) / st.decode_tokens;
+        m.kv_resident = session.cache().used_bytes() + session.policy().resident_bytes();
       }
       results.push_back(m);
     }
@@ -131,20 +138,25 @@ void run_bench(const BenchArgs& a) {
                       {"n_tokens", m.n_tokens},
                       {"tokens_per_s", m.mean()},
                       {"stddev", m.stddev()},
-                      {"samples", m.tps}});
+                      {"samples", m.tps},
+                      {"kv_bytes_read_per_token", m.kv_read_per_token},
+                      {"dense_kv_bytes_read_per_token", m.dense_read_per_token},
+                      {"kv_resident_bytes", m.kv_resident}});
     }
     j["results"] = rows;
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("| model | size | threads | kv | policy | test | t/s |\n");
-  std::printf("| --- | ---: | ---: | --- | --- | --- | ---: |\n");
+  std::printf("| model | size | threads | kv | policy | test | t/s | KV read/token |\n");
+  std::printf("| --- | ---: | ---: | --- | --- | --- | ---: | ---: |\n");
   for (const auto& m : results) {
     const std::string test = m.depth > 0 ? fmt::format("{} @ d{}", m.test, m.depth) : m.test;
-    std::printf("| %s | %s | %d | %s | %s | %s | %.2f ± %.2f |\n",
+    const std::string kv_read =
+        m.kv_read_per_token > 0 ? human_bytes(static_cast<uint64_t>(m.kv_read_per_token)) : "";
+    std::printf("| %s | %s | %d | %s | %s | %s | %.2f ± %.2f | %s |\n",
                 c.name.empty() ? c.arch.c_str() : c.name.c_str(),
                 human_bytes(model->weight_bytes()).c_str(), num_threads(), a.kv_type.c_str(),
-                a.policy.spec().c_str(), test.c_str(), m.mean(), m.stddev());
+                a.policy.spec().c_str(), test.c_str(), m.mean(), m.stddev(), kv_read.c_str());
   }
 }
 

@@ -102,6 +102,16 @@ void run_run(const RunArgs& a) {
   if (st.slots_visible > 0) {
     std::fprintf(stderr, "fasa: policy %s read %.1f%% of the cached K/V rows at decode steps\n",
                  a.policy.spec().c_str(), 100.0 * st.slots_read / st.slots_visible);
+    const double per_tok = static_cast<double>(st.bytes_read()) / st.decode_tokens;
+    std::fprintf(stderr,
+                 "fasa: KV bytes read per decoded token %s (selection %s + attention %s; dense "
+                 "%s); KV resident: cache %s + policy side data %s\n",
+                 human_bytes(static_cast<uint64_t>(per_tok)).c_str(),
+                 human_bytes(st.select_bytes / st.decode_tokens).c_str(),
+                 human_bytes(st.attend_bytes / st.decode_tokens).c_str(),
+                 human_bytes(st.dense_bytes / st.decode_tokens).c_str(),
+                 human_bytes(session.cache().used_bytes()).c_str(),
+                 human_bytes(session.policy().resident_bytes()).c_str());
   }
 }
 

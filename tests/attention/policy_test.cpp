@@ -211,6 +211,51 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   }
 }
 
+// Bytes read per decode step: dense reads every K and V row once per kv-head group; the oracle
+// reads every key to choose, then its rows; FASA reads only its packed key slice to choose.
+TEST(PolicyAccounting, BytesReadAndResident) {
+  const std::string path = ::testing::TempDir() + "/policy_bytes_tiny.gguf";
+  test::TinySpec spec;
+  test::write_tiny_model(path, spec);
+  auto model = Model::load(path);
+  std::mt19937 rng(8);
+  std::vector<int32_t> tokens(40);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  const std::string calib = ::testing::TempDir() + "/policy_bytes_calib.json";
+  {
+    CalibrateOptions co;
+    co.k = 8;
+    co.samples = 1;
+    co.tokens = 20;
+    co.steps = 2;
+    save_calibration(calibrate(model, tokens, co, nullptr), calib);
+  }
+  auto stats_of = [&](const std::string& policy, uint64_t* resident) {
+    SessionOptions so;
+    so.n_ctx = 64;
+    so.policy = policy;
+    Session s(model, so);
+    s.prefill(std::vector<int32_t>(tokens.begin(), tokens.begin() + 30));
+    for (int i = 30; i < 40; ++i) s.decode(tokens[i]);
+    if (resident) *resident = s.policy().resident_bytes();
+    return s.attn_stats();
+  };
+  const AttnStats full = stats_of("full", nullptr);
+  EXPECT_EQ(full.decode_tokens, 10u);
+  EXPECT_EQ(full.select_bytes, 0u);
+  EXPECT_EQ(full.attend_bytes, full.dense_bytes);
+  const AttnStats oracle = stats_of("oracle:budget=4", nullptr);
+  EXPECT_EQ(oracle.dense_bytes, full.dense_bytes);
+  EXPECT_EQ(2 * oracle.select_bytes, oracle.dense_bytes);  // every key, no values
+  EXPECT_LT(oracle.attend_bytes, oracle.dense_bytes / 5);
+  uint64_t resident = 0;
+  const AttnStats fasa =
+      stats_of("fasa:calib=" + calib + ",budget=4,n_tip=2,dense_layers=none", &resident);
+  EXPECT_GT(resident, 0u);
+  EXPECT_LT(fasa.select_bytes, oracle.select_bytes);
+  EXPECT_LT(fasa.bytes_read(), oracle.bytes_read());
+}
+
 // With every FC dominant, TIP scores are the full logits: FASA selects exactly what the oracle
 // selects (integer data keeps every logit exact, so no rounding can reorder near-ties).
 TEST(FasaPolicy, AllFrequencyChunksSelectLikeTheOracle) {

@@ -62,11 +62,19 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
     }
   }
   if (stats) {
+    const uint64_t row_bytes = 2ull * hd * cache.elem_bytes();  // one K row and one V row
+    if (s.layer == 0) stats->decode_tokens += 1;
     for (int h = 0; h < sh.n_heads; ++h) {
       const Selection& se = sel[h / n_group];
+      const uint64_t rows = se.all ? n_visible : slots_of(h).size();
       stats->decode_steps += 1;
-      stats->slots_read += se.all ? n_visible : slots_of(h).size();
+      stats->slots_read += rows;
       stats->slots_visible += n_visible;
+      if (se.per_head || h % n_group == 0) stats->attend_bytes += rows * row_bytes;
+    }
+    for (const Selection& se : sel) {
+      stats->select_bytes += se.bytes_read;
+      stats->dense_bytes += static_cast<uint64_t>(n_visible) * row_bytes;
     }
   }
 }

@@ -20,9 +20,16 @@ struct AttnStep {
 };
 
 struct AttnStats {
+  uint64_t decode_tokens = 0;  // single-token decode steps
   uint64_t decode_steps = 0;   // (layer, query head) decode attentions run
   uint64_t slots_read = 0;     // K/V rows they read
   uint64_t slots_visible = 0;  // rows dense attention would have read
+  // Bytes per kv-head group: a shared selection's rows count once for the group (one gather),
+  // per-head selections count per query head.
+  uint64_t select_bytes = 0;   // read by policies to choose (TIP, oracle scoring)
+  uint64_t attend_bytes = 0;   // K and V rows read by attention over the selection
+  uint64_t dense_bytes = 0;    // K and V rows dense attention would have read
+  uint64_t bytes_read() const { return select_bytes + attend_bytes; }
 };
 
 // K/V of the new tokens must already be stored in `cache` for this layer.

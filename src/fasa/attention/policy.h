@@ -36,11 +36,13 @@ struct Selection {
   bool per_head = false;
   std::vector<int32_t> slots;                    // [n_selected]
   std::vector<std::vector<int32_t>> head_slots;  // [n_group][n_selected]
+  uint64_t bytes_read = 0;  // bytes the policy itself read to choose (keys, side data)
   const std::vector<int32_t>& slots_for(int g) const { return per_head ? head_slots[g] : slots; }
   void set_all() {
     all = true;
     per_head = false;
     slots.clear();
+    bytes_read = 0;
   }
 };
 
@@ -63,6 +65,8 @@ class AttentionPolicy {
   // Policies that learn from attention probabilities (H2O, SnapKV) return true and get
   // on_probs for every query head after each decode step.
   virtual bool wants_probs() const { return false; }
+  // Bytes of side data the policy keeps in memory (e.g. FASA's packed key slice).
+  virtual uint64_t resident_bytes() const { return 0; }
   virtual void on_probs(int layer, int head, const Selection& sel, const float* probs, int n) {}
 };
 

@@ -12,6 +12,7 @@
 // set is gathered per kv head. TIP scores only rank tokens; they are never attention weights.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <set>
@@ -109,26 +110,30 @@ class FasaPolicy final : public AttentionPolicy {
 
   std::string_view name() const override { return "fasa"; }
 
-  // Keep the packed dominant-dim slice of K up to date.  kdom: [slot, |dims|] f32
+  // Keep the packed dominant-dim slice of K up to date, in the cache's element type.
+  // kdom: [slot, |dims|] of f16 or f32
   void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
     if (o_.dense_layers.count(layer)) return;
-    const int hd = shape_.head_dim;
+    const size_t hd = shape_.head_dim, eb = cache.elem_bytes();
+    elem_bytes_ = eb;
+    f16_ = cache.type() == KvType::F16;
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
       Group& gr = group(layer, g);
       const size_t w = gr.dims.size();
-      if (gr.kdom.size() < (first_slot + n) * w) gr.kdom.resize((first_slot + n) * w);
+      if (gr.kdom.size() < (first_slot + n) * w * eb) gr.kdom.resize((first_slot + n) * w * eb);
       const auto* base = static_cast<const uint8_t*>(cache.k_rows(layer, g));
       for (int s = first_slot; s < first_slot + n; ++s) {
-        float* dst = gr.kdom.data() + s * w;
-        if (cache.type() == KvType::F16) {
-          const auto* row = reinterpret_cast<const uint16_t*>(base) + static_cast<size_t>(s) * hd;
-          for (size_t i = 0; i < w; ++i) dst[i] = fp16_to_fp32(row[gr.dims[i]]);
-        } else {
-          const auto* row = reinterpret_cast<const float*>(base) + static_cast<size_t>(s) * hd;
-          for (size_t i = 0; i < w; ++i) dst[i] = row[gr.dims[i]];
-        }
+        uint8_t* dst = gr.kdom.data() + s * w * eb;
+        const uint8_t* row = base + s * hd * eb;
+        for (size_t i = 0; i < w; ++i) std::memcpy(dst + i * eb, row + gr.dims[i] * eb, eb);
       }
     }
+  }
+
+  uint64_t resident_bytes() const override {
+    uint64_t n = 0;
+    for (const Group& g : groups_) n += g.kdom.size();
+    return n;
   }
 
   void select(const AttnQuery& q, Selection& out) override {
@@ -141,19 +146,26 @@ class FasaPolicy final : public AttentionPolicy {
     const Group& gr = group(q.layer, q.kv_head);
     const size_t w = gr.dims.size();
     const int hd = shape_.head_dim;
-    thread_local std::vector<float> score, mass;  // [n]
+    thread_local std::vector<float> score, mass, row;  // [n], [n], [w]
     score.resize(n);
+    row.resize(w);
     auto tip = [&](int j) {  // TIP scores of query head j of the group into `score`
       const float* qh = q.q + j * hd;
       for (int t = 0; t < n; ++t) {
-        const float* k = gr.kdom.data() + t * w;
+        const uint8_t* k = gr.kdom.data() + t * w * elem_bytes_;
+        if (f16_) {
+          for (size_t i = 0; i < w; ++i) row[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(k)[i]);
+        } else {
+          std::memcpy(row.data(), k, w * sizeof(float));
+        }
         float s = 0.0f;
-        for (const PackedFc& f : gr.heads[j]) s += qh[f.qa] * k[f.pa] + qh[f.qb] * k[f.pb];
+        for (const PackedFc& f : gr.heads[j]) s += qh[f.qa] * row[f.pa] + qh[f.qb] * row[f.pb];
         score[t] = s;
       }
     };
     out.all = false;
     out.per_head = o_.per_head;
+    out.bytes_read = static_cast<uint64_t>(n) * w * elem_bytes_;  // the packed slice, once
     if (o_.per_head) {
       out.head_slots.resize(q.n_group);
       for (int j = 0; j < q.n_group; ++j) {
@@ -177,7 +189,7 @@ class FasaPolicy final : public AttentionPolicy {
   struct Group {
     std::vector<int> dims;                     // packed K dims (ascending)
     std::vector<std::vector<PackedFc>> heads;  // [n_group][n_tip]
-    std::vector<float> kdom;                   // [n_slots, dims.size()]
+    std::vector<uint8_t> kdom;                 // [n_slots, dims.size()] of the cache's type
   };
   Group& group(int layer, int g) { return groups_[static_cast<size_t>(layer) * shape_.n_kv_heads + g]; }
   const Group& group(int layer, int g) const {
@@ -204,6 +216,8 @@ class FasaPolicy final : public AttentionPolicy {
   AttnShape shape_;
   FasaOptions o_;
   int n_tip_ = 0;
+  size_t elem_bytes_ = 2;  // of the cache (and so of kdom)
+  bool f16_ = true;
   std::vector<Group> groups_;  // [n_layers, n_kv_heads]
 };
 
