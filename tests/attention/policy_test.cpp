@@ -106,6 +106,22 @@ std::unique_ptr<AttentionPolicy> policy_from(const std::string& spec,
   return make_policy(name, ctx, opts);
 }
 
+// Calibrates a tiny model on random tokens (small, fast settings); returns the file's path.
+std::string calibrate_tiny(std::shared_ptr<const Model> model, int n_vocab,
+                           const std::string& name) {
+  std::mt19937 rng(17);
+  std::vector<int32_t> text(80);
+  for (auto& t : text) t = static_cast<int32_t>(rng() % n_vocab);
+  CalibrateOptions co;
+  co.k = 8;
+  co.samples = 2;
+  co.tokens = 30;
+  co.steps = 3;
+  const std::string path = ::testing::TempDir() + "/" + name;
+  save_calibration(calibrate(std::move(model), text, co, nullptr), path);
+  return path;
+}
+
 // Specs exercising every registered policy (a new policy must add itself here).
 std::vector<std::string> specs() {
   const std::string c = "fasa:calib=" + calib_path();
@@ -173,17 +189,7 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   Session full(model, so);
   const auto want = full.eval_all(tokens, 1);
   // A calibration of this very model, for the fasa policy.
-  const std::string calib = ::testing::TempDir() + "/policy_tiny_calib.json";
-  {
-    CalibrateOptions co;
-    co.k = 8;
-    co.samples = 2;
-    co.tokens = 40;
-    co.steps = 4;
-    std::vector<int32_t> text(120);
-    for (auto& t : text) t = static_cast<int32_t>(rng() % spec.n_vocab);
-    save_calibration(calibrate(model, text, co, nullptr), calib);
-  }
+  const std::string calib = calibrate_tiny(model, spec.n_vocab, "policy_tiny_calib.json");
   for (const std::string& p :
        {std::string("oracle:budget=64"), std::string("oracle:budget=30,gqa=per-head"),
         "fasa:calib=" + calib + ",budget=64,dense_layers=none",
@@ -221,15 +227,7 @@ TEST(PolicyAccounting, BytesReadAndResident) {
   std::mt19937 rng(8);
   std::vector<int32_t> tokens(40);
   for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
-  const std::string calib = ::testing::TempDir() + "/policy_bytes_calib.json";
-  {
-    CalibrateOptions co;
-    co.k = 8;
-    co.samples = 1;
-    co.tokens = 20;
-    co.steps = 2;
-    save_calibration(calibrate(model, tokens, co, nullptr), calib);
-  }
+  const std::string calib = calibrate_tiny(model, spec.n_vocab, "policy_bytes_calib.json");
   auto stats_of = [&](const std::string& policy, uint64_t* resident) {
     SessionOptions so;
     so.n_ctx = 64;
