@@ -217,6 +217,60 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   }
 }
 
+// FASA-M keeps only the packed key slice in RAM and fetches the selected rows from a file; it
+// must compute exactly what FASA-C computes (same selection, same data), with less RAM.
+TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
+  const std::string path = ::testing::TempDir() + "/policy_m_tiny.gguf";
+  test::TinySpec spec;
+  spec.n_layers = 3;
+  test::write_tiny_model(path, spec);
+  auto model = Model::load(path);
+  std::mt19937 rng(21);
+  std::vector<int32_t> tokens(70);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  const std::string calib = calibrate_tiny(model, spec.n_vocab, "policy_m_calib.json");
+  const std::string dir = ::testing::TempDir();
+  for (KvType type : {KvType::F16, KvType::F32}) {
+    for (const std::string opts : {",budget=6", ",budget=0.2,gqa=per-head,sink=2,recent=3",
+                                   ",budget=9,dense_layers=none,n_tip=2"}) {
+      SessionOptions so;
+      so.n_ctx = 96;
+      so.kv_type = type;
+      so.prefill_chunk = 16;  // several prefill chunks over the file tier
+      so.policy = "fasa:calib=" + calib + opts;
+      Session c(model, so);
+      so.policy += ",variant=m,offload_dir=" + dir;
+      Session m(model, so);
+      ASSERT_TRUE(m.cache().tiered());
+      const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 40);
+      EXPECT_EQ(c.prefill(prompt), m.prefill(prompt)) << opts;
+      for (size_t i = 40; i < tokens.size(); ++i) {
+        ASSERT_EQ(c.decode(tokens[i]), m.decode(tokens[i])) << opts << " token " << i;
+      }
+      const AttnStats& sc = c.attn_stats();
+      const AttnStats& sm = m.attn_stats();
+      EXPECT_EQ(sc.slots_read, sm.slots_read);
+      EXPECT_EQ(sc.select_bytes, sm.select_bytes);
+      EXPECT_EQ(sc.attend_bytes, sm.attend_bytes);
+      EXPECT_EQ(sc.tier_reads, 0u);
+      EXPECT_GT(sm.tier_reads, 0u);
+      EXPECT_GT(sm.tier_read_bytes, 0u);
+      // RAM: FASA-C holds the whole cache plus its packed slice; FASA-M the slice (+ dense layers).
+      const uint64_t ram_c = c.cache().ram_bytes() + c.policy().resident_bytes();
+      const uint64_t ram_m = m.cache().ram_bytes() + m.policy().resident_bytes();
+      // (Small caches: the RAM tails of partly filled file blocks weigh in; layer 0 is dense.)
+      EXPECT_LT(ram_m, opts.find("dense_layers=none") != std::string::npos ? ram_c / 2 : ram_c)
+          << opts;
+      EXPECT_GT(m.cache().file_bytes(), 0u);
+      // reset() empties the file tier too, and the sequence can start again.
+      m.reset();
+      c.reset();
+      EXPECT_EQ(m.cache().file_bytes(), 0u);
+      EXPECT_EQ(c.prefill(prompt), m.prefill(prompt));
+    }
+  }
+}
+
 // Bytes read per decode step: dense reads every K and V row once per kv-head group; the oracle
 // reads every key to choose, then its rows; FASA reads only its packed key slice to choose.
 TEST(PolicyAccounting, BytesReadAndResident) {
@@ -381,7 +435,9 @@ TEST(PolicyOptionsTest, BadOptionsAreErrors) {
   EXPECT_THROW(policy_from(c + ",budget=8,dense_layers=7"), Error);   // only 2 layers
   EXPECT_THROW(policy_from(c + ",budget=8,dense_layers=x"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,sink=-1"), Error);
-  EXPECT_THROW(policy_from(c + ",budget=8,variant=m"), Error);        // FASA-M: not yet
+  EXPECT_THROW(policy_from(c + ",budget=8,variant=m,offload_dir=/nonexistent/dir"), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,offload_dir=" + ::testing::TempDir()), Error);  // c
+  EXPECT_THROW(policy_from(c + ",budget=8,variant=m,offload_dir="), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,variant=z"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,speed=11"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,fcs=best"), Error);

@@ -29,6 +29,11 @@ struct AttnStats {
   uint64_t select_bytes = 0;   // read by policies to choose (TIP, oracle scoring)
   uint64_t attend_bytes = 0;   // K and V rows read by attention over the selection
   uint64_t dense_bytes = 0;    // K and V rows dense attention would have read
+  // Decode steps' reads from a file-backed KV tier (FASA-M), as the device delivered them
+  // (whole blocks); attend_bytes above counts the rows themselves, whichever tier held them.
+  uint64_t tier_reads = 0;
+  uint64_t tier_read_bytes = 0;
+  uint64_t tier_read_ns = 0;
   uint64_t bytes_read() const { return select_bytes + attend_bytes; }
 };
 

@@ -15,12 +15,91 @@ KvType parse_kv_type(const std::string& s) {
   fail("unknown KV cache type '{}' (expected f16 or f32)", s);
 }
 
-KvCache::KvCache(const AttnShape& shape, KvType type, int capacity)
+KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTiering* tiering)
     : shape_(shape), type_(type), capacity_(capacity), pos_(static_cast<size_t>(capacity)) {
   FASA_CHECK(capacity > 0 && shape.n_kv_heads > 0 && shape.head_dim > 0);
-  const size_t n = capacity_bytes() / 2;
+  ram_index_.assign(shape.n_layers, -1);
+  for (int l = 0; l < shape.n_layers; ++l) {
+    if (!tiering || !tiering->offload_layer[l]) ram_index_[l] = n_ram_layers_++;
+  }
+  const size_t n = static_cast<size_t>(n_ram_layers_) * shape.n_kv_heads * capacity *
+                   shape.head_dim * elem_bytes();
   k_.reset(new uint8_t[n]);
   v_.reset(new uint8_t[n]);
+  if (!tiering) return;
+  FASA_CHECK(static_cast<int>(tiering->offload_layer.size()) == shape.n_layers &&
+             tiering->hot_dims.size() == static_cast<size_t>(shape.n_layers) * shape.n_kv_heads);
+  const size_t nr = tiering->hot_dims.size(), eb = elem_bytes();
+  hot_dims_.resize(nr);
+  cold_dims_.resize(nr);
+  hot_.resize(nr);
+  std::vector<size_t> row_bytes(nr, 0);
+  for (int l = 0; l < shape.n_layers; ++l) {
+    if (ram_index_[l] >= 0) continue;
+    for (int g = 0; g < shape.n_kv_heads; ++g) {
+      const size_t r = hot_index(l, g);
+      hot_dims_[r] = tiering->hot_dims[r];
+      std::vector<char> hot(shape.head_dim, 0);
+      for (int d : hot_dims_[r]) {
+        FASA_CHECK(d >= 0 && d < shape.head_dim);
+        hot[d] = 1;
+      }
+      for (int d = 0; d < shape.head_dim; ++d) {
+        if (!hot[d]) cold_dims_[r].push_back(d);
+      }
+      hot_[r].reset(new uint8_t[static_cast<size_t>(capacity) * hot_dims_[r].size() * eb + 1]);
+      row_bytes[r] = (cold_dims_[r].size() + shape.head_dim) * eb;
+    }
+  }
+  tier_ = std::make_unique<KvTier>(tiering->dir, row_bytes, capacity);
+}
+
+void KvCache::clear() {
+  n_used_ = 0;
+  if (tier_) tier_->reset();
+}
+
+uint64_t KvCache::ram_bytes() const {
+  uint64_t n = 2ull * n_ram_layers_ * shape_.n_kv_heads * static_cast<uint64_t>(n_used_) *
+               shape_.head_dim * elem_bytes();
+  if (!tier_) return n;
+  for (const std::vector<int>& h : hot_dims_) n += static_cast<uint64_t>(n_used_) * h.size() * elem_bytes();
+  return n + tier_->ram_tail_bytes();
+}
+
+void KvCache::check_io() const {
+  if (tier_) tier_->check_io();
+}
+
+void KvCache::gather(int layer, int kv_head, const int32_t* slots, int n, uint8_t* k,
+                     uint8_t* v) const {
+  const size_t eb = elem_bytes(), hd = shape_.head_dim, row = hd * eb;
+  auto slot = [&](int j) -> size_t { return slots ? slots[j] : j; };
+  if (!offloaded(layer)) {
+    const auto* kb = static_cast<const uint8_t*>(k_rows(layer, kv_head));
+    const auto* vb = static_cast<const uint8_t*>(v_rows(layer, kv_head));
+    for (int j = 0; j < n; ++j) {
+      std::memcpy(k + j * row, kb + slot(j) * row, row);
+      std::memcpy(v + j * row, vb + slot(j) * row, row);
+    }
+    return;
+  }
+  const size_t r = hot_index(layer, kv_head);
+  const std::vector<int>& hot = hot_dims_[r];
+  const std::vector<int>& cold = cold_dims_[r];
+  const size_t tier_row = (cold.size() + hd) * eb, hot_row = hot.size() * eb;
+  thread_local std::vector<uint8_t> buf;  // [n, tier_row]
+  buf.resize(static_cast<size_t>(n) * tier_row);
+  tier_->read(static_cast<int>(r), slots, n, buf.data());
+  const uint8_t* hb = hot_[r].get();
+  for (int j = 0; j < n; ++j) {
+    uint8_t* kd = k + j * row;
+    const uint8_t* h = hb + slot(j) * hot_row;
+    for (size_t i = 0; i < hot.size(); ++i) std::memcpy(kd + hot[i] * eb, h + i * eb, eb);
+    const uint8_t* t = buf.data() + j * tier_row;
+    for (size_t i = 0; i < cold.size(); ++i) std::memcpy(kd + cold[i] * eb, t + i * eb, eb);
+    std::memcpy(v + j * row, t + cold.size() * eb, row);
+  }
 }
 
 uint64_t KvCache::used_bytes() const {
@@ -35,8 +114,34 @@ uint64_t KvCache::capacity_bytes() const {
 
 void KvCache::store(int layer, int kv_head, int slot, const float* k, const float* v) {
   FASA_DCHECK(slot >= 0 && slot < capacity_);
-  const size_t off = row_offset(layer, kv_head, slot);
   const int hd = shape_.head_dim;
+  if (offloaded(layer)) {
+    // Convert, then split: hot K dims to RAM, the rest of K and all of V to the file tier.
+    const size_t eb = elem_bytes(), r = hot_index(layer, kv_head);
+    thread_local std::vector<uint8_t> kc, vc, row;  // [hd], [hd], [tier row] of elem type
+    kc.resize(hd * eb);
+    vc.resize(hd * eb);
+    for (int i = 0; i < hd; ++i) {
+      if (type_ == KvType::F32) {
+        std::memcpy(kc.data() + i * eb, k + i, eb);
+        std::memcpy(vc.data() + i * eb, v + i, eb);
+      } else {
+        const uint16_t kh = fp32_to_fp16(k[i]), vh = fp32_to_fp16(v[i]);
+        std::memcpy(kc.data() + i * eb, &kh, eb);
+        std::memcpy(vc.data() + i * eb, &vh, eb);
+      }
+    }
+    const std::vector<int>& hot = hot_dims_[r];
+    const std::vector<int>& cold = cold_dims_[r];
+    uint8_t* h = hot_[r].get() + static_cast<size_t>(slot) * hot.size() * eb;
+    for (size_t i = 0; i < hot.size(); ++i) std::memcpy(h + i * eb, kc.data() + hot[i] * eb, eb);
+    row.resize((cold.size() + hd) * eb);
+    for (size_t i = 0; i < cold.size(); ++i) std::memcpy(row.data() + i * eb, kc.data() + cold[i] * eb, eb);
+    std::memcpy(row.data() + cold.size() * eb, vc.data(), hd * eb);
+    tier_->write(static_cast<int>(r), slot, row.data());
+    return;
+  }
+  const size_t off = row_offset(layer, kv_head, slot);
   if (type_ == KvType::F32) {
     std::memcpy(k_.get() + off, k, hd * sizeof(float));
     std::memcpy(v_.get() + off, v, hd * sizeof(float));
@@ -54,6 +159,7 @@ void KvCache::commit(int n, const int32_t* pos) {
   FASA_CHECK(n >= 0 && n_used_ + n <= capacity_);
   for (int i = 0; i < n; ++i) pos_[n_used_ + i] = pos[i];
   n_used_ += n;
+  if (tier_) tier_->flush(n_used_);
 }
 
 }  // namespace fasa

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "fasa/attention/kv_tier.h"
+#include "fasa/core/error.h"
+
 namespace fasa {
 
 enum class KvType { F16, F32 };
@@ -22,9 +25,18 @@ struct AttnShape {
   int n_group() const { return n_heads / n_kv_heads; }
 };
 
+// How a cache splits its rows between RAM and a file-backed tier (FASA-M). In an offloaded
+// layer, each kv head keeps the listed K dims ("hot") in RAM, packed [capacity, n_hot]; the other
+// K dims and all of V go to a file under `dir` (direct I/O). Other layers stay whole in RAM.
+struct KvTiering {
+  std::string dir;
+  std::vector<char> offload_layer;          // [n_layers] 1 = offloaded
+  std::vector<std::vector<int>> hot_dims;   // [n_layers * n_kv_heads] ascending K dims
+};
+
 class KvCache {
  public:
-  KvCache(const AttnShape& shape, KvType type, int capacity);
+  KvCache(const AttnShape& shape, KvType type, int capacity, const KvTiering* tiering = nullptr);
 
   const AttnShape& shape() const { return shape_; }
   KvType type() const { return type_; }
@@ -35,9 +47,37 @@ class KvCache {
   uint64_t used_bytes() const;
   uint64_t capacity_bytes() const;
 
-  // [capacity, head_dim] rows of elem type for (layer, kv_head).
-  const void* k_rows(int layer, int kv_head) const { return k_.get() + row_offset(layer, kv_head, 0); }
-  const void* v_rows(int layer, int kv_head) const { return v_.get() + row_offset(layer, kv_head, 0); }
+  // [capacity, head_dim] rows of elem type for (layer, kv_head); only for layers kept in RAM.
+  const void* k_rows(int layer, int kv_head) const {
+    FASA_CHECK(ram_index_[layer] >= 0);
+    return k_.get() + row_offset(layer, kv_head, 0);
+  }
+  const void* v_rows(int layer, int kv_head) const {
+    FASA_CHECK(ram_index_[layer] >= 0);
+    return v_.get() + row_offset(layer, kv_head, 0);
+  }
+
+  // Tiering (FASA-M). offloaded(layer) layers have no k_rows/v_rows: read them with gather().
+  bool offloaded(int layer) const { return tier_ && ram_index_[layer] < 0; }
+  bool tiered() const { return tier_ != nullptr; }
+  // [capacity, hot_dims.size()] packed hot K dims of an offloaded (layer, kv_head).
+  const void* hot_rows(int layer, int kv_head) const {
+    FASA_CHECK(offloaded(layer));
+    return hot_[hot_index(layer, kv_head)].get();
+  }
+  const std::vector<int>& hot_dims(int layer, int kv_head) const {
+    return hot_dims_[hot_index(layer, kv_head)];
+  }
+  // Copies rows slots[j] (or j when slots is null), j < n, of (layer, kv_head) into k and v:
+  // [n, head_dim] of elem type each, bit-identical to what was stored. Slots ascending.
+  // Thread-safe; I/O errors surface through check_io().
+  void gather(int layer, int kv_head, const int32_t* slots, int n, uint8_t* k, uint8_t* v) const;
+  void check_io() const;
+  TierStats tier_stats() const { return tier_ ? tier_->stats() : TierStats{}; }
+  // Bytes of KV held in RAM (rows of RAM layers, hot slices, file tails) and in the file.
+  uint64_t ram_bytes() const;
+  uint64_t file_bytes() const { return tier_ ? tier_->file_bytes() : 0; }
+  bool direct_io() const { return tier_ && tier_->direct_io(); }
 
   // Writes one token's K and V for (layer, kv_head) at `slot` (may be >= n_used until commit).
   void store(int layer, int kv_head, int slot, const float* k, const float* v);  // k, v: [head_dim]
@@ -45,20 +85,31 @@ class KvCache {
   void commit(int n, const int32_t* pos);
   int32_t pos_of(int slot) const { return pos_[slot]; }
   // Drops everything (slots reused from 0).
-  void clear() { n_used_ = 0; }
+  void clear();
 
  private:
   size_t row_offset(int layer, int kv_head, int slot) const {
-    return ((static_cast<size_t>(layer) * shape_.n_kv_heads + kv_head) * capacity_ + slot) *
-           shape_.head_dim * elem_bytes();
+    return ((static_cast<size_t>(ram_index_[layer]) * shape_.n_kv_heads + kv_head) * capacity_ +
+            slot) * shape_.head_dim * elem_bytes();
+  }
+  size_t hot_index(int layer, int kv_head) const {
+    return static_cast<size_t>(layer) * shape_.n_kv_heads + kv_head;
   }
   AttnShape shape_;
   KvType type_;
   int capacity_;
   int n_used_ = 0;
-  std::unique_ptr<uint8_t[]> k_;  // [n_layers, n_kv_heads, capacity, head_dim] (pages untouched until written)
+  std::vector<int> ram_index_;    // [n_layers] layer's index in k_/v_, -1 when offloaded
+  int n_ram_layers_ = 0;
+  std::unique_ptr<uint8_t[]> k_;  // [n_ram_layers, n_kv_heads, capacity, head_dim] (pages untouched until written)
   std::unique_ptr<uint8_t[]> v_;  // same
   std::vector<int32_t> pos_;      // [capacity]
+  // Tiering, when asked for:
+  std::vector<std::vector<int>> hot_dims_;         // [n_layers * n_kv_heads]
+  std::vector<std::vector<int>> cold_dims_;        // [n_layers * n_kv_heads] the other K dims
+  std::vector<std::unique_ptr<uint8_t[]>> hot_;    // [n_layers * n_kv_heads] [capacity, n_hot]
+  std::unique_ptr<KvTier> tier_;                   // region = layer * n_kv_heads + kv_head;
+                                                   // row = cold K dims, then V: [hd - n_hot + hd]
 };
 
 }  // namespace fasa

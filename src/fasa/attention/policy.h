@@ -67,6 +67,9 @@ class AttentionPolicy {
   virtual bool wants_probs() const { return false; }
   // Bytes of side data the policy keeps in memory (e.g. FASA's packed key slice).
   virtual uint64_t resident_bytes() const { return 0; }
+  // The cache layout the policy needs, or null for the plain in-RAM cache. Asked once, when
+  // the session creates its cache (FASA-M keeps only its key slice in RAM).
+  virtual const KvTiering* tiering() const { return nullptr; }
   virtual void on_probs(int layer, int head, const Selection& sel, const float* probs, int n) {}
 };
 

@@ -1,6 +1,8 @@
 #include "fasa/engine/session.h"
 
 #include <algorithm>
+#include <memory>
+#include <string>
 
 #include "fasa/core/error.h"
 #include "fasa/hub/sha256.h"
@@ -32,7 +34,12 @@ PolicyContext policy_context(std::shared_ptr<const Model> model) {
   ctx.arch = c.arch;
   ctx.rope_layout = c.rope_layout;
   ctx.rope_dim = c.rope_dim;
-  ctx.model_sha256 = [model] { return hub::sha256_file_hex(model->file().path()); };
+  // Hashing the file takes a while; every policy made from this context shares one result.
+  auto memo = std::make_shared<std::string>();
+  ctx.model_sha256 = [model, memo] {
+    if (memo->empty()) *memo = hub::sha256_file_hex(model->file().path());
+    return *memo;
+  };
   return ctx;
 }
 
@@ -52,10 +59,11 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
     : model_(std::move(model)),
       opts_(opts),
       shape_(shape_of(model_->config())),
-      cache_(shape_, opts.kv_type, resolve_ctx(model_->config(), opts.n_ctx)),
-      policy_(opts.external_policy ? nullptr
-                                   : policy_from_spec(opts.policy, policy_context(model_))),
-      active_policy_(opts.external_policy ? opts.external_policy : policy_.get()) {
+      policy_ctx_(policy_context(model_)),
+      policy_(opts.external_policy ? nullptr : policy_from_spec(opts.policy, policy_ctx_)),
+      active_policy_(opts.external_policy ? opts.external_policy : policy_.get()),
+      cache_(shape_, opts.kv_type, resolve_ctx(model_->config(), opts.n_ctx),
+             active_policy_->tiering()) {
   if (opts_.prefill_chunk < 1) fail("prefill chunk must be >= 1 (got {})", opts_.prefill_chunk);
   logits_.resize(model_->config().n_vocab);
 }
@@ -63,7 +71,8 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
 void Session::reset() {
   cache_.clear();
   if (!opts_.external_policy) {
-    policy_ = policy_from_spec(opts_.policy, policy_context(model_));
+    // A fresh policy over the same options: it asks for the same cache layout.
+    policy_ = policy_from_spec(opts_.policy, policy_ctx_);
     active_policy_ = policy_.get();
   }
   attn_stats_ = AttnStats{};

@@ -57,9 +57,10 @@ class Session {
   std::shared_ptr<const Model> model_;
   SessionOptions opts_;
   AttnShape shape_;
-  KvCache cache_;
+  PolicyContext policy_ctx_;                 // (the model's hash is computed once, on demand)
   std::unique_ptr<AttentionPolicy> policy_;  // owned, made from opts.policy
   AttentionPolicy* active_policy_ = nullptr;  // policy_ or opts.external_policy
+  KvCache cache_;                            // laid out as the policy asks (tiering)
   ForwardScratch scratch_;
   AttnStats attn_stats_;
   std::vector<float> logits_;   // [n_vocab]

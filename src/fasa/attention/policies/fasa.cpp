@@ -4,12 +4,19 @@
 // positions). Options:
 //   calib=PATH (required)  budget=B (required; < 1: fraction of the context)
 //   n_tip=X (FCs per head, count or fraction; default 0.25)   gqa=shared|per-head (shared)
-//   dense_layers=L1+L2|none (default 0)   sink=S (0)   recent=R (0)   variant=c
+//   dense_layers=L1+L2|none (default 0)   sink=S (0)   recent=R (0)
+//   variant=c|m (c)   offload_dir=DIR (variant m; default /var/tmp)
 //   fcs=calibrated|random|high|low: which FCs TIP uses (default calibrated; the others are the
 //   naive choices calibration must beat: seeded random FCs, the highest- or lowest-frequency FCs)
 // Sinks and recent tokens count inside the budget. With gqa=shared the group's heads' TIP scores
 // are turned into attention shares (softmax at 1/sqrt(head_dim)) and summed per slot, so one row
 // set is gathered per kv head. TIP scores only rank tokens; they are never attention weights.
+// FASA-C keeps its own packed copy of the dominant key dims next to the full cache. FASA-M asks
+// the session for a tiered cache (KvTiering) instead: RAM holds only those packed dims, the other
+// K dims and all of V go to a file under offload_dir, and attention fetches just the selected
+// rows. Both read the same packed values and select the same slots, so their outputs are equal.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -38,6 +45,8 @@ struct FasaOptions {
   int sink = 0;
   int recent = 0;
   std::string fcs = "calibrated";
+  bool variant_m = false;
+  std::string offload_dir = "/var/tmp";
 };
 
 // A dominant FC of one query head, as positions inside its kv head's packed row.
@@ -106,17 +115,25 @@ class FasaPolicy final : public AttentionPolicy {
         }
       }
     }
+    if (o_.variant_m) {
+      tiering_.dir = o_.offload_dir;
+      tiering_.offload_layer.resize(shape_.n_layers);
+      for (int l = 0; l < shape_.n_layers; ++l) tiering_.offload_layer[l] = !o_.dense_layers.count(l);
+      for (const Group& gr : groups_) tiering_.hot_dims.push_back(gr.dims);
+    }
   }
+
+  const KvTiering* tiering() const override { return o_.variant_m ? &tiering_ : nullptr; }
 
   std::string_view name() const override { return "fasa"; }
 
   // Keep the packed dominant-dim slice of K up to date, in the cache's element type.
   // kdom: [slot, |dims|] of f16 or f32
   void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
-    if (o_.dense_layers.count(layer)) return;
     const size_t hd = shape_.head_dim, eb = cache.elem_bytes();
     elem_bytes_ = eb;
     f16_ = cache.type() == KvType::F16;
+    if (o_.dense_layers.count(layer) || o_.variant_m) return;  // FASA-M: the cache holds the slice
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
       Group& gr = group(layer, g);
       const size_t w = gr.dims.size();
@@ -146,13 +163,17 @@ class FasaPolicy final : public AttentionPolicy {
     const Group& gr = group(q.layer, q.kv_head);
     const size_t w = gr.dims.size();
     const int hd = shape_.head_dim;
+    // packed: [n_slots, w] dominant key dims, the policy's copy (FASA-C) or the cache's (FASA-M)
+    const uint8_t* packed = o_.variant_m
+                                ? static_cast<const uint8_t*>(q.cache->hot_rows(q.layer, q.kv_head))
+                                : gr.kdom.data();
     thread_local std::vector<float> score, mass, row;  // [n], [n], [w]
     score.resize(n);
     row.resize(w);
     auto tip = [&](int j) {  // TIP scores of query head j of the group into `score`
       const float* qh = q.q + j * hd;
       for (int t = 0; t < n; ++t) {
-        const uint8_t* k = gr.kdom.data() + t * w * elem_bytes_;
+        const uint8_t* k = packed + t * w * elem_bytes_;
         if (f16_) {
           for (size_t i = 0; i < w; ++i) row[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(k)[i]);
         } else {
@@ -219,6 +240,7 @@ class FasaPolicy final : public AttentionPolicy {
   size_t elem_bytes_ = 2;  // of the cache (and so of kdom)
   bool f16_ = true;
   std::vector<Group> groups_;  // [n_layers, n_kv_heads]
+  KvTiering tiering_;          // variant m: the cache layout asked of the session
 };
 
 int parse_count(const std::string& key, const std::string& v) {
@@ -235,7 +257,7 @@ int parse_count(const std::string& key, const std::string& v) {
 std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
                                                   const PolicyOptions& opts) {
   FasaOptions o;
-  bool have_budget = false;
+  bool have_budget = false, have_offload_dir = false;
   for (const auto& [key, value] : opts) {
     if (key == "calib") {
       o.calib_path = value;
@@ -276,24 +298,36 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
     } else if (key == "recent") {
       o.recent = parse_count("recent", value);
     } else if (key == "variant") {
-      if (value == "m") fail("policy 'fasa': variant m (FASA-M offloading) is not implemented yet");
-      if (value != "c") fail("policy 'fasa': variant must be c or m (got '{}')", value);
+      if (value != "c" && value != "m") fail("policy 'fasa': variant must be c or m (got '{}')", value);
+      o.variant_m = value == "m";
     } else if (key == "fcs") {
       if (value != "calibrated" && value != "random" && value != "high" && value != "low") {
         fail("policy 'fasa': fcs must be calibrated, random, high or low (got '{}')", value);
       }
       o.fcs = value;
     } else if (key == "offload_dir") {
-      fail("policy 'fasa': offload_dir applies to variant m, which is not implemented yet");
+      if (value.empty()) fail("policy 'fasa': offload_dir must name a directory");
+      o.offload_dir = value;
+      have_offload_dir = true;
     } else {
       fail("policy 'fasa' has no option '{}' (options: calib, budget, n_tip, gqa, dense_layers, "
-           "sink, recent, fcs, variant)", key);
+           "sink, recent, fcs, variant, offload_dir)", key);
     }
   }
   if (o.calib_path.empty()) {
     fail("policy 'fasa' needs a calibration file (calib=PATH; make one with `fasa calibrate`)");
   }
   if (!have_budget) fail("policy 'fasa' needs a budget (e.g. budget=256 or budget=0.1)");
+  if (have_offload_dir && !o.variant_m) {
+    fail("policy 'fasa': offload_dir applies to variant m only (add variant=m / --variant m)");
+  }
+  if (o.variant_m) {
+    struct stat st {};
+    if (::stat(o.offload_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      fail("policy 'fasa': offload directory '{}' does not exist or is not a directory",
+           o.offload_dir);
+    }
+  }
   const Calibration c = load_calibration(o.calib_path);
   check_calibration(c, ctx, o.calib_path);
   return std::make_unique<FasaPolicy>(ctx, std::move(o), c);

@@ -1,0 +1,231 @@
+#include "fasa/attention/kv_tier.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "fasa/core/error.h"
+
+namespace fasa {
+
+namespace {
+
+constexpr uint64_t kMaxRunBytes = 4u << 20;  // one read covers at most this much
+constexpr uint64_t kMaxGapBytes = 16u << 10;  // rows this close share one read
+
+uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// A buffer aligned for direct I/O; grows, never shrinks.
+struct AlignedBuf {
+  std::unique_ptr<uint8_t, decltype(&std::free)> p{nullptr, &std::free};
+  size_t size = 0;
+  uint8_t* get(size_t n, size_t align) {
+    if (n > size) {
+      const size_t sz = round_up(n, align);
+      p.reset(static_cast<uint8_t*>(std::aligned_alloc(align, sz)));
+      FASA_CHECK(p != nullptr);
+      size = sz;
+    }
+    return p.get();
+  }
+};
+
+std::mutex g_error_mu;
+
+}  // namespace
+
+TierStats TierStats::operator-(const TierStats& o) const {
+  return TierStats{reads - o.reads,           read_bytes - o.read_bytes,
+                   row_bytes - o.row_bytes,   read_ns - o.read_ns,
+                   writes - o.writes,         write_bytes - o.write_bytes,
+                   write_ns - o.write_ns};
+}
+
+KvTier::KvTier(const std::string& dir, const std::vector<size_t>& row_bytes, int capacity)
+    : capacity_(capacity) {
+  struct stat st {};
+  if (dir.empty() || ::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fail("offload directory '{}' does not exist or is not a directory", dir);
+  }
+  // An unnamed file: nothing is left behind, whatever happens to the process.
+  auto open_tmp = [&](int extra) { return ::open(dir.c_str(), O_TMPFILE | O_RDWR | extra, 0600); };
+  fd_ = open_tmp(O_DIRECT);
+  direct_ = fd_ >= 0;
+  if (fd_ < 0 && errno == EINVAL) fd_ = open_tmp(0);  // no direct I/O here (e.g. tmpfs)
+  if (fd_ < 0) {
+    fail("cannot create the offloaded KV file in '{}': {}", dir, std::strerror(errno));
+  }
+  if (direct_) {
+    struct statx sx {};
+    if (::statx(fd_, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) &&
+        sx.stx_dio_offset_align > 0 && sx.stx_dio_mem_align > 0) {
+      block_ = sx.stx_dio_offset_align;
+      mem_align_ = std::max<size_t>(sx.stx_dio_mem_align, 64);
+    }
+  }
+  uint64_t off = 0;
+  regions_.resize(row_bytes.size());
+  for (size_t r = 0; r < row_bytes.size(); ++r) {
+    regions_[r].row_bytes = row_bytes[r];
+    regions_[r].file_off = off;
+    off += round_up(static_cast<uint64_t>(capacity) * row_bytes[r], block_);
+  }
+  if (::ftruncate(fd_, static_cast<off_t>(off)) != 0) {
+    const int e = errno;
+    ::close(fd_);
+    fail("cannot size the offloaded KV file in '{}' to {} bytes: {}", dir, off, std::strerror(e));
+  }
+}
+
+KvTier::~KvTier() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void KvTier::write(int r, int slot, const void* row) {
+  Region& g = regions_[r];
+  FASA_DCHECK(slot >= 0 && slot < capacity_ && g.row_bytes > 0);
+  const uint64_t a = static_cast<uint64_t>(slot) * g.row_bytes;
+  FASA_CHECK(a >= g.flushed);  // flushed rows are final
+  const size_t at = a - g.flushed;
+  if (g.tail.size() < at + g.row_bytes) g.tail.resize(at + g.row_bytes);
+  std::memcpy(g.tail.data() + at, row, g.row_bytes);
+}
+
+void KvTier::flush(int n_committed) {
+  thread_local AlignedBuf buf;
+  for (Region& g : regions_) {
+    if (g.row_bytes == 0) continue;
+    const uint64_t end = static_cast<uint64_t>(n_committed) * g.row_bytes / block_ * block_;
+    if (end <= g.flushed) continue;
+    const size_t n = end - g.flushed;
+    uint8_t* p = buf.get(n, mem_align_);
+    std::memcpy(p, g.tail.data(), n);
+    const uint64_t t0 = now_ns();
+    const off_t at = static_cast<off_t>(g.file_off + g.flushed);
+    for (size_t done = 0; done < n;) {
+      const ssize_t w = ::pwrite(fd_, p + done, n - done, at + static_cast<off_t>(done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) fail("writing the offloaded KV file failed: {}", std::strerror(errno));
+      done += static_cast<size_t>(w);
+    }
+    if (!direct_) {  // write back, then drop the pages: the tier must not live in RAM
+      ::fdatasync(fd_);
+      ::posix_fadvise(fd_, at, static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+    }
+    write_ns_ += now_ns() - t0;
+    writes_ += 1;
+    write_bytes_ += n;
+    g.tail.erase(g.tail.begin(), g.tail.begin() + static_cast<std::ptrdiff_t>(n));
+    if (g.tail.capacity() > 4 * block_ + g.tail.size()) g.tail.shrink_to_fit();  // after prefill
+    g.flushed = end;
+  }
+}
+
+void KvTier::pread_all(uint8_t* buf, size_t len, uint64_t off) const {
+  const uint64_t t0 = now_ns();
+  for (size_t done = 0; done < len;) {
+    const ssize_t n = ::pread(fd_, buf + done, len - done, static_cast<off_t>(off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // Reads run inside parallel loops, so they record the error instead of throwing.
+      std::lock_guard<std::mutex> lock(g_error_mu);
+      if (error_.empty()) {
+        error_ = n < 0 ? std::strerror(errno) : "unexpected end of file";
+      }
+      std::memset(buf + done, 0, len - done);
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (!direct_) ::posix_fadvise(fd_, static_cast<off_t>(off), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
+  read_ns_ += now_ns() - t0;
+  reads_ += 1;
+  read_bytes_ += len;
+}
+
+void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
+  thread_local AlignedBuf buf;
+  const Region& g = regions_[r];
+  const uint64_t rb = g.row_bytes, B = block_;
+  auto start_of = [&](int j) { return static_cast<uint64_t>(slots ? slots[j] : j) * rb; };
+  int j = 0;
+  while (j < n) {
+    const uint64_t a = start_of(j);
+    if (a >= g.flushed) {  // still in the RAM tail
+      std::memcpy(dst + j * rb, g.tail.data() + (a - g.flushed), rb);
+      ++j;
+      continue;
+    }
+    // One read covers the blocks of rows j..k-1 (and the gaps between them, when small).
+    const uint64_t b0 = a / B;
+    uint64_t b1 = (std::min(a + rb, g.flushed) + B - 1) / B;
+    int k = j + 1;
+    for (; k < n; ++k) {
+      const uint64_t a2 = start_of(k);
+      if (a2 >= g.flushed || a2 / B > b1 + kMaxGapBytes / B) break;
+      const uint64_t e2 = (std::min(a2 + rb, g.flushed) + B - 1) / B;
+      if ((std::max(b1, e2) - b0) * B > kMaxRunBytes) break;
+      b1 = std::max(b1, e2);
+    }
+    const size_t len = (b1 - b0) * B;
+    uint8_t* p = buf.get(len, mem_align_);
+    pread_all(p, len, g.file_off + b0 * B);
+    for (int m = j; m < k; ++m) {
+      const uint64_t am = start_of(m);
+      const uint64_t in_file = std::min(am + rb, g.flushed) - am;
+      std::memcpy(dst + m * rb, p + (am - b0 * B), in_file);
+      if (in_file < rb) std::memcpy(dst + m * rb + in_file, g.tail.data(), rb - in_file);
+    }
+    j = k;
+  }
+  row_bytes_ += static_cast<uint64_t>(n) * rb;
+}
+
+void KvTier::reset() {
+  for (Region& g : regions_) {
+    g.flushed = 0;
+    g.tail.clear();
+  }
+}
+
+void KvTier::check_io() const {
+  std::lock_guard<std::mutex> lock(g_error_mu);
+  if (!error_.empty()) {
+    const std::string e = error_;
+    error_.clear();
+    fail("reading the offloaded KV file failed: {}", e);
+  }
+}
+
+uint64_t KvTier::file_bytes() const {
+  uint64_t n = 0;
+  for (const Region& g : regions_) n += g.flushed;
+  return n;
+}
+
+uint64_t KvTier::ram_tail_bytes() const {
+  uint64_t n = 0;
+  for (const Region& g : regions_) n += g.tail.capacity();
+  return n;
+}
+
+TierStats KvTier::stats() const {
+  return TierStats{reads_.load(), read_bytes_.load(), row_bytes_.load(), read_ns_.load(),
+                   writes_,       write_bytes_,       write_ns_};
+}
+
+}  // namespace fasa

@@ -1,0 +1,75 @@
+// The slow KV tier of FASA-M on a CPU machine: fixed-size rows in a file, written and read with
+// direct I/O so the operating system's page cache never holds them. Region r holds rows
+// [0, capacity) of row_bytes[r] bytes each, back to back, from a block-aligned file offset.
+// Rows are appended in slot order; bytes past the region's last whole block stay in a small RAM
+// tail until the block is complete, so every write is whole, aligned blocks.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fasa {
+
+struct TierStats {
+  uint64_t reads = 0;          // read system calls
+  uint64_t read_bytes = 0;     // bytes the device delivered (whole blocks, gaps included)
+  uint64_t row_bytes = 0;      // bytes of the rows asked for
+  uint64_t read_ns = 0;        // wall time inside those reads (summed over threads)
+  uint64_t writes = 0;
+  uint64_t write_bytes = 0;
+  uint64_t write_ns = 0;
+  TierStats operator-(const TierStats& o) const;
+};
+
+class KvTier {
+ public:
+  // Creates an anonymous file (unlinked at once) under `dir`. Throws fasa::Error when the
+  // directory is unusable. row_bytes: [n_regions]; a region of 0-byte rows is unused.
+  KvTier(const std::string& dir, const std::vector<size_t>& row_bytes, int capacity);
+  ~KvTier();
+  KvTier(const KvTier&) = delete;
+  KvTier& operator=(const KvTier&) = delete;
+
+  // Writes row `slot` of region r (slots are written in increasing order after reset()).
+  void write(int r, int slot, const void* row);
+  // Rows [0, n_committed) of every region are final: writes out their whole blocks.
+  void flush(int n_committed);
+  // Copies rows slots[j] (slots may be null: j) of region r into dst[j * row_bytes], j < n.
+  // Slots must be ascending. Thread-safe with other reads.
+  void read(int r, const int32_t* slots, int n, uint8_t* dst) const;
+  // Forget every row (the file is reused from slot 0).
+  void reset();
+  // Reads record I/O errors instead of throwing (they run in parallel loops); this throws
+  // fasa::Error for the first one since the last call.
+  void check_io() const;
+
+  bool direct_io() const { return direct_; }
+  size_t block_bytes() const { return block_; }
+  uint64_t file_bytes() const;       // rows written to the file so far (whole blocks)
+  uint64_t ram_tail_bytes() const;   // rows still held in the RAM tails
+  TierStats stats() const;
+
+ private:
+  struct Region {
+    size_t row_bytes = 0;
+    uint64_t file_off = 0;       // block-aligned start of the region in the file
+    uint64_t flushed = 0;        // bytes [0, flushed) of the region are in the file
+    std::vector<uint8_t> tail;   // bytes [flushed, flushed + tail.size()) of the region
+  };
+  void pread_all(uint8_t* buf, size_t len, uint64_t off) const;
+
+  int fd_ = -1;
+  bool direct_ = false;
+  size_t block_ = 4096;     // file offset and length alignment of direct I/O
+  size_t mem_align_ = 4096;  // buffer alignment of direct I/O
+  int capacity_ = 0;
+  std::vector<Region> regions_;
+  mutable std::string error_;  // first read error (guarded by a mutex)
+  mutable std::atomic<uint64_t> reads_{0}, read_bytes_{0}, row_bytes_{0}, read_ns_{0};
+  uint64_t writes_ = 0, write_bytes_ = 0, write_ns_ = 0;
+};
+
+}  // namespace fasa

@@ -1,0 +1,148 @@
+// The file-backed KV tier (FASA-M's slow memory) and the tiered cache built on it: every row
+// comes back bit for bit, whatever the row size, block boundaries, chunking or selection.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fasa/attention/kv_cache.h"
+#include "fasa/attention/kv_tier.h"
+#include "fasa/core/error.h"
+
+namespace fasa {
+namespace {
+
+std::vector<int32_t> random_sorted_slots(std::mt19937& rng, int n_visible, int k) {
+  std::set<int32_t> s;
+  while (static_cast<int>(s.size()) < std::min(k, n_visible)) s.insert(rng() % n_visible);
+  return {s.begin(), s.end()};
+}
+
+TEST(KvTier, RowsComeBackExactlyAcrossBlocksTailsAndResets) {
+  const std::vector<size_t> row_bytes = {200, 0, 4096, 70};  // odd sizes, an unused region
+  const int capacity = 300;
+  KvTier tier(::testing::TempDir(), row_bytes, capacity);
+  std::mt19937 rng(3);
+  for (int round = 0; round < 2; ++round) {  // the second round reuses the file after reset()
+    // want[r]: [capacity, row_bytes[r]]
+    std::vector<std::vector<uint8_t>> want(row_bytes.size());
+    for (size_t r = 0; r < row_bytes.size(); ++r) want[r].resize(capacity * row_bytes[r]);
+    int n = 0;
+    for (int chunk : {1, 37, 1, 1, 128, 5, 1, 90}) {  // prefill chunks and decode steps
+      for (int s = n; s < n + chunk; ++s) {
+        for (size_t r = 0; r < row_bytes.size(); ++r) {
+          if (row_bytes[r] == 0) continue;
+          uint8_t* row = want[r].data() + s * row_bytes[r];
+          for (size_t i = 0; i < row_bytes[r]; ++i) row[i] = static_cast<uint8_t>(rng());
+          tier.write(static_cast<int>(r), s, row);
+        }
+      }
+      n += chunk;
+      tier.flush(n);
+      for (size_t r = 0; r < row_bytes.size(); ++r) {
+        const size_t rb = row_bytes[r];
+        if (rb == 0) continue;
+        for (int k : {1, 7, n}) {
+          const auto slots = random_sorted_slots(rng, n, k);
+          std::vector<uint8_t> got(slots.size() * rb);
+          tier.read(static_cast<int>(r), slots.data(), static_cast<int>(slots.size()), got.data());
+          for (size_t j = 0; j < slots.size(); ++j) {
+            ASSERT_TRUE(std::equal(got.begin() + j * rb, got.begin() + (j + 1) * rb,
+                                   want[r].begin() + slots[j] * rb))
+                << "round " << round << " region " << r << " slot " << slots[j] << " of " << n;
+          }
+        }
+        std::vector<uint8_t> all(n * rb);  // null slots: rows 0..n-1
+        tier.read(static_cast<int>(r), nullptr, n, all.data());
+        ASSERT_TRUE(std::equal(all.begin(), all.end(), want[r].begin()));
+      }
+    }
+    tier.check_io();
+    tier.reset();
+    EXPECT_EQ(tier.file_bytes(), 0u);
+  }
+  const TierStats st = tier.stats();
+  EXPECT_GT(st.reads, 0u);
+  EXPECT_GT(st.writes, 0u);
+  EXPECT_EQ(st.read_bytes % tier.block_bytes(), 0u);  // whole blocks only
+  EXPECT_EQ(st.write_bytes % tier.block_bytes(), 0u);
+  std::printf("tier: direct I/O %s, block %zu B\n", tier.direct_io() ? "yes" : "no",
+              tier.block_bytes());
+}
+
+TEST(KvTier, ABadDirectoryIsAnError) {
+  EXPECT_THROW(KvTier("/nonexistent/fasa-tier", {64}, 8), Error);
+  EXPECT_THROW(KvTier("", {64}, 8), Error);
+}
+
+// A tiered cache returns exactly the rows a plain cache holds; RAM keeps only the hot dims.
+TEST(KvCacheTiering, GatherEqualsThePlainCache) {
+  const AttnShape shape{3, 4, 2, 16};
+  for (KvType type : {KvType::F16, KvType::F32}) {
+    KvTiering t;
+    t.dir = ::testing::TempDir();
+    t.offload_layer = {0, 1, 1};  // layer 0 stays in RAM
+    t.hot_dims = {{}, {}, {0, 1, 8, 9}, {2, 3, 14, 15}, {0, 5}, {4, 5, 6, 7, 10, 11}};
+    const int cap = 100;
+    KvCache plain(shape, type, cap), tiered(shape, type, cap, &t);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> nd;
+    std::vector<float> k(16), v(16);
+    int n = 0;
+    for (int chunk : {40, 1, 1, 33, 1}) {
+      std::vector<int32_t> pos(chunk);
+      for (int i = 0; i < chunk; ++i) pos[i] = n + i;
+      for (int s = n; s < n + chunk; ++s) {
+        for (int l = 0; l < 3; ++l) {
+          for (int g = 0; g < 2; ++g) {
+            for (auto& x : k) x = nd(rng);
+            for (auto& x : v) x = nd(rng);
+            plain.store(l, g, s, k.data(), v.data());
+            tiered.store(l, g, s, k.data(), v.data());
+          }
+        }
+      }
+      plain.commit(chunk, pos.data());
+      tiered.commit(chunk, pos.data());
+      n += chunk;
+      EXPECT_FALSE(tiered.offloaded(0));
+      EXPECT_TRUE(tiered.offloaded(1));
+      for (int l = 0; l < 3; ++l) {
+        for (int g = 0; g < 2; ++g) {
+          const auto slots = random_sorted_slots(rng, n, 9);
+          const size_t row = 16 * plain.elem_bytes(), m = slots.size();
+          std::vector<uint8_t> k1(m * row), v1(m * row), k2(m * row), v2(m * row);
+          plain.gather(l, g, slots.data(), static_cast<int>(m), k1.data(), v1.data());
+          tiered.gather(l, g, slots.data(), static_cast<int>(m), k2.data(), v2.data());
+          EXPECT_EQ(k1, k2) << l << " " << g;
+          EXPECT_EQ(v1, v2) << l << " " << g;
+          if (l > 0) {  // the hot slice holds the listed dims, packed
+            const auto& dims = tiered.hot_dims(l, g);
+            const auto* hot = static_cast<const uint8_t*>(tiered.hot_rows(l, g));
+            const auto* kr = static_cast<const uint8_t*>(plain.k_rows(l, g));
+            const size_t eb = plain.elem_bytes();
+            for (size_t i = 0; i < dims.size(); ++i) {
+              EXPECT_TRUE(std::equal(hot + (slots[0] * dims.size() + i) * eb,
+                                     hot + (slots[0] * dims.size() + i + 1) * eb,
+                                     kr + (slots[0] * 16 + dims[i]) * eb));
+            }
+          }
+        }
+      }
+    }
+    tiered.check_io();
+    EXPECT_LT(tiered.ram_bytes(), plain.ram_bytes() / 2);
+    EXPECT_GT(tiered.file_bytes(), 0u);
+    EXPECT_EQ(plain.ram_bytes(), plain.used_bytes());
+    tiered.clear();
+    EXPECT_EQ(tiered.file_bytes(), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace fasa
