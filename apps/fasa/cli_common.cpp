@@ -86,7 +86,18 @@ std::string PolicyArgs::spec() const {
   return s;
 }
 
-void add_policy_options(CLI::App* cmd, PolicyArgs& p) {
+std::vector<std::string> PolicyArgs::specs() const {
+  std::vector<std::string> v{spec()};
+  v.insert(v.end(), compare.begin(), compare.end());
+  return v;
+}
+
+void add_policy_options(CLI::App* cmd, PolicyArgs& p, bool with_compare) {
+  if (with_compare) {
+    cmd->add_option("--compare", p.compare,
+                    "another policy spec (name:key=value,...) to run side by side (repeatable)")
+        ->allow_extra_args(false);
+  }
   cmd->add_option("--policy", p.policy,
                   "attention policy: full, oracle, fasa (or name:key=value,...)")
       ->capture_default_str();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -29,11 +30,15 @@ std::string human_bytes(uint64_t n);
 
 // --policy and its flags, shared by every command that runs a policy. The flags are folded into
 // the policy spec "name:key=value,..." (see attention/policy.h).
+// Commands that compare policies in one run (bench, eval recall) also take `--compare SPEC`
+// (repeatable): more complete policy specs, run side by side with the first.
 struct PolicyArgs {
   std::string policy = "full";
   std::string calib, budget, n_tip, gqa, dense_layers, sink, recent, variant, offload_dir;
+  std::vector<std::string> compare;
   std::string spec() const;
+  std::vector<std::string> specs() const;  // spec(), then the --compare specs
 };
-void add_policy_options(CLI::App* cmd, PolicyArgs& p);
+void add_policy_options(CLI::App* cmd, PolicyArgs& p, bool with_compare = false);
 
 }  // namespace fasa::cli

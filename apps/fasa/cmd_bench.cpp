@@ -1,11 +1,13 @@
 // `fasa bench -m MODEL [-p N] [-n N] [-d D1,D2,...] [-r R] [--threads T] [--json]`
 // llama-bench's conventions: ppN = prompt processing of N tokens, tgN = generation of N tokens
 // one at a time, each measured after a context of depth D ("@ dD"), repeated R times
-// (mean and standard deviation of tokens/s).
+// (mean and standard deviation of tokens/s). `--compare SPEC` runs more policies side by side,
+// alternating repetitions, and reports each one's speed as a ratio to the first.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -34,13 +36,18 @@ struct BenchArgs {
 };
 
 struct Measure {
+  std::string policy;
   std::string test;
   int depth = 0;
   int n_tokens = 0;
   std::vector<double> tps;  // tokens/s per repetition
-  double kv_read_per_token = 0.0;   // tg: KV bytes read per decoded token (last repetition)
-  double dense_read_per_token = 0.0;
-  uint64_t kv_resident = 0;         // cache rows written + policy side data, after the test
+  // tg, from the last repetition:
+  double kv_read_per_token = 0.0;    // KV bytes read per decoded token (selection + attention)
+  double dense_read_per_token = 0.0;  // what dense attention would have read
+  double disk_read_per_token = 0.0;   // bytes the file tier's device delivered (FASA-M)
+  double disk_ms_per_token = 0.0;     // time inside those reads
+  uint64_t kv_ram = 0;   // KV resident in RAM after the test: cache + policy side data
+  uint64_t kv_file = 0;  // KV resident in the file tier
   double mean() const {
     double s = 0.0;
     for (double x : tps) s += x;
@@ -88,38 +95,53 @@ void run_bench(const BenchArgs& a) {
     fail("depth {} + {} tokens exceeds the model's context length {}", max_depth,
          std::max(a.n_prompt, a.n_gen), c.n_ctx_train);
   }
-  Session session(model, so);
+  // One session per policy; repetitions alternate between them, so drift and noise on a
+  // shared machine hit every policy alike and the ratios stay fair.
+  const std::vector<std::string> specs = a.policy.specs();
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (const std::string& spec : specs) {
+    so.policy = spec;
+    sessions.push_back(std::make_unique<Session>(model, so));
+  }
   const auto ctx_tokens = bench_tokens(std::max(max_depth, 1), c.n_vocab, 1);
   const auto pp_tokens = bench_tokens(std::max(a.n_prompt, 1), c.n_vocab, 2);
   const auto tg_tokens = bench_tokens(std::max(a.n_gen, 1), c.n_vocab, 3);
-  auto fill_depth = [&](int d) {
+  auto fill_depth = [&](Session& session, int d) {
     session.reset();
     if (d > 0) session.prefill(std::vector<int32_t>(ctx_tokens.begin(), ctx_tokens.begin() + d));
   };
 
   std::vector<Measure> results;
   for (int d : a.depths) {
-    if (a.n_prompt > 0) {
-      Measure m{fmt::format("pp{}", a.n_prompt), d, a.n_prompt, {}};
-      for (int r = 0; r < a.reps; ++r) {
-        fill_depth(d);
-        m.tps.push_back(a.n_prompt / seconds_of([&] { session.prefill(pp_tokens); }));
+    for (const bool gen : {false, true}) {
+      const int n = gen ? a.n_gen : a.n_prompt;
+      if (n == 0) continue;
+      const size_t first = results.size();
+      for (const std::string& spec : specs) {
+        results.push_back(Measure{spec, fmt::format("{}{}", gen ? "tg" : "pp", n), d, n, {}});
       }
-      results.push_back(m);
-    }
-    if (a.n_gen > 0) {
-      Measure m{fmt::format("tg{}", a.n_gen), d, a.n_gen, {}};
       for (int r = 0; r < a.reps; ++r) {
-        fill_depth(d);
-        m.tps.push_back(a.n_gen / seconds_of([&] {
-                          for (int i = 0; i < a.n_gen; ++i) session.decode(tg_tokens[i]);
-                        }));
-        const AttnStats& st = session.attn_stats();
-        m.kv_read_per_token = static_cast<double>(st.bytes_read()) / st.decode_tokens;
-        m.dense_read_per_token = static_cast<double>(st.dense_bytes) / st.decode_tokens;
-        m.kv_resident = session.cache().used_bytes() + session.policy().resident_bytes();
+        for (size_t p = 0; p < specs.size(); ++p) {
+          Session& session = *sessions[p];
+          Measure& m = results[first + p];
+          fill_depth(session, d);
+          if (!gen) {
+            m.tps.push_back(n / seconds_of([&] { session.prefill(pp_tokens); }));
+            continue;
+          }
+          m.tps.push_back(n / seconds_of([&] {
+                            for (int i = 0; i < n; ++i) session.decode(tg_tokens[i]);
+                          }));
+          const AttnStats& st = session.attn_stats();
+          const double toks = static_cast<double>(st.decode_tokens);
+          m.kv_read_per_token = st.bytes_read() / toks;
+          m.dense_read_per_token = st.dense_bytes / toks;
+          m.disk_read_per_token = st.tier_read_bytes / toks;
+          m.disk_ms_per_token = st.tier_read_ns / 1e6 / toks;
+          m.kv_ram = session.cache().ram_bytes() + session.policy().resident_bytes();
+          m.kv_file = session.cache().file_bytes();
+        }
       }
-      results.push_back(m);
     }
   }
 
@@ -129,34 +151,52 @@ void run_bench(const BenchArgs& a) {
     j["model_bytes"] = model->weight_bytes();
     j["threads"] = num_threads();
     j["kv_type"] = a.kv_type;
-    j["policy"] = a.policy.spec();
+    j["policies"] = specs;
     j["reps"] = a.reps;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const auto& m : results) {
-      rows.push_back({{"test", m.test},
-                      {"depth", m.depth},
-                      {"n_tokens", m.n_tokens},
-                      {"tokens_per_s", m.mean()},
-                      {"stddev", m.stddev()},
-                      {"samples", m.tps},
-                      {"kv_bytes_read_per_token", m.kv_read_per_token},
-                      {"dense_kv_bytes_read_per_token", m.dense_read_per_token},
-                      {"kv_resident_bytes", m.kv_resident}});
+      nlohmann::ordered_json row = {{"policy", m.policy},
+                                    {"test", m.test},
+                                    {"depth", m.depth},
+                                    {"n_tokens", m.n_tokens},
+                                    {"tokens_per_s", m.mean()},
+                                    {"stddev", m.stddev()},
+                                    {"samples", m.tps}};
+      if (m.test.rfind("tg", 0) == 0) {
+        row["kv_bytes_read_per_token"] = m.kv_read_per_token;
+        row["dense_kv_bytes_read_per_token"] = m.dense_read_per_token;
+        row["kv_resident_ram_bytes"] = m.kv_ram;
+        row["kv_resident_file_bytes"] = m.kv_file;
+        row["disk_bytes_read_per_token"] = m.disk_read_per_token;
+        row["disk_read_ms_per_token"] = m.disk_ms_per_token;
+      }
+      rows.push_back(row);
     }
     j["results"] = rows;
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("| model | size | threads | kv | policy | test | t/s | KV read/token |\n");
-  std::printf("| --- | ---: | ---: | --- | --- | --- | ---: | ---: |\n");
-  for (const auto& m : results) {
+  std::printf("model %s (%s), %d threads, KV %s\n\n",
+              c.name.empty() ? c.arch.c_str() : c.name.c_str(),
+              human_bytes(model->weight_bytes()).c_str(), num_threads(), a.kv_type.c_str());
+  std::printf("| policy | test | t/s | vs first | KV read/token | KV in RAM | KV on disk | disk "
+              "read/token |\n");
+  std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Measure& m = results[i];
+    const Measure& base = results[i - i % specs.size()];  // the first policy's row of this test
     const std::string test = m.depth > 0 ? fmt::format("{} @ d{}", m.test, m.depth) : m.test;
-    const std::string kv_read =
-        m.kv_read_per_token > 0 ? human_bytes(static_cast<uint64_t>(m.kv_read_per_token)) : "";
-    std::printf("| %s | %s | %d | %s | %s | %s | %.2f ± %.2f | %s |\n",
-                c.name.empty() ? c.arch.c_str() : c.name.c_str(),
-                human_bytes(model->weight_bytes()).c_str(), num_threads(), a.kv_type.c_str(),
-                a.policy.spec().c_str(), test.c_str(), m.mean(), m.stddev(), kv_read.c_str());
+    const bool tg = m.test.rfind("tg", 0) == 0;
+    auto bytes = [&](double b) { return tg ? human_bytes(static_cast<uint64_t>(b)) : std::string(); };
+    const std::string disk =
+        tg && m.kv_file > 0
+            ? fmt::format("{} in {:.2f} ms", bytes(m.disk_read_per_token), m.disk_ms_per_token)
+            : std::string();
+    std::printf("| %s | %s | %.2f ± %.2f | %.2f | %s | %s | %s | %s |\n", m.policy.c_str(),
+                test.c_str(), m.mean(), m.stddev(), m.mean() / std::max(base.mean(), 1e-12),
+                bytes(m.kv_read_per_token).c_str(), bytes(static_cast<double>(m.kv_ram)).c_str(),
+                tg && m.kv_file > 0 ? bytes(static_cast<double>(m.kv_file)).c_str() : "",
+                disk.c_str());
   }
 }
 
@@ -174,7 +214,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-r,--reps", a->reps, "repetitions")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
-  add_policy_options(cmd, a->policy);
+  add_policy_options(cmd, a->policy, /*with_compare=*/true);
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a] { run_bench(*a); });
 }

@@ -32,6 +32,28 @@ struct PplArgs {
   bool json = false;
 };
 
+nlohmann::ordered_json ppl_json(const PplArgs& a, const Model& model, const PplResult& r) {
+  nlohmann::ordered_json j;
+  j["model"] = model.file().path();
+  j["text"] = a.text;
+  j["policy"] = r.policy;
+  j["kv_type"] = a.kv_type;
+  j["n_ctx"] = a.n_ctx;
+  j["n_decode"] = a.n_decode;
+  j["n_chunks"] = r.n_chunks;
+  j["n_tokens"] = r.n_tokens;
+  j["n_scored"] = r.n_scored;
+  j["ppl"] = r.ppl;
+  j["ppl_se"] = r.ppl_se;
+  j["mean_nll"] = r.mean_nll;
+  j["chunk_ppl"] = r.chunk_ppl;
+  j["decode_rows_read_fraction"] =
+      r.attn.slots_visible ? static_cast<double>(r.attn.slots_read) / r.attn.slots_visible : 1.0;
+  j["seconds"] = r.seconds;
+  j["threads"] = num_threads();
+  return j;
+}
+
 void run_ppl(const PplArgs& a) {
   apply_threads(a.threads);
   const std::string text = read_text_file(a.text);
@@ -44,35 +66,38 @@ void run_ppl(const PplArgs& a) {
   o.batch = a.batch;
   o.kv_type = parse_kv_type(a.kv_type);
   o.policy = a.policy.spec();
-  const PplResult r = perplexity(model, tokens, o, [&](int done, int total) {
+  o.compare = a.policy.compare;
+  const std::vector<PplResult> rs = perplexity_all(model, tokens, o, [&](int done, int total) {
     std::fprintf(stderr, "\rfasa: chunk %d/%d", done, total);
     if (done == total) std::fprintf(stderr, "\n");
   });
   if (a.json) {
+    if (rs.size() == 1) {
+      std::printf("%s\n", ppl_json(a, *model, rs[0]).dump().c_str());
+      return;
+    }
     nlohmann::ordered_json j;
-    j["model"] = model->file().path();
-    j["text"] = a.text;
-    j["policy"] = a.policy.spec();
-    j["kv_type"] = a.kv_type;
-    j["n_ctx"] = a.n_ctx;
-    j["n_decode"] = a.n_decode;
-    j["n_chunks"] = r.n_chunks;
-    j["n_tokens"] = r.n_tokens;
-    j["n_scored"] = r.n_scored;
-    j["ppl"] = r.ppl;
-    j["ppl_se"] = r.ppl_se;
-    j["mean_nll"] = r.mean_nll;
-    j["chunk_ppl"] = r.chunk_ppl;
-    j["decode_rows_read_fraction"] =
-        r.attn.slots_visible ? static_cast<double>(r.attn.slots_read) / r.attn.slots_visible : 1.0;
-    j["seconds"] = r.seconds;
-    j["threads"] = num_threads();
+    j["results"] = nlohmann::ordered_json::array();
+    for (const PplResult& r : rs) j["results"].push_back(ppl_json(a, *model, r));
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  for (int c = 0; c < r.n_chunks; ++c) std::printf("[%d] %.4f\n", c + 1, r.chunk_ppl[c]);
-  std::printf("PPL = %.4f +/- %.4f  (%d chunks of %d tokens, %lld scored, %.1f s)\n", r.ppl,
-              r.ppl_se, r.n_chunks, a.n_ctx, static_cast<long long>(r.n_scored), r.seconds);
+  if (rs.size() == 1) {
+    const PplResult& r = rs[0];
+    for (int c = 0; c < r.n_chunks; ++c) std::printf("[%d] %.4f\n", c + 1, r.chunk_ppl[c]);
+    std::printf("PPL = %.4f +/- %.4f  (%d chunks of %d tokens, %lld scored, %.1f s)\n", r.ppl,
+                r.ppl_se, r.n_chunks, a.n_ctx, static_cast<long long>(r.n_scored), r.seconds);
+    return;
+  }
+  std::printf("%d chunks of %d tokens, last %d scored as decode steps (%.1f s)\n\n",
+              rs[0].n_chunks, a.n_ctx, a.n_decode, rs[0].seconds);
+  std::printf("| policy | PPL | ± | vs first | rows read |\n| --- | ---: | ---: | ---: | ---: |\n");
+  for (const PplResult& r : rs) {
+    const double read =
+        r.attn.slots_visible ? static_cast<double>(r.attn.slots_read) / r.attn.slots_visible : 1.0;
+    std::printf("| %s | %.4f | %.4f | %+.2f%% | %.1f%% |\n", r.policy.c_str(), r.ppl, r.ppl_se,
+                100.0 * (r.ppl / rs[0].ppl - 1.0), 100.0 * read);
+  }
 }
 
 struct RecallArgs {
@@ -86,6 +111,35 @@ struct RecallArgs {
   bool json = false;
 };
 
+std::vector<double> per_layer(const RecallResult& r, const std::vector<double>& head_values) {
+  std::vector<double> v(r.n_layers);
+  for (int l = 0; l < r.n_layers; ++l) {
+    for (int h = 0; h < r.n_heads; ++h) v[l] += head_values[l * r.n_heads + h] / r.n_heads;
+  }
+  return v;
+}
+
+nlohmann::ordered_json recall_json(const RecallArgs& a, const Model& model, const RecallResult& r) {
+  nlohmann::ordered_json j;
+  j["model"] = model.file().path();
+  j["text"] = a.text;
+  j["policy"] = r.policy;
+  j["n_ctx"] = a.n_ctx;
+  j["steps"] = a.steps;
+  j["budget"] = r.budget_last;
+  j["recall"] = r.mean_recall;
+  j["attention_mass"] = r.mean_mass;
+  j["kl"] = r.mean_kl;
+  j["dense_fraction"] = r.dense_fraction;
+  j["layer_recall"] = per_layer(r, r.recall);
+  j["layer_mass"] = per_layer(r, r.mass);
+  j["head_recall"] = r.recall;
+  j["head_mass"] = r.mass;
+  j["kl_per_step"] = r.kl;
+  j["seconds"] = r.seconds;
+  return j;
+}
+
 void run_recall(const RecallArgs& a) {
   apply_threads(a.threads);
   const std::string text = read_text_file(a.text);
@@ -95,47 +149,46 @@ void run_recall(const RecallArgs& a) {
   o.n_ctx = a.n_ctx;
   o.steps = a.steps;
   o.policy = a.policy.spec();
+  o.compare = a.policy.compare;
   o.kv_type = parse_kv_type(a.kv_type);
-  const RecallResult r = evaluate_recall(model, tokens, o, [](int done, int total) {
-    std::fprintf(stderr, "\rfasa: step %d/%d", done, total);
-    if (done == total) std::fprintf(stderr, "\n");
-  });
-  std::vector<double> layer_recall(r.n_layers), layer_mass(r.n_layers);
-  for (int l = 0; l < r.n_layers; ++l) {
-    for (int h = 0; h < r.n_heads; ++h) {
-      layer_recall[l] += r.recall[l * r.n_heads + h] / r.n_heads;
-      layer_mass[l] += r.mass[l * r.n_heads + h] / r.n_heads;
-    }
-  }
+  const std::vector<RecallResult> rs =
+      evaluate_recall_all(model, tokens, o, [](int done, int total) {
+        std::fprintf(stderr, "\rfasa: step %d/%d", done, total);
+        if (done == total) std::fprintf(stderr, "\n");
+      });
   if (a.json) {
+    if (rs.size() == 1) {
+      std::printf("%s\n", recall_json(a, *model, rs[0]).dump().c_str());
+      return;
+    }
     nlohmann::ordered_json j;
-    j["model"] = model->file().path();
-    j["text"] = a.text;
-    j["policy"] = o.policy;
-    j["n_ctx"] = a.n_ctx;
-    j["steps"] = a.steps;
-    j["budget"] = r.budget_last;
-    j["recall"] = r.mean_recall;
-    j["attention_mass"] = r.mean_mass;
-    j["kl"] = r.mean_kl;
-    j["dense_fraction"] = r.dense_fraction;
-    j["layer_recall"] = layer_recall;
-    j["layer_mass"] = layer_mass;
-    j["head_recall"] = r.recall;
-    j["head_mass"] = r.mass;
-    j["kl_per_step"] = r.kl;
-    j["seconds"] = r.seconds;
+    j["results"] = nlohmann::ordered_json::array();
+    for (const RecallResult& r : rs) j["results"].push_back(recall_json(a, *model, r));
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("policy %s, context %d, %d steps, budget %d slots\n", o.policy.c_str(), a.n_ctx,
-              a.steps, r.budget_last);
-  std::printf("recall vs oracle top-B %.4f   attention mass %.4f   KL(full||policy) %.5f nats   "
-              "(sparse layers; %.1f%% of head-steps dense)\n",
-              r.mean_recall, r.mean_mass, r.mean_kl, 100.0 * r.dense_fraction);
-  std::printf("\n| layer | recall | mass |\n| ---: | ---: | ---: |\n");
-  for (int l = 0; l < r.n_layers; ++l) {
-    std::printf("| %d | %.4f | %.4f |\n", l, layer_recall[l], layer_mass[l]);
+  std::printf("context %d, %d steps, budget %d slots (sparse layers; KL over every step)\n\n",
+              a.n_ctx, a.steps, rs[0].budget_last);
+  std::printf("| policy | recall vs oracle top-B | attention mass | KL(full‖policy) nats | dense "
+              "head-steps |\n| --- | ---: | ---: | ---: | ---: |\n");
+  for (const RecallResult& r : rs) {
+    std::printf("| %s | %.4f | %.4f | %.5f | %.1f%% |\n", r.policy.c_str(), r.mean_recall,
+                r.mean_mass, r.mean_kl, 100.0 * r.dense_fraction);
+  }
+  std::printf("\n| layer |");
+  for (size_t p = 0; p < rs.size(); ++p) std::printf(" recall %zu | mass %zu |", p + 1, p + 1);
+  std::printf("\n| ---: |");
+  for (size_t p = 0; p < rs.size(); ++p) std::printf(" ---: | ---: |");
+  std::printf("\n");
+  std::vector<std::vector<double>> lr, lm;
+  for (const RecallResult& r : rs) {
+    lr.push_back(per_layer(r, r.recall));
+    lm.push_back(per_layer(r, r.mass));
+  }
+  for (int l = 0; l < rs[0].n_layers; ++l) {
+    std::printf("| %d |", l);
+    for (size_t p = 0; p < rs.size(); ++p) std::printf(" %.4f | %.4f |", lr[p][l], lm[p][l]);
+    std::printf("\n");
   }
 }
 
@@ -156,7 +209,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("-b,--batch", a->batch, "tokens per forward pass")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
-  add_policy_options(cmd, a->policy);
+  add_policy_options(cmd, a->policy, /*with_compare=*/true);
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a] { run_ppl(*a); });
 
@@ -168,7 +221,7 @@ void add_eval_command(CLI::App& app) {
   rc->add_option("--steps", r->steps, "decode steps measured")->capture_default_str();
   rc->add_option("-t,--threads", r->threads, "threads (0 = all cores)")->capture_default_str();
   rc->add_option("--kv-type", r->kv_type, "KV cache type: f16 or f32")->capture_default_str();
-  add_policy_options(rc, r->policy);
+  add_policy_options(rc, r->policy, /*with_compare=*/true);
   rc->add_flag("--json", r->json, "print one JSON object");
   rc->callback([r] { run_recall(*r); });
 }

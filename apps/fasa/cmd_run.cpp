@@ -105,13 +105,24 @@ void run_run(const RunArgs& a) {
     const double per_tok = static_cast<double>(st.bytes_read()) / st.decode_tokens;
     std::fprintf(stderr,
                  "fasa: KV bytes read per decoded token %s (selection %s + attention %s; dense "
-                 "%s); KV resident: cache %s + policy side data %s\n",
+                 "%s); KV resident in RAM: cache %s + policy side data %s\n",
                  human_bytes(static_cast<uint64_t>(per_tok)).c_str(),
                  human_bytes(st.select_bytes / st.decode_tokens).c_str(),
                  human_bytes(st.attend_bytes / st.decode_tokens).c_str(),
                  human_bytes(st.dense_bytes / st.decode_tokens).c_str(),
-                 human_bytes(session.cache().used_bytes()).c_str(),
+                 human_bytes(session.cache().ram_bytes()).c_str(),
                  human_bytes(session.policy().resident_bytes()).c_str());
+  }
+  if (session.cache().tiered()) {
+    const uint64_t toks = std::max<uint64_t>(st.decode_tokens, 1);
+    std::fprintf(stderr,
+                 "fasa: KV file tier: %s on disk (%s); read per decoded token %s in %.2f ms "
+                 "(%.1f reads)\n",
+                 human_bytes(session.cache().file_bytes()).c_str(),
+                 session.cache().direct_io() ? "direct I/O"
+                                             : "buffered I/O, pages dropped after each access",
+                 human_bytes(st.tier_read_bytes / toks).c_str(), st.tier_read_ns / 1e6 / toks,
+                 static_cast<double>(st.tier_reads) / toks);
   }
 }
 

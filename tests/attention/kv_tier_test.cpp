@@ -80,7 +80,8 @@ TEST(KvTier, ABadDirectoryIsAnError) {
   EXPECT_THROW(KvTier("", {64}, 8), Error);
 }
 
-// A tiered cache returns exactly the rows a plain cache holds; RAM keeps only the hot dims.
+// A tiered cache returns exactly the rows a plain cache holds; RAM keeps only the hot dims
+// (column-major: dim i of slot t at i * capacity + t).
 TEST(KvCacheTiering, GatherEqualsThePlainCache) {
   const AttnShape shape{3, 4, 2, 16};
   for (KvType type : {KvType::F16, KvType::F32}) {
@@ -127,8 +128,8 @@ TEST(KvCacheTiering, GatherEqualsThePlainCache) {
             const auto* kr = static_cast<const uint8_t*>(plain.k_rows(l, g));
             const size_t eb = plain.elem_bytes();
             for (size_t i = 0; i < dims.size(); ++i) {
-              EXPECT_TRUE(std::equal(hot + (slots[0] * dims.size() + i) * eb,
-                                     hot + (slots[0] * dims.size() + i + 1) * eb,
+              EXPECT_TRUE(std::equal(hot + (i * cap + slots[0]) * eb,
+                                     hot + (i * cap + slots[0] + 1) * eb,
                                      kr + (slots[0] * 16 + dims[i]) * eb));
             }
           }

@@ -100,6 +100,35 @@ TEST(PerplexityTest, BadOptionsAreErrors) {
   EXPECT_THROW(perplexity(t.model, t.tokens, o, nullptr), Error);
   o.n_decode = -1;
   EXPECT_THROW(perplexity(t.model, t.tokens, o, nullptr), Error);
+  o.n_decode = 0;
+  o.compare = {"oracle:budget=4"};  // policies act at decode steps only
+  EXPECT_THROW(perplexity_all(t.model, t.tokens, o, nullptr), Error);
+}
+
+// Comparing policies in one run (the dense prefix computed once and copied) gives exactly what
+// separate runs give.
+TEST(PerplexityTest, ComparedPoliciesEqualSeparateRuns) {
+  Tiny t;
+  PplOptions o;
+  o.n_ctx = 40;
+  o.n_chunks = 2;
+  o.n_decode = 12;
+  o.batch = 16;
+  o.policy = "full";
+  o.compare = {"oracle:budget=4", "oracle:budget=0.2,gqa=per-head"};
+  const std::vector<PplResult> all = perplexity_all(t.model, t.tokens, o, nullptr);
+  ASSERT_EQ(all.size(), 3u);
+  for (size_t p = 0; p < all.size(); ++p) {
+    PplOptions one = o;
+    one.compare.clear();
+    one.policy = p == 0 ? o.policy : o.compare[p - 1];
+    const PplResult r = perplexity(t.model, t.tokens, one, nullptr);
+    EXPECT_EQ(all[p].policy, one.policy);
+    EXPECT_EQ(all[p].ppl, r.ppl) << one.policy;
+    EXPECT_EQ(all[p].argmax, r.argmax) << one.policy;
+    EXPECT_EQ(all[p].attn.slots_read, r.attn.slots_read) << one.policy;
+  }
+  EXPECT_NE(all[0].ppl, all[1].ppl);  // the sparse policies really differ from full
 }
 
 }  // namespace

@@ -67,6 +67,24 @@ TEST(RecallTest, SharedSelectionIsBoundedByThePerHeadOracle) {
   EXPECT_GT(small.mean_kl, large.mean_kl);
 }
 
+// Comparing policies in one run gives exactly what separate runs give.
+TEST(RecallTest, ComparedPoliciesEqualSeparateRuns) {
+  TinyText t;
+  RecallOptions o;
+  o.n_ctx = 48;
+  o.steps = 6;
+  o.policy = "oracle:budget=8";
+  o.compare = {"oracle:budget=3,gqa=per-head", "full"};
+  const std::vector<RecallResult> all = evaluate_recall_all(t.model, t.tokens, o, nullptr);
+  ASSERT_EQ(all.size(), 3u);
+  for (size_t p = 0; p < all.size(); ++p) {
+    const RecallResult r = run(t, p == 0 ? o.policy : o.compare[p - 1]);
+    EXPECT_EQ(all[p].recall, r.recall) << p;
+    EXPECT_EQ(all[p].mass, r.mass) << p;
+    EXPECT_EQ(all[p].kl, r.kl) << p;
+  }
+}
+
 TEST(RecallTest, BadOptions) {
   TinyText t;
   RecallOptions o;

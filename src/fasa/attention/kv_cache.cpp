@@ -1,5 +1,6 @@
 #include "fasa/attention/kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "fasa/core/error.h"
@@ -54,6 +55,23 @@ KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTier
   tier_ = std::make_unique<KvTier>(tiering->dir, row_bytes, capacity);
 }
 
+void KvCache::copy_from(const KvCache& src) {
+  if (tier_ || src.tier_) fail("a tiered (FASA-M) KV cache cannot be copied");
+  if (src.type_ != type_ || src.capacity_ != capacity_ || src.shape_.n_layers != shape_.n_layers ||
+      src.shape_.n_kv_heads != shape_.n_kv_heads || src.shape_.head_dim != shape_.head_dim) {
+    fail("cannot copy a KV cache of another shape, type or capacity");
+  }
+  const size_t bytes = static_cast<size_t>(src.n_used_) * shape_.head_dim * elem_bytes();
+  for (int l = 0; l < shape_.n_layers; ++l) {
+    for (int g = 0; g < shape_.n_kv_heads; ++g) {
+      std::memcpy(k_.get() + row_offset(l, g, 0), src.k_.get() + src.row_offset(l, g, 0), bytes);
+      std::memcpy(v_.get() + row_offset(l, g, 0), src.v_.get() + src.row_offset(l, g, 0), bytes);
+    }
+  }
+  std::copy(src.pos_.begin(), src.pos_.begin() + src.n_used_, pos_.begin());
+  n_used_ = src.n_used_;
+}
+
 void KvCache::clear() {
   n_used_ = 0;
   if (tier_) tier_->reset();
@@ -87,15 +105,15 @@ void KvCache::gather(int layer, int kv_head, const int32_t* slots, int n, uint8_
   const size_t r = hot_index(layer, kv_head);
   const std::vector<int>& hot = hot_dims_[r];
   const std::vector<int>& cold = cold_dims_[r];
-  const size_t tier_row = (cold.size() + hd) * eb, hot_row = hot.size() * eb;
+  const size_t tier_row = (cold.size() + hd) * eb, hot_col = static_cast<size_t>(capacity_) * eb;
   thread_local std::vector<uint8_t> buf;  // [n, tier_row]
   buf.resize(static_cast<size_t>(n) * tier_row);
   tier_->read(static_cast<int>(r), slots, n, buf.data());
   const uint8_t* hb = hot_[r].get();
   for (int j = 0; j < n; ++j) {
     uint8_t* kd = k + j * row;
-    const uint8_t* h = hb + slot(j) * hot_row;
-    for (size_t i = 0; i < hot.size(); ++i) std::memcpy(kd + hot[i] * eb, h + i * eb, eb);
+    const uint8_t* h = hb + slot(j) * eb;
+    for (size_t i = 0; i < hot.size(); ++i) std::memcpy(kd + hot[i] * eb, h + i * hot_col, eb);
     const uint8_t* t = buf.data() + j * tier_row;
     for (size_t i = 0; i < cold.size(); ++i) std::memcpy(kd + cold[i] * eb, t + i * eb, eb);
     std::memcpy(v + j * row, t + cold.size() * eb, row);
@@ -133,8 +151,10 @@ void KvCache::store(int layer, int kv_head, int slot, const float* k, const floa
     }
     const std::vector<int>& hot = hot_dims_[r];
     const std::vector<int>& cold = cold_dims_[r];
-    uint8_t* h = hot_[r].get() + static_cast<size_t>(slot) * hot.size() * eb;
-    for (size_t i = 0; i < hot.size(); ++i) std::memcpy(h + i * eb, kc.data() + hot[i] * eb, eb);
+    uint8_t* h = hot_[r].get() + static_cast<size_t>(slot) * eb;  // column-major
+    for (size_t i = 0; i < hot.size(); ++i) {
+      std::memcpy(h + i * capacity_ * eb, kc.data() + hot[i] * eb, eb);
+    }
     row.resize((cold.size() + hd) * eb);
     for (size_t i = 0; i < cold.size(); ++i) std::memcpy(row.data() + i * eb, kc.data() + cold[i] * eb, eb);
     std::memcpy(row.data() + cold.size() * eb, vc.data(), hd * eb);

@@ -26,7 +26,7 @@ struct AttnShape {
 };
 
 // How a cache splits its rows between RAM and a file-backed tier (FASA-M). In an offloaded
-// layer, each kv head keeps the listed K dims ("hot") in RAM, packed [capacity, n_hot]; the other
+// layer, each kv head keeps the listed K dims ("hot") in RAM, packed [n_hot, capacity]; the other
 // K dims and all of V go to a file under `dir` (direct I/O). Other layers stay whole in RAM.
 struct KvTiering {
   std::string dir;
@@ -60,7 +60,8 @@ class KvCache {
   // Tiering (FASA-M). offloaded(layer) layers have no k_rows/v_rows: read them with gather().
   bool offloaded(int layer) const { return tier_ && ram_index_[layer] < 0; }
   bool tiered() const { return tier_ != nullptr; }
-  // [capacity, hot_dims.size()] packed hot K dims of an offloaded (layer, kv_head).
+  // [hot_dims.size(), capacity] packed hot K dims of an offloaded (layer, kv_head), column-major:
+  // dim hot_dims[i] of slot t is element i * capacity + t.
   const void* hot_rows(int layer, int kv_head) const {
     FASA_CHECK(offloaded(layer));
     return hot_[hot_index(layer, kv_head)].get();
@@ -84,6 +85,9 @@ class KvCache {
   // Makes slots [n_used, n_used + n) visible with positions pos[0..n).
   void commit(int n, const int32_t* pos);
   int32_t pos_of(int slot) const { return pos_[slot]; }
+  // Becomes a copy of src's rows and positions (same shape, type and capacity; plain caches
+  // only: throws fasa::Error for a tiered one).
+  void copy_from(const KvCache& src);
   // Drops everything (slots reused from 0).
   void clear();
 
@@ -107,7 +111,7 @@ class KvCache {
   // Tiering, when asked for:
   std::vector<std::vector<int>> hot_dims_;         // [n_layers * n_kv_heads]
   std::vector<std::vector<int>> cold_dims_;        // [n_layers * n_kv_heads] the other K dims
-  std::vector<std::unique_ptr<uint8_t[]>> hot_;    // [n_layers * n_kv_heads] [capacity, n_hot]
+  std::vector<std::unique_ptr<uint8_t[]>> hot_;    // [n_layers * n_kv_heads] [n_hot, capacity]
   std::unique_ptr<KvTier> tier_;                   // region = layer * n_kv_heads + kv_head;
                                                    // row = cold K dims, then V: [hd - n_hot + hd]
 };

@@ -1,7 +1,9 @@
 #include "fasa/attention/kv_tier.h"
 
 #include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,7 +21,7 @@ namespace fasa {
 namespace {
 
 constexpr uint64_t kMaxRunBytes = 4u << 20;  // one read covers at most this much
-constexpr uint64_t kMaxGapBytes = 16u << 10;  // rows this close share one read
+constexpr uint64_t kMaxGapBytes = 4u << 10;   // rows this close share one read  // rows this close share one read  // rows this close share one read  // rows this close share one read
 
 uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
@@ -45,6 +47,27 @@ struct AlignedBuf {
 };
 
 std::mutex g_error_mu;
+
+// Linux native asynchronous I/O (direct I/O only): one context per thread, so a step's reads
+// are all in flight together instead of paying the device's latency once per read.
+constexpr int kQueueDepth = 64;
+
+struct AioContext {
+  aio_context_t ctx = 0;
+  bool ok = false;
+  AioContext() { ok = ::syscall(SYS_io_setup, kQueueDepth, &ctx) == 0; }
+  ~AioContext() {
+    if (ok) ::syscall(SYS_io_destroy, ctx);
+  }
+};
+
+// One read of whole blocks covering rows [j, k) of a selection.
+struct Run {
+  uint64_t off = 0;  // file offset
+  size_t len = 0;
+  size_t buf = 0;    // offset in the read buffer
+  int j = 0, k = 0;
+};
 
 }  // namespace
 
@@ -135,42 +158,43 @@ void KvTier::flush(int n_committed) {
   }
 }
 
+void KvTier::record_error(const std::string& what) const {
+  std::lock_guard<std::mutex> lock(g_error_mu);
+  if (error_.empty()) error_ = what;
+}
+
 void KvTier::pread_all(uint8_t* buf, size_t len, uint64_t off) const {
-  const uint64_t t0 = now_ns();
   for (size_t done = 0; done < len;) {
     const ssize_t n = ::pread(fd_, buf + done, len - done, static_cast<off_t>(off + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       // Reads run inside parallel loops, so they record the error instead of throwing.
-      std::lock_guard<std::mutex> lock(g_error_mu);
-      if (error_.empty()) {
-        error_ = n < 0 ? std::strerror(errno) : "unexpected end of file";
-      }
+      record_error(n < 0 ? std::strerror(errno) : "unexpected end of file");
       std::memset(buf + done, 0, len - done);
       break;
     }
     done += static_cast<size_t>(n);
   }
   if (!direct_) ::posix_fadvise(fd_, static_cast<off_t>(off), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
-  read_ns_ += now_ns() - t0;
-  reads_ += 1;
-  read_bytes_ += len;
 }
 
 void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
   thread_local AlignedBuf buf;
+  thread_local std::vector<Run> runs;
   const Region& g = regions_[r];
   const uint64_t rb = g.row_bytes, B = block_;
   auto start_of = [&](int j) { return static_cast<uint64_t>(slots ? slots[j] : j) * rb; };
-  int j = 0;
-  while (j < n) {
+  // Plan: rows still in the RAM tail are copied at once; the others are grouped into reads of
+  // whole blocks (rows close together share one read, gaps included).
+  runs.clear();
+  size_t total = 0;
+  for (int j = 0; j < n;) {
     const uint64_t a = start_of(j);
-    if (a >= g.flushed) {  // still in the RAM tail
+    if (a >= g.flushed) {
       std::memcpy(dst + j * rb, g.tail.data() + (a - g.flushed), rb);
       ++j;
       continue;
     }
-    // One read covers the blocks of rows j..k-1 (and the gaps between them, when small).
     const uint64_t b0 = a / B;
     uint64_t b1 = (std::min(a + rb, g.flushed) + B - 1) / B;
     int k = j + 1;
@@ -181,18 +205,74 @@ void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
       if ((std::max(b1, e2) - b0) * B > kMaxRunBytes) break;
       b1 = std::max(b1, e2);
     }
-    const size_t len = (b1 - b0) * B;
-    uint8_t* p = buf.get(len, mem_align_);
-    pread_all(p, len, g.file_off + b0 * B);
-    for (int m = j; m < k; ++m) {
-      const uint64_t am = start_of(m);
-      const uint64_t in_file = std::min(am + rb, g.flushed) - am;
-      std::memcpy(dst + m * rb, p + (am - b0 * B), in_file);
-      if (in_file < rb) std::memcpy(dst + m * rb + in_file, g.tail.data(), rb - in_file);
-    }
+    runs.push_back(Run{g.file_off + b0 * B, (b1 - b0) * B, total, j, k});
+    total += (b1 - b0) * B;
     j = k;
   }
   row_bytes_ += static_cast<uint64_t>(n) * rb;
+  if (runs.empty()) return;
+  uint8_t* p = buf.get(total, mem_align_);
+  const uint64_t t0 = now_ns();
+  thread_local AioContext aio;
+  if (direct_ && aio.ok && runs.size() > 1) {
+    std::vector<iocb> cbs(std::min<size_t>(runs.size(), kQueueDepth));
+    std::vector<iocb*> ptrs(cbs.size());
+    io_event events[kQueueDepth];
+    for (size_t first = 0; first < runs.size(); first += cbs.size()) {
+      const size_t m = std::min(cbs.size(), runs.size() - first);
+      for (size_t i = 0; i < m; ++i) {
+        const Run& run = runs[first + i];
+        cbs[i] = iocb{};
+        cbs[i].aio_lio_opcode = IOCB_CMD_PREAD;
+        cbs[i].aio_fildes = static_cast<uint32_t>(fd_);
+        cbs[i].aio_buf = reinterpret_cast<uint64_t>(p + run.buf);
+        cbs[i].aio_nbytes = run.len;
+        cbs[i].aio_offset = static_cast<int64_t>(run.off);
+        cbs[i].aio_data = first + i;
+        ptrs[i] = &cbs[i];
+      }
+      size_t submitted = 0;
+      while (submitted < m) {
+        const long rc = ::syscall(SYS_io_submit, aio.ctx, m - submitted, ptrs.data() + submitted);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc <= 0) break;
+        submitted += static_cast<size_t>(rc);
+      }
+      for (size_t i = submitted; i < m; ++i) {  // not accepted: read them the plain way
+        const Run& run = runs[first + i];
+        pread_all(p + run.buf, run.len, run.off);
+      }
+      for (size_t done = 0; done < submitted;) {
+        const long got = ::syscall(SYS_io_getevents, aio.ctx, 1, submitted - done, events, nullptr);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+          record_error(std::strerror(errno));
+          break;
+        }
+        for (long e = 0; e < got; ++e) {
+          const Run& run = runs[events[e].data];
+          if (events[e].res != static_cast<int64_t>(run.len)) {  // short or failed: retry plainly
+            pread_all(p + run.buf, run.len, run.off);
+          }
+        }
+        done += static_cast<size_t>(got);
+      }
+    }
+  } else {
+    for (const Run& run : runs) pread_all(p + run.buf, run.len, run.off);
+  }
+  read_ns_ += now_ns() - t0;
+  reads_ += runs.size();
+  read_bytes_ += total;
+  for (const Run& run : runs) {
+    const uint64_t first_byte = run.off - g.file_off;
+    for (int m = run.j; m < run.k; ++m) {
+      const uint64_t am = start_of(m);
+      const uint64_t in_file = std::min(am + rb, g.flushed) - am;
+      std::memcpy(dst + m * rb, p + run.buf + (am - first_byte), in_file);
+      if (in_file < rb) std::memcpy(dst + m * rb + in_file, g.tail.data(), rb - in_file);
+    }
+  }
 }
 
 void KvTier::reset() {

@@ -17,7 +17,8 @@ struct TierStats {
   uint64_t reads = 0;          // read system calls
   uint64_t read_bytes = 0;     // bytes the device delivered (whole blocks, gaps included)
   uint64_t row_bytes = 0;      // bytes of the rows asked for
-  uint64_t read_ns = 0;        // wall time inside those reads (summed over threads)
+  uint64_t read_ns = 0;        // wall time waiting for them (summed over threads; reads of one
+                               // selection are in flight together)
   uint64_t writes = 0;
   uint64_t write_bytes = 0;
   uint64_t write_ns = 0;
@@ -60,6 +61,7 @@ class KvTier {
     std::vector<uint8_t> tail;   // bytes [flushed, flushed + tail.size()) of the region
   };
   void pread_all(uint8_t* buf, size_t len, uint64_t off) const;
+  void record_error(const std::string& what) const;
 
   int fd_ = -1;
   bool direct_ = false;

@@ -78,6 +78,15 @@ void Session::reset() {
   attn_stats_ = AttnStats{};
 }
 
+void Session::copy_prefix_from(const Session& src) {
+  if (src.model_ != model_) fail("cannot copy a prefix between sessions of different models");
+  cache_.copy_from(src.cache_);
+  for (int l = 0; l < shape_.n_layers; ++l) {
+    active_policy_->on_append(cache_, l, 0, cache_.n_used());
+  }
+  logits_ = src.logits_;
+}
+
 void Session::check_tokens(const int32_t* tokens, int n) const {
   const int n_vocab = model_->config().n_vocab;
   for (int i = 0; i < n; ++i) {

@@ -49,6 +49,11 @@ class Session {
   std::vector<float> eval_all(const std::vector<int32_t>& tokens, int chunk);
 
   void reset();  // empties the cache (and makes a fresh policy)
+  // Continues from `src`'s tokens: copies its cache and shows every row to this session's policy,
+  // exactly as if it had prefilled them itself (prefill is dense, so the state is identical).
+  // Both sessions must share the model, context size and KV type; tiered caches cannot be copied.
+  void copy_prefix_from(const Session& src);
+  const std::vector<float>& last_logits() const { return logits_; }  // [n_vocab]
 
  private:
   void check_tokens(const int32_t* tokens, int n) const;

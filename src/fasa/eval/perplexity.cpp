@@ -16,8 +16,9 @@ double log_prob(const float* logits, int n_vocab, int32_t target) {
   return static_cast<double>(logits[target]) - mx - std::log(sum);
 }
 
-PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
-                     const PplOptions& o, const std::function<void(int, int)>& progress) {
+std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
+                                      const std::vector<int32_t>& tokens, const PplOptions& o,
+                                      const std::function<void(int, int)>& progress) {
   if (o.n_ctx < 4) fail("--ctx must be at least 4 (got {})", o.n_ctx);
   if (o.batch < 1) fail("batch must be >= 1 (got {})", o.batch);
   if (o.n_chunks < 0) fail("--chunks must be >= 0 (got {})", o.n_chunks);
@@ -35,63 +36,96 @@ PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32
   }
   const int n_chunks = o.n_chunks > 0 ? o.n_chunks : static_cast<int>(n_avail);
   const int n_vocab = model->config().n_vocab;
+  std::vector<std::string> specs{o.policy};
+  specs.insert(specs.end(), o.compare.begin(), o.compare.end());
+  if (specs.size() > 1 && o.n_decode == 0) {
+    fail("comparing policies in one run needs --decode D (policies act only at decode steps)");
+  }
   SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.kv_type = o.kv_type;
-  so.policy = o.policy;
   so.prefill_chunk = o.batch;
-  Session session(model, so);
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (const std::string& spec : specs) {
+    so.policy = spec;
+    sessions.push_back(std::make_unique<Session>(model, so));
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
-  PplResult r;
-  r.n_tokens = static_cast<int64_t>(tokens.size());
-  r.argmax.reserve(static_cast<size_t>(n_chunks) * o.n_ctx);
-  double nll = 0.0, nll2 = 0.0;
+  std::vector<PplResult> results(specs.size());
+  std::vector<double> nll(specs.size(), 0.0), nll2(specs.size(), 0.0);
+  for (PplResult& r : results) {
+    r.n_tokens = static_cast<int64_t>(tokens.size());
+    r.argmax.reserve(static_cast<size_t>(n_chunks) * o.n_ctx);
+  }
   const int first = o.n_ctx / 2;
   for (int c = 0; c < n_chunks; ++c) {
-    session.reset();
+    for (auto& s : sessions) s->reset();
     const std::vector<int32_t> chunk(tokens.begin() + int64_t{c} * o.n_ctx,
                                      tokens.begin() + int64_t{c + 1} * o.n_ctx);
-    auto score = [&](const float* logits, int32_t next) {
-      r.argmax.push_back(argmax(logits, n_vocab));
+    auto score = [&](size_t p, const float* logits, int32_t next) {
+      results[p].argmax.push_back(argmax(logits, n_vocab));
       const double v = -log_prob(logits, n_vocab, next);
-      nll += v;
-      nll2 += v * v;
-      ++r.n_scored;
+      nll[p] += v;
+      nll2[p] += v * v;
+      ++results[p].n_scored;
     };
     if (o.n_decode > 0) {
-      // Dense prefill of the prefix, then D policy-driven decode steps, each scored.
+      // Dense prefill of the prefix (once: every other policy's session copies it, which is
+      // exactly what its own dense prefill would compute), then D policy-driven decode steps
+      // per policy, each scored.
       const int n_prefix = o.n_ctx - o.n_decode;
-      const std::vector<float>* logits =
-          &session.prefill(std::vector<int32_t>(chunk.begin(), chunk.begin() + n_prefix));
-      for (int i = n_prefix; i < o.n_ctx; ++i) {
-        score(logits->data(), chunk[i]);
-        if (i + 1 < o.n_ctx) logits = &session.decode(chunk[i]);
+      sessions[0]->prefill(std::vector<int32_t>(chunk.begin(), chunk.begin() + n_prefix));
+      for (size_t p = 1; p < sessions.size(); ++p) sessions[p]->copy_prefix_from(*sessions[0]);
+      for (size_t p = 0; p < sessions.size(); ++p) {
+        Session& session = *sessions[p];
+        const std::vector<float>* logits = &session.last_logits();
+        for (int i = n_prefix; i < o.n_ctx; ++i) {
+          score(p, logits->data(), chunk[i]);
+          if (i + 1 < o.n_ctx) logits = &session.decode(chunk[i]);
+        }
       }
     } else {
-      const std::vector<float> logits = session.eval_all(chunk, o.batch);  // [n_ctx, n_vocab]
+      const std::vector<float> logits = sessions[0]->eval_all(chunk, o.batch);  // [n_ctx, n_vocab]
       for (int i = 0; i < o.n_ctx; ++i) {
         if (i >= first && i < o.n_ctx - 1) {
-          score(logits.data() + static_cast<size_t>(i) * n_vocab, chunk[i + 1]);
+          score(0, logits.data() + static_cast<size_t>(i) * n_vocab, chunk[i + 1]);
         } else {
-          r.argmax.push_back(argmax(logits.data() + static_cast<size_t>(i) * n_vocab, n_vocab));
+          results[0].argmax.push_back(argmax(logits.data() + static_cast<size_t>(i) * n_vocab, n_vocab));
         }
       }
     }
-    r.attn.decode_steps += session.attn_stats().decode_steps;
-    r.attn.slots_read += session.attn_stats().slots_read;
-    r.attn.slots_visible += session.attn_stats().slots_visible;
-    r.chunk_ppl.push_back(std::exp(nll / static_cast<double>(r.n_scored)));
+    for (size_t p = 0; p < sessions.size(); ++p) {
+      PplResult& r = results[p];
+      const AttnStats& st = sessions[p]->attn_stats();
+      r.attn.decode_steps += st.decode_steps;
+      r.attn.slots_read += st.slots_read;
+      r.attn.slots_visible += st.slots_visible;
+      r.chunk_ppl.push_back(std::exp(nll[p] / static_cast<double>(r.n_scored)));
+    }
     if (progress) progress(c + 1, n_chunks);
   }
-  const double n = static_cast<double>(r.n_scored);
-  r.mean_nll = nll / n;
-  r.ppl = std::exp(r.mean_nll);
-  const double var = nll2 / n - r.mean_nll * r.mean_nll;
-  r.ppl_se = (var > 0.0 && n > 1) ? std::sqrt(var / (n - 1)) * r.ppl : 0.0;
-  r.n_chunks = n_chunks;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return r;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t p = 0; p < results.size(); ++p) {
+    PplResult& r = results[p];
+    const double n = static_cast<double>(r.n_scored);
+    r.policy = specs[p];
+    r.mean_nll = nll[p] / n;
+    r.ppl = std::exp(r.mean_nll);
+    const double var = nll2[p] / n - r.mean_nll * r.mean_nll;
+    r.ppl_se = (var > 0.0 && n > 1) ? std::sqrt(var / (n - 1)) * r.ppl : 0.0;
+    r.n_chunks = n_chunks;
+    r.seconds = seconds;
+  }
+  return results;
+}
+
+PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+                     const PplOptions& o, const std::function<void(int, int)>& progress) {
+  PplOptions one = o;
+  one.compare.clear();
+  return perplexity_all(std::move(model), tokens, one, progress)[0];
 }
 
 }  // namespace fasa

@@ -25,9 +25,11 @@ struct PplOptions {
   int batch = 512;           // tokens per forward while evaluating a chunk
   KvType kv_type = KvType::F16;
   std::string policy = "full";
+  std::vector<std::string> compare;  // more policy specs scored on the same chunks (n_decode > 0)
 };
 
 struct PplResult {
+  std::string policy;
   double ppl = 0.0;
   double ppl_se = 0.0;   // standard error of the perplexity estimate
   double mean_nll = 0.0;
@@ -46,6 +48,11 @@ struct PplResult {
 // text is shorter than one chunk or the options are out of range.
 PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
                      const PplOptions& opts, const std::function<void(int, int)>& progress);
+// opts.policy, then every opts.compare policy, on the same chunks: [1 + compare.size()]. Each
+// chunk's dense prefix is computed once and copied into the other policies' sessions.
+std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
+                                      const std::vector<int32_t>& tokens, const PplOptions& opts,
+                                      const std::function<void(int, int)>& progress);
 
 // log p(target) under softmax(logits); logits: [n_vocab]
 double log_prob(const float* logits, int n_vocab, int32_t target);

@@ -76,9 +76,10 @@ class SelectionProbe final : public AttentionPolicy {
 
 }  // namespace
 
-RecallResult evaluate_recall(std::shared_ptr<const Model> model,
-                             const std::vector<int32_t>& tokens, const RecallOptions& o,
-                             const std::function<void(int, int)>& progress) {
+std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model,
+                                              const std::vector<int32_t>& tokens,
+                                              const RecallOptions& o,
+                                              const std::function<void(int, int)>& progress) {
   if (o.n_ctx < 1 || o.steps < 1) fail("--ctx and --steps must be >= 1");
   if (static_cast<int64_t>(tokens.size()) < int64_t{o.n_ctx} + o.steps) {
     fail("the text has {} tokens; --ctx + --steps = {} are needed", tokens.size(),
@@ -86,69 +87,94 @@ RecallResult evaluate_recall(std::shared_ptr<const Model> model,
   }
   const ModelConfig& mc = model->config();
   const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim};
-  std::string name;
-  PolicyOptions popts;
-  parse_policy_spec(o.policy, &name, &popts);
-  double budget = 0.0;
-  if (auto it = popts.find("budget"); it != popts.end()) budget = parse_budget(name, it->second);
-  SelectionProbe probe(make_policy(name, policy_context(model), popts), shape, budget);
+  std::vector<std::string> specs{o.policy};
+  specs.insert(specs.end(), o.compare.begin(), o.compare.end());
+  const PolicyContext ctx = policy_context(model);
+  std::vector<std::unique_ptr<SelectionProbe>> probes;
+  for (const std::string& spec : specs) {
+    std::string name;
+    PolicyOptions popts;
+    parse_policy_spec(spec, &name, &popts);
+    double budget = 0.0;
+    if (auto it = popts.find("budget"); it != popts.end()) budget = parse_budget(name, it->second);
+    probes.push_back(
+        std::make_unique<SelectionProbe>(make_policy(name, ctx, popts), shape, budget));
+  }
 
   SessionOptions so;
   so.n_ctx = o.n_ctx + o.steps;
   so.kv_type = o.kv_type;
   Session full(model, so);
-  so.external_policy = &probe;
-  Session sparse(model, so);
+  std::vector<std::unique_ptr<Session>> sparse;
+  for (auto& probe : probes) {
+    so.external_policy = probe.get();
+    sparse.push_back(std::make_unique<Session>(model, so));
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + o.n_ctx);
-  full.prefill(prefix);
-  sparse.prefill(prefix);
+  full.prefill(prefix);  // dense, so every policy's session starts from a copy of it
+  for (auto& s : sparse) s->copy_prefix_from(full);
   const int n_vocab = mc.n_vocab;
-  RecallResult r;
-  r.n_layers = mc.n_layers;
-  r.n_heads = mc.n_heads;
-  std::vector<double> pf(n_vocab);
+  std::vector<RecallResult> results(specs.size());
+  std::vector<double> lpf(n_vocab);
   for (int i = 0; i < o.steps; ++i) {
     const int32_t tok = tokens[o.n_ctx + i];
     const std::vector<float>& lf = full.decode(tok);
-    const std::vector<float>& ls = sparse.decode(tok);
-    // KL(full || policy) over the next-token distributions.
-    double kl = 0.0;
     const double zf = log_prob(lf.data(), n_vocab, 0) - lf[0];  // -log sum exp(lf)
-    const double zs = log_prob(ls.data(), n_vocab, 0) - ls[0];
-    for (int v = 0; v < n_vocab; ++v) {
-      const double lpf = lf[v] + zf, lps = ls[v] + zs;
-      kl += std::exp(lpf) * (lpf - lps);
+    for (int v = 0; v < n_vocab; ++v) lpf[v] = lf[v] + zf;
+    for (size_t p = 0; p < sparse.size(); ++p) {
+      const std::vector<float>& ls = sparse[p]->decode(tok);
+      // KL(full || policy) over the next-token distributions.
+      double kl = 0.0;
+      const double zs = log_prob(ls.data(), n_vocab, 0) - ls[0];
+      for (int v = 0; v < n_vocab; ++v) kl += std::exp(lpf[v]) * (lpf[v] - (ls[v] + zs));
+      results[p].kl.push_back(kl);
     }
-    r.kl.push_back(kl);
     if (progress) progress(i + 1, o.steps);
   }
-  const size_t n_rows = probe.count_.size();
-  r.recall.resize(n_rows);
-  r.mass.resize(n_rows);
-  double rs = 0.0, ms = 0.0, dense = 0.0, total = 0.0, sparse_n = 0.0;
-  for (size_t row = 0; row < n_rows; ++row) {
-    const double c = static_cast<double>(probe.count_[row]);
-    r.recall[row] = c > 0 ? probe.recall_[row] / c : 0.0;
-    r.mass[row] = c > 0 ? probe.mass_[row] / c : 0.0;
-    dense += probe.dense_[row];
-    total += c;
-    if (probe.dense_[row] < probe.count_[row]) {
-      rs += probe.recall_[row];
-      ms += probe.mass_[row];
-      sparse_n += c;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t p = 0; p < results.size(); ++p) {
+    RecallResult& r = results[p];
+    const SelectionProbe& probe = *probes[p];
+    r.policy = specs[p];
+    r.n_layers = mc.n_layers;
+    r.n_heads = mc.n_heads;
+    const size_t n_rows = probe.count_.size();
+    r.recall.resize(n_rows);
+    r.mass.resize(n_rows);
+    double rs = 0.0, ms = 0.0, dense = 0.0, total = 0.0, sparse_n = 0.0;
+    for (size_t row = 0; row < n_rows; ++row) {
+      const double c = static_cast<double>(probe.count_[row]);
+      r.recall[row] = c > 0 ? probe.recall_[row] / c : 0.0;
+      r.mass[row] = c > 0 ? probe.mass_[row] / c : 0.0;
+      dense += probe.dense_[row];
+      total += c;
+      if (probe.dense_[row] < probe.count_[row]) {
+        rs += probe.recall_[row];
+        ms += probe.mass_[row];
+        sparse_n += c;
+      }
     }
+    r.mean_recall = sparse_n > 0 ? rs / sparse_n : 1.0;
+    r.mean_mass = sparse_n > 0 ? ms / sparse_n : 1.0;
+    double kls = 0.0;
+    for (double x : r.kl) kls += x;
+    r.mean_kl = kls / r.kl.size();
+    r.dense_fraction = total > 0 ? dense / total : 0.0;
+    r.budget_last = probe.last_budget_;
+    r.seconds = seconds;
   }
-  r.mean_recall = sparse_n > 0 ? rs / sparse_n : 1.0;
-  r.mean_mass = sparse_n > 0 ? ms / sparse_n : 1.0;
-  double kls = 0.0;
-  for (double x : r.kl) kls += x;
-  r.mean_kl = kls / r.kl.size();
-  r.dense_fraction = total > 0 ? dense / total : 0.0;
-  r.budget_last = probe.last_budget_;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return r;
+  return results;
+}
+
+RecallResult evaluate_recall(std::shared_ptr<const Model> model,
+                             const std::vector<int32_t>& tokens, const RecallOptions& o,
+                             const std::function<void(int, int)>& progress) {
+  RecallOptions one = o;
+  one.compare.clear();
+  return evaluate_recall_all(std::move(model), tokens, one, progress)[0];
 }
 
 }  // namespace fasa

@@ -20,10 +20,12 @@ struct RecallOptions {
   int n_ctx = 1024;       // dense prefill length
   int steps = 32;         // decode steps measured
   std::string policy;     // spec, e.g. "fasa:calib=c.json,budget=256"
+  std::vector<std::string> compare;  // more specs measured on the same steps
   KvType kv_type = KvType::F16;
 };
 
 struct RecallResult {
+  std::string policy;
   int n_layers = 0;
   int n_heads = 0;
   int budget_last = 0;             // slots per head at the last step (oracle size)
@@ -41,5 +43,11 @@ struct RecallResult {
 RecallResult evaluate_recall(std::shared_ptr<const Model> model,
                              const std::vector<int32_t>& tokens, const RecallOptions& opts,
                              const std::function<void(int, int)>& progress);
+// opts.policy, then every opts.compare spec, on the same prefix and steps (the dense prefix is
+// computed once and copied): [1 + compare.size()].
+std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model,
+                                              const std::vector<int32_t>& tokens,
+                                              const RecallOptions& opts,
+                                              const std::function<void(int, int)>& progress);
 
 }  // namespace fasa

@@ -30,6 +30,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/ops.h"
+#include "fasa/kernels/tip.h"
 #include "fasa/kernels/topk.h"
 
 namespace fasa {
@@ -128,28 +129,37 @@ class FasaPolicy final : public AttentionPolicy {
   std::string_view name() const override { return "fasa"; }
 
   // Keep the packed dominant-dim slice of K up to date, in the cache's element type.
-  // kdom: [slot, |dims|] of f16 or f32
+  // kdom: [|dims|, capacity] column-major (dim dims[i] of slot t at i * capacity + t)
   void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
-    const size_t hd = shape_.head_dim, eb = cache.elem_bytes();
+    const size_t hd = shape_.head_dim, eb = cache.elem_bytes(), cap = cache.capacity();
     elem_bytes_ = eb;
     f16_ = cache.type() == KvType::F16;
+    n_slots_ = std::max(n_slots_, first_slot + n);
     if (o_.dense_layers.count(layer) || o_.variant_m) return;  // FASA-M: the cache holds the slice
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
       Group& gr = group(layer, g);
       const size_t w = gr.dims.size();
-      if (gr.kdom.size() < (first_slot + n) * w * eb) gr.kdom.resize((first_slot + n) * w * eb);
+      if (gr.kdom.size() != w * cap * eb) gr.kdom.assign(w * cap * eb, 0);
       const auto* base = static_cast<const uint8_t*>(cache.k_rows(layer, g));
       for (int s = first_slot; s < first_slot + n; ++s) {
-        uint8_t* dst = gr.kdom.data() + s * w * eb;
         const uint8_t* row = base + s * hd * eb;
-        for (size_t i = 0; i < w; ++i) std::memcpy(dst + i * eb, row + gr.dims[i] * eb, eb);
+        for (size_t i = 0; i < w; ++i) {
+          std::memcpy(gr.kdom.data() + (i * cap + s) * eb, row + gr.dims[i] * eb, eb);
+        }
       }
     }
   }
 
+  // The packed slices' bytes in use (FASA-M's live in the cache and are counted there).
   uint64_t resident_bytes() const override {
+    if (o_.variant_m) return 0;
     uint64_t n = 0;
-    for (const Group& g : groups_) n += g.kdom.size();
+    for (int l = 0; l < shape_.n_layers; ++l) {
+      if (o_.dense_layers.count(l)) continue;
+      for (int g = 0; g < shape_.n_kv_heads; ++g) {
+        n += static_cast<uint64_t>(n_slots_) * group(l, g).dims.size() * elem_bytes_;
+      }
+    }
     return n;
   }
 
@@ -163,26 +173,22 @@ class FasaPolicy final : public AttentionPolicy {
     const Group& gr = group(q.layer, q.kv_head);
     const size_t w = gr.dims.size();
     const int hd = shape_.head_dim;
-    // packed: [n_slots, w] dominant key dims, the policy's copy (FASA-C) or the cache's (FASA-M)
+    // packed: [w, capacity] dominant key dims, the policy's copy (FASA-C) or the cache's (FASA-M)
     const uint8_t* packed = o_.variant_m
                                 ? static_cast<const uint8_t*>(q.cache->hot_rows(q.layer, q.kv_head))
                                 : gr.kdom.data();
-    thread_local std::vector<float> score, mass, row;  // [n], [n], [w]
+    thread_local std::vector<float> score, mass;  // [n], [n]
+    thread_local std::vector<TipTerm> terms;      // [2 * n_tip]
     score.resize(n);
-    row.resize(w);
     auto tip = [&](int j) {  // TIP scores of query head j of the group into `score`
       const float* qh = q.q + j * hd;
-      for (int t = 0; t < n; ++t) {
-        const uint8_t* k = packed + t * w * elem_bytes_;
-        if (f16_) {
-          for (size_t i = 0; i < w; ++i) row[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(k)[i]);
-        } else {
-          std::memcpy(row.data(), k, w * sizeof(float));
-        }
-        float s = 0.0f;
-        for (const PackedFc& f : gr.heads[j]) s += qh[f.qa] * row[f.pa] + qh[f.qb] * row[f.pb];
-        score[t] = s;
+      terms.clear();
+      for (const PackedFc& f : gr.heads[j]) {
+        terms.push_back(TipTerm{f.pa, qh[f.qa]});
+        terms.push_back(TipTerm{f.pb, qh[f.qb]});
       }
+      tip_scores(packed, f16_, q.cache->capacity(), terms.data(), static_cast<int>(terms.size()),
+                 n, score.data());
     };
     out.all = false;
     out.per_head = o_.per_head;
@@ -210,7 +216,7 @@ class FasaPolicy final : public AttentionPolicy {
   struct Group {
     std::vector<int> dims;                     // packed K dims (ascending)
     std::vector<std::vector<PackedFc>> heads;  // [n_group][n_tip]
-    std::vector<uint8_t> kdom;                 // [n_slots, dims.size()] of the cache's type
+    std::vector<uint8_t> kdom;                 // [dims.size(), capacity] of the cache's type
   };
   Group& group(int layer, int g) { return groups_[static_cast<size_t>(layer) * shape_.n_kv_heads + g]; }
   const Group& group(int layer, int g) const {
@@ -239,6 +245,7 @@ class FasaPolicy final : public AttentionPolicy {
   int n_tip_ = 0;
   size_t elem_bytes_ = 2;  // of the cache (and so of kdom)
   bool f16_ = true;
+  int n_slots_ = 0;        // slots written so far (the packed slices' used length)
   std::vector<Group> groups_;  // [n_layers, n_kv_heads]
   KvTiering tiering_;          // variant m: the cache layout asked of the session
 };

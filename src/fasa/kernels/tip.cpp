@@ -1,0 +1,101 @@
+#include "fasa/kernels/tip.h"
+
+#include <cmath>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "fasa/core/f16.h"
+
+namespace fasa {
+
+namespace {
+
+inline float load(const void* packed, bool f16, size_t i) {
+  return f16 ? fp16_to_fp32(static_cast<const uint16_t*>(packed)[i])
+             : static_cast<const float*>(packed)[i];
+}
+
+// Slots [t0, n) one at a time, with the same fused multiply-adds as the vector lanes.
+void tip_tail(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
+              int t0, int n, float* scores) {
+  for (int t = t0; t < n; ++t) {
+    float s = 0.0f;
+    for (int i = 0; i < n_terms; ++i) {
+      s = std::fma(terms[i].coef, load(packed, f16, terms[i].col * stride + t), s);
+    }
+    scores[t] = s;
+  }
+}
+
+#if defined(__AVX512F__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+}  // namespace
+
+void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
+                int n, float* scores) {
+  int t = 0;
+#if defined(__AVX512F__)
+  // 32 slots per pass (two accumulators), then 16, then the scalar tail.
+  for (; t + 32 <= n; t += 32) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    for (int i = 0; i < n_terms; ++i) {
+      const __m512 c = _mm512_set1_ps(terms[i].coef);
+      const size_t at = terms[i].col * stride + t;
+      __m512 k0, k1;
+      if (f16) {
+        const auto* p = static_cast<const uint16_t*>(packed) + at;
+        k0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        k1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
+      } else {
+        const float* p = static_cast<const float*>(packed) + at;
+        k0 = _mm512_loadu_ps(p);
+        k1 = _mm512_loadu_ps(p + 16);
+      }
+      a0 = _mm512_fmadd_ps(c, k0, a0);
+      a1 = _mm512_fmadd_ps(c, k1, a1);
+    }
+    _mm512_storeu_ps(scores + t, a0);
+    _mm512_storeu_ps(scores + t + 16, a1);
+  }
+  for (; t + 16 <= n; t += 16) {
+    __m512 a = _mm512_setzero_ps();
+    for (int i = 0; i < n_terms; ++i) {
+      const size_t at = terms[i].col * stride + t;
+      const __m512 k =
+          f16 ? _mm512_cvtph_ps(_mm256_loadu_si256(
+                    reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(packed) + at)))
+              : _mm512_loadu_ps(static_cast<const float*>(packed) + at);
+      a = _mm512_fmadd_ps(_mm512_set1_ps(terms[i].coef), k, a);
+    }
+    _mm512_storeu_ps(scores + t, a);
+  }
+#endif
+  tip_tail(packed, f16, stride, terms, n_terms, t, n, scores);
+}
+
+#if defined(__AVX512F__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace ref {
+
+void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
+                int n, float* scores) {
+  for (int t = 0; t < n; ++t) {
+    double s = 0.0;
+    for (int i = 0; i < n_terms; ++i) {
+      s += static_cast<double>(terms[i].coef) * load(packed, f16, terms[i].col * stride + t);
+    }
+    scores[t] = static_cast<float>(s);
+  }
+}
+
+}  // namespace ref
+
+}  // namespace fasa

@@ -1,0 +1,27 @@
+// TIP scoring (FASA): a query head's partial logits over a packed, column-major slice of keys.
+// Column c of the slice holds one key dim for every slot, so scoring streams whole cache lines
+// of consecutive slots and vectorizes over slots without horizontal sums.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fasa {
+
+// One term of a head's partial logit: coef * packed[col][t].
+struct TipTerm {
+  int col = 0;
+  float coef = 0.0f;
+};
+
+// scores[t] = sum_i terms[i].coef * packed[terms[i].col][t] for t in [0, n), the terms summed in
+// order (one fused multiply-add each). packed: [n_cols, stride] of f16 (f16 = true) or f32.
+void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
+                int n, float* scores);
+
+namespace ref {
+void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
+                int n, float* scores);
+}  // namespace ref
+
+}  // namespace fasa
