@@ -122,6 +122,41 @@ TEST(CliTest, BenchTinyModelJson) {
   EXPECT_EQ(j["results"][2]["depth"], 8);
 }
 
+// Several policies in one bench run: one row per (test, policy), each with its KV accounting.
+TEST(CliTest, BenchComparesPolicies) {
+  const std::string path = tiny("cli_bench_compare.gguf", {});
+  const auto r = run_cli({"bench", "-m", path, "-p", "0", "-n", "4", "-d", "12", "-r", "2",
+                          "--policy", "full", "--compare", "oracle:budget=3", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["policies"].size(), 2u);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["policy"], "full");
+  EXPECT_EQ(j["results"][1]["policy"], "oracle:budget=3");
+  for (const auto& row : j["results"]) {
+    EXPECT_EQ(row["samples"].size(), 2u);
+    EXPECT_GT(row["kv_resident_ram_bytes"].get<double>(), 0.0);
+    EXPECT_EQ(row["kv_resident_file_bytes"].get<double>(), 0.0);
+  }
+  EXPECT_LT(j["results"][1]["kv_bytes_read_per_token"].get<double>(),
+            j["results"][0]["kv_bytes_read_per_token"].get<double>());
+}
+
+TEST(CliTest, BadCompareAndOffloadFlags) {
+  const std::string path = tiny("cli_bad_compare.gguf", {});
+  expect_clean_error(run_cli({"bench", "-m", path, "-p", "8", "--compare", "bogus"}),
+                     "unknown attention policy");
+  expect_clean_error(run_cli({"bench", "-m", path, "-p", "8", "--compare", "oracle:budget=x"}),
+                     "budget");
+  expect_clean_error(run_cli({"bench", "-m", path, "-p", "8", "--policy", "fasa", "--calib",
+                              "/nonexistent/c.json", "--budget", "8", "--variant", "m",
+                              "--offload-dir", "/nonexistent/dir"}),
+                     "offload directory");
+  expect_clean_error(run_cli({"bench", "-m", path, "-p", "8", "--policy", "fasa", "--calib",
+                              "/nonexistent/c.json", "--budget", "8", "--offload-dir", "/tmp"}),
+                     "variant m only");
+}
+
 TEST(CliTest, ModelWithoutTokenizerCannotRun) {
   const std::string path = tiny("cli_notok.gguf", {});
   expect_clean_error(run_cli({"run", "-m", path, "-p", "hi"}), "no tokenizer");
