@@ -16,7 +16,8 @@ ROPE=$OUT/calib_emma_rope.json ADJ=$OUT/calib_emma_adjacent.json
 for part in $PARTS; do
   case $part in
   recall)
-    for ctx in 4096 8192; do
+    # 8176 + 16 steps: the last step sees 8192 tokens, SmolLM2's trained context.
+    for ctx in ${CTXS:-4096 8176}; do
       F="fasa:calib=$ROPE,budget=256"
       "$FASA" eval recall -m smollm2-135m --text $TEXTS/austen_persuasion.txt --ctx $ctx \
         --steps 16 --policy "$F" \
