@@ -62,11 +62,19 @@ void run_show(const ShowArgs& a) {
   const Calibration c = load_calibration(a.path);
   if (!(a.n_tip > 0.0)) fail("--n-tip must be positive (got {})", a.n_tip);
   if (!a.image.empty()) {
-    if (a.image.size() < 4 || a.image.substr(a.image.size() - 4) != ".svg") {
-      fail("--image writes SVG only: give a file name ending in .svg (got '{}')", a.image);
+    auto ends_with = [&](const std::string& e) {
+      return a.image.size() >= e.size() &&
+             a.image.compare(a.image.size() - e.size(), e.size(), e) == 0;
+    };
+    const bool png = ends_with(".png");
+    if (!png && !ends_with(".svg")) {
+      fail("--image writes SVG or PNG, chosen by the extension: give a file name ending in .svg "
+           "or .png (got '{}')", a.image);
     }
-    std::ofstream out(a.image);
-    out << calibration_heatmap_svg(c);
+    const std::string bytes = png ? calibration_heatmap_png(c) : calibration_heatmap_svg(c);
+    std::ofstream out(a.image, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
     if (!out) fail("cannot write '{}'", a.image);
     std::fprintf(stderr, "fasa: heatmap written to %s\n", a.image.c_str());
   }
@@ -137,7 +145,8 @@ void add_calibrate_command(CLI::App& app) {
   show->add_option("--n-tip", s->n_tip, "dominant FCs to show (count, or fraction < 1)")
       ->capture_default_str();
   show->add_flag("--json", s->json, "print one JSON object");
-  show->add_option("--image", s->image, "also write a layer x FC heatmap of mean CA (.svg)");
+  show->add_option("--image", s->image,
+                   "also write a layer x FC heatmap of mean CA (.svg or .png, by extension)");
   show->callback([s] { run_show(*s); });
 }
 

@@ -1,6 +1,8 @@
 // Calibration on tiny models: the statistic's invariants, the file format and its bindings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -8,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/calibrate/calibrator.h"
+#include "fasa/calibrate/heatmap.h"
 #include "fasa/core/error.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
@@ -33,6 +36,11 @@ std::vector<int32_t> text_tokens(int n) {
   std::vector<int32_t> t(n);
   for (auto& x : t) x = static_cast<int32_t>(rng() % 320);
   return t;
+}
+
+uint32_t be32(const std::string& s, size_t at) {
+  return (uint32_t(uint8_t(s[at])) << 24) | (uint32_t(uint8_t(s[at + 1])) << 16) |
+         (uint32_t(uint8_t(s[at + 2])) << 8) | uint32_t(uint8_t(s[at + 3]));
 }
 
 CalibrateOptions small_opts() {
@@ -124,6 +132,42 @@ TEST(Calibration, BadFilesAndOptions) {
   EXPECT_THROW(calibrate(m, text_tokens(200), o, nullptr), Error);
 }
 
+// A hand-made calibration of the given shape, CA rising with the FC id.
+Calibration synthetic_calibration(int n_layers, int n_fc) {
+  Calibration c;
+  c.model_name = "synthetic";
+  c.n_layers = n_layers;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.head_dim = 2 * n_fc;
+  c.fcs.resize(n_fc);
+  for (int f = 0; f < n_fc; ++f) c.fcs[f] = {2 * f, 2 * f + 1};
+  c.mean_ca.resize(size_t(n_layers) * c.n_heads * n_fc);
+  for (size_t i = 0; i < c.mean_ca.size(); ++i) {
+    c.mean_ca[i] = float(i % n_fc) / float(std::max(n_fc - 1, 1));
+  }
+  c.rank_all();
+  return c;
+}
+
+TEST(CalibrationHeatmap, PngGrowsByOneCellPerLayerAndFc) {
+  auto size_of = [](int n_layers, int n_fc) {
+    const std::string png = calibration_heatmap_png(synthetic_calibration(n_layers, n_fc));
+    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    EXPECT_EQ(png.substr(12, 4), "IHDR");
+    return std::make_pair(be32(png, 16), be32(png, 20));
+  };
+  const auto base = size_of(12, 8);
+  EXPECT_EQ(size_of(13, 8).second, base.second + 10);  // cells are 10 px high
+  EXPECT_EQ(size_of(12, 9).first, base.first + 14);    // and 14 px wide
+  EXPECT_EQ(size_of(13, 8).first, base.first);
+  // Small models still get a readable colour bar, and tiny shapes do not break the drawing.
+  EXPECT_GE(size_of(1, 1).second, 100u);
+  // The SVG of the same calibration still draws every cell.
+  const std::string svg = calibration_heatmap_svg(synthetic_calibration(3, 4));
+  EXPECT_NE(svg.find("layer 2 FC 3: 1.000"), std::string::npos);
+}
+
 TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
   const std::string out = ::testing::TempDir() + "/smollm2_calib.json";
@@ -168,8 +212,30 @@ TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
   const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(doc.rfind("<svg", 0), 0u);
   EXPECT_NE(doc.find("layer 29 FC 31:"), std::string::npos);  // every cell is drawn
-  const auto png = test::run_cli({"calib", "show", out, "--image", "/tmp/x.png"});
-  EXPECT_EQ(png.exit_code, 1);
+  // PNG, chosen by the extension: 30 layers x 32 FCs of 14 x 10 px cells, plus margins.
+  const std::string png_path = ::testing::TempDir() + "/smollm2_calib_heatmap_cli.png";
+  std::remove(png_path.c_str());
+  const auto png = test::run_cli({"calib", "show", out, "--image", png_path});
+  ASSERT_EQ(png.exit_code, 0) << png.err;
+  std::ifstream png_in(png_path, std::ios::binary);
+  const std::string png_doc((std::istreambuf_iterator<char>(png_in)),
+                            std::istreambuf_iterator<char>());
+  ASSERT_GE(png_doc.size(), 33u);
+  EXPECT_EQ(png_doc.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(png_doc.substr(12, 4), "IHDR");
+  const uint32_t png_w = be32(png_doc, 16), png_h = be32(png_doc, 20);
+  EXPECT_GE(png_w, 32u * 14);
+  EXPECT_LE(png_w, 32u * 14 + 200);
+  EXPECT_GE(png_h, 30u * 10);
+  EXPECT_LE(png_h, 30u * 10 + 100);
+  // Any other extension is refused, naming both allowed ones, and nothing is written.
+  const std::string jpg_path = ::testing::TempDir() + "/smollm2_calib_heatmap_cli.jpg";
+  std::remove(jpg_path.c_str());
+  const auto jpg = test::run_cli({"calib", "show", out, "--image", jpg_path});
+  EXPECT_EQ(jpg.exit_code, 1);
+  EXPECT_NE(jpg.err.find(".svg"), std::string::npos) << jpg.err;
+  EXPECT_NE(jpg.err.find(".png"), std::string::npos) << jpg.err;
+  EXPECT_FALSE(std::ifstream(jpg_path).good());
   const auto missing = test::run_cli({"calib", "show", "/nonexistent.json"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("cannot read calibration file"), std::string::npos);

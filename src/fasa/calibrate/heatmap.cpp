@@ -1,24 +1,100 @@
 #include "fasa/calibrate/heatmap.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include <fmt/format.h>
+
+#include "fasa/io/png.h"
 
 namespace fasa {
 
 namespace {
 
+using Rgb = std::array<uint8_t, 3>;
+
 // A perceptual-ish ramp from pale yellow (0) through teal to dark blue (1).
-std::string colour(double v) {
+Rgb colour_rgb(double v) {
   v = std::clamp(v, 0.0, 1.0);
   const double stops[3][3] = {{255, 250, 205}, {44, 162, 149}, {8, 29, 88}};
   const double t = v < 0.5 ? v * 2.0 : (v - 0.5) * 2.0;
   const double* a = stops[v < 0.5 ? 0 : 1];
   const double* b = stops[v < 0.5 ? 1 : 2];
-  auto mix = [&](int i) { return static_cast<int>(std::lround(a[i] + (b[i] - a[i]) * t)); };
-  return fmt::format("rgb({},{},{})", mix(0), mix(1), mix(2));
+  auto mix = [&](int i) { return static_cast<uint8_t>(std::lround(a[i] + (b[i] - a[i]) * t)); };
+  return {mix(0), mix(1), mix(2)};
 }
+
+std::string colour(double v) {
+  const Rgb c = colour_rgb(v);
+  return fmt::format("rgb({},{},{})", c[0], c[1], c[2]);
+}
+
+// Mean CA of FC `f` over the query heads of layer `l`.
+double layer_mean(const Calibration& c, int l, int f) {
+  double m = 0.0;
+  for (int h = 0; h < c.n_heads; ++h) m += c.ca(l, h)[f];
+  return c.n_heads > 0 ? m / c.n_heads : 0.0;
+}
+
+// A 5x7 pixel font for the digits and '.': seven rows per glyph, bit 4 = leftmost column.
+constexpr int kGlyphW = 5, kGlyphH = 7, kAdvance = 6;
+constexpr uint8_t kDigits[10][kGlyphH] = {
+    {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E},  // 0
+    {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E},  // 1
+    {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F},  // 2
+    {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E},  // 3
+    {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02},  // 4
+    {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E},  // 5
+    {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E},  // 6
+    {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08},  // 7
+    {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E},  // 8
+    {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C},  // 9
+};
+constexpr uint8_t kDot[kGlyphH] = {0, 0, 0, 0, 0, 0x0C, 0x0C};
+
+// An RGB raster with clipped drawing.
+struct Canvas {
+  int w, h;
+  std::vector<uint8_t> px;
+  Canvas(int width, int height, Rgb bg) : w(width), h(height), px(size_t(width) * height * 3) {
+    for (size_t i = 0; i < px.size(); i += 3) std::copy(bg.begin(), bg.end(), px.begin() + i);
+  }
+  void set(int x, int y, Rgb c) {
+    if (x < 0 || y < 0 || x >= w || y >= h) return;
+    std::copy(c.begin(), c.end(), px.begin() + (size_t(y) * w + x) * 3);
+  }
+  void fill(int x, int y, int rw, int rh, Rgb c) {
+    for (int j = y; j < y + rh; ++j) {
+      for (int i = x; i < x + rw; ++i) set(i, j, c);
+    }
+  }
+  void frame(int x, int y, int rw, int rh, Rgb c) {  // a 1-px outline just outside the box
+    fill(x - 1, y - 1, rw + 2, 1, c);
+    fill(x - 1, y + rh, rw + 2, 1, c);
+    fill(x - 1, y, 1, rh, c);
+    fill(x + rw, y, 1, rh, c);
+  }
+  static int text_width(const std::string& s) {
+    return s.empty() ? 0 : static_cast<int>(s.size()) * kAdvance - (kAdvance - kGlyphW);
+  }
+  // Draws digits and dots with the top-left corner of the first glyph at (x, y).
+  void text(int x, int y, const std::string& s, Rgb c) {
+    for (char ch : s) {
+      const uint8_t* g = ch == '.' ? kDot : (ch >= '0' && ch <= '9') ? kDigits[ch - '0'] : nullptr;
+      if (g != nullptr) {
+        for (int r = 0; r < kGlyphH; ++r) {
+          for (int col = 0; col < kGlyphW; ++col) {
+            if (g[r] & (0x10 >> col)) set(x + col, y + r, c);
+          }
+        }
+      }
+      x += kAdvance;
+    }
+  }
+};
 
 }  // namespace
 
@@ -41,9 +117,7 @@ std::string calibration_heatmap_svg(const Calibration& c) {
                        y + cell - 3, l);
     }
     for (int f = 0; f < n_fc; ++f) {
-      double m = 0.0;
-      for (int h = 0; h < c.n_heads; ++h) m += c.ca(l, h)[f];
-      m /= c.n_heads;
+      const double m = layer_mean(c, l, f);
       s += fmt::format(
           "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>layer {} FC {}: "
           "{:.3f}</title></rect>\n",
@@ -66,6 +140,51 @@ std::string calibration_heatmap_svg(const Calibration& c) {
   s += fmt::format("<text x=\"{}\" y=\"{}\">0.0</text>\n", bar_x + 18, top + 300);
   s += "</svg>\n";
   return s;
+}
+
+std::string calibration_heatmap_png(const Calibration& c) {
+  const Rgb white{255, 255, 255}, ink{40, 40, 40}, rule{150, 150, 150};
+  const int cell_w = 14, cell_h = 10, n_fc = c.n_fc(), n_layers = c.n_layers;
+  const int label_w = Canvas::text_width(std::to_string(std::max(n_layers - 1, 0)));
+  const int left = 10 + label_w + 6, top = 10 + kGlyphH + 6;
+  const int grid_w = n_fc * cell_w, grid_h = n_layers * cell_h;
+  const int bar_x = left + grid_w + 16, bar_w = 14, bar_h = std::max(grid_h, 100);
+  const int width = bar_x + bar_w + 5 + Canvas::text_width("0.0") + 10;
+  const int height = top + std::max(grid_h, bar_h) + 12;
+  Canvas cv(width, height, white);
+
+  // The grid: one cell per (layer, FC), layers downwards, FC 0 (highest frequency) on the left.
+  for (int l = 0; l < n_layers; ++l) {
+    for (int f = 0; f < n_fc; ++f) {
+      cv.fill(left + f * cell_w, top + l * cell_h, cell_w, cell_h, colour_rgb(layer_mean(c, l, f)));
+    }
+  }
+  if (grid_w > 0 && grid_h > 0) cv.frame(left, top, grid_w, grid_h, rule);
+  // Layer numbers every 5 layers (and the last), right-aligned, with a tick.
+  for (int l = 0; l < n_layers; ++l) {
+    if (l % 5 != 0 && l != n_layers - 1) continue;
+    const std::string t = std::to_string(l);
+    const int y = top + l * cell_h;
+    cv.text(left - 5 - Canvas::text_width(t), y + (cell_h - kGlyphH) / 2, t, ink);
+    cv.fill(left - 3, y + cell_h / 2, 2, 1, rule);
+  }
+  // FC numbers every 4 FCs, centred over their column, with a tick.
+  for (int f = 0; f < n_fc; f += 4) {
+    const std::string t = std::to_string(f);
+    const int x = left + f * cell_w;
+    cv.text(x + (cell_w - Canvas::text_width(t)) / 2, top - 5 - kGlyphH, t, ink);
+    cv.fill(x + cell_w / 2, top - 3, 1, 2, rule);
+  }
+  // The colour bar: 1.0 at the top, 0.0 at the bottom, labelled at both ends and the middle.
+  for (int y = 0; y < bar_h; ++y) {
+    cv.fill(bar_x, top + y, bar_w, 1, colour_rgb(1.0 - double(y) / std::max(bar_h - 1, 1)));
+  }
+  cv.frame(bar_x, top, bar_w, bar_h, rule);
+  const int tx = bar_x + bar_w + 5;
+  cv.text(tx, top, "1.0", ink);
+  cv.text(tx, top + (bar_h - kGlyphH) / 2, "0.5", ink);
+  cv.text(tx, top + bar_h - kGlyphH, "0.0", ink);
+  return encode_png_rgb(width, height, cv.px);
 }
 
 }  // namespace fasa
