@@ -172,10 +172,13 @@ TEST(CliRealModel, TokenizeAndPieces) {
   EXPECT_NE(r.out.find("\t world"), std::string::npos) << r.out;
 }
 
+// The README's first command. llama.cpp answers this prompt greedily with "The capital of France
+// is Paris." (scripts/dev/llamacpp_chat_greedy.py).
 TEST(CliRealModel, ChatAnswersParis) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
-  const auto r = run_cli({"run", "-m", path, "--chat", "-p", "What is the capital of France?",
-                          "-n", "24", "--temp", "0"});
+  const auto r = run_cli({"run", "-m", path, "--chat", "-p",
+                          "What is the capital of France? Answer in one sentence.", "-n", "24",
+                          "--temp", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Paris"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("tok/s"), std::string::npos) << r.err;  // statistics on stderr

@@ -93,7 +93,7 @@ TEST(ForwardTest, F16CacheCloseToReference) {
   test::write_tiny_model(path, spec_with(DType::Q8_0, 4, 2));
   auto model = Model::load(path);
   const auto tokens = random_tokens(23, 320, 5);
-  const auto want = test::reference_forward(path, tokens, false);
+  const auto want = test::reference_forward(path, tokens, false, /*f16_kv=*/true);
   SessionOptions so;
   so.n_ctx = 64;
   Session s(model, so);

@@ -134,8 +134,16 @@ TEST(Smollm2Golden, ChatPromptTokensAndGreedyAnswer) {
   go.n_predict = 24;
   go.sampler.temp = 0.0f;
   const GenerateResult r = generate(s, prompt, go, nullptr);
-  std::printf("greedy answer: %s\n", r.text.c_str());
-  EXPECT_NE(r.text.find("Paris"), std::string::npos) << r.text;
+  // llama.cpp's greedy answer (the golden) is "L'Étoile, la Cité, ...". Greedy continuations
+  // part ways at the first near-tie, so the test holds the first token to the reference and
+  // reports how far the two agree.
+  const auto want = g["chat_greedy_tokens"].get<std::vector<int32_t>>();
+  size_t same = 0;
+  while (same < want.size() && same < r.tokens.size() && want[same] == r.tokens[same]) ++same;
+  std::printf("greedy answer: %s (first %zu of %zu tokens as llama.cpp's)\n", r.text.c_str(), same,
+              want.size());
+  ASSERT_FALSE(r.tokens.empty());
+  EXPECT_EQ(r.tokens[0], want[0]) << r.text;
 }
 
 }  // namespace

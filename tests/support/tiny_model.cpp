@@ -12,6 +12,7 @@
 #include "fasa/core/f16.h"
 #include "fasa/io/gguf.h"
 #include "fasa/kernels/dequant.h"
+#include "fasa/kernels/matmul.h"
 
 namespace fasa::test {
 
@@ -127,17 +128,14 @@ std::vector<float> load_f32(const GgufFile& f, const std::string& name) {
   return out;
 }
 
-// y[o] = sum_i W[o, i] x[i]   W: [n_out, n_in]
-std::vector<double> matvec(const std::vector<float>& W, const std::vector<double>& x,
-                           int64_t n_out) {
+// y[o] = sum_i W[o, i] x[i]   W: [n_out, n_in] as stored. The product is ref::matmul: double
+// accumulation of the engine's intended math, which for 32-block quants includes quantizing the
+// activations to 8 bits (kernels/matmul_q8.h), exactly as the engine does.
+std::vector<double> matvec(const GgufTensorInfo* W, const std::vector<double>& x, int64_t n_out) {
   const int64_t n_in = static_cast<int64_t>(x.size());
-  std::vector<double> y(n_out, 0.0);
-  for (int64_t o = 0; o < n_out; ++o) {
-    double s = 0.0;
-    for (int64_t i = 0; i < n_in; ++i) s += static_cast<double>(W[o * n_in + i]) * x[i];
-    y[o] = s;
-  }
-  return y;
+  std::vector<float> xf(x.begin(), x.end()), y(n_out);
+  ref::matmul(W->type, W->data, n_out, n_in, xf.data(), 1, y.data());
+  return {y.begin(), y.end()};
 }
 
 std::vector<double> rms(const std::vector<double>& x, const std::vector<float>& w, double eps) {
@@ -162,7 +160,7 @@ void rope(double* v, int hd, int pos, double base, bool neox) {
 }  // namespace
 
 std::vector<float> reference_forward(const std::string& path, const std::vector<int32_t>& tokens,
-                                     bool neox) {
+                                     bool neox, bool f16_kv) {
   auto fp = GgufFile::open(path);
   const GgufFile& f = *fp;
   const int n_layers = static_cast<int>(f.get_int("llama.block_count"));
@@ -175,7 +173,8 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
   const int hd = d / n_heads, group = n_heads / n_kv;
   const auto emb = load_f32(f, "token_embd.weight");
   const int n_vocab = static_cast<int>(emb.size() / d);
-  const auto out_w = f.find_tensor("output.weight") ? load_f32(f, "output.weight") : emb;
+  const GgufTensorInfo* out_w = f.find_tensor("output.weight") ? f.find_tensor("output.weight")
+                                                                : f.find_tensor("token_embd.weight");
   const auto out_norm = load_f32(f, "output_norm.weight");
   const int n = static_cast<int>(tokens.size());
 
@@ -186,10 +185,11 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
   for (int l = 0; l < n_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     const auto an = load_f32(f, p + "attn_norm.weight"), fn = load_f32(f, p + "ffn_norm.weight");
-    const auto wq = load_f32(f, p + "attn_q.weight"), wk = load_f32(f, p + "attn_k.weight");
-    const auto wv = load_f32(f, p + "attn_v.weight"), wo = load_f32(f, p + "attn_output.weight");
-    const auto wg = load_f32(f, p + "ffn_gate.weight"), wu = load_f32(f, p + "ffn_up.weight");
-    const auto wd = load_f32(f, p + "ffn_down.weight");
+    auto tensor = [&](const char* name) { return f.find_tensor(p + name); };
+    const GgufTensorInfo *wq = tensor("attn_q.weight"), *wk = tensor("attn_k.weight");
+    const GgufTensorInfo *wv = tensor("attn_v.weight"), *wo = tensor("attn_output.weight");
+    const GgufTensorInfo *wg = tensor("ffn_gate.weight"), *wu = tensor("ffn_up.weight");
+    const GgufTensorInfo* wd = tensor("ffn_down.weight");
     std::vector<std::vector<double>> q(n), k(n), v(n);
     for (int t = 0; t < n; ++t) {
       const auto xn = rms(x[t], an, eps);
@@ -198,6 +198,11 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
       v[t] = matvec(wv, xn, n_kv * hd);
       for (int h = 0; h < n_heads; ++h) rope(q[t].data() + h * hd, hd, t, base, neox);
       for (int h = 0; h < n_kv; ++h) rope(k[t].data() + h * hd, hd, t, base, neox);
+      if (f16_kv) {  // what an f16 cache holds
+        for (auto* kv : {&k[t], &v[t]}) {
+          for (double& e : *kv) e = fp16_to_fp32(fp32_to_fp16(static_cast<float>(e)));
+        }
+      }
     }
     for (int t = 0; t < n; ++t) {
       std::vector<double> att(n_heads * hd, 0.0);

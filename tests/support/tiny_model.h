@@ -32,10 +32,13 @@ struct TinySpec {
 // Writes the model to `path` (GGUF v3, arch llama, no tokenizer metadata).
 void write_tiny_model(const std::string& path, const TinySpec& spec);
 
-// Scalar reference forward over the whole sequence (dense causal attention, f32 KV, double
-// accumulators), reading the GGUF on its own. neox: use NEOX RoPE pairs instead of NORM.
+// Scalar reference forward over the whole sequence (dense causal attention, double accumulators,
+// matmuls by ref::matmul, so 32-block quants see 8-bit activations like the engine), reading the
+// GGUF on its own. neox: use NEOX RoPE pairs instead of NORM; f16_kv: round K and V to f16 as an
+// f16 cache does.
 // Returns logits [n_tok, n_vocab].
 std::vector<float> reference_forward(const std::string& path, const std::vector<int32_t>& tokens,
-                                     bool neox);
+                                     bool neox,
+                                     bool f16_kv = false);
 
 }  // namespace fasa::test

@@ -15,6 +15,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/kernels/dequant.h"
+#include "fasa/kernels/matmul_q8.h"
 
 #ifdef __AVX512F__
 #include <immintrin.h>
@@ -242,6 +243,12 @@ namespace detail {
 
 void matmul_portable(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x,
                      int64_t n_tok, float* y) {
+  if (has_q8_path(type)) {
+    thread_local Q8Acts acts;
+    quantize_acts_q8(x, n_tok, n_in, acts);
+    matmul_q8_portable(type, w, n_out, n_in, acts, y);
+    return;
+  }
   matmul_impl(&dequantize_row_portable, &kernel_portable, type, w, n_out, n_in, x, n_tok, y);
 }
 
@@ -249,6 +256,12 @@ void matmul_portable(DType type, const void* w, int64_t n_out, int64_t n_in, con
 
 void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
             float* y) {
+  if (has_q8_path(type)) {  // 32-element block quants: integer dot products (matmul_q8.h)
+    thread_local Q8Acts acts;
+    quantize_acts_q8(x, n_tok, n_in, acts);
+    matmul_q8(type, w, n_out, n_in, acts, y);
+    return;
+  }
 #ifdef __AVX512F__
   matmul_impl(&dequantize_row, &kernel_avx512_any, type, w, n_out, n_in, x, n_tok, y);
 #else

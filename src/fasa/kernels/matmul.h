@@ -7,6 +7,10 @@
 //   x: [n_tok, n_in] f32, row-major.   y: [n_tok, n_out] f32, row-major (overwritten; must not
 //      overlap w or x).
 //
+// Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights take the integer path of matmul_q8.h: activations are
+// quantized to 8 bits per 32-block and the products follow llama.cpp's numerics exactly. The
+// other types (float types, Q6_K) follow the scheme below.
+//
 // Determinism (a contract, tested): every y[t, o] is one fixed sequence of fp32 operations that
 // depends only on the row W[o, :] and the row x[t, :] — 16 lane accumulators (lane = i mod 16,
 // fused multiply-add in increasing i), then the fixed horizontal sum
@@ -28,7 +32,10 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
             float* y);
 
 namespace ref {
-// Plain reference: ref::dequantize_row per weight row, double accumulation. For tests only.
+// Plain reference, double accumulation, for tests only: ref::dequantize_row per weight row times
+// the f32 activations; for the q8-path types, block codes straight from the layouts times the
+// activations as quantize_acts_q8 quantizes them (the engine's intended math, without its fp32
+// rounding).
 void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
             float* y);
 }  // namespace ref

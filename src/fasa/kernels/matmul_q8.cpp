@@ -1,0 +1,333 @@
+// Integer block-quant matmul over q8 activations (see matmul_q8.h for the exact numerics).
+//
+// Structure: like matmul.cpp, workers own contiguous groups of kRows output rows; a register
+// micro-kernel computes R rows x T tokens at once. Signed weight codes are stored as unsigned
+// codes u with an offset (value u - off), so one VNNI dpbusd (u8 x s8) gives sum u*q per lane and
+// the offset is folded in exactly through the precomputed lane sums of q: the dpbusd accumulator
+// starts at -off * sum4. The result is the same integer either way.
+#include "fasa/kernels/matmul_q8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "fasa/core/error.h"
+#include "fasa/core/f16.h"
+#include "fasa/core/parallel.h"
+
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__F16C__)
+#define FASA_Q8_SIMD 1
+#include <immintrin.h>
+#endif
+
+namespace fasa {
+
+namespace {
+
+constexpr int kRows = 4;
+constexpr int kToks = 4;
+constexpr int64_t kMinParallelMacs = 1 << 16;
+
+// Block layouts (bytes): Q4_0 {d, qs[16]}; Q4_1 {d, m, qs[16]}; Q5_0 {d, qh[4], qs[16]};
+// Q5_1 {d, m, qh[4], qs[16]}; Q8_0 {d, qs[32] int8}. d and m are fp16.
+struct Layout {
+  int bytes = 0;
+  int off = 0;       // weight value = (u - off) * d (+ m)
+  bool has_min = false;
+};
+
+constexpr Layout layout_of(DType t) {
+  switch (t) {
+    case DType::Q4_0: return {18, 8, false};
+    case DType::Q4_1: return {20, 0, true};
+    case DType::Q5_0: return {22, 16, false};
+    case DType::Q5_1: return {24, 0, true};
+    case DType::Q8_0: return {34, 128, false};
+    default: return {};
+  }
+}
+
+inline float half_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return fp16_to_fp32(h);
+}
+
+// ---- portable ---------------------------------------------------------------------------------
+
+// Unsigned codes of one block, in element order. u: [32]
+void unpack_portable(DType t, const uint8_t* blk, uint8_t* u) {
+  switch (t) {
+    case DType::Q4_0:
+    case DType::Q4_1: {
+      const uint8_t* qs = blk + (t == DType::Q4_0 ? 2 : 4);
+      for (int j = 0; j < 16; ++j) {
+        u[j] = qs[j] & 0x0F;
+        u[j + 16] = qs[j] >> 4;
+      }
+      return;
+    }
+    case DType::Q5_0:
+    case DType::Q5_1: {
+      const uint8_t* qh_p = blk + (t == DType::Q5_0 ? 2 : 4);
+      uint32_t qh;
+      std::memcpy(&qh, qh_p, 4);
+      const uint8_t* qs = qh_p + 4;
+      for (int j = 0; j < 16; ++j) {
+        u[j] = static_cast<uint8_t>((qs[j] & 0x0F) | (((qh >> j) & 1u) << 4));
+        u[j + 16] = static_cast<uint8_t>((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+      }
+      return;
+    }
+    default:  // Q8_0
+      for (int j = 0; j < 32; ++j) u[j] = static_cast<uint8_t>(blk[2 + j] ^ 0x80);
+      return;
+  }
+}
+
+inline float hsum8_portable(const float* a) {
+  float r[4];
+  for (int i = 0; i < 4; ++i) r[i] = a[i + 4] + a[i];
+  return (r[0] + r[2]) + (r[1] + r[3]);
+}
+
+float dot_portable(DType t, const uint8_t* row, const Q8Acts& a, int64_t tok) {
+  const Layout L = layout_of(t);
+  const int64_t nb = a.n_in / 32;
+  float acc[8] = {};
+  float summs = 0.0f;
+  uint8_t u[32];
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + b * L.bytes;
+    unpack_portable(t, blk, u);
+    const int8_t* q = a.q.data() + tok * a.n_in + b * 32;
+    const float scale = half_at(blk) * a.d[tok * nb + b];
+    for (int k = 0; k < 8; ++k) {
+      int32_t lane = 0;
+      for (int j = 4 * k; j < 4 * k + 4; ++j) lane += (static_cast<int32_t>(u[j]) - L.off) * q[j];
+      acc[k] = std::fma(scale, static_cast<float>(lane), acc[k]);
+    }
+    if (L.has_min) summs = summs + half_at(blk + 2) * a.s[tok * nb + b];
+  }
+  return L.has_min ? hsum8_portable(acc) + summs : hsum8_portable(acc);
+}
+
+void rows_portable(DType t, const uint8_t* w, int64_t row_bytes, int64_t o_begin, int64_t o_end,
+                   const Q8Acts& a, float* y, int64_t n_out) {
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    for (int64_t tok = 0; tok < a.n_tok; ++tok) {
+      y[tok * n_out + o] = dot_portable(t, w + o * row_bytes, a, tok);
+    }
+  }
+}
+
+// ---- AVX-512 VNNI -----------------------------------------------------------------------------
+
+#ifdef FASA_Q8_SIMD
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+inline float half_simd(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+template <DType T>
+inline __m256i unpack_simd(const uint8_t* blk) {
+  if constexpr (T == DType::Q8_0) {
+    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)),
+                            _mm256_set1_epi8(static_cast<char>(0x80)));
+  } else {
+    constexpr int qs_off = T == DType::Q4_0 ? 2 : T == DType::Q4_1 ? 4 : T == DType::Q5_0 ? 6 : 8;
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + qs_off));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+    if constexpr (T == DType::Q5_0 || T == DType::Q5_1) {
+      uint32_t qh;
+      std::memcpy(&qh, blk + qs_off - 4, 4);
+      u = _mm256_or_si256(u, _mm256_maskz_set1_epi8(static_cast<__mmask32>(qh), 0x10));
+    }
+    return u;
+  }
+}
+
+inline float hsum8_simd(__m256 v) {
+  __m128 r = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(r);
+}
+
+// R rows x NT tokens; rows at w (stride row_bytes), tokens tok0.. ; y at [tok, o].
+template <DType T, int R, int NT>
+void kernel_simd(const uint8_t* w, int64_t row_bytes, const Q8Acts& a, int64_t tok0, float* y,
+                 int64_t ldy) {
+  constexpr Layout L = layout_of(T);
+  const int64_t nb = a.n_in / 32;
+  __m256 acc[R][NT];
+  float summs[R][NT];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < NT; ++t) {
+      acc[r][t] = _mm256_setzero_ps();
+      summs[r][t] = 0.0f;
+    }
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i u[R];
+    float dw[R], mw[R];
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = w + r * row_bytes + b * L.bytes;
+      u[r] = unpack_simd<T>(blk);
+      dw[r] = half_simd(blk);
+      if constexpr (L.has_min) mw[r] = half_simd(blk + 2);
+    }
+    for (int t = 0; t < NT; ++t) {
+      const int64_t tok = tok0 + t;
+      const __m256i xq =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q.data() + tok * a.n_in + b * 32));
+      __m256i bias = _mm256_setzero_si256();
+      if constexpr (L.off != 0) {
+        const __m256i s4 = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(a.sum4.data() + (tok * nb + b) * 8));
+        bias = _mm256_mullo_epi32(s4, _mm256_set1_epi32(-L.off));
+      }
+      const float dx = a.d[tok * nb + b];
+      for (int r = 0; r < R; ++r) {
+        const __m256i lanes = _mm256_dpbusd_epi32(bias, u[r], xq);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * dx), _mm256_cvtepi32_ps(lanes),
+                                    acc[r][t]);
+        if constexpr (L.has_min) summs[r][t] = summs[r][t] + mw[r] * a.s[tok * nb + b];
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < R; ++r) {
+      const float h = hsum8_simd(acc[r][t]);
+      y[t * ldy + r] = L.has_min ? h + summs[r][t] : h;
+    }
+  }
+}
+
+template <DType T, int R>
+void kernel_simd_toks(int nt, const uint8_t* w, int64_t row_bytes, const Q8Acts& a, int64_t tok0,
+                      float* y, int64_t ldy) {
+  switch (nt) {
+    case 1: kernel_simd<T, R, 1>(w, row_bytes, a, tok0, y, ldy); return;
+    case 2: kernel_simd<T, R, 2>(w, row_bytes, a, tok0, y, ldy); return;
+    case 3: kernel_simd<T, R, 3>(w, row_bytes, a, tok0, y, ldy); return;
+    default: kernel_simd<T, R, kToks>(w, row_bytes, a, tok0, y, ldy); return;
+  }
+}
+
+template <DType T>
+void rows_simd(const uint8_t* w, int64_t row_bytes, int64_t o_begin, int64_t o_end,
+               const Q8Acts& a, float* y, int64_t n_out) {
+  for (int64_t o = o_begin; o < o_end; o += kRows) {
+    const int nr = static_cast<int>(std::min<int64_t>(kRows, o_end - o));
+    // Prefetch the rows two groups ahead: at one token the loads would otherwise stall.
+    if (o + 3 * kRows <= o_end) {
+      const uint8_t* next = w + (o + 2 * kRows) * row_bytes;
+      for (int64_t off = 0; off < kRows * row_bytes; off += 64) __builtin_prefetch(next + off, 0, 2);
+    }
+    for (int64_t tok = 0; tok < a.n_tok; tok += kToks) {
+      const int nt = static_cast<int>(std::min<int64_t>(kToks, a.n_tok - tok));
+      const uint8_t* wr = w + o * row_bytes;
+      float* yo = y + tok * n_out + o;
+      switch (nr) {
+        case 1: kernel_simd_toks<T, 1>(nt, wr, row_bytes, a, tok, yo, n_out); break;
+        case 2: kernel_simd_toks<T, 2>(nt, wr, row_bytes, a, tok, yo, n_out); break;
+        case 3: kernel_simd_toks<T, 3>(nt, wr, row_bytes, a, tok, yo, n_out); break;
+        default: kernel_simd_toks<T, kRows>(nt, wr, row_bytes, a, tok, yo, n_out); break;
+      }
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+#endif  // FASA_Q8_SIMD
+
+using RowsFn = void (*)(DType, const uint8_t*, int64_t, int64_t, int64_t, const Q8Acts&, float*,
+                        int64_t);
+
+void run(RowsFn rows, DType t, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
+         float* y) {
+  if (n_out <= 0 || a.n_tok <= 0) return;
+  FASA_DCHECK(has_q8_path(t) && n_in % 32 == 0 && a.n_in == n_in);
+  const int64_t row_bytes = n_in / 32 * layout_of(t).bytes;
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const int64_t n_groups = (n_out + kRows - 1) / kRows;
+  auto work = [&](int64_t g0, int64_t g1, int) {
+    rows(t, wb, row_bytes, g0 * kRows, std::min(g1 * kRows, n_out), a, y, n_out);
+  };
+  if (n_out * n_in * a.n_tok < kMinParallelMacs) {
+    work(0, n_groups, 0);
+  } else {
+    parallel_ranges(n_groups, work);
+  }
+}
+
+#ifdef FASA_Q8_SIMD
+void rows_simd_any(DType t, const uint8_t* w, int64_t row_bytes, int64_t o0, int64_t o1,
+                   const Q8Acts& a, float* y, int64_t n_out) {
+  switch (t) {
+    case DType::Q4_0: rows_simd<DType::Q4_0>(w, row_bytes, o0, o1, a, y, n_out); return;
+    case DType::Q4_1: rows_simd<DType::Q4_1>(w, row_bytes, o0, o1, a, y, n_out); return;
+    case DType::Q5_0: rows_simd<DType::Q5_0>(w, row_bytes, o0, o1, a, y, n_out); return;
+    case DType::Q5_1: rows_simd<DType::Q5_1>(w, row_bytes, o0, o1, a, y, n_out); return;
+    default: rows_simd<DType::Q8_0>(w, row_bytes, o0, o1, a, y, n_out); return;
+  }
+}
+#endif
+
+}  // namespace
+
+bool has_q8_path(DType t) { return layout_of(t).bytes > 0; }
+
+void quantize_acts_q8(const float* x, int64_t n_tok, int64_t n_in, Q8Acts& out) {
+  FASA_CHECK(n_in % 32 == 0);
+  const int64_t nb = n_in / 32;
+  out.n_tok = n_tok;
+  out.n_in = n_in;
+  out.q.resize(static_cast<size_t>(n_tok * n_in));
+  out.d.resize(static_cast<size_t>(n_tok * nb));
+  out.s.resize(out.d.size());
+  out.sum4.resize(out.d.size() * 8);
+  for (int64_t i = 0; i < n_tok * nb; ++i) {
+    const float* xb = x + i * 32;
+    int8_t* q = out.q.data() + i * 32;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int32_t sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      q[j] = static_cast<int8_t>(std::nearbyint(xb[j] * id));  // half to even (default mode)
+      sum += q[j];
+    }
+    for (int k = 0; k < 8; ++k) {
+      out.sum4[i * 8 + k] = q[4 * k] + q[4 * k + 1] + q[4 * k + 2] + q[4 * k + 3];
+    }
+    out.d[i] = fp16_to_fp32(fp32_to_fp16(d));
+    out.s[i] = fp16_to_fp32(fp32_to_fp16(d * static_cast<float>(sum)));
+  }
+}
+
+namespace detail {
+void matmul_q8_portable(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
+                        float* y) {
+  run(&rows_portable, type, w, n_out, n_in, a, y);
+}
+}  // namespace detail
+
+void matmul_q8(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
+               float* y) {
+#ifdef FASA_Q8_SIMD
+  run(&rows_simd_any, type, w, n_out, n_in, a, y);
+#else
+  run(&rows_portable, type, w, n_out, n_in, a, y);
+#endif
+}
+
+}  // namespace fasa
