@@ -13,8 +13,8 @@
 // set is gathered per kv head. TIP scores only rank tokens; they are never attention weights.
 // FASA-C keeps its own packed copy of the dominant key dims next to the full cache. FASA-M asks
 // the session for a tiered cache (KvTiering) instead: RAM holds only those packed dims, the other
-// K dims and all of V go to a file under offload_dir, and attention fetches just the selected
-// rows. Both read the same packed values and select the same slots, so their outputs are equal.
+// K dims and all of V go to a file under offload_dir (dense layers go there whole), and attention
+// fetches just the selected rows. Both read the same packed values and select the same slots, so their outputs are equal.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -118,9 +118,15 @@ class FasaPolicy final : public AttentionPolicy {
     }
     if (o_.variant_m) {
       tiering_.dir = o_.offload_dir;
-      tiering_.offload_layer.resize(shape_.n_layers);
-      for (int l = 0; l < shape_.n_layers; ++l) tiering_.offload_layer[l] = !o_.dense_layers.count(l);
-      for (const Group& gr : groups_) tiering_.hot_dims.push_back(gr.dims);
+      // Every layer goes to the file; a dense layer keeps nothing in RAM (no TIP) and reads all
+      // its rows back at each step, sequentially.
+      tiering_.offload_layer.assign(shape_.n_layers, 1);
+      for (int l = 0; l < shape_.n_layers; ++l) {
+        for (int g = 0; g < shape_.n_kv_heads; ++g) {
+          tiering_.hot_dims.push_back(o_.dense_layers.count(l) ? std::vector<int>{}
+                                                               : group(l, g).dims);
+        }
+      }
     }
   }
 
