@@ -2,6 +2,10 @@
 
 #include <cmath>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace fasa {
 
 const char* rope_layout_name(RopeLayout layout) {
@@ -47,17 +51,106 @@ void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+#if defined(__AVX512F__)
+// GCC 12 warns falsely inside its own AVX-512 intrinsics (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace {
+
+// e^x for softmax inputs (x <= 0 after the max is subtracted; below -104 the result is 0):
+// n = round(x log2 e), r = x - n ln2 (in two steps), e^r by its degree-7 Taylor polynomial
+// (Horner, fused multiply-adds), times 2^n. The portable and AVX-512 forms perform the same fp32
+// operations, so they give the same bits; within 2 ulp of expf (tested).
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693145751953125f;       // ln 2, high bits (exact times small n)
+constexpr float kLn2Lo = 1.42860676533018690e-06f;  // ln 2 - kLn2Hi
+constexpr float kExpC[8] = {1.0f,         1.0f,          0.5f,          1.0f / 6.0f,
+                            1.0f / 24.0f, 1.0f / 120.0f, 1.0f / 720.0f, 1.0f / 5040.0f};
+constexpr float kExpMin = -104.0f;
+
+inline float exp_portable(float x) {
+  x = x < kExpMin ? kExpMin : x;
+  const float n = std::nearbyint(x * kLog2e);
+  float r = std::fma(n, -kLn2Hi, x);
+  r = std::fma(n, -kLn2Lo, r);
+  float p = kExpC[7];
+  for (int k = 6; k >= 0; --k) p = std::fma(p, r, kExpC[k]);
+  return std::ldexp(p, static_cast<int>(n));
+}
+
+#if defined(__AVX512F__)
+inline __m512 exp_avx512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(kExpMin));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-kLn2Hi), x);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(-kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(kExpC[7]);
+  for (int k = 6; k >= 0; --k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC[k]));
+  return _mm512_scalef_ps(p, n);
+}
+#endif
+
+// The fixed sum of 16 double lanes: for s = 8, 4, 2, 1: a[l] += a[l + s].
+inline double tree16(double* a) {
+  for (int s = 8; s >= 1; s /= 2) {
+    for (int l = 0; l < s; ++l) a[l] = a[l] + a[l + s];
+  }
+  return a[0];
+}
+
+}  // namespace
+
+float softmax_exp(float x) { return exp_portable(x); }
+
+// e_i = exp(x_i - max); the sum is taken in double over 16 lanes (lane = i mod 16, in order of
+// i), then the lanes by tree16; x_i = e_i * (1 / sum).
 void softmax_inplace(float* x, int64_t n) {
   if (n <= 0) return;
   float mx = x[0];
   for (int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - mx);
-    sum += x[i];
+  double lanes[16] = {};
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  const __m512 vmx = _mm512_set1_ps(mx);
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (; i + 16 <= n; i += 16) {
+    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmx));
+    _mm512_storeu_ps(x + i, e);
+    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
   }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+  _mm512_storeu_pd(lanes, lo);
+  _mm512_storeu_pd(lanes + 8, hi);
+#endif
+  for (; i < n; ++i) {
+    x[i] = exp_portable(x[i] - mx);
+    lanes[i % 16] += x[i];
+  }
+  const float inv = static_cast<float>(1.0 / tree16(lanes));
+  for (int64_t j = 0; j < n; ++j) x[j] *= inv;
 }
+
+#if defined(__AVX512F__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace detail {
+void softmax_portable(float* x, int64_t n) {
+  if (n <= 0) return;
+  float mx = x[0];
+  for (int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  double lanes[16] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = exp_portable(x[i] - mx);
+    lanes[i % 16] += x[i];
+  }
+  const float inv = static_cast<float>(1.0 / tree16(lanes));
+  for (int64_t j = 0; j < n; ++j) x[j] *= inv;
+}
+}  // namespace detail
 
 }  // namespace fasa

@@ -26,7 +26,14 @@ void silu_mul(const float* g, const float* u, int64_t n, float* h);
 // y[i] += x[i]; [n]
 void add_inplace(float* y, const float* x, int64_t n);
 
-// In place softmax over [n]; returns nothing. Max-subtracted, sums in double.
+// In place softmax over [n]. Max-subtracted; exp by softmax_exp (vectorized, same bits); the sum in
+// double over 16 lanes (lane = i mod 16) added in a fixed tree. Same result on every path.
 void softmax_inplace(float* x, int64_t n);
+// The exp softmax uses, for x <= 0 (0 below -104); within 2 ulp of expf.
+float softmax_exp(float x);
+
+namespace detail {
+void softmax_portable(float* x, int64_t n);  // the non-SIMD softmax_inplace (same bits)
+}  // namespace detail
 
 }  // namespace fasa
