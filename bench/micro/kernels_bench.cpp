@@ -1,0 +1,123 @@
+// Kernel micro-benchmarks (Google Benchmark): quantized matvec per weight type, dense decode
+// attention against FASA's TIP + top-k + FAC at several depths and budgets, and top-k alone.
+// Build: the `fasa_microbench` target (when libbenchmark-dev is installed); run single-threaded
+// numbers with `OMP_NUM_THREADS=1 ./build/fasa_microbench`.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "fasa/attention/attend.h"
+#include "fasa/core/dtype.h"
+#include "fasa/core/f16.h"
+#include "fasa/kernels/matmul.h"
+#include "fasa/kernels/tip.h"
+#include "fasa/kernels/topk.h"
+
+namespace fasa {
+namespace {
+
+std::vector<uint8_t> random_weights(DType t, int64_t n_out, int64_t n_in, std::mt19937& rng) {
+  const DTypeInfo& info = dtype_info(t);
+  std::vector<uint8_t> w(n_out * n_in / info.block_elems * info.block_bytes);
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  if (info.block_elems > 1) {  // small finite fp16 scales (first two bytes of each block)
+    for (size_t b = 0; b < w.size(); b += info.block_bytes) {
+      const uint16_t d = fp32_to_fp16(0.01f);
+      std::memcpy(w.data() + b + (t == DType::Q6_K ? 208 : 0), &d, 2);
+    }
+  }
+  return w;
+}
+
+// args: type, n_out, n_in, n_tok
+void BM_Matmul(benchmark::State& st) {
+  const auto t = static_cast<DType>(st.range(0));
+  const int64_t n_out = st.range(1), n_in = st.range(2), n_tok = st.range(3);
+  std::mt19937 rng(1);
+  const auto w = random_weights(t, n_out, n_in, rng);
+  std::vector<float> x(n_tok * n_in, 0.5f), y(n_tok * n_out);
+  for (auto& v : x) v = static_cast<float>(rng() % 200) / 100.0f - 1.0f;
+  for (auto _ : st) {
+    matmul(t, w.data(), n_out, n_in, x.data(), n_tok, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.SetLabel(std::string(dtype_name(t)));
+  st.SetBytesProcessed(st.iterations() * static_cast<int64_t>(w.size()));
+}
+BENCHMARK(BM_Matmul)
+    ->Args({static_cast<int>(DType::Q4_1), 1536, 576, 1})
+    ->Args({static_cast<int>(DType::Q4_1), 576, 1536, 1})
+    ->Args({static_cast<int>(DType::Q4_0), 1536, 576, 1})
+    ->Args({static_cast<int>(DType::Q5_1), 1536, 576, 1})
+    ->Args({static_cast<int>(DType::Q8_0), 49152, 576, 1})
+    ->Args({static_cast<int>(DType::Q6_K), 1536, 512, 1})
+    ->Args({static_cast<int>(DType::F16), 1536, 576, 1})
+    ->Args({static_cast<int>(DType::Q4_1), 1536, 576, 64});
+
+struct KvFixture {
+  int n, hd = 64;
+  std::vector<uint16_t> k, v;  // [n, hd] f16
+  std::vector<float> q;        // [hd]
+  explicit KvFixture(int n_) : n(n_), k(n_ * 64), v(n_ * 64), q(64) {
+    std::mt19937 rng(2);
+    std::normal_distribution<float> nd;
+    for (auto& e : k) e = fp32_to_fp16(nd(rng));
+    for (auto& e : v) e = fp32_to_fp16(nd(rng));
+    for (auto& e : q) e = nd(rng);
+  }
+  KvRows rows() const { return KvRows{k.data(), v.data(), KvType::F16, hd}; }
+};
+
+// One query head over every slot at depth n (args: n).
+void BM_AttendDense(benchmark::State& st) {
+  KvFixture f(static_cast<int>(st.range(0)));
+  std::vector<float> probs(f.n), out(f.hd);
+  for (auto _ : st) {
+    attend_one(f.q.data(), f.rows(), nullptr, f.n, 0.125f, probs.data(), out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_AttendDense)->Arg(1024)->Arg(4096)->Arg(8192);
+
+// FASA for one query head: TIP over a packed 16-dim column-major slice, top-B, FAC over the B
+// slots (args: n, B).
+void BM_TipTopkFac(benchmark::State& st) {
+  KvFixture f(static_cast<int>(st.range(0)));
+  const int budget = static_cast<int>(st.range(1));
+  std::vector<uint16_t> packed(16 * f.n);  // [16, n]
+  for (int c = 0; c < 16; ++c) {
+    for (int t = 0; t < f.n; ++t) packed[c * f.n + t] = f.k[t * f.hd + c * 4];
+  }
+  std::vector<TipTerm> terms;
+  for (int c = 0; c < 16; ++c) terms.push_back(TipTerm{c, f.q[c * 4]});
+  std::vector<float> scores(f.n), probs(budget), out(f.hd);
+  std::vector<int32_t> slots;
+  for (auto _ : st) {
+    tip_scores(packed.data(), true, f.n, terms.data(), 16, f.n, scores.data());
+    top_k_indices(scores.data(), f.n, budget, slots);
+    attend_one(f.q.data(), f.rows(), slots.data(), budget, 0.125f, probs.data(), out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_TipTopkFac)->Args({1024, 64})->Args({4096, 256})->Args({8192, 256})->Args({8192, 819});
+
+void BM_TopK(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0)), k = static_cast<int>(st.range(1));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  std::vector<float> s(n);
+  for (auto& e : s) e = nd(rng);
+  std::vector<int32_t> out;
+  for (auto _ : st) {
+    top_k_indices(s.data(), n, k, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_TopK)->Args({4096, 256})->Args({8192, 256});
+
+}  // namespace
+}  // namespace fasa
+
+BENCHMARK_MAIN();
