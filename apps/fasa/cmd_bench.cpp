@@ -1,8 +1,12 @@
-// `fasa bench -m MODEL [-p N] [-n N] [-d D1,D2,...] [-r R] [--threads T] [--json]`
+// `fasa bench -m MODEL [-p N] [-n N] [-d D1,D2,...] [-r R] [--threads T] [--bandwidth] [--json]`
 // llama-bench's conventions: ppN = prompt processing of N tokens, tgN = generation of N tokens
 // one at a time, each measured after a context of depth D ("@ dD"), repeated R times
 // (mean and standard deviation of tokens/s). `--compare SPEC` runs more policies side by side,
 // alternating repetitions, and reports each one's speed as a ratio to the first.
+// `--bandwidth` first measures the machine's read bandwidth and adds the roofline to every tg
+// row: decoding reads all weights plus the KV it attends to per token, so bandwidth / those
+// bytes bounds tokens/s, and the row reports the fraction of that bound it reached. With
+// `-p 0 -n 0` it only prints the bandwidth.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +18,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "fasa/bench/bandwidth.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/engine/session.h"
@@ -22,6 +27,8 @@
 namespace fasa::cli {
 
 namespace {
+
+constexpr int kBandwidthPasses = 5;  // the probe reports the best of this many passes
 
 struct BenchArgs {
   std::string model;
@@ -33,6 +40,8 @@ struct BenchArgs {
   std::string kv_type = "f16";
   PolicyArgs policy;
   bool json = false;
+  bool bandwidth = false;
+  int64_t bandwidth_bytes = 1ll << 30;
 };
 
 struct Measure {
@@ -78,7 +87,15 @@ double seconds_of(const std::function<void()>& fn) {
 
 void run_bench(const BenchArgs& a) {
   if (a.n_prompt < 0 || a.n_gen < 0) fail("-p and -n must be >= 0");
-  if (a.n_prompt == 0 && a.n_gen == 0) fail("nothing to measure: -p and -n are both 0");
+  const bool only_bandwidth = a.n_prompt == 0 && a.n_gen == 0;
+  if (only_bandwidth && !a.bandwidth) {
+    fail("nothing to measure: -p and -n are both 0 (and no --bandwidth)");
+  }
+  if (a.bandwidth_bytes < static_cast<int64_t>(kMinBandwidthBytes)) {
+    fail("--bandwidth-bytes must be at least {} (64 MiB), so the probe reads memory and not "
+         "cache (got {})",
+         kMinBandwidthBytes, a.bandwidth_bytes);
+  }
   if (a.reps < 1) fail("-r must be >= 1 (got {})", a.reps);
   for (int d : a.depths) {
     if (d < 0) fail("depth must be >= 0 (got {})", d);
@@ -94,6 +111,24 @@ void run_bench(const BenchArgs& a) {
   if (so.n_ctx > c.n_ctx_train) {
     fail("depth {} + {} tokens exceeds the model's context length {}", max_depth,
          std::max(a.n_prompt, a.n_gen), c.n_ctx_train);
+  }
+  // The probe runs before any session exists, so its buffer and the KV caches never coexist.
+  BandwidthResult bw;
+  if (a.bandwidth) {
+    std::fprintf(stderr, "fasa: measuring read bandwidth...\n");
+    bw = measure_read_bandwidth(static_cast<uint64_t>(a.bandwidth_bytes), kBandwidthPasses);
+  }
+  if (only_bandwidth) {
+    if (a.json) {
+      nlohmann::ordered_json j = {
+          {"read_bandwidth_gb_s", bw.read_gb_s}, {"threads", bw.threads}, {"bytes", bw.bytes}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("read bandwidth: %.2f GB/s (%d thread%s, %s buffer, best of %d passes)\n",
+                  bw.read_gb_s, bw.threads, bw.threads == 1 ? "" : "s",
+                  human_bytes(bw.bytes).c_str(), kBandwidthPasses);
+    }
+    return;
   }
   // One session per policy; repetitions alternate between them, so drift and noise on a
   // shared machine hit every policy alike and the ratios stay fair.
@@ -145,6 +180,21 @@ void run_bench(const BenchArgs& a) {
     }
   }
 
+  // The bandwidth roofline of a tg row: every weight is read once per token, plus the KV bytes
+  // that this policy's attention read.
+  struct Roofline {
+    double bytes_per_token = 0.0;
+    double tokens_per_s = 0.0;  // bandwidth-bound tokens/s
+    double fraction = 0.0;      // measured / bound
+  };
+  auto roofline = [&](const Measure& m) {
+    Roofline r;
+    r.bytes_per_token = static_cast<double>(model->weight_bytes()) + m.kv_read_per_token;
+    r.tokens_per_s = bw.read_gb_s * 1e9 / r.bytes_per_token;
+    r.fraction = r.tokens_per_s > 0.0 ? m.mean() / r.tokens_per_s : 0.0;
+    return r;
+  };
+
   if (a.json) {
     nlohmann::ordered_json j;
     j["model"] = model->file().path();
@@ -153,6 +203,7 @@ void run_bench(const BenchArgs& a) {
     j["kv_type"] = a.kv_type;
     j["policies"] = specs;
     j["reps"] = a.reps;
+    if (a.bandwidth) j["read_bandwidth_gb_s"] = bw.read_gb_s;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const auto& m : results) {
       nlohmann::ordered_json row = {{"policy", m.policy},
@@ -169,6 +220,12 @@ void run_bench(const BenchArgs& a) {
         row["kv_resident_file_bytes"] = m.kv_file;
         row["disk_bytes_read_per_token"] = m.disk_read_per_token;
         row["disk_read_ms_per_token"] = m.disk_ms_per_token;
+        if (a.bandwidth) {
+          const Roofline r = roofline(m);
+          row["bytes_per_token"] = r.bytes_per_token;
+          row["roofline_tokens_per_s"] = r.tokens_per_s;
+          row["roofline_fraction"] = r.fraction;
+        }
       }
       rows.push_back(row);
     }
@@ -176,12 +233,19 @@ void run_bench(const BenchArgs& a) {
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("model %s (%s), %d threads, KV %s\n\n",
+  std::printf("model %s (%s), %d threads, KV %s",
               c.name.empty() ? c.arch.c_str() : c.name.c_str(),
               human_bytes(model->weight_bytes()).c_str(), num_threads(), a.kv_type.c_str());
+  if (a.bandwidth) {
+    std::printf(", read bandwidth %.2f GB/s (%s buffer)", bw.read_gb_s,
+                human_bytes(bw.bytes).c_str());
+  }
+  std::printf("\n\n");
   std::printf("| policy | test | t/s | vs first | KV read/token | KV in RAM | KV on disk | disk "
-              "read/token |\n");
-  std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+              "read/token |%s\n",
+              a.bandwidth ? " bound t/s | roofline |" : "");
+  std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
+              a.bandwidth ? " ---: | ---: |" : "");
   for (size_t i = 0; i < results.size(); ++i) {
     const Measure& m = results[i];
     const Measure& base = results[i - i % specs.size()];  // the first policy's row of this test
@@ -192,11 +256,17 @@ void run_bench(const BenchArgs& a) {
         tg && m.kv_file > 0
             ? fmt::format("{} in {:.2f} ms", bytes(m.disk_read_per_token), m.disk_ms_per_token)
             : std::string();
-    std::printf("| %s | %s | %.2f ± %.2f | %.2f | %s | %s | %s | %s |\n", m.policy.c_str(),
+    std::string roof;
+    if (a.bandwidth) {
+      const Roofline r = roofline(m);
+      roof = tg ? fmt::format(" {:.2f} | {:.1f}% |", r.tokens_per_s, 100.0 * r.fraction)
+                : std::string("  |  |");
+    }
+    std::printf("| %s | %s | %.2f ± %.2f | %.2f | %s | %s | %s | %s |%s\n", m.policy.c_str(),
                 test.c_str(), m.mean(), m.stddev(), m.mean() / std::max(base.mean(), 1e-12),
                 bytes(m.kv_read_per_token).c_str(), bytes(static_cast<double>(m.kv_ram)).c_str(),
                 tg && m.kv_file > 0 ? bytes(static_cast<double>(m.kv_file)).c_str() : "",
-                disk.c_str());
+                disk.c_str(), roof.c_str());
   }
 }
 
@@ -215,6 +285,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
   add_policy_options(cmd, a->policy, /*with_compare=*/true);
+  cmd->add_flag("--bandwidth", a->bandwidth,
+                "measure read bandwidth first; add the bandwidth roofline to tg rows (with -p 0 "
+                "-n 0: only measure it)");
+  cmd->add_option("--bandwidth-bytes", a->bandwidth_bytes,
+                  "buffer size of the --bandwidth probe, >= 64 MiB")
+      ->capture_default_str();
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a] { run_bench(*a); });
 }

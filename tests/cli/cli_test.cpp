@@ -142,6 +142,61 @@ TEST(CliTest, BenchComparesPolicies) {
             j["results"][0]["kv_bytes_read_per_token"].get<double>());
 }
 
+// `--bandwidth` alone (-p 0 -n 0) prints only the probe's result.
+TEST(CliTest, BenchBandwidthOnly) {
+  const std::string path = tiny("cli_bench_bw.gguf", {});
+  const auto r = run_cli({"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "67108864",
+                          "-p", "0", "-n", "0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("measuring read bandwidth"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["read_bandwidth_gb_s"].get<double>(), 0.0);
+  EXPECT_GE(j["threads"].get<int>(), 1);
+  EXPECT_EQ(j["bytes"].get<uint64_t>(), 67108864u);
+  const auto text = run_cli({"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "67108864",
+                             "-p", "0", "-n", "0"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("read bandwidth: "), std::string::npos) << text.out;
+}
+
+// With tests to run, `--bandwidth` adds the roofline to tg rows (and leaves pp rows alone).
+TEST(CliTest, BenchBandwidthRoofline) {
+  const std::string path = tiny("cli_bench_roofline.gguf", {});
+  const auto r = run_cli({"bench", "-m", path, "-p", "0", "-n", "4", "-d", "8", "-r", "1",
+                          "--bandwidth", "--bandwidth-bytes", "67108864", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["read_bandwidth_gb_s"].get<double>(), 0.0);
+  ASSERT_EQ(j["results"].size(), 1u);
+  for (const auto& row : j["results"]) {
+    EXPECT_EQ(row["test"], "tg4");
+    EXPECT_GT(row["bytes_per_token"].get<double>(), j["model_bytes"].get<double>());
+    EXPECT_GT(row["roofline_tokens_per_s"].get<double>(), 0.0);
+    EXPECT_GT(row["roofline_fraction"].get<double>(), 0.0);
+  }
+  const auto text = run_cli({"bench", "-m", path, "-p", "8", "-n", "4", "-r", "1", "--bandwidth",
+                             "--bandwidth-bytes", "67108864"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("| bound t/s | roofline |"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("% |"), std::string::npos) << text.out;
+  // Without --bandwidth nothing changes.
+  const auto plain = run_cli({"bench", "-m", path, "-p", "0", "-n", "4", "-r", "1", "--json"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto pj = nlohmann::json::parse(plain.out);
+  EXPECT_FALSE(pj.contains("read_bandwidth_gb_s"));
+  EXPECT_FALSE(pj["results"][0].contains("roofline_fraction"));
+}
+
+TEST(CliTest, BenchBandwidthBadSize) {
+  const std::string path = tiny("cli_bench_bw_bad.gguf", {});
+  expect_clean_error(run_cli({"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "1000",
+                              "-p", "0", "-n", "0"}),
+                     "--bandwidth-bytes");
+  expect_clean_error(run_cli({"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "-5",
+                              "-n", "4"}),
+                     "--bandwidth-bytes");
+}
+
 TEST(CliTest, BadCompareAndOffloadFlags) {
   const std::string path = tiny("cli_bad_compare.gguf", {});
   expect_clean_error(run_cli({"bench", "-m", path, "-p", "8", "--compare", "bogus"}),
