@@ -1,7 +1,9 @@
 #include "fasa/attention/attend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -97,27 +99,63 @@ void dot_rows16(const float* q, const uint8_t* const* rows, int hd, KvType t, fl
 }
 #endif
 
-// out += p * row
-void axpy_row(float p, const uint8_t* row, int hd, KvType t, float* out) {
+// Scores of cnt keys (rows kp[j]) against q: 16 at a time where the head allows, each key
+// exactly dot_row's sequence either way. e: [cnt]
+void tile_scores(const float* q, const uint8_t* const* kp, int cnt, int hd, KvType t, float* e) {
+  int j = 0;
 #if defined(__AVX512F__)
   if (hd % 16 == 0) {
-    const __m512 pv = _mm512_set1_ps(p);
-    for (int i = 0; i < hd; i += 16) {
+    for (; j + 16 <= cnt; j += 16) dot_rows16(q, kp + j, hd, t, e + j);
+  }
+#endif
+  for (; j < cnt; ++j) e[j] = dot_row(q, kp[j], hd, t);
+}
+
+// sum of e[0, cnt): 16 float lanes (lane = j mod 16, in order of j), then tree16.
+float tile_sum(const float* e, int cnt) {
+  alignas(64) float lanes[16] = {};
+  int j = 0;
+#if defined(__AVX512F__)
+  __m512 acc = _mm512_setzero_ps();
+  for (; j + 16 <= cnt; j += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(e + j));
+  _mm512_store_ps(lanes, acc);
+#endif
+  for (; j < cnt; ++j) lanes[j % 16] += e[j];
+  return tree16(lanes);
+}
+
+// For every query i that sees key j (counts[i] > j): acc_i = fma(e_ij, V_j, acc_i), acc_i at
+// states + i * ss. e_col: e_ij at e_col[i * kAttnTile].
+void accumulate_row(const uint8_t* row, int hd, KvType t, const float* e_col, const int* counts,
+                    int j, int n_q, float* states, int ss) {
+#if defined(__AVX512F__)
+  if (hd % 16 == 0) {
+    for (int d = 0; d < hd; d += 16) {
       const __m512 v = t == KvType::F16
                            ? _mm512_cvtph_ps(_mm256_loadu_si256(
-                                 reinterpret_cast<const __m256i*>(row + 2 * i)))
-                           : _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i);
-      _mm512_storeu_ps(out + i, _mm512_fmadd_ps(pv, v, _mm512_loadu_ps(out + i)));
+                                 reinterpret_cast<const __m256i*>(row + 2 * d)))
+                           : _mm512_loadu_ps(reinterpret_cast<const float*>(row) + d);
+      for (int i = 0; i < n_q; ++i) {
+        if (counts[i] <= j) continue;
+        float* acc = states + i * ss + d;
+        _mm512_storeu_ps(acc, _mm512_fmadd_ps(_mm512_set1_ps(e_col[i * kAttnTile]), v,
+                                              _mm512_loadu_ps(acc)));
+      }
     }
     return;
   }
 #endif
-  if (t == KvType::F16) {
-    const auto* r = reinterpret_cast<const uint16_t*>(row);
-    for (int i = 0; i < hd; ++i) out[i] += p * fp16_to_fp32(r[i]);
-  } else {
-    const auto* r = reinterpret_cast<const float*>(row);
-    for (int i = 0; i < hd; ++i) out[i] += p * r[i];
+  for (int i = 0; i < n_q; ++i) {
+    if (counts[i] <= j) continue;
+    const float p = e_col[i * kAttnTile];
+    float* acc = states + i * ss;
+    if (t == KvType::F16) {
+      const auto* r = reinterpret_cast<const uint16_t*>(row);
+      for (int d = 0; d < hd; ++d) acc[d] = std::fma(p, fp16_to_fp32(r[d]), acc[d]);
+    } else {
+      const auto* r = reinterpret_cast<const float*>(row);
+      for (int d = 0; d < hd; ++d) acc[d] = std::fma(p, r[d], acc[d]);
+    }
   }
 }
 
@@ -146,17 +184,105 @@ void qk_scores(const float* q, const KvRows& rows, const int32_t* slots, int n, 
   }
 }
 
+void attn_state_clear(float* state, int head_dim) {
+  for (int d = 0; d < head_dim; ++d) state[d] = 0.0f;
+  state[head_dim] = -INFINITY;
+  state[head_dim + 1] = 0.0f;
+}
+
+void attend_partial(const float* const* qs, int n_q, const int* n_keys, const KvRows& rows,
+                    const int32_t* slots, int begin, int end, float scale, float* states) {
+  const int hd = rows.head_dim, ss = attn_state_size(hd);
+  for (int i = 0; i < n_q; ++i) attn_state_clear(states + i * ss, hd);
+  thread_local std::vector<float> ebuf;  // [n_q, kAttnTile] exp(s - m) of the current tile
+  thread_local std::vector<int> counts;  // [n_q] keys of the tile each query sees
+  if (ebuf.size() < static_cast<size_t>(n_q) * kAttnTile) ebuf.resize(n_q * kAttnTile);
+  if (counts.size() < static_cast<size_t>(n_q)) counts.resize(n_q);
+  const uint8_t* kp[kAttnTile];
+  const uint8_t* vp[kAttnTile];
+  for (int t0 = begin; t0 < end; t0 += kAttnTile) {
+    const int t1 = std::min(t0 + kAttnTile, end);
+    int n_tile = 0;  // keys of this tile any query sees
+    for (int i = 0; i < n_q; ++i) {
+      counts[i] = std::max(0, std::min(n_keys[i], t1) - t0);
+      n_tile = std::max(n_tile, counts[i]);
+    }
+    if (n_tile == 0) break;  // n_keys below t0 for every query: so for every later tile too
+    for (int j = 0; j < n_tile; ++j) {
+      const int64_t s = slots ? slots[t0 + j] : t0 + j;
+      kp[j] = row_ptr(rows.k, s, hd, rows.type);
+      vp[j] = row_ptr(rows.v, s, hd, rows.type);
+    }
+    // Scores, the new running max, exp, the tile's sum; rescale acc to the new max.
+    for (int i = 0; i < n_q; ++i) {
+      const int cnt = counts[i];
+      if (cnt == 0) continue;
+      float* e = ebuf.data() + i * kAttnTile;
+      tile_scores(qs[i], kp, cnt, hd, rows.type, e);
+      float mt = -INFINITY;
+      for (int j = 0; j < cnt; ++j) {
+        e[j] *= scale;
+        mt = e[j] > mt ? e[j] : mt;
+      }
+      float* st = states + i * ss;
+      const float m = st[hd];
+      const float mn = m > mt ? m : mt;
+      const float corr = m == -INFINITY ? 0.0f : softmax_exp(m - mn);
+      softmax_exp_shifted(e, mn, cnt, e);
+      st[hd] = mn;
+      st[hd + 1] = std::fma(st[hd + 1], corr, tile_sum(e, cnt));
+      if (corr != 1.0f) {
+        for (int d = 0; d < hd; ++d) st[d] *= corr;
+      }
+    }
+    // acc_i += e_ij V_j, key by key (each V row converted once for every query).
+    for (int j = 0; j < n_tile; ++j) {
+      accumulate_row(vp[j], hd, rows.type, ebuf.data() + j, counts.data(), j, n_q, states, ss);
+    }
+  }
+}
+
+void attn_state_merge(float* into, const float* from, int head_dim) {
+  const int hd = head_dim;
+  const float mb = from[hd];
+  if (mb == -INFINITY) return;  // from is empty
+  const float ma = into[hd];
+  if (ma == -INFINITY) {
+    for (int d = 0; d < hd + 2; ++d) into[d] = from[d];
+    return;
+  }
+  const float mn = ma > mb ? ma : mb;
+  const float ca = softmax_exp(ma - mn), cb = softmax_exp(mb - mn);
+  for (int d = 0; d < hd; ++d) into[d] = std::fma(into[d], ca, from[d] * cb);
+  into[hd] = mn;
+  into[hd + 1] = std::fma(into[hd + 1], ca, from[hd + 1] * cb);
+}
+
+void attn_state_finish(const float* state, int head_dim, float* out) {
+  const float l = state[head_dim + 1];
+  for (int d = 0; d < head_dim; ++d) out[d] = l > 0.0f ? state[d] / l : 0.0f;
+}
+
 void attend_one(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
-                float* probs, float* out) {
-  const int hd = rows.head_dim;
+                float* out) {
+  const int hd = rows.head_dim, ss = attn_state_size(hd);
+  thread_local std::vector<float> buf;  // [2, state]: the running result, one chunk's part
+  if (buf.size() < 2u * ss) buf.resize(2 * ss);
+  float* total = buf.data();
+  float* part = buf.data() + ss;
+  attn_state_clear(total, hd);
+  for (int c0 = 0; c0 < n; c0 += kAttnChunk) {
+    attend_partial(&q, 1, &n, rows, slots, c0, std::min(n, c0 + kAttnChunk), scale, part);
+    attn_state_merge(total, part, hd);
+  }
+  attn_state_finish(total, hd, out);
+}
+
+void attend_probs(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
+                  float* probs) {
   qk_scores(q, rows, slots, n, probs);
   for (int j = 0; j < n; ++j) probs[j] *= scale;
   softmax_inplace(probs, n);
-  std::memset(out, 0, sizeof(float) * hd);
-  for (int j = 0; j < n; ++j) {
-    const int64_t s = slots ? slots[j] : j;
-    axpy_row(probs[j], row_ptr(rows.v, s, hd, rows.type), hd, rows.type, out);
-  }
 }
 
 namespace ref {

@@ -1,5 +1,15 @@
-// Exact softmax attention of one query head over a list of cached rows (the FAC kernel; dense
-// attention is the same call over every slot).
+// Exact softmax attention over a list of cached rows: the FAC kernel of decode, and (over every
+// slot, causally) prefill. One tiled online-softmax ("flash") scheme serves both, so a token's
+// output is the same bits whether it was prefilled in a chunk or decoded alone.
+//
+// The scheme, for one query over keys j in [0, n) (row slots[j], or j when slots is null):
+//   - keys are cut into chunks of kAttnChunk, each chunk into tiles of kAttnTile, at fixed
+//     offsets from key 0;
+//   - a chunk's partial state (m, l, acc) runs over its tiles in order: s_j = scale * q . K_j,
+//     m' = max(m, max_tile s), c = exp(m - m'), e_j = exp(s_j - m'),
+//     l = l c + sum_tile e_j (16 lanes, lane = j mod 16, then a fixed tree), acc = acc c + sum e_j V_j;
+//   - chunk states are merged in chunk order, and out = acc / l.
+// Memory is O(head_dim) per query, never O(n^2); chunks are the unit of parallel work in decode.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +18,9 @@
 
 namespace fasa {
 
+inline constexpr int kAttnTile = 64;    // keys scored, exponentiated and accumulated together
+inline constexpr int kAttnChunk = 128;  // keys per partial state
+
 struct KvRows {
   const void* k = nullptr;  // [capacity, head_dim] of `type`
   const void* v = nullptr;  // [capacity, head_dim] of `type`
@@ -15,15 +28,37 @@ struct KvRows {
   int head_dim = 0;
 };
 
-// out = sum_j p_j V[s_j] with p = softmax(scale * q . K[s_j]), s_j = slots[j] (or j when slots
-// is null), j in [0, n). q, out: [head_dim]; probs: [n] scratch, holds p on return.
+// A partial state is [head_dim + 2] floats: acc[head_dim], then m, then l. Empty: m = -inf,
+// l = 0, acc = 0.
+inline constexpr int attn_state_size(int head_dim) { return head_dim + 2; }
+void attn_state_clear(float* state, int head_dim);
+
+// For each of n_q queries that read the same key list: the partial state over keys
+// [begin, min(end, n_keys[i])) into states + i * attn_state_size(head_dim). begin must be a
+// multiple of kAttnChunk and end - begin <= kAttnChunk. qs: [n_q] pointers to [head_dim].
+void attend_partial(const float* const* qs, int n_q, const int* n_keys, const KvRows& rows,
+                    const int32_t* slots, int begin, int end, float scale, float* states);
+
+// into = merge(into, from): the state over both key sets (into's keys first).
+void attn_state_merge(float* into, const float* from, int head_dim);
+
+// out[head_dim] = acc / l (zeros for an empty state).
+void attn_state_finish(const float* state, int head_dim, float* out);
+
+// One query over keys [0, n): chunk by chunk, merged in order. q, out: [head_dim].
 void attend_one(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
-                float* probs, float* out);
+                float* out);
+
+// Attention probabilities for a policy that learns from them: p = softmax(scale * q . K[s_j]).
+// probs: [n]. (Computed apart from attend_one, which never materializes them.)
+void attend_probs(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
+                  float* probs);
 
 // Raw logits q . K[s_j] (no scale) for j in [0, n); scores: [n].
 void qk_scores(const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores);
 
 namespace ref {
+// Double-precision two-pass softmax attention. probs: [n] (p on return), out: [head_dim].
 void attend_one(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
                 float* probs, float* out);
 }  // namespace ref

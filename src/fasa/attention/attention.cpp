@@ -1,5 +1,6 @@
 #include "fasa/attention/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -9,12 +10,6 @@
 namespace fasa {
 
 namespace {
-
-std::vector<float>& probs_scratch(size_t n) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf;
-}
 
 KvRows rows_of(const KvCache& cache, int layer, int kv_head) {
   return KvRows{cache.k_rows(layer, kv_head), cache.v_rows(layer, kv_head), cache.type(),
@@ -33,26 +28,52 @@ struct Gathered {
   }
 };
 
-// One Gathered per kv head, owned by the calling thread (workers index into it).
-std::vector<Gathered>& gathered_per_kv(int n_kv) {
+// One Gathered per kv head (shared selections) or per query head, owned by the calling thread
+// (workers index into it).
+std::vector<Gathered>& gathered_per(int n) {
   thread_local std::vector<Gathered> g;
-  if (static_cast<int>(g.size()) < n_kv) g.resize(n_kv);
+  if (static_cast<int>(g.size()) < n) g.resize(n);
   return g;
 }
+
+// One unit of decode attention work: chunk `chunk` of the key list shared by query heads
+// [head0, head0 + n_q); its partial states go to parts + part_off, [n_q, state].
+struct DecodeJob {
+  int head0 = 0, n_q = 0, chunk = 0;
+  size_t part_off = 0;
+};
+
+// Per-thread buffers of decode_step, reused across steps and layers.
+struct DecodeScratch {
+  std::vector<KvRows> rows;           // [n_heads] rows each query head reads
+  std::vector<const int32_t*> lists;  // [n_heads] its slot list, null = rows in order
+  std::vector<int> n_keys;            // [n_heads]
+  std::vector<Selection> sel;         // [n_kv_heads]
+  std::vector<DecodeJob> jobs;
+  std::vector<std::vector<size_t>> head_parts;  // [n_heads] offsets of its chunk states
+  std::vector<float> parts;           // [jobs, n_q, state]
+  std::vector<float> total;           // [state]
+  std::vector<float> probs;           // [n_heads, n_visible] for policies that learn from them
+};
 
 void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
                  AttnStats* stats) {
   const AttnShape& sh = cache.shape();
-  const int hd = sh.head_dim, n_group = sh.n_group();
+  const int hd = sh.head_dim, n_group = sh.n_group(), ss = attn_state_size(hd);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int n_visible = s.first_slot + 1;
-  // An offloaded layer (FASA-M) fetches the selected rows from its file tier: once per kv head
-  // for a shared selection, per query head otherwise; attention then reads them contiguously.
+  thread_local DecodeScratch scratch;
+  DecodeScratch& x = scratch;  // the caller's: workers reach it through this reference
+  x.rows.assign(sh.n_heads, KvRows{});
+  x.lists.assign(sh.n_heads, nullptr);
+  x.n_keys.assign(sh.n_heads, 0);
+  if (static_cast<int>(x.sel.size()) < sh.n_kv_heads) x.sel.resize(sh.n_kv_heads);
+  // Selection, per kv-head group. An offloaded layer (FASA-M) fetches the selected rows from
+  // its file tier here, once per group for a shared selection, per query head otherwise;
+  // attention then reads them contiguously.
   const bool offloaded = cache.offloaded(s.layer);
   const TierStats tier_before = offloaded ? cache.tier_stats() : TierStats{};
-  std::vector<Gathered>& fetched = gathered_per_kv(sh.n_kv_heads);
-  std::vector<KvRows> kv_rows(sh.n_kv_heads);
-  std::vector<Selection> sel(sh.n_kv_heads);
+  std::vector<Gathered>& fetched = gathered_per(sh.n_heads);
   parallel_for(sh.n_kv_heads, [&](int64_t g) {
     AttnQuery q;
     q.layer = s.layer;
@@ -62,57 +83,86 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
     q.pos = s.pos[0];
     q.n_visible = n_visible;
     q.cache = &cache;
-    policy.select(q, sel[g]);
-    const Selection& se = sel[g];
-    if (!offloaded) {
-      kv_rows[g] = rows_of(cache, s.layer, static_cast<int>(g));
-    } else if (!se.per_head) {
-      kv_rows[g] = fetched[g].fetch(cache, s.layer, static_cast<int>(g),
-                                    se.all ? nullptr : se.slots.data(),
-                                    se.all ? n_visible : static_cast<int>(se.slots.size()));
+    Selection& se = x.sel[g];
+    policy.select(q, se);
+    const int kv = static_cast<int>(g);
+    for (int i = 0; i < n_group; ++i) {
+      const int h = kv * n_group + i;
+      const std::vector<int32_t>& list = se.slots_for(i);
+      x.n_keys[h] = se.all ? n_visible : static_cast<int>(list.size());
+      x.lists[h] = se.all ? nullptr : list.data();
+      if (!offloaded) {
+        x.rows[h] = rows_of(cache, s.layer, kv);
+      } else if (se.per_head || i == 0) {
+        x.rows[h] = fetched[h].fetch(cache, s.layer, kv, x.lists[h], x.n_keys[h]);
+      } else {
+        x.rows[h] = x.rows[h - i];  // the group's shared fetch
+      }
+      if (offloaded) x.lists[h] = nullptr;  // fetched rows are in selection order
     }
-  });
-  const bool want_probs = policy.wants_probs();
-  std::vector<float> all_probs;  // [n_heads, n_visible] when the policy learns from them
-  if (want_probs) all_probs.resize(static_cast<size_t>(sh.n_heads) * n_visible);
-  auto slots_of = [&](int h) -> const std::vector<int32_t>& {
-    return sel[h / n_group].slots_for(h % n_group);
-  };
-  parallel_for(sh.n_heads, [&](int64_t h) {
-    const int kv = static_cast<int>(h) / n_group;
-    const bool all = sel[kv].all;
-    const std::vector<int32_t>& slots = slots_of(static_cast<int>(h));
-    const int n = all ? n_visible : static_cast<int>(slots.size());
-    float* probs = want_probs ? all_probs.data() + h * n_visible : probs_scratch(n).data();
-    const int32_t* list = all || offloaded ? nullptr : slots.data();
-    KvRows rows = kv_rows[kv];
-    if (offloaded && sel[kv].per_head) {
-      thread_local Gathered mine;
-      rows = mine.fetch(cache, s.layer, kv, slots.data(), n);
-    }
-    attend_one(s.q + h * hd, rows, list, n, scale, probs, s.out + h * hd);
   });
   cache.check_io();
-  if (want_probs) {
+  // Attention: one job per (key-list owner, chunk of kAttnChunk keys), so the work splits
+  // evenly over threads at any depth; then each head merges its chunks in order.
+  x.jobs.clear();
+  size_t off = 0;
+  if (x.head_parts.size() < static_cast<size_t>(sh.n_heads)) x.head_parts.resize(sh.n_heads);
+  for (int g = 0; g < sh.n_kv_heads; ++g) {
+    const bool shared = !x.sel[g].per_head;
+    for (int i = 0; i < n_group; i += shared ? n_group : 1) {
+      const int h0 = g * n_group + i, n_q = shared ? n_group : 1;
+      const int n = x.n_keys[h0];
+      for (int k = 0; k < n_q; ++k) x.head_parts[h0 + k].clear();
+      for (int c = 0; c * kAttnChunk < n; ++c) {
+        x.jobs.push_back(DecodeJob{h0, n_q, c, off});
+        for (int k = 0; k < n_q; ++k) x.head_parts[h0 + k].push_back(off + k * ss);
+        off += static_cast<size_t>(n_q) * ss;
+      }
+    }
+  }
+  if (x.parts.size() < off) x.parts.resize(off);
+  parallel_for(static_cast<int64_t>(x.jobs.size()), [&](int64_t j) {
+    const DecodeJob& job = x.jobs[j];
+    thread_local std::vector<const float*> qs;
+    thread_local std::vector<int> n_keys;
+    const int n = x.n_keys[job.head0];
+    qs.resize(job.n_q);
+    n_keys.assign(job.n_q, n);
+    for (int k = 0; k < job.n_q; ++k) qs[k] = s.q + static_cast<size_t>(job.head0 + k) * hd;
+    const int begin = job.chunk * kAttnChunk;
+    attend_partial(qs.data(), job.n_q, n_keys.data(), x.rows[job.head0], x.lists[job.head0], begin,
+                   std::min(n, begin + kAttnChunk), scale, x.parts.data() + job.part_off);
+  });
+  x.total.resize(ss);
+  for (int h = 0; h < sh.n_heads; ++h) {
+    attn_state_clear(x.total.data(), hd);
+    for (size_t o : x.head_parts[h]) attn_state_merge(x.total.data(), x.parts.data() + o, hd);
+    attn_state_finish(x.total.data(), hd, s.out + static_cast<size_t>(h) * hd);
+  }
+  if (policy.wants_probs()) {  // [n_heads, n_visible]
+    x.probs.resize(static_cast<size_t>(sh.n_heads) * n_visible);
+    parallel_for(sh.n_heads, [&](int64_t h) {
+      attend_probs(s.q + h * hd, x.rows[h], x.lists[h], x.n_keys[h], scale,
+                   x.probs.data() + h * n_visible);
+    });
     for (int h = 0; h < sh.n_heads; ++h) {
-      const Selection& se = sel[h / n_group];
-      const int n = se.all ? n_visible : static_cast<int>(slots_of(h).size());
-      policy.on_probs(s.layer, h, se, all_probs.data() + static_cast<size_t>(h) * n_visible, n);
+      policy.on_probs(s.layer, h, x.sel[h / n_group], x.probs.data() + static_cast<size_t>(h) * n_visible,
+                      x.n_keys[h]);
     }
   }
   if (stats) {
     const uint64_t row_bytes = 2ull * hd * cache.elem_bytes();  // one K row and one V row
     if (s.layer == 0) stats->decode_tokens += 1;
     for (int h = 0; h < sh.n_heads; ++h) {
-      const Selection& se = sel[h / n_group];
-      const uint64_t rows = se.all ? n_visible : slots_of(h).size();
+      const Selection& se = x.sel[h / n_group];
+      const uint64_t rows = x.n_keys[h];
       stats->decode_steps += 1;
       stats->slots_read += rows;
       stats->slots_visible += n_visible;
       if (se.per_head || h % n_group == 0) stats->attend_bytes += rows * row_bytes;
     }
-    for (const Selection& se : sel) {
-      stats->select_bytes += se.bytes_read;
+    for (int g = 0; g < sh.n_kv_heads; ++g) {
+      stats->select_bytes += x.sel[g].bytes_read;
       stats->dense_bytes += static_cast<uint64_t>(n_visible) * row_bytes;
     }
     if (offloaded) {
@@ -124,21 +174,19 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
   }
 }
 
-}  // namespace
+// Dense causal prefill: token t reads slots [0, first_slot + t]. One job per (kv head, block
+// of kPrefillBlock tokens): its n_group * block queries walk the keys chunk by chunk, tile by
+// tile, so each K/V tile is read once for all of them; every query's arithmetic is exactly
+// decode's (same chunks, tiles and merge order).
+constexpr int kPrefillBlock = 16;
 
-void attention_forward(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
-                       AttnStats* stats) {
-  if (s.n_tok == 1) {
-    decode_step(s, cache, policy, stats);
-    return;
-  }
-  // Dense causal prefill: token t reads slots [0, first_slot + t].
+void prefill_step(const AttnStep& s, const KvCache& cache) {
   const AttnShape& sh = cache.shape();
-  const int hd = sh.head_dim, n_group = sh.n_group();
+  const int hd = sh.head_dim, n_group = sh.n_group(), ss = attn_state_size(hd);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   std::vector<KvRows> kv_rows(sh.n_kv_heads);
   if (cache.offloaded(s.layer)) {  // FASA-M: every visible row comes back from the file tier
-    std::vector<Gathered>& fetched = gathered_per_kv(sh.n_kv_heads);
+    std::vector<Gathered>& fetched = gathered_per(sh.n_kv_heads);
     parallel_for(sh.n_kv_heads, [&](int64_t g) {
       kv_rows[g] = fetched[g].fetch(cache, s.layer, static_cast<int>(g), nullptr,
                                     s.first_slot + s.n_tok);
@@ -147,13 +195,55 @@ void attention_forward(const AttnStep& s, const KvCache& cache, AttentionPolicy&
   } else {
     for (int g = 0; g < sh.n_kv_heads; ++g) kv_rows[g] = rows_of(cache, s.layer, g);
   }
-  parallel_for(int64_t{s.n_tok} * sh.n_heads, [&](int64_t i) {
-    const int t = static_cast<int>(i / sh.n_heads), h = static_cast<int>(i % sh.n_heads);
-    const int n = s.first_slot + t + 1;
-    const size_t off = (static_cast<size_t>(t) * sh.n_heads + h) * hd;
-    attend_one(s.q + off, kv_rows[h / n_group], nullptr, n, scale, probs_scratch(n).data(),
-               s.out + off);
+  const int n_blocks = (s.n_tok + kPrefillBlock - 1) / kPrefillBlock;
+  // Later blocks read more keys; interleaving first and last blocks (0, N-1, 1, N-2, ...)
+  // evens out the contiguous ranges static scheduling hands each thread.
+  auto block_of = [&](int k) { return k % 2 == 0 ? k / 2 : n_blocks - 1 - k / 2; };
+  parallel_for(int64_t{n_blocks} * sh.n_kv_heads, [&](int64_t job) {
+    const int g = static_cast<int>(job % sh.n_kv_heads);
+    const int b = block_of(static_cast<int>(job / sh.n_kv_heads));
+    const int t0 = b * kPrefillBlock, t1 = std::min(s.n_tok, t0 + kPrefillBlock);
+    const int n_q = (t1 - t0) * n_group;
+    thread_local std::vector<const float*> qs;
+    thread_local std::vector<int> n_keys;
+    thread_local std::vector<float> total, part;  // [n_q, state]
+    qs.resize(n_q);
+    n_keys.resize(n_q);
+    total.resize(static_cast<size_t>(n_q) * ss);
+    part.resize(static_cast<size_t>(n_q) * ss);
+    for (int t = t0; t < t1; ++t) {
+      for (int i = 0; i < n_group; ++i) {
+        const int k = (t - t0) * n_group + i;
+        qs[k] = s.q + (static_cast<size_t>(t) * sh.n_heads + g * n_group + i) * hd;
+        n_keys[k] = s.first_slot + t + 1;
+        attn_state_clear(total.data() + k * ss, hd);
+      }
+    }
+    const int max_keys = s.first_slot + t1;
+    for (int c0 = 0; c0 < max_keys; c0 += kAttnChunk) {
+      attend_partial(qs.data(), n_q, n_keys.data(), kv_rows[g], nullptr, c0,
+                     std::min(max_keys, c0 + kAttnChunk), scale, part.data());
+      for (int k = 0; k < n_q; ++k) attn_state_merge(total.data() + k * ss, part.data() + k * ss, hd);
+    }
+    for (int t = t0; t < t1; ++t) {
+      for (int i = 0; i < n_group; ++i) {
+        const int k = (t - t0) * n_group + i;
+        attn_state_finish(total.data() + k * ss, hd,
+                          s.out + (static_cast<size_t>(t) * sh.n_heads + g * n_group + i) * hd);
+      }
+    }
   });
+}
+
+}  // namespace
+
+void attention_forward(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
+                       AttnStats* stats) {
+  if (s.n_tok == 1) {
+    decode_step(s, cache, policy, stats);
+    return;
+  }
+  prefill_step(s, cache);
 }
 
 }  // namespace fasa

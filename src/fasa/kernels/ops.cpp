@@ -106,6 +106,17 @@ inline double tree16(double* a) {
 
 float softmax_exp(float x) { return exp_portable(x); }
 
+void softmax_exp_shifted(const float* x, float m, int64_t n, float* e) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  const __m512 vm = _mm512_set1_ps(m);
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(e + i, exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm)));
+  }
+#endif
+  for (; i < n; ++i) e[i] = exp_portable(x[i] - m);
+}
+
 // e_i = exp(x_i - max); the sum is taken in double over 16 lanes (lane = i mod 16, in order of
 // i), then the lanes by tree16; x_i = e_i * (1 / sum).
 void softmax_inplace(float* x, int64_t n) {

@@ -31,6 +31,8 @@ void add_inplace(float* y, const float* x, int64_t n);
 void softmax_inplace(float* x, int64_t n);
 // The exp softmax uses, for x <= 0 (0 below -104); within 2 ulp of expf.
 float softmax_exp(float x);
+// e[i] = softmax_exp(x[i] - m) for i in [0, n) (x == e allowed); vectorized, same bits.
+void softmax_exp_shifted(const float* x, float m, int64_t n, float* e);
 
 namespace detail {
 void softmax_portable(float* x, int64_t n);  // the non-SIMD softmax_inplace (same bits)
