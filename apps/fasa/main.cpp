@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "fasa/core/error.h"
+#include "fasa/core/isa.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"fasa: LLM inference with Frequency-Aware Sparse Attention"};
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   fasa::cli::add_bench_command(app);
   fasa::cli::add_calibrate_command(app);
   try {
+    fasa::active_isa();  // a bad FASA_ISA fails here, before any work
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -1,6 +1,6 @@
 // matmul: fast path against the double-precision reference for every supported weight type at
 // odd sizes; bitwise determinism across thread counts, batch vs single token, and SIMD vs
-// portable paths. MatmulBench.DISABLED_Gflops measures speed (run it explicitly).
+// portable paths, and across instruction sets. MatmulBench.DISABLED_Gflops measures speed (run it explicitly).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +18,7 @@
 #include "fasa/core/parallel.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
+#include "support/isa_guard.h"
 
 namespace fasa {
 namespace {
@@ -197,6 +198,19 @@ TEST_P(MatmulDeterminism, ThreadsAndBatching) {
     EXPECT_EQ(count_bit_mismatches(y1, y_single), 0) << what << ": batch vs one token at a time";
     EXPECT_EQ(count_bit_mismatches(y1, y_sub), 0) << what << ": batch vs sub-batch";
     EXPECT_EQ(count_bit_mismatches(y1, y_port), 0) << what << ": SIMD vs portable";
+    // Every instruction set this CPU runs: the same bits, for matmul and for dequantization.
+    IsaGuard isa_guard;
+    const int64_t row_bytes = s.n_in / block * dtype_info(type).block_bytes;
+    std::vector<float> row_best(s.n_in);
+    dequantize_row(type, w.data() + row_bytes, row_best.data(), s.n_in);
+    for (const Isa isa : available_isas()) {
+      set_active_isa(isa);
+      std::vector<float> y_isa(n_y, NAN), row(s.n_in, NAN);
+      matmul(type, w.data(), s.n_out, s.n_in, x.data(), s.n_tok, y_isa.data());
+      dequantize_row(type, w.data() + row_bytes, row.data(), s.n_in);
+      EXPECT_EQ(count_bit_mismatches(y1, y_isa), 0) << what << ": " << isa_name(isa);
+      EXPECT_EQ(count_bit_mismatches(row_best, row), 0) << what << ": dequant " << isa_name(isa);
+    }
   }
 }
 

@@ -44,7 +44,9 @@ TEST(Softmax, SimdEqualsPortableAndMatchesDouble) {
       total += a[i];
     }
     EXPECT_NEAR(total, 1.0, 1e-5);
-    if (n > 1) EXPECT_EQ(a[n / 2], 0.0f);
+    if (n > 1) {
+      EXPECT_EQ(a[n / 2], 0.0f);
+    }
   }
 }
 

@@ -2,13 +2,14 @@
 
 #include <cmath>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "fasa/core/f16.h"
+#include "fasa/core/isa_intrin.h"
+#include "fasa/dispatch/isa_api.h"
 
-namespace fasa {
+#include "fasa/core/isa_begin.h"
+
+namespace fasa::FASA_ISA_NS {
 
 namespace {
 
@@ -29,7 +30,7 @@ void tip_tail(const void* packed, bool f16, size_t stride, const TipTerm* terms,
   }
 }
 
-#if defined(__AVX512F__)
+#if FASA_AVX512
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -40,7 +41,7 @@ void tip_tail(const void* packed, bool f16, size_t stride, const TipTerm* terms,
 void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
                 int n, float* scores) {
   int t = 0;
-#if defined(__AVX512F__)
+#if FASA_AVX512
   // 32 slots per pass (two accumulators), then 16, then the scalar tail.
   for (; t + 32 <= n; t += 32) {
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -79,23 +80,10 @@ void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* term
   tip_tail(packed, f16, stride, terms, n_terms, t, n, scores);
 }
 
-#if defined(__AVX512F__)
+#if FASA_AVX512
 #pragma GCC diagnostic pop
 #endif
 
-namespace ref {
+}  // namespace fasa::FASA_ISA_NS
 
-void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
-                int n, float* scores) {
-  for (int t = 0; t < n; ++t) {
-    double s = 0.0;
-    for (int i = 0; i < n_terms; ++i) {
-      s += static_cast<double>(terms[i].coef) * load(packed, f16, terms[i].col * stride + t);
-    }
-    scores[t] = static_cast<float>(s);
-  }
-}
-
-}  // namespace ref
-
-}  // namespace fasa
+#include "fasa/core/isa_end.h"

@@ -17,11 +17,12 @@
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul_q8.h"
 
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
+#include "fasa/core/isa_intrin.h"
+#include "fasa/dispatch/isa_api.h"
 
-namespace fasa {
+#include "fasa/core/isa_begin.h"
+
+namespace fasa::FASA_ISA_NS {
 
 namespace {
 
@@ -93,7 +94,7 @@ void kernel_portable(int n_rows, int n_toks, const float* w, int64_t ldw, const 
   }
 }
 
-#ifdef __AVX512F__
+#if FASA_AVX512
 // GCC 12.2's AVX-512 intrinsics build "undefined" vectors by self-initialization, which trips
 // -W(maybe-)uninitialized at every inlined use (GCC bug 105593, fixed in 12.3): silence it here.
 #pragma GCC diagnostic push
@@ -166,7 +167,7 @@ void kernel_avx512_any(int n_rows, int n_toks, const float* w, int64_t ldw, cons
   }
 }
 #pragma GCC diagnostic pop
-#endif  // __AVX512F__
+#endif  // FASA_AVX512
 
 // ---- driver -----------------------------------------------------------------------------------
 
@@ -243,10 +244,10 @@ namespace detail {
 
 void matmul_portable(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x,
                      int64_t n_tok, float* y) {
-  if (has_q8_path(type)) {
+  if (FASA_ISA_NS::has_q8_path(type)) {
     thread_local Q8Acts acts;
-    quantize_acts_q8(x, n_tok, n_in, acts);
-    matmul_q8_portable(type, w, n_out, n_in, acts, y);
+    FASA_ISA_NS::quantize_acts_q8(x, n_tok, n_in, acts);
+    detail::matmul_q8_portable(type, w, n_out, n_in, acts, y);
     return;
   }
   matmul_impl(&dequantize_row_portable, &kernel_portable, type, w, n_out, n_in, x, n_tok, y);
@@ -256,18 +257,20 @@ void matmul_portable(DType type, const void* w, int64_t n_out, int64_t n_in, con
 
 void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
             float* y) {
-  if (has_q8_path(type)) {  // 32-element block quants: integer dot products (matmul_q8.h)
+  if (FASA_ISA_NS::has_q8_path(type)) {  // 32-element block quants: integer dot products (matmul_q8.h)
     thread_local Q8Acts acts;
-    quantize_acts_q8(x, n_tok, n_in, acts);
-    matmul_q8(type, w, n_out, n_in, acts, y);
+    FASA_ISA_NS::quantize_acts_q8(x, n_tok, n_in, acts);
+    FASA_ISA_NS::matmul_q8(type, w, n_out, n_in, acts, y);
     return;
   }
-#ifdef __AVX512F__
-  matmul_impl(&dequantize_row, &kernel_avx512_any, type, w, n_out, n_in, x, n_tok, y);
+#if FASA_AVX512
+  matmul_impl(&FASA_ISA_NS::dequantize_row, &kernel_avx512_any, type, w, n_out, n_in, x, n_tok, y);
 #else
   matmul_impl(&detail::dequantize_row_portable, &kernel_portable, type, w, n_out, n_in, x, n_tok,
               y);
 #endif
 }
 
-}  // namespace fasa
+}  // namespace fasa::FASA_ISA_NS
+
+#include "fasa/core/isa_end.h"

@@ -15,12 +15,12 @@
 #include "fasa/core/f16.h"
 #include "fasa/core/parallel.h"
 
-#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__F16C__)
-#define FASA_Q8_SIMD 1
-#include <immintrin.h>
-#endif
+#include "fasa/core/isa_intrin.h"
+#include "fasa/dispatch/isa_api.h"
 
-namespace fasa {
+#include "fasa/core/isa_begin.h"
+
+namespace fasa::FASA_ISA_NS {
 
 namespace {
 
@@ -123,7 +123,7 @@ void rows_portable(DType t, const uint8_t* w, int64_t row_bytes, int64_t o_begin
 
 // ---- AVX-512 VNNI -----------------------------------------------------------------------------
 
-#ifdef FASA_Q8_SIMD
+#if FASA_AVX512
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -246,7 +246,7 @@ void rows_simd(const uint8_t* w, int64_t row_bytes, int64_t o_begin, int64_t o_e
 }
 
 #pragma GCC diagnostic pop
-#endif  // FASA_Q8_SIMD
+#endif  // FASA_AVX512
 
 using RowsFn = void (*)(DType, const uint8_t*, int64_t, int64_t, int64_t, const Q8Acts&, float*,
                         int64_t);
@@ -268,7 +268,7 @@ void run(RowsFn rows, DType t, const void* w, int64_t n_out, int64_t n_in, const
   }
 }
 
-#ifdef FASA_Q8_SIMD
+#if FASA_AVX512
 void rows_simd_any(DType t, const uint8_t* w, int64_t row_bytes, int64_t o0, int64_t o1,
                    const Q8Acts& a, float* y, int64_t n_out) {
   switch (t) {
@@ -323,11 +323,13 @@ void matmul_q8_portable(DType type, const void* w, int64_t n_out, int64_t n_in, 
 
 void matmul_q8(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
                float* y) {
-#ifdef FASA_Q8_SIMD
+#if FASA_AVX512
   run(&rows_simd_any, type, w, n_out, n_in, a, y);
 #else
   run(&rows_portable, type, w, n_out, n_in, a, y);
 #endif
 }
 
-}  // namespace fasa
+}  // namespace fasa::FASA_ISA_NS
+
+#include "fasa/core/isa_end.h"

@@ -8,14 +8,15 @@
 
 #include <unistd.h>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
+#include "fasa/core/isa_intrin.h"
+#include "fasa/dispatch/isa_api.h"
 
-namespace fasa {
+#include "fasa/core/isa_begin.h"
+
+namespace fasa::FASA_ISA_NS {
 
 namespace {
 
@@ -31,7 +32,7 @@ uint64_t physical_memory_bytes() {
   return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
-#if defined(__AVX512F__)
+#if FASA_AVX512
 // GCC 12 warns falsely inside its own _mm512_reduce_add_epi64 (the _mm256_undefined_si256 of
 // _mm512_extracti64x4_epi64; GCC bug 105593).
 #pragma GCC diagnostic push
@@ -41,7 +42,7 @@ uint64_t physical_memory_bytes() {
 
 // Sum of the 64-bit words in blocks [begin, end) of `base` (64-byte aligned).
 uint64_t sum_blocks(const uint8_t* base, int64_t begin, int64_t end) {
-#if defined(__AVX512F__)
+#if FASA_AVX512
   // Four independent accumulators keep four loads in flight per step.
   __m512i a0 = _mm512_setzero_si512();
   __m512i a1 = _mm512_setzero_si512();
@@ -70,7 +71,7 @@ uint64_t sum_blocks(const uint8_t* base, int64_t begin, int64_t end) {
 #endif
 }
 
-#if defined(__AVX512F__)
+#if FASA_AVX512
 #pragma GCC diagnostic pop
 #endif
 
@@ -129,4 +130,6 @@ BandwidthResult measure_read_bandwidth(uint64_t bytes, int reps) {
   return r;
 }
 
-}  // namespace fasa
+}  // namespace fasa::FASA_ISA_NS
+
+#include "fasa/core/isa_end.h"

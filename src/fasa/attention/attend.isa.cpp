@@ -5,18 +5,19 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 #include "fasa/core/f16.h"
 #include "fasa/kernels/ops.h"
+#include "fasa/core/isa_intrin.h"
+#include "fasa/dispatch/isa_api.h"
 
-namespace fasa {
+#include "fasa/core/isa_begin.h"
+
+namespace fasa::FASA_ISA_NS {
 
 namespace {
 
-#if defined(__AVX512F__)
+#if FASA_AVX512
 // GCC 12 warns falsely inside its own _mm512_cvtph_ps (GCC bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -37,7 +38,7 @@ inline float tree16(float* a) {
 }
 
 float dot_row(const float* q, const uint8_t* row, int hd, KvType t) {
-#if defined(__AVX512F__)
+#if FASA_AVX512
   if (hd % 16 == 0) {
     __m512 acc = _mm512_setzero_ps();
     for (int i = 0; i < hd; i += 16) {
@@ -61,7 +62,7 @@ float dot_row(const float* q, const uint8_t* row, int hd, KvType t) {
   return tree16(lanes);
 }
 
-#if defined(__AVX512F__)
+#if FASA_AVX512
 // Sixteen keys' dot products at once, each exactly dot_row's sequence: the 16 lane vectors are
 // reduced together by the same tree (shuffles pair lane l with lane l + s of the same key), and
 // the result is permuted into key order. scores: [16]
@@ -103,7 +104,7 @@ void dot_rows16(const float* q, const uint8_t* const* rows, int hd, KvType t, fl
 // exactly dot_row's sequence either way. e: [cnt]
 void tile_scores(const float* q, const uint8_t* const* kp, int cnt, int hd, KvType t, float* e) {
   int j = 0;
-#if defined(__AVX512F__)
+#if FASA_AVX512
   if (hd % 16 == 0) {
     for (; j + 16 <= cnt; j += 16) dot_rows16(q, kp + j, hd, t, e + j);
   }
@@ -115,7 +116,7 @@ void tile_scores(const float* q, const uint8_t* const* kp, int cnt, int hd, KvTy
 float tile_sum(const float* e, int cnt) {
   alignas(64) float lanes[16] = {};
   int j = 0;
-#if defined(__AVX512F__)
+#if FASA_AVX512
   __m512 acc = _mm512_setzero_ps();
   for (; j + 16 <= cnt; j += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(e + j));
   _mm512_store_ps(lanes, acc);
@@ -128,7 +129,7 @@ float tile_sum(const float* e, int cnt) {
 // states + i * ss. e_col: e_ij at e_col[i * kAttnTile].
 void accumulate_row(const uint8_t* row, int hd, KvType t, const float* e_col, const int* counts,
                     int j, int n_q, float* states, int ss) {
-#if defined(__AVX512F__)
+#if FASA_AVX512
   if (hd % 16 == 0) {
     for (int d = 0; d < hd; d += 16) {
       const __m512 v = t == KvType::F16
@@ -159,7 +160,7 @@ void accumulate_row(const uint8_t* row, int hd, KvType t, const float* e_col, co
   }
 }
 
-#if defined(__AVX512F__)
+#if FASA_AVX512
 #pragma GCC diagnostic pop
 #endif
 
@@ -167,7 +168,7 @@ void accumulate_row(const uint8_t* row, int hd, KvType t, const float* e_col, co
 
 void qk_scores(const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores) {
   int j0 = 0;
-#if defined(__AVX512F__)
+#if FASA_AVX512
   if (rows.head_dim % 16 == 0) {
     const uint8_t* ptrs[16];
     for (; j0 + 16 <= n; j0 += 16) {
@@ -272,7 +273,7 @@ void attend_one(const float* q, const KvRows& rows, const int32_t* slots, int n,
   float* part = buf.data() + ss;
   attn_state_clear(total, hd);
   for (int c0 = 0; c0 < n; c0 += kAttnChunk) {
-    attend_partial(&q, 1, &n, rows, slots, c0, std::min(n, c0 + kAttnChunk), scale, part);
+    FASA_ISA_NS::attend_partial(&q, 1, &n, rows, slots, c0, std::min(n, c0 + kAttnChunk), scale, part);
     attn_state_merge(total, part, hd);
   }
   attn_state_finish(total, hd, out);
@@ -280,39 +281,11 @@ void attend_one(const float* q, const KvRows& rows, const int32_t* slots, int n,
 
 void attend_probs(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
                   float* probs) {
-  qk_scores(q, rows, slots, n, probs);
+  FASA_ISA_NS::qk_scores(q, rows, slots, n, probs);
   for (int j = 0; j < n; ++j) probs[j] *= scale;
   softmax_inplace(probs, n);
 }
 
-namespace ref {
+}  // namespace fasa::FASA_ISA_NS
 
-void attend_one(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
-                float* probs, float* out) {
-  const int hd = rows.head_dim;
-  auto load = [&](const void* base, int64_t s, int i) -> double {
-    const uint8_t* r = row_ptr(base, s, hd, rows.type);
-    return rows.type == KvType::F16 ? fp16_to_fp32(reinterpret_cast<const uint16_t*>(r)[i])
-                                    : reinterpret_cast<const float*>(r)[i];
-  };
-  double mx = -INFINITY;
-  for (int j = 0; j < n; ++j) {
-    const int64_t s = slots ? slots[j] : j;
-    double d = 0.0;
-    for (int i = 0; i < hd; ++i) d += q[i] * load(rows.k, s, i);
-    probs[j] = static_cast<float>(d * scale);
-    mx = std::fmax(mx, probs[j]);
-  }
-  double sum = 0.0;
-  for (int j = 0; j < n; ++j) sum += std::exp(probs[j] - mx);
-  for (int j = 0; j < n; ++j) probs[j] = static_cast<float>(std::exp(probs[j] - mx) / sum);
-  for (int i = 0; i < hd; ++i) {
-    double acc = 0.0;
-    for (int j = 0; j < n; ++j) acc += probs[j] * load(rows.v, slots ? slots[j] : j, i);
-    out[i] = static_cast<float>(acc);
-  }
-}
-
-}  // namespace ref
-
-}  // namespace fasa
+#include "fasa/core/isa_end.h"

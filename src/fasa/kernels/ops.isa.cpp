@@ -1,12 +1,12 @@
 #include "fasa/kernels/ops.h"
 
 #include <cmath>
+#include "fasa/core/isa_intrin.h"
+#include "fasa/dispatch/isa_api.h"
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "fasa/core/isa_begin.h"
 
-namespace fasa {
+namespace fasa::FASA_ISA_NS {
 
 const char* rope_layout_name(RopeLayout layout) {
   return layout == RopeLayout::Norm ? "norm" : "neox";
@@ -51,7 +51,7 @@ void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-#if defined(__AVX512F__)
+#if FASA_AVX512
 // GCC 12 warns falsely inside its own AVX-512 intrinsics (GCC bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -81,7 +81,7 @@ inline float exp_portable(float x) {
   return std::ldexp(p, static_cast<int>(n));
 }
 
-#if defined(__AVX512F__)
+#if FASA_AVX512
 inline __m512 exp_avx512(__m512 x) {
   x = _mm512_max_ps(x, _mm512_set1_ps(kExpMin));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
@@ -108,7 +108,7 @@ float softmax_exp(float x) { return exp_portable(x); }
 
 void softmax_exp_shifted(const float* x, float m, int64_t n, float* e) {
   int64_t i = 0;
-#if defined(__AVX512F__)
+#if FASA_AVX512
   const __m512 vm = _mm512_set1_ps(m);
   for (; i + 16 <= n; i += 16) {
     _mm512_storeu_ps(e + i, exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm)));
@@ -125,7 +125,7 @@ void softmax_inplace(float* x, int64_t n) {
   for (int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
   double lanes[16] = {};
   int64_t i = 0;
-#if defined(__AVX512F__)
+#if FASA_AVX512
   const __m512 vmx = _mm512_set1_ps(mx);
   __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
   for (; i + 16 <= n; i += 16) {
@@ -145,7 +145,7 @@ void softmax_inplace(float* x, int64_t n) {
   for (int64_t j = 0; j < n; ++j) x[j] *= inv;
 }
 
-#if defined(__AVX512F__)
+#if FASA_AVX512
 #pragma GCC diagnostic pop
 #endif
 
@@ -164,4 +164,6 @@ void softmax_portable(float* x, int64_t n) {
 }
 }  // namespace detail
 
-}  // namespace fasa
+}  // namespace fasa::FASA_ISA_NS
+
+#include "fasa/core/isa_end.h"

@@ -10,19 +10,19 @@
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/matmul.h"
+#include "fasa/core/isa_intrin.h"
+#include "fasa/dispatch/isa_api.h"
 
-#if defined(__AVX512F__) || defined(__F16C__)
-#include <immintrin.h>
-#endif
+#include "fasa/core/isa_begin.h"
 
-namespace fasa {
+namespace fasa::FASA_ISA_NS {
 
 namespace {
 
 inline float load_f16(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
-#if defined(__F16C__)
+#if FASA_AVX2
   return _cvtsh_ss(h);  // hardware conversion; same bits as fp16_to_fp32 (NaN quieted)
 #else
   return fp16_to_fp32(h);
@@ -156,7 +156,7 @@ void row_q6_k_portable(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n
   }
 }
 
-#ifdef __AVX512F__
+#if FASA_AVX512
 // GCC 12.2's AVX-512 intrinsics build "undefined" vectors by self-initialization, which trips
 // -W(maybe-)uninitialized at every inlined use (GCC bug 105593, fixed in 12.3): silence it here.
 #pragma GCC diagnostic push
@@ -286,7 +286,7 @@ void row_q6_k_avx512(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n_b
   }
 }
 #pragma GCC diagnostic pop
-#endif  // __AVX512F__
+#endif  // FASA_AVX512
 
 }  // namespace
 
@@ -314,7 +314,7 @@ void dequantize_row_portable(DType type, const void* src, float* dst, int64_t n)
 }  // namespace detail
 
 void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
-#ifdef __AVX512F__
+#if FASA_AVX512
   const auto* s = static_cast<const uint8_t*>(src);
   switch (type) {
     case DType::F16: row_f16_avx512(s, dst, n); return;
@@ -331,4 +331,6 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
   detail::dequantize_row_portable(type, src, dst, n);
 }
 
-}  // namespace fasa
+}  // namespace fasa::FASA_ISA_NS
+
+#include "fasa/core/isa_end.h"

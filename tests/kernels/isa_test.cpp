@@ -1,0 +1,180 @@
+// Runtime instruction-set dispatch (core/isa.h): the sets this CPU runs are found, FASA_ISA-style
+// names parse or fail clearly, and every kernel outside matmul (matmul_test.cpp covers matmul and
+// dequantization) gives the same bits in every set: softmax, its exp, the row ops, TIP, and
+// attention (prefill's many-query shape and decode's single query).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "fasa/attention/attend.h"
+#include "fasa/core/error.h"
+#include "fasa/core/f16.h"
+#include "fasa/core/isa.h"
+#include "fasa/kernels/ops.h"
+#include "fasa/kernels/tip.h"
+#include "support/isa_guard.h"
+
+namespace fasa {
+namespace {
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), 4 * a.size()) == 0;
+}
+
+std::vector<float> normal(size_t n, std::mt19937& rng, float sd = 1.0f) {
+  std::normal_distribution<float> nd(0.0f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
+// Runs fn once per available set; returns each set's output.
+template <typename Fn>
+std::vector<std::vector<float>> per_isa(Fn&& fn) {
+  IsaGuard guard;
+  std::vector<std::vector<float>> out;
+  for (const Isa isa : available_isas()) {
+    set_active_isa(isa);
+    out.push_back(fn());
+  }
+  return out;
+}
+
+void expect_all_equal(const std::vector<std::vector<float>>& outs, const char* what) {
+  const std::vector<Isa> isas = available_isas();
+  for (size_t i = 1; i < outs.size(); ++i) {
+    EXPECT_TRUE(same_bits(outs[0], outs[i]))
+        << what << ": " << isa_name(isas[i]) << " differs from " << isa_name(isas[0]);
+  }
+}
+
+TEST(Isa, ScalarAlwaysAvailableAndBestIsActiveByDefault) {
+  const std::vector<Isa> avail = available_isas();
+  ASSERT_FALSE(avail.empty());
+  EXPECT_EQ(avail.front(), Isa::Scalar);
+  if (std::getenv("FASA_ISA") == nullptr) {
+    EXPECT_EQ(active_isa(), avail.back());
+  }
+#if FASA_X86
+  // The development and CI machines have AVX-512 (guide: "AVX-512 (VNNI, BF16) CPUs"); if this
+  // fails on another machine, the machine lacks a set, not the build.
+  if (__builtin_cpu_supports("avx512vnni")) {
+    EXPECT_EQ(avail.back(), Isa::Avx512);
+  }
+#endif
+}
+
+TEST(Isa, NamesParseAndBadNamesFail) {
+  for (const Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    EXPECT_EQ(parse_isa(isa_name(isa)), isa);
+  }
+  try {
+    parse_isa("sse9");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sse9"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("avx512"), std::string::npos);
+  }
+}
+
+TEST(Isa, SoftmaxAndExpSameBits) {
+  std::mt19937 rng(1);
+  for (int n : {1, 15, 16, 17, 100, 1000}) {
+    const std::vector<float> x = normal(n, rng, 8.0f);
+    expect_all_equal(per_isa([&] {
+                       std::vector<float> a = x;
+                       softmax_inplace(a.data(), n);
+                       std::vector<float> e(n);
+                       softmax_exp_shifted(x.data(), 3.0f, n, e.data());
+                       a.insert(a.end(), e.begin(), e.end());
+                       return a;
+                     }),
+                     "softmax");
+  }
+}
+
+TEST(Isa, RowOpsSameBits) {
+  std::mt19937 rng(2);
+  const int n = 576, hd = 64;
+  const std::vector<float> x = normal(n, rng), w = normal(n, rng), u = normal(n, rng);
+  expect_all_equal(per_isa([&] {
+                     std::vector<float> out(n), h(n), v(x.begin(), x.begin() + hd), f(hd / 2);
+                     rmsnorm(x.data(), w.data(), 1e-5f, n, out.data());
+                     silu_mul(x.data(), u.data(), n, h.data());
+                     add_inplace(h.data(), w.data(), n);
+                     rope_freqs(10000.0f, hd, f.data());
+                     rope_apply(v.data(), hd, hd, RopeLayout::Neox, 1234, f.data());
+                     out.insert(out.end(), h.begin(), h.end());
+                     out.insert(out.end(), v.begin(), v.end());
+                     return out;
+                   }),
+                   "rmsnorm, silu_mul, add, rope");
+}
+
+TEST(Isa, TipSameBits) {
+  std::mt19937 rng(3);
+  for (bool f16 : {true, false}) {
+    const int n = 1000, n_cols = 9;
+    const size_t stride = n + 24;
+    const std::vector<float> kf = normal(n_cols * stride, rng);
+    std::vector<uint16_t> kh(kf.size());
+    for (size_t i = 0; i < kf.size(); ++i) kh[i] = fp32_to_fp16(kf[i]);
+    const std::vector<TipTerm> terms = {{3, 0.5f}, {0, -1.25f}, {8, 2.0f}, {5, 0.75f}};
+    const void* packed = f16 ? static_cast<const void*>(kh.data()) : kf.data();
+    expect_all_equal(per_isa([&] {
+                       std::vector<float> s(n);
+                       tip_scores(packed, f16, stride, terms.data(), 4, n, s.data());
+                       return s;
+                     }),
+                     f16 ? "tip f16" : "tip f32");
+  }
+}
+
+TEST(Isa, AttentionSameBits) {
+  std::mt19937 rng(4);
+  for (KvType t : {KvType::F16, KvType::F32}) {
+    for (int hd : {64, 24}) {
+      const int n = 2 * kAttnChunk + 77;
+      const std::vector<float> kf = normal(n * hd, rng), vf = normal(n * hd, rng);
+      std::vector<uint16_t> kh(kf.size()), vh(vf.size());
+      for (size_t i = 0; i < kf.size(); ++i) {
+        kh[i] = fp32_to_fp16(kf[i]);
+        vh[i] = fp32_to_fp16(vf[i]);
+      }
+      const KvRows rows = t == KvType::F16 ? KvRows{kh.data(), vh.data(), t, hd}
+                                           : KvRows{kf.data(), vf.data(), t, hd};
+      const std::vector<float> q = normal(3 * hd, rng);
+      std::vector<int32_t> slots;
+      for (int s = 0; s < n; s += 3) slots.push_back(s);
+      expect_all_equal(per_isa([&] {
+                         std::vector<float> out(hd), all;
+                         for (int len : {1, 17, 64, 200, n}) {
+                           attend_one(q.data(), rows, nullptr, len, 0.125f, out.data());
+                           all.insert(all.end(), out.begin(), out.end());
+                         }
+                         const int m = static_cast<int>(slots.size());
+                         attend_one(q.data(), rows, slots.data(), m, 0.125f, out.data());
+                         all.insert(all.end(), out.begin(), out.end());
+                         std::vector<float> probs(m);
+                         attend_probs(q.data() + hd, rows, slots.data(), m, 0.125f, probs.data());
+                         all.insert(all.end(), probs.begin(), probs.end());
+                         // Three queries with causal limits inside one chunk (prefill's shape).
+                         const float* qs[3] = {q.data(), q.data() + hd, q.data() + 2 * hd};
+                         const int n_keys[3] = {5, 70, kAttnChunk};
+                         std::vector<float> st(3 * attn_state_size(hd));
+                         attend_partial(qs, 3, n_keys, rows, nullptr, 0, kAttnChunk, 0.3f,
+                                        st.data());
+                         all.insert(all.end(), st.begin(), st.end());
+                         return all;
+                       }),
+                       t == KvType::F16 ? "attention f16" : "attention f32");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fasa
