@@ -20,11 +20,24 @@ import sys
 import time
 
 
+def fasa_rows(stdout):
+    """`fasa bench --json` prints JSON Lines: one self-contained object per result row."""
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def fasa_tokens_per_s(rows, test, n, depth):
+    """tokens/s of the one row for test ("pp"/"tg"), n tokens, at depth."""
+    match = [r for r in rows if r["test"] == f"{test}{n}" and r["depth"] == depth]
+    if len(match) != 1:
+        raise RuntimeError(f"fasa bench printed {len(match)} rows for {test}{n} @ d{depth}")
+    return match[0]["tokens_per_s"]
+
+
 def fasa_once(a, test, n, depth):
     cmd = [a.fasa, "bench", "-m", a.model, "-t", str(a.threads), "-r", "1", "-d", str(depth),
            "-p", str(n if test == "pp" else 0), "-n", str(n if test == "tg" else 0), "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["results"][0]["tokens_per_s"]
+    return fasa_tokens_per_s(fasa_rows(out), test, n, depth)
 
 
 def llama_once(llm, rng, test, n, depth):

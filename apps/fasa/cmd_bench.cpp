@@ -1,16 +1,27 @@
-// `fasa bench -m MODEL [-p N] [-n N] [-d D1,D2,...] [-r R] [--threads T] [--bandwidth] [--json]`
+// `fasa bench -m MODEL [-p N1,N2] [-n N1,N2] [-d D1,D2] [-r R] [--threads T]
+//            [--policy P1,P2 [policy flags] [--budget B1,B2]] [--compare SPEC]... [--bandwidth]
+//            [--json]`
 // llama-bench's conventions: ppN = prompt processing of N tokens, tgN = generation of N tokens
-// one at a time, each measured after a context of depth D ("@ dD"), repeated R times
-// (mean and standard deviation of tokens/s). `--compare SPEC` runs more policies side by side,
-// alternating repetitions, and reports each one's speed as a ratio to the first.
+// one at a time, each measured after a context of depth D ("@ dD"), repeated R times (mean and
+// standard deviation of tokens/s). -p, -n and -d are comma lists: every depth runs every -p
+// value, then every -n value, as its own test (0 = skip).
+// The policies measured are --policy × --budget (each with the other policy flags folded in, as
+// one --policy/--budget pair would be in `fasa run`), then every --compare spec. A policy that
+// takes no options (`full`) gets no flags and appears once. They run side by side, alternating
+// repetitions, and each speed is also given as a ratio to the first policy's.
 // `--bandwidth` first measures the machine's read bandwidth and adds the roofline to every tg
 // row: decoding reads all weights plus the KV it attends to per token, so bandwidth / those
 // bytes bounds tokens/s, and the row reports the fraction of that bound it reached. With
 // `-p 0 -n 0` it only prints the bandwidth.
+// Output: a markdown table, or with --json one self-contained JSON object per line and row
+// (JSON Lines), printed as each test finishes so an interrupted run keeps what it measured.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <memory>
 #include <random>
 
@@ -18,6 +29,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "fasa/attention/policy.h"
 #include "fasa/bench/bandwidth.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
@@ -32,23 +44,29 @@ constexpr int kBandwidthPasses = 5;  // the probe reports the best of this many 
 
 struct BenchArgs {
   std::string model;
-  int n_prompt = 512;
-  int n_gen = 128;
-  std::vector<int> depths = {0};
+  // Comma lists, parsed by run_bench so that every bad element ends in one fasa error.
+  std::string n_prompt = "512";
+  std::string n_gen = "128";
+  std::string depths = "0";
   int reps = 3;
   int threads = 0;
   std::string kv_type = "f16";
-  PolicyArgs policy;
+  PolicyArgs policy;  // .policy and .budget are comma lists here
   bool json = false;
   bool bandwidth = false;
   int64_t bandwidth_bytes = 1ll << 30;
 };
 
+struct Test {
+  bool gen = false;  // tg (one token per step) or pp (one batch)
+  int n = 0;
+  std::string name() const { return fmt::format("{}{}", gen ? "tg" : "pp", n); }
+};
+
 struct Measure {
   std::string policy;
-  std::string test;
+  Test test;
   int depth = 0;
-  int n_tokens = 0;
   std::vector<double> tps;  // tokens/s per repetition
   // tg, from the last repetition:
   double kv_read_per_token = 0.0;    // KV bytes read per decoded token (selection + attention)
@@ -71,6 +89,141 @@ struct Measure {
   }
 };
 
+// ---- the lists ----------------------------------------------------------------------------
+
+// "a,b,c" -> {a, b, c}; an empty list or element is an error naming the flag.
+std::vector<std::string> split_list(const std::string& flag, const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (out.back().empty()) {
+      fail("{} '{}': empty element (expected a comma-separated list)", flag, text);
+    }
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
+// A list of token counts or depths, each a whole number >= 0.
+std::vector<int> parse_counts(const std::string& flag, const std::string& text) {
+  std::vector<int> out;
+  for (const std::string& s : split_list(flag, text)) {
+    int v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size() || v < 0) {
+      fail("{} '{}': '{}' is not a whole number >= 0", flag, text, s);
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The tests of one depth in llama-bench's order: every -p value, then every -n value; 0 skips.
+std::vector<Test> bench_tests(const std::vector<int>& prompts, const std::vector<int>& gens) {
+  std::vector<Test> tests;
+  for (int n : prompts) {
+    if (n > 0) tests.push_back({false, n});
+  }
+  for (int n : gens) {
+    if (n > 0) tests.push_back({true, n});
+  }
+  return tests;
+}
+
+// --policy elements may be whole specs with options of their own ("oracle:budget=8,gqa=shared"),
+// whose commas are the list's too: a piece that is key=value ('=' before any ':'; policy names
+// hold neither) continues the spec before it, any other piece starts a new one.
+std::vector<std::string> split_policies(const std::string& text) {
+  std::vector<std::string> out;
+  for (const std::string& piece : split_list("--policy", text)) {
+    const size_t eq = piece.find('='), colon = piece.find(':');
+    if (eq == std::string::npos || (colon != std::string::npos && colon < eq)) {
+      out.push_back(piece);
+    } else if (out.empty()) {
+      fail("--policy '{}': option '{}' comes before any policy name", text, piece);
+    } else {
+      out.back() += "," + piece;
+    }
+  }
+  return out;
+}
+
+// A policy that takes no options: the policy flags are not folded into it, and it is measured
+// once however many budgets are given. The registry keeps no per-policy option list, so the
+// rule is spelled out here: today only `full` (dense attention; its factory rejects every
+// option). A spec with options of its own ("full:x=1") is passed on as written.
+bool takes_no_options(const std::string& policy) { return policy == "full"; }
+
+bool has_policy_flags(PolicyArgs p) {
+  p.policy.clear();
+  return !p.spec().empty();  // only the flags are left to fold in
+}
+
+// Two specs name the same policy when their names and options agree, in any order.
+std::string canonical_spec(const std::string& spec) {
+  std::string name;
+  PolicyOptions opts;
+  parse_policy_spec(spec, &name, &opts);
+  std::string s = name;
+  for (const auto& [k, v] : opts) s += "," + k + "=" + v;
+  return s;
+}
+
+// The policies bench measures, in order: --policy × --budget (policy-major), then --compare.
+// Measuring one policy twice is refused rather than silently dropped: it is always a typo, and
+// the rows the user asked for should be the rows printed.
+std::vector<std::string> bench_policy_specs(const PolicyArgs& args) {
+  const std::vector<std::string> policies = split_policies(args.policy);
+  const std::vector<std::string> budgets =
+      args.budget.empty() ? std::vector<std::string>{""} : split_list("--budget", args.budget);
+  const auto taker = std::find_if(policies.begin(), policies.end(),
+                                  [](const std::string& p) { return !takes_no_options(p); });
+  if (taker == policies.end() && has_policy_flags(args)) {
+    fail("--policy {}: the policy flags (--budget, --calib, ...) apply to none of these "
+         "policies (full takes no options)",
+         args.policy);
+  }
+  if (taker != policies.end()) {
+    const std::string name = taker->substr(0, taker->find(':'));
+    for (const std::string& b : budgets) {  // fail before the model loads, naming the list
+      if (b.empty()) continue;
+      try {
+        parse_budget(name, b);
+      } catch (const Error& e) {
+        fail("--budget '{}': {}", args.budget, e.what());
+      }
+    }
+  }
+  std::vector<std::string> specs;
+  for (const std::string& p : policies) {
+    if (takes_no_options(p)) {
+      specs.push_back(p);
+      continue;
+    }
+    for (const std::string& b : budgets) {
+      PolicyArgs one = args;
+      one.policy = p;
+      one.budget = b;
+      specs.push_back(one.spec());
+    }
+  }
+  specs.insert(specs.end(), args.compare.begin(), args.compare.end());
+  std::map<std::string, std::string> seen;  // canonical -> as given
+  for (const std::string& s : specs) {
+    const auto [it, fresh] = seen.emplace(canonical_spec(s), s);
+    if (fresh) continue;
+    const std::string first = it->second == s ? "" : fmt::format(", first as '{}'", it->second);
+    fail("policy '{}' is listed twice (in --policy × --budget and --compare{}); list each "
+         "policy once",
+         s, first);
+  }
+  return specs;
+}
+
+// ---- measuring ----------------------------------------------------------------------------
+
 std::vector<int32_t> bench_tokens(int n, int n_vocab, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> u(0, n_vocab - 1);
@@ -85,180 +238,144 @@ double seconds_of(const std::function<void()>& fn) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void run_bench(const BenchArgs& a) {
-  if (a.n_prompt < 0 || a.n_gen < 0) fail("-p and -n must be >= 0");
-  const bool only_bandwidth = a.n_prompt == 0 && a.n_gen == 0;
-  if (only_bandwidth && !a.bandwidth) {
-    fail("nothing to measure: -p and -n are both 0 (and no --bandwidth)");
-  }
-  if (a.bandwidth_bytes < static_cast<int64_t>(kMinBandwidthBytes)) {
-    fail("--bandwidth-bytes must be at least {} (64 MiB), so the probe reads memory and not "
-         "cache (got {})",
-         kMinBandwidthBytes, a.bandwidth_bytes);
-  }
-  if (a.reps < 1) fail("-r must be >= 1 (got {})", a.reps);
-  for (int d : a.depths) {
-    if (d < 0) fail("depth must be >= 0 (got {})", d);
-  }
-  apply_threads(a.threads);
-  auto model = load_model(a.model);
-  const ModelConfig& c = model->config();
-  const int max_depth = *std::max_element(a.depths.begin(), a.depths.end());
-  SessionOptions so;
-  so.n_ctx = max_depth + std::max(a.n_prompt, a.n_gen);
-  so.kv_type = parse_kv_type(a.kv_type);
-  so.policy = a.policy.spec();
-  if (so.n_ctx > c.n_ctx_train) {
-    fail("depth {} + {} tokens exceeds the model's context length {}", max_depth,
-         std::max(a.n_prompt, a.n_gen), c.n_ctx_train);
-  }
-  // The probe runs before any session exists, so its buffer and the KV caches never coexist.
-  BandwidthResult bw;
-  if (a.bandwidth) {
-    std::fprintf(stderr, "fasa: measuring read bandwidth...\n");
-    bw = measure_read_bandwidth(static_cast<uint64_t>(a.bandwidth_bytes), kBandwidthPasses);
-  }
-  if (only_bandwidth) {
-    if (a.json) {
-      nlohmann::ordered_json j = {
-          {"read_bandwidth_gb_s", bw.read_gb_s}, {"threads", bw.threads}, {"bytes", bw.bytes}};
-      std::printf("%s\n", j.dump().c_str());
-    } else {
-      std::printf("read bandwidth: %.2f GB/s (%d thread%s, %s buffer, best of %d passes)\n",
-                  bw.read_gb_s, bw.threads, bw.threads == 1 ? "" : "s",
-                  human_bytes(bw.bytes).c_str(), kBandwidthPasses);
-    }
-    return;
-  }
-  // One session per policy; repetitions alternate between them, so drift and noise on a
-  // shared machine hit every policy alike and the ratios stay fair.
-  const std::vector<std::string> specs = a.policy.specs();
-  std::vector<std::unique_ptr<Session>> sessions;
-  for (const std::string& spec : specs) {
-    so.policy = spec;
-    sessions.push_back(std::make_unique<Session>(model, so));
-  }
-  const auto ctx_tokens = bench_tokens(std::max(max_depth, 1), c.n_vocab, 1);
-  const auto pp_tokens = bench_tokens(std::max(a.n_prompt, 1), c.n_vocab, 2);
-  const auto tg_tokens = bench_tokens(std::max(a.n_gen, 1), c.n_vocab, 3);
-  auto fill_depth = [&](Session& session, int d) {
-    session.reset();
-    if (d > 0) session.prefill(std::vector<int32_t>(ctx_tokens.begin(), ctx_tokens.begin() + d));
-  };
+// Random token ids (speed does not depend on them), as many as the longest use needs.
+struct BenchTokens {
+  std::vector<int32_t> ctx, pp, tg;
+};
 
-  std::vector<Measure> results;
-  for (int d : a.depths) {
-    for (const bool gen : {false, true}) {
-      const int n = gen ? a.n_gen : a.n_prompt;
-      if (n == 0) continue;
-      const size_t first = results.size();
-      for (const std::string& spec : specs) {
-        results.push_back(Measure{spec, fmt::format("{}{}", gen ? "tg" : "pp", n), d, n, {}});
+// One test at one depth for every policy. Repetitions alternate between the policies, so drift
+// and noise on a shared machine hit every policy alike and the ratios stay fair.
+std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& sessions,
+                                  const std::vector<std::string>& specs, const Test& t, int depth,
+                                  int reps, const BenchTokens& tok) {
+  std::vector<Measure> group;
+  for (const std::string& spec : specs) group.push_back(Measure{spec, t, depth, {}});
+  const std::vector<int32_t> pp(tok.pp.begin(), tok.pp.begin() + (t.gen ? 0 : t.n));
+  for (int r = 0; r < reps; ++r) {
+    for (size_t p = 0; p < specs.size(); ++p) {
+      Session& session = *sessions[p];
+      Measure& m = group[p];
+      session.reset();
+      if (depth > 0) {
+        session.prefill(std::vector<int32_t>(tok.ctx.begin(), tok.ctx.begin() + depth));
       }
-      for (int r = 0; r < a.reps; ++r) {
-        for (size_t p = 0; p < specs.size(); ++p) {
-          Session& session = *sessions[p];
-          Measure& m = results[first + p];
-          fill_depth(session, d);
-          if (!gen) {
-            m.tps.push_back(n / seconds_of([&] { session.prefill(pp_tokens); }));
-            continue;
-          }
-          m.tps.push_back(n / seconds_of([&] {
-                            for (int i = 0; i < n; ++i) session.decode(tg_tokens[i]);
-                          }));
-          const AttnStats& st = session.attn_stats();
-          const double toks = static_cast<double>(st.decode_tokens);
-          m.kv_read_per_token = st.bytes_read() / toks;
-          m.dense_read_per_token = st.dense_bytes / toks;
-          m.disk_read_per_token = st.tier_read_bytes / toks;
-          m.disk_ms_per_token = st.tier_read_ns / 1e6 / toks;
-          m.kv_ram = session.cache().ram_bytes() + session.policy().resident_bytes();
-          m.kv_file = session.cache().file_bytes();
-        }
+      if (!t.gen) {
+        m.tps.push_back(t.n / seconds_of([&] { session.prefill(pp); }));
+        continue;
       }
+      m.tps.push_back(t.n / seconds_of([&] {
+                        for (int i = 0; i < t.n; ++i) session.decode(tok.tg[i]);
+                      }));
+      const AttnStats& st = session.attn_stats();
+      const double toks = static_cast<double>(st.decode_tokens);
+      m.kv_read_per_token = st.bytes_read() / toks;
+      m.dense_read_per_token = st.dense_bytes / toks;
+      m.disk_read_per_token = st.tier_read_bytes / toks;
+      m.disk_ms_per_token = st.tier_read_ns / 1e6 / toks;
+      m.kv_ram = session.cache().ram_bytes() + session.policy().resident_bytes();
+      m.kv_file = session.cache().file_bytes();
     }
   }
+  return group;
+}
 
-  // The bandwidth roofline of a tg row: every weight is read once per token, plus the KV bytes
-  // that this policy's attention read.
-  struct Roofline {
-    double bytes_per_token = 0.0;
-    double tokens_per_s = 0.0;  // bandwidth-bound tokens/s
-    double fraction = 0.0;      // measured / bound
-  };
-  auto roofline = [&](const Measure& m) {
-    Roofline r;
-    r.bytes_per_token = static_cast<double>(model->weight_bytes()) + m.kv_read_per_token;
-    r.tokens_per_s = bw.read_gb_s * 1e9 / r.bytes_per_token;
-    r.fraction = r.tokens_per_s > 0.0 ? m.mean() / r.tokens_per_s : 0.0;
-    return r;
-  };
+// ---- output -------------------------------------------------------------------------------
 
-  if (a.json) {
-    nlohmann::ordered_json j;
-    j["model"] = model->file().path();
-    j["model_bytes"] = model->weight_bytes();
-    j["threads"] = num_threads();
-    j["kv_type"] = a.kv_type;
-    j["policies"] = specs;
-    j["reps"] = a.reps;
-    if (a.bandwidth) j["read_bandwidth_gb_s"] = bw.read_gb_s;
-    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    for (const auto& m : results) {
-      nlohmann::ordered_json row = {{"policy", m.policy},
-                                    {"test", m.test},
-                                    {"depth", m.depth},
-                                    {"n_tokens", m.n_tokens},
-                                    {"tokens_per_s", m.mean()},
-                                    {"stddev", m.stddev()},
-                                    {"samples", m.tps}};
-      if (m.test.rfind("tg", 0) == 0) {
-        row["kv_bytes_read_per_token"] = m.kv_read_per_token;
-        row["dense_kv_bytes_read_per_token"] = m.dense_read_per_token;
-        row["kv_resident_ram_bytes"] = m.kv_ram;
-        row["kv_resident_file_bytes"] = m.kv_file;
-        row["disk_bytes_read_per_token"] = m.disk_read_per_token;
-        row["disk_read_ms_per_token"] = m.disk_ms_per_token;
-        if (a.bandwidth) {
-          const Roofline r = roofline(m);
-          row["bytes_per_token"] = r.bytes_per_token;
-          row["roofline_tokens_per_s"] = r.tokens_per_s;
-          row["roofline_fraction"] = r.fraction;
-        }
-      }
-      rows.push_back(row);
+// The bandwidth roofline of a tg row: every weight is read once per token, plus the KV bytes
+// that this policy's attention read.
+struct Roofline {
+  double bytes_per_token = 0.0;
+  double tokens_per_s = 0.0;  // bandwidth-bound tokens/s
+  double fraction = 0.0;      // measured / bound
+};
+
+Roofline roofline_of(const Measure& m, uint64_t weight_bytes, double read_gb_s) {
+  Roofline r;
+  r.bytes_per_token = static_cast<double>(weight_bytes) + m.kv_read_per_token;
+  r.tokens_per_s = read_gb_s * 1e9 / r.bytes_per_token;
+  r.fraction = r.tokens_per_s > 0.0 ? m.mean() / r.tokens_per_s : 0.0;
+  return r;
+}
+
+// Prints the header once, then each test's rows (one per policy) as they are measured.
+class Report {
+ public:
+  Report(const BenchArgs& a, const Model& model, const BandwidthResult& bw)
+      : a_(a), model_(model), bw_(bw) {}
+
+  void header() const {
+    if (a_.json) return;  // every JSON line carries its own context
+    const ModelConfig& c = model_.config();
+    std::printf("model %s (%s), %d threads, KV %s",
+                c.name.empty() ? c.arch.c_str() : c.name.c_str(),
+                human_bytes(model_.weight_bytes()).c_str(), num_threads(), a_.kv_type.c_str());
+    if (a_.bandwidth) {
+      std::printf(", read bandwidth %.2f GB/s (%s buffer)", bw_.read_gb_s,
+                  human_bytes(bw_.bytes).c_str());
     }
-    j["results"] = rows;
-    std::printf("%s\n", j.dump().c_str());
-    return;
+    std::printf("\n\n");
+    std::printf("| policy | test | t/s | vs first | KV read/token | KV in RAM | KV on disk | "
+                "disk read/token |%s\n",
+                a_.bandwidth ? " bound t/s | roofline |" : "");
+    std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
+                a_.bandwidth ? " ---: | ---: |" : "");
   }
-  std::printf("model %s (%s), %d threads, KV %s",
-              c.name.empty() ? c.arch.c_str() : c.name.c_str(),
-              human_bytes(model->weight_bytes()).c_str(), num_threads(), a.kv_type.c_str());
-  if (a.bandwidth) {
-    std::printf(", read bandwidth %.2f GB/s (%s buffer)", bw.read_gb_s,
-                human_bytes(bw.bytes).c_str());
+
+  // One test's rows; group[0] is the first policy, the base of "vs first".
+  void rows(const std::vector<Measure>& group) const {
+    for (const Measure& m : group) {
+      if (a_.json) {
+        std::printf("%s\n", json_row(m).dump().c_str());
+      } else {
+        markdown_row(m, group.front());
+      }
+    }
+    std::fflush(stdout);
   }
-  std::printf("\n\n");
-  std::printf("| policy | test | t/s | vs first | KV read/token | KV in RAM | KV on disk | disk "
-              "read/token |%s\n",
-              a.bandwidth ? " bound t/s | roofline |" : "");
-  std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
-              a.bandwidth ? " ---: | ---: |" : "");
-  for (size_t i = 0; i < results.size(); ++i) {
-    const Measure& m = results[i];
-    const Measure& base = results[i - i % specs.size()];  // the first policy's row of this test
-    const std::string test = m.depth > 0 ? fmt::format("{} @ d{}", m.test, m.depth) : m.test;
-    const bool tg = m.test.rfind("tg", 0) == 0;
+
+ private:
+  nlohmann::ordered_json json_row(const Measure& m) const {
+    nlohmann::ordered_json j = {{"model", model_.file().path()},
+                                {"model_bytes", model_.weight_bytes()},
+                                {"threads", num_threads()},
+                                {"kv_type", a_.kv_type},
+                                {"reps", a_.reps}};
+    if (a_.bandwidth) j["read_bandwidth_gb_s"] = bw_.read_gb_s;
+    j["policy"] = m.policy;
+    j["test"] = m.test.name();
+    j["depth"] = m.depth;
+    j["n_tokens"] = m.test.n;
+    j["tokens_per_s"] = m.mean();
+    j["stddev"] = m.stddev();
+    j["samples"] = m.tps;
+    if (!m.test.gen) return j;
+    j["kv_bytes_read_per_token"] = m.kv_read_per_token;
+    j["dense_kv_bytes_read_per_token"] = m.dense_read_per_token;
+    j["kv_resident_ram_bytes"] = m.kv_ram;
+    j["kv_resident_file_bytes"] = m.kv_file;
+    j["disk_bytes_read_per_token"] = m.disk_read_per_token;
+    j["disk_read_ms_per_token"] = m.disk_ms_per_token;
+    if (a_.bandwidth) {
+      const Roofline r = roofline_of(m, model_.weight_bytes(), bw_.read_gb_s);
+      j["bytes_per_token"] = r.bytes_per_token;
+      j["roofline_tokens_per_s"] = r.tokens_per_s;
+      j["roofline_fraction"] = r.fraction;
+    }
+    return j;
+  }
+
+  void markdown_row(const Measure& m, const Measure& base) const {
+    const std::string name = m.test.name();
+    const std::string test = m.depth > 0 ? fmt::format("{} @ d{}", name, m.depth) : name;
+    const bool tg = m.test.gen;
     auto bytes = [&](double b) { return tg ? human_bytes(static_cast<uint64_t>(b)) : std::string(); };
     const std::string disk =
         tg && m.kv_file > 0
             ? fmt::format("{} in {:.2f} ms", bytes(m.disk_read_per_token), m.disk_ms_per_token)
             : std::string();
     std::string roof;
-    if (a.bandwidth) {
-      const Roofline r = roofline(m);
+    if (a_.bandwidth) {
+      const Roofline r = roofline_of(m, model_.weight_bytes(), bw_.read_gb_s);
       roof = tg ? fmt::format(" {:.2f} | {:.1f}% |", r.tokens_per_s, 100.0 * r.fraction)
                 : std::string("  |  |");
     }
@@ -268,6 +385,77 @@ void run_bench(const BenchArgs& a) {
                 tg && m.kv_file > 0 ? bytes(static_cast<double>(m.kv_file)).c_str() : "",
                 disk.c_str(), roof.c_str());
   }
+
+  const BenchArgs& a_;
+  const Model& model_;
+  const BandwidthResult& bw_;
+};
+
+void print_bandwidth_only(const BenchArgs& a, const BandwidthResult& bw) {
+  if (a.json) {
+    nlohmann::ordered_json j = {
+        {"read_bandwidth_gb_s", bw.read_gb_s}, {"threads", bw.threads}, {"bytes", bw.bytes}};
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  std::printf("read bandwidth: %.2f GB/s (%d thread%s, %s buffer, best of %d passes)\n",
+              bw.read_gb_s, bw.threads, bw.threads == 1 ? "" : "s", human_bytes(bw.bytes).c_str(),
+              kBandwidthPasses);
+}
+
+void run_bench(const BenchArgs& a) {
+  // Every flag is checked before the model loads and the probe runs.
+  const std::vector<int> prompts = parse_counts("-p", a.n_prompt);
+  const std::vector<int> gens = parse_counts("-n", a.n_gen);
+  const std::vector<int> depths = parse_counts("-d", a.depths);
+  const std::vector<Test> tests = bench_tests(prompts, gens);
+  if (tests.empty() && !a.bandwidth) {
+    fail("nothing to measure: every -p and -n value is 0 (and no --bandwidth)");
+  }
+  if (a.bandwidth_bytes < static_cast<int64_t>(kMinBandwidthBytes)) {
+    fail("--bandwidth-bytes must be at least {} (64 MiB), so the probe reads memory and not "
+         "cache (got {})",
+         kMinBandwidthBytes, a.bandwidth_bytes);
+  }
+  if (a.reps < 1) fail("-r must be >= 1 (got {})", a.reps);
+  const std::vector<std::string> specs = bench_policy_specs(a.policy);
+  apply_threads(a.threads);
+  auto model = load_model(a.model);
+  const ModelConfig& c = model->config();
+  int longest = 0;
+  for (const Test& t : tests) longest = std::max(longest, t.n);
+  const int max_depth = *std::max_element(depths.begin(), depths.end());
+  if (static_cast<int64_t>(max_depth) + longest > c.n_ctx_train) {  // 64-bit: no overflow
+    fail("depth {} + {} tokens exceeds the model's context length {}", max_depth, longest,
+         c.n_ctx_train);
+  }
+  SessionOptions so;
+  so.n_ctx = max_depth + longest;
+  so.kv_type = parse_kv_type(a.kv_type);
+  // The probe runs before any session exists, so its buffer and the KV caches never coexist.
+  BandwidthResult bw;
+  if (a.bandwidth) {
+    std::fprintf(stderr, "fasa: measuring read bandwidth...\n");
+    bw = measure_read_bandwidth(static_cast<uint64_t>(a.bandwidth_bytes), kBandwidthPasses);
+  }
+  if (tests.empty()) {
+    print_bandwidth_only(a, bw);
+    return;
+  }
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (const std::string& spec : specs) {
+    so.policy = spec;
+    sessions.push_back(std::make_unique<Session>(model, so));
+  }
+  BenchTokens tok;
+  tok.ctx = bench_tokens(std::max(max_depth, 1), c.n_vocab, 1);
+  tok.pp = bench_tokens(std::max(longest, 1), c.n_vocab, 2);
+  tok.tg = bench_tokens(std::max(longest, 1), c.n_vocab, 3);
+  const Report report(a, *model, bw);
+  report.header();
+  for (int d : depths) {
+    for (const Test& t : tests) report.rows(measure_test(sessions, specs, t, d, a.reps, tok));
+  }
 }
 
 }  // namespace
@@ -276,22 +464,34 @@ void add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand("bench", "prompt-processing and generation speed");
   cmd->add_option("-m,--model", a->model, "GGUF path or pulled model name")->required();
-  cmd->add_option("-p,--n-prompt", a->n_prompt, "prompt tokens (0 = skip)")->capture_default_str();
-  cmd->add_option("-n,--n-gen", a->n_gen, "generated tokens (0 = skip)")->capture_default_str();
+  cmd->add_option("-p,--n-prompt", a->n_prompt,
+                  "prompt tokens, comma separated: one pp test each (0 = skip)")
+      ->capture_default_str();
+  cmd->add_option("-n,--n-gen", a->n_gen,
+                  "generated tokens, comma separated: one tg test each (0 = skip)")
+      ->capture_default_str();
   cmd->add_option("-d,--depth", a->depths, "context depths, comma separated")
-      ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("-r,--reps", a->reps, "repetitions")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
   add_policy_options(cmd, a->policy, /*with_compare=*/true);
+  // Only bench takes lists; run and eval keep one --policy and one --budget.
+  cmd->get_option("--policy")
+      ->description("attention policies, comma separated: full, oracle, fasa (or "
+                    "name:key=value,...); measured × every --budget, full once");
+  cmd->get_option("--budget")
+      ->description("budgets, comma separated: tokens attended per decode step per kv-head "
+                    "group (< 1: fraction of context); one run per policy and budget");
   cmd->add_flag("--bandwidth", a->bandwidth,
                 "measure read bandwidth first; add the bandwidth roofline to tg rows (with -p 0 "
                 "-n 0: only measure it)");
   cmd->add_option("--bandwidth-bytes", a->bandwidth_bytes,
                   "buffer size of the --bandwidth probe, >= 64 MiB")
       ->capture_default_str();
-  cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->add_flag("--json", a->json,
+                "JSON Lines: one self-contained object per result row (with -p 0 -n 0 "
+                "--bandwidth: one object)");
   cmd->callback([a] { run_bench(*a); });
 }
 

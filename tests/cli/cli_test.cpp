@@ -33,6 +33,27 @@ std::string tiny(const std::string& name, const test::TinySpec& spec) {
   return path;
 }
 
+// `fasa bench --json` prints JSON Lines: every line one complete object.
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> rows;
+  size_t start = 0;
+  while (start < out.size()) {
+    const size_t nl = out.find('\n', start);
+    const std::string line = out.substr(start, nl == std::string::npos ? nl : nl - start);
+    EXPECT_FALSE(line.empty()) << "empty line in: " << out;
+    rows.push_back(nlohmann::json::parse(line));  // throws (and fails the test) on a bad line
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  return rows;
+}
+
+std::vector<std::string> policies_of(const std::vector<nlohmann::json>& rows) {
+  std::vector<std::string> p;
+  for (const auto& row : rows) p.push_back(row["policy"]);
+  return p;
+}
+
 TEST(CliTest, InspectTinyModelJson) {
   const std::string path = tiny("cli_tiny.gguf", {});
   const auto r = run_cli({"inspect", path, "--json"});
@@ -100,7 +121,7 @@ TEST(CliTest, NoSubcommandOrBadFlags) {
   EXPECT_NE(run_cli({}).exit_code, 0);
   EXPECT_NE(run_cli({"frobnicate"}).exit_code, 0);
   const std::string path = tiny("cli_flags.gguf", {});
-  EXPECT_NE(run_cli({"bench", "-m", path, "-p", "abc"}).exit_code, 0);
+  expect_clean_error(run_cli({"bench", "-m", path, "-p", "abc"}), "-p 'abc'");
   expect_clean_error(run_cli({"bench", "-m", path, "-p", "0", "-n", "0"}), "nothing to measure");
   expect_clean_error(run_cli({"bench", "-m", path, "-d", "100000"}), "context length");
   expect_clean_error(run_cli({"bench", "-m", path, "-p", "8", "--policy", "bogus"}), "unknown attention policy");
@@ -113,13 +134,143 @@ TEST(CliTest, BenchTinyModelJson) {
   const auto r = run_cli({"bench", "-m", path, "-p", "16", "-n", "4", "-d", "0,8", "-r", "2",
                           "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["results"].size(), 4u);  // pp16, tg4 at depths 0 and 8
-  for (const auto& row : j["results"]) {
+  const auto rows = json_lines(r.out);
+  ASSERT_EQ(rows.size(), 4u);  // pp16, tg4 at depths 0 and 8
+  for (const auto& row : rows) {
     EXPECT_GT(row["tokens_per_s"].get<double>(), 0.0);
     EXPECT_EQ(row["samples"].size(), 2u);
   }
-  EXPECT_EQ(j["results"][2]["depth"], 8);
+  EXPECT_EQ(rows[2]["depth"], 8);
+}
+
+// -p and -n are lists, each value its own test, at every depth: pp values, then tg values.
+TEST(CliTest, BenchTestLists) {
+  const std::string path = tiny("cli_bench_lists.gguf", {});
+  const auto r = run_cli({"bench", "-m", path, "-p", "8,16", "-n", "4", "-d", "0,4", "-r", "1",
+                          "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = json_lines(r.out);
+  ASSERT_EQ(rows.size(), 6u);
+  const std::vector<std::pair<std::string, int>> want = {{"pp8", 0},  {"pp16", 0}, {"tg4", 0},
+                                                         {"pp8", 4},  {"pp16", 4}, {"tg4", 4}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(rows[i]["test"], want[i].first) << i;
+    EXPECT_EQ(rows[i]["depth"], want[i].second) << i;
+  }
+  EXPECT_EQ(rows[1]["n_tokens"], 16);
+  // 0 skips a value; markdown (the default) has the same rows.
+  const auto md = run_cli({"bench", "-m", path, "-p", "0,8", "-n", "0,2,4", "-d", "4", "-r", "1"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  for (const char* row : {"| full | pp8 @ d4 |", "| full | tg2 @ d4 |", "| full | tg4 @ d4 |"}) {
+    EXPECT_NE(md.out.find(row), std::string::npos) << row << " in:\n" << md.out;
+  }
+  EXPECT_EQ(md.out.find("pp0"), std::string::npos) << md.out;
+  EXPECT_EQ(md.out.find("tg0"), std::string::npos) << md.out;
+}
+
+// Every --json line stands alone: run context, policy, test and its numbers; tg rows add the KV
+// accounting, pp rows leave it out.
+TEST(CliTest, BenchJsonLinesAreSelfContained) {
+  const std::string path = tiny("cli_bench_jsonl.gguf", {});
+  const auto r = run_cli({"bench", "-m", path, "-p", "8", "-n", "2", "-d", "4", "-r", "2",
+                          "--threads", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = json_lines(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    for (const char* key : {"model", "model_bytes", "threads", "kv_type", "reps", "policy", "test",
+                            "depth", "n_tokens", "tokens_per_s", "stddev", "samples"}) {
+      EXPECT_TRUE(row.contains(key)) << key << " missing in " << row.dump();
+    }
+    EXPECT_EQ(row["model"], path);
+    EXPECT_GT(row["model_bytes"].get<double>(), 0.0);
+    EXPECT_EQ(row["threads"], 1);
+    EXPECT_EQ(row["kv_type"], "f16");
+    EXPECT_EQ(row["reps"], 2);
+    EXPECT_EQ(row["policy"], "full");
+    EXPECT_FALSE(row.contains("results"));
+    EXPECT_FALSE(row.contains("read_bandwidth_gb_s"));
+  }
+  EXPECT_EQ(rows[0]["test"], "pp8");
+  EXPECT_FALSE(rows[0].contains("kv_bytes_read_per_token"));
+  EXPECT_EQ(rows[1]["test"], "tg2");
+  for (const char* key : {"kv_bytes_read_per_token", "dense_kv_bytes_read_per_token",
+                          "kv_resident_ram_bytes", "kv_resident_file_bytes",
+                          "disk_bytes_read_per_token", "disk_read_ms_per_token"}) {
+    EXPECT_TRUE(rows[1].contains(key)) << key;
+  }
+}
+
+// --policy × --budget, each with the other policy flags, then --compare; `full` takes no
+// options and appears once.
+TEST(CliTest, BenchPolicyBudgetCrossProduct) {
+  const std::string path = tiny("cli_bench_cross.gguf", {});
+  const std::vector<std::string> base = {"bench", "-m", path, "-p", "0", "-n", "2", "-d", "8",
+                                         "-r", "1", "--json"};
+  auto bench = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  };
+  auto r = bench({"--policy", "full,oracle", "--budget", "3,5", "--gqa", "per-head", "--compare",
+                  "oracle:budget=7"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rows = json_lines(r.out);
+  EXPECT_EQ(policies_of(rows),
+            (std::vector<std::string>{"full", "oracle:budget=3,gqa=per-head",
+                                      "oracle:budget=5,gqa=per-head", "oracle:budget=7"}));
+  for (const auto& row : rows) EXPECT_EQ(row["test"], "tg2");
+  EXPECT_LT(rows[1]["kv_bytes_read_per_token"].get<double>(),
+            rows[2]["kv_bytes_read_per_token"].get<double>());  // budget 3 reads less than 5
+  // A spec with options of its own keeps them (its commas are not list separators); policy-major
+  // order.
+  r = bench({"--policy", "oracle:gqa=per-head,oracle,full", "--budget", "3,4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(policies_of(json_lines(r.out)),
+            (std::vector<std::string>{"oracle:gqa=per-head,budget=3",
+                                      "oracle:gqa=per-head,budget=4", "oracle:budget=3",
+                                      "oracle:budget=4", "full"}));
+  // Markdown: one row per policy, ratios to the first.
+  const auto md = run_cli({"bench", "-m", path, "-p", "0", "-n", "2", "-r", "1", "--policy",
+                           "full,oracle", "--budget", "2,3"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| full | tg2 | "), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| oracle:budget=2 | tg2 | "), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| oracle:budget=3 | tg2 | "), std::string::npos) << md.out;
+}
+
+// Bad list elements and duplicate policies end in one clear error before anything runs.
+TEST(CliTest, BenchBadLists) {
+  const std::string path = tiny("cli_bench_badlists.gguf", {});
+  auto bench = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"bench", "-m", path, "-r", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  };
+  expect_clean_error(bench({"-p", "8,-1"}), "-p '8,-1': '-1' is not a whole number >= 0");
+  expect_clean_error(bench({"-p", "8,,16"}), "-p '8,,16': empty element");
+  expect_clean_error(bench({"-n", "4,"}), "-n '4,': empty element");
+  expect_clean_error(bench({"-n", "4.5"}), "-n '4.5'");
+  expect_clean_error(bench({"-d", "0,x"}), "-d '0,x': 'x'");
+  expect_clean_error(bench({"-d", "99999999999"}), "-d '99999999999'");
+  expect_clean_error(bench({"--policy", "oracle", "--budget", "64,x"}),
+                     "--budget '64,x': policy 'oracle': budget must be a positive number");
+  expect_clean_error(bench({"--policy", "oracle", "--budget", "64,,8"}),
+                     "--budget '64,,8': empty element");
+  expect_clean_error(bench({"--policy", "oracle", "--budget", "1.5"}), "whole number");
+  expect_clean_error(bench({"--policy", "full,", "--budget", "4"}), "--policy 'full,': empty");
+  expect_clean_error(bench({"--policy", "budget=4,oracle"}), "comes before any policy name");
+  expect_clean_error(bench({"-p", "8", "--policy", "full,bogus"}),
+                     "unknown attention policy 'bogus'");
+  // Duplicates are refused, also when spelled differently or coming from --compare.
+  expect_clean_error(bench({"--policy", "full,full"}), "listed twice");
+  expect_clean_error(bench({"--policy", "oracle", "--budget", "4,8,4"}),
+                     "'oracle:budget=4' is listed twice");
+  expect_clean_error(bench({"--policy", "oracle:gqa=shared", "--budget", "4", "--compare",
+                            "oracle:budget=4,gqa=shared"}),
+                     "listed twice");
+  // Flags that no listed policy takes.
+  expect_clean_error(bench({"--policy", "full", "--budget", "8,16"}), "apply to none");
 }
 
 // Several policies in one bench run: one row per (test, policy), each with its KV accounting.
@@ -128,18 +279,17 @@ TEST(CliTest, BenchComparesPolicies) {
   const auto r = run_cli({"bench", "-m", path, "-p", "0", "-n", "4", "-d", "12", "-r", "2",
                           "--policy", "full", "--compare", "oracle:budget=3", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["policies"].size(), 2u);
-  ASSERT_EQ(j["results"].size(), 2u);
-  EXPECT_EQ(j["results"][0]["policy"], "full");
-  EXPECT_EQ(j["results"][1]["policy"], "oracle:budget=3");
-  for (const auto& row : j["results"]) {
+  const auto rows = json_lines(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["policy"], "full");
+  EXPECT_EQ(rows[1]["policy"], "oracle:budget=3");
+  for (const auto& row : rows) {
     EXPECT_EQ(row["samples"].size(), 2u);
     EXPECT_GT(row["kv_resident_ram_bytes"].get<double>(), 0.0);
     EXPECT_EQ(row["kv_resident_file_bytes"].get<double>(), 0.0);
   }
-  EXPECT_LT(j["results"][1]["kv_bytes_read_per_token"].get<double>(),
-            j["results"][0]["kv_bytes_read_per_token"].get<double>());
+  EXPECT_LT(rows[1]["kv_bytes_read_per_token"].get<double>(),
+            rows[0]["kv_bytes_read_per_token"].get<double>());
 }
 
 // `--bandwidth` alone (-p 0 -n 0) prints only the probe's result.
@@ -165,12 +315,12 @@ TEST(CliTest, BenchBandwidthRoofline) {
   const auto r = run_cli({"bench", "-m", path, "-p", "0", "-n", "4", "-d", "8", "-r", "1",
                           "--bandwidth", "--bandwidth-bytes", "67108864", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  EXPECT_GT(j["read_bandwidth_gb_s"].get<double>(), 0.0);
-  ASSERT_EQ(j["results"].size(), 1u);
-  for (const auto& row : j["results"]) {
+  const auto rows = json_lines(r.out);
+  ASSERT_EQ(rows.size(), 1u);
+  for (const auto& row : rows) {
+    EXPECT_GT(row["read_bandwidth_gb_s"].get<double>(), 0.0);
     EXPECT_EQ(row["test"], "tg4");
-    EXPECT_GT(row["bytes_per_token"].get<double>(), j["model_bytes"].get<double>());
+    EXPECT_GT(row["bytes_per_token"].get<double>(), row["model_bytes"].get<double>());
     EXPECT_GT(row["roofline_tokens_per_s"].get<double>(), 0.0);
     EXPECT_GT(row["roofline_fraction"].get<double>(), 0.0);
   }
@@ -182,9 +332,10 @@ TEST(CliTest, BenchBandwidthRoofline) {
   // Without --bandwidth nothing changes.
   const auto plain = run_cli({"bench", "-m", path, "-p", "0", "-n", "4", "-r", "1", "--json"});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  const auto pj = nlohmann::json::parse(plain.out);
-  EXPECT_FALSE(pj.contains("read_bandwidth_gb_s"));
-  EXPECT_FALSE(pj["results"][0].contains("roofline_fraction"));
+  const auto prows = json_lines(plain.out);
+  ASSERT_EQ(prows.size(), 1u);
+  EXPECT_FALSE(prows[0].contains("read_bandwidth_gb_s"));
+  EXPECT_FALSE(prows[0].contains("roofline_fraction"));
 }
 
 TEST(CliTest, BenchBandwidthBadSize) {
