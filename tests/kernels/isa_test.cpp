@@ -97,6 +97,24 @@ TEST(Isa, SoftmaxAndExpSameBits) {
   }
 }
 
+// exp over its whole range, subnormal results included (x down to the -104 clamp and below).
+TEST(Isa, ExpSameBitsOverItsRange) {
+  std::vector<float> x;
+  for (float v = -110.0f; v <= 0.0f; v += 0.0137f) x.push_back(v);
+  const int64_t n = static_cast<int64_t>(x.size());
+  expect_all_equal(per_isa([&] {
+                     std::vector<float> e(n);
+                     softmax_exp_shifted(x.data(), 0.0f, n, e.data());
+                     return e;
+                   }),
+                   "exp");
+  std::vector<float> scalar(n);
+  for (int64_t i = 0; i < n; ++i) scalar[i] = softmax_exp(x[i]);
+  std::vector<float> vec(n);
+  softmax_exp_shifted(x.data(), 0.0f, n, vec.data());
+  EXPECT_TRUE(same_bits(scalar, vec)) << "vector exp vs softmax_exp";
+}
+
 TEST(Isa, RowOpsSameBits) {
   std::mt19937 rng(2);
   const int n = 576, hd = 64;

@@ -37,6 +37,15 @@ inline float tree16(float* a) {
   return a[0];
 }
 
+#if FASA_AVX2 && !FASA_AVX512
+// Elements [i, i + 8) of a row as fp32.
+inline __m256 load8(const uint8_t* row, int i, KvType t) {
+  return t == KvType::F16
+             ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)))
+             : _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
+}
+#endif
+
 float dot_row(const float* q, const uint8_t* row, int hd, KvType t) {
 #if FASA_AVX512
   if (hd % 16 == 0) {
@@ -50,6 +59,18 @@ float dot_row(const float* q, const uint8_t* row, int hd, KvType t) {
     }
     alignas(64) float lanes[16];
     _mm512_store_ps(lanes, acc);
+    return tree16(lanes);
+  }
+#elif FASA_AVX2
+  if (hd % 16 == 0) {  // lanes 0-7 and 8-15 in two registers
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    for (int i = 0; i < hd; i += 16) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(row, i, t), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load8(row, i + 8, t), a1);
+    }
+    alignas(32) float lanes[16];
+    _mm256_store_ps(lanes, a0);
+    _mm256_store_ps(lanes + 8, a1);
     return tree16(lanes);
   }
 #endif
@@ -120,6 +141,14 @@ float tile_sum(const float* e, int cnt) {
   __m512 acc = _mm512_setzero_ps();
   for (; j + 16 <= cnt; j += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(e + j));
   _mm512_store_ps(lanes, acc);
+#elif FASA_AVX2
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  for (; j + 16 <= cnt; j += 16) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(e + j));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(e + j + 8));
+  }
+  _mm256_store_ps(lanes, a0);
+  _mm256_store_ps(lanes + 8, a1);
 #endif
   for (; j < cnt; ++j) lanes[j % 16] += e[j];
   return tree16(lanes);
@@ -141,6 +170,19 @@ void accumulate_row(const uint8_t* row, int hd, KvType t, const float* e_col, co
         float* acc = states + i * ss + d;
         _mm512_storeu_ps(acc, _mm512_fmadd_ps(_mm512_set1_ps(e_col[i * kAttnTile]), v,
                                               _mm512_loadu_ps(acc)));
+      }
+    }
+    return;
+  }
+#elif FASA_AVX2
+  if (hd % 8 == 0) {
+    for (int d = 0; d < hd; d += 8) {
+      const __m256 v = load8(row, d, t);
+      for (int i = 0; i < n_q; ++i) {
+        if (counts[i] <= j) continue;
+        float* acc = states + i * ss + d;
+        _mm256_storeu_ps(acc, _mm256_fmadd_ps(_mm256_set1_ps(e_col[i * kAttnTile]), v,
+                                              _mm256_loadu_ps(acc)));
       }
     }
     return;

@@ -121,9 +121,13 @@ void rows_portable(DType t, const uint8_t* w, int64_t row_bytes, int64_t o_begin
   }
 }
 
-// ---- AVX-512 VNNI -----------------------------------------------------------------------------
+// ---- AVX2 and AVX-512 VNNI ---------------------------------------------------------------------
+// One kernel for both sets; only the block's integer dot product differs (the same integer):
+// AVX-512 VNNI's dpbusd, or AVX2's maddubs (u8 x s8 pairs to i16) + madd (pairs to i32). Pairs
+// cannot saturate i16: 4/5-bit codes give at most 2 * 31 * 127; Q8_0 uses the signed form
+// maddubs(|w|, sign(x, w)), at most 2 * 128 * 127.
 
-#if FASA_AVX512
+#if FASA_AVX2
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -147,10 +151,44 @@ inline __m256i unpack_simd(const uint8_t* blk) {
     if constexpr (T == DType::Q5_0 || T == DType::Q5_1) {
       uint32_t qh;
       std::memcpy(&qh, blk + qs_off - 4, 4);
+#if FASA_AVX512
       u = _mm256_or_si256(u, _mm256_maskz_set1_epi8(static_cast<__mmask32>(qh), 0x10));
+#else
+      // Byte j of the 32 gets bit j of qh: spread qh's byte j / 8 to it, test bit j % 8.
+      const __m256i spread = _mm256_shuffle_epi8(
+          _mm256_set1_epi32(static_cast<int>(qh)),
+          _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+      const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+      const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+      u = _mm256_or_si256(u, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
+#endif
     }
     return u;
   }
+}
+
+// Lane k (of 8): sum over elements 4k..4k+3 of (u - off) * x, given bias = -off * sum4 (unused
+// by AVX2's signed Q8_0 form, which reads the signed weights w = u - 128 directly).
+template <DType T>
+inline __m256i block_lanes(__m256i bias, __m256i u, __m256i xq) {
+#if FASA_AVX512
+  return _mm256_dpbusd_epi32(bias, u, xq);
+#else
+  const __m256i ones = _mm256_set1_epi16(1);
+  if constexpr (T == DType::Q8_0) {
+    const __m256i w = _mm256_xor_si256(u, _mm256_set1_epi8(static_cast<char>(0x80)));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(xq, w)),
+                             ones);
+  } else {
+    return _mm256_add_epi32(bias, _mm256_madd_epi16(_mm256_maddubs_epi16(u, xq), ones));
+  }
+#endif
+}
+
+// Whether block_lanes reads bias.
+template <DType T>
+constexpr bool uses_bias() {
+  return layout_of(T).off != 0 && (FASA_AVX512 || T != DType::Q8_0);
 }
 
 inline float hsum8_simd(__m256 v) {
@@ -188,14 +226,14 @@ void kernel_simd(const uint8_t* w, int64_t row_bytes, const Q8Acts& a, int64_t t
       const __m256i xq =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q.data() + tok * a.n_in + b * 32));
       __m256i bias = _mm256_setzero_si256();
-      if constexpr (L.off != 0) {
+      if constexpr (uses_bias<T>()) {
         const __m256i s4 = _mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(a.sum4.data() + (tok * nb + b) * 8));
         bias = _mm256_mullo_epi32(s4, _mm256_set1_epi32(-L.off));
       }
       const float dx = a.d[tok * nb + b];
       for (int r = 0; r < R; ++r) {
-        const __m256i lanes = _mm256_dpbusd_epi32(bias, u[r], xq);
+        const __m256i lanes = block_lanes<T>(bias, u[r], xq);
         acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * dx), _mm256_cvtepi32_ps(lanes),
                                     acc[r][t]);
         if constexpr (L.has_min) summs[r][t] = summs[r][t] + mw[r] * a.s[tok * nb + b];
@@ -246,7 +284,7 @@ void rows_simd(const uint8_t* w, int64_t row_bytes, int64_t o_begin, int64_t o_e
 }
 
 #pragma GCC diagnostic pop
-#endif  // FASA_AVX512
+#endif  // FASA_AVX2
 
 using RowsFn = void (*)(DType, const uint8_t*, int64_t, int64_t, int64_t, const Q8Acts&, float*,
                         int64_t);
@@ -268,7 +306,7 @@ void run(RowsFn rows, DType t, const void* w, int64_t n_out, int64_t n_in, const
   }
 }
 
-#if FASA_AVX512
+#if FASA_AVX2
 void rows_simd_any(DType t, const uint8_t* w, int64_t row_bytes, int64_t o0, int64_t o1,
                    const Q8Acts& a, float* y, int64_t n_out) {
   switch (t) {
@@ -323,7 +361,7 @@ void matmul_q8_portable(DType type, const void* w, int64_t n_out, int64_t n_in, 
 
 void matmul_q8(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
                float* y) {
-#if FASA_AVX512
+#if FASA_AVX2
   run(&rows_simd_any, type, w, n_out, n_in, a, y);
 #else
   run(&rows_portable, type, w, n_out, n_in, a, y);

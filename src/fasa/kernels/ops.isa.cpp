@@ -92,6 +92,22 @@ inline __m512 exp_avx512(__m512 x) {
   for (int k = 6; k >= 0; --k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC[k]));
   return _mm512_scalef_ps(p, n);
 }
+#elif FASA_AVX2
+// exp_portable in 8 lanes. ldexp(p, n) as (p * 2^(n + 64)) * 2^-64: the first product is exact
+// (a normal float for n in [-150, 63], the range of x in [-104, 43]); the second rounds once,
+// as ldexp does, when the result is subnormal.
+inline __m256 exp_avx2(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(kExpMin));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Hi), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(kExpC[7]);
+  for (int k = 6; k >= 0; --k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC[k]));
+  const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(64 + 127));
+  const __m256 pow2 = _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));  // 2^(n + 64)
+  return _mm256_mul_ps(_mm256_mul_ps(p, pow2), _mm256_set1_ps(0x1p-64f));
+}
 #endif
 
 // The fixed sum of 16 double lanes: for s = 8, 4, 2, 1: a[l] += a[l + s].
@@ -112,6 +128,11 @@ void softmax_exp_shifted(const float* x, float m, int64_t n, float* e) {
   const __m512 vm = _mm512_set1_ps(m);
   for (; i + 16 <= n; i += 16) {
     _mm512_storeu_ps(e + i, exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm)));
+  }
+#elif FASA_AVX2
+  const __m256 vm = _mm256_set1_ps(m);
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(e + i, exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm)));
   }
 #endif
   for (; i < n; ++i) e[i] = exp_portable(x[i] - m);
@@ -136,6 +157,24 @@ void softmax_inplace(float* x, int64_t n) {
   }
   _mm512_storeu_pd(lanes, lo);
   _mm512_storeu_pd(lanes + 8, hi);
+#elif FASA_AVX2
+  const __m256 vmx = _mm256_set1_ps(mx);
+  __m256d l0 = _mm256_setzero_pd(), l1 = _mm256_setzero_pd();  // lanes 0-3, 4-7
+  __m256d l2 = _mm256_setzero_pd(), l3 = _mm256_setzero_pd();  // lanes 8-11, 12-15
+  for (; i + 16 <= n; i += 16) {
+    const __m256 e0 = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmx));
+    const __m256 e1 = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vmx));
+    _mm256_storeu_ps(x + i, e0);
+    _mm256_storeu_ps(x + i + 8, e1);
+    l0 = _mm256_add_pd(l0, _mm256_cvtps_pd(_mm256_castps256_ps128(e0)));
+    l1 = _mm256_add_pd(l1, _mm256_cvtps_pd(_mm256_extractf128_ps(e0, 1)));
+    l2 = _mm256_add_pd(l2, _mm256_cvtps_pd(_mm256_castps256_ps128(e1)));
+    l3 = _mm256_add_pd(l3, _mm256_cvtps_pd(_mm256_extractf128_ps(e1, 1)));
+  }
+  _mm256_storeu_pd(lanes, l0);
+  _mm256_storeu_pd(lanes + 4, l1);
+  _mm256_storeu_pd(lanes + 8, l2);
+  _mm256_storeu_pd(lanes + 12, l3);
 #endif
   for (; i < n; ++i) {
     x[i] = exp_portable(x[i] - mx);

@@ -76,6 +76,29 @@ void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* term
     }
     _mm512_storeu_ps(scores + t, a);
   }
+#elif FASA_AVX2
+  // 16 slots per pass (two 8-lane accumulators), then the scalar tail.
+  for (; t + 16 <= n; t += 16) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    for (int i = 0; i < n_terms; ++i) {
+      const __m256 c = _mm256_set1_ps(terms[i].coef);
+      const size_t at = terms[i].col * stride + t;
+      __m256 k0, k1;
+      if (f16) {
+        const auto* p = static_cast<const uint16_t*>(packed) + at;
+        k0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        k1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
+      } else {
+        const float* p = static_cast<const float*>(packed) + at;
+        k0 = _mm256_loadu_ps(p);
+        k1 = _mm256_loadu_ps(p + 8);
+      }
+      a0 = _mm256_fmadd_ps(c, k0, a0);
+      a1 = _mm256_fmadd_ps(c, k1, a1);
+    }
+    _mm256_storeu_ps(scores + t, a0);
+    _mm256_storeu_ps(scores + t + 8, a1);
+  }
 #endif
   tip_tail(packed, f16, stride, terms, n_terms, t, n, scores);
 }
