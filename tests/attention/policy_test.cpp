@@ -150,10 +150,19 @@ TEST(PolicyInvariants, SortedUniqueInRangeWithinBudgetDeterministic) {
       auto p = policy_from(spec);
       for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
       for (int l = 0; l < kShape.n_layers; ++l) {
+        // The whole layer at once (select_layer, split over threads) equals group by group.
+        std::vector<AttnQuery> qs;
+        for (int g = 0; g < kShape.n_kv_heads; ++g) qs.push_back(f.query(l, g));
+        std::vector<Selection> layer(kShape.n_kv_heads);
+        p->select_layer(qs.data(), kShape.n_kv_heads, layer.data());
         for (int g = 0; g < kShape.n_kv_heads; ++g) {
           Selection a, b;
           p->select(f.query(l, g), a);
           p->select(f.query(l, g), b);
+          EXPECT_EQ(a.all, layer[g].all) << spec;
+          EXPECT_EQ(a.slots, layer[g].slots) << spec;
+          EXPECT_EQ(a.head_slots, layer[g].head_slots) << spec;
+          EXPECT_EQ(a.bytes_read, layer[g].bytes_read) << spec;
           EXPECT_EQ(a.all, b.all);
           EXPECT_EQ(a.slots, b.slots);
           EXPECT_EQ(a.head_slots, b.head_slots);

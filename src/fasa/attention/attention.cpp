@@ -48,6 +48,7 @@ struct DecodeScratch {
   std::vector<KvRows> rows;           // [n_heads] rows each query head reads
   std::vector<const int32_t*> lists;  // [n_heads] its slot list, null = rows in order
   std::vector<int> n_keys;            // [n_heads]
+  std::vector<AttnQuery> queries;     // [n_kv_heads]
   std::vector<Selection> sel;         // [n_kv_heads]
   std::vector<DecodeJob> jobs;
   std::vector<std::vector<size_t>> head_parts;  // [n_heads] offsets of its chunk states
@@ -68,23 +69,26 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
   x.lists.assign(sh.n_heads, nullptr);
   x.n_keys.assign(sh.n_heads, 0);
   if (static_cast<int>(x.sel.size()) < sh.n_kv_heads) x.sel.resize(sh.n_kv_heads);
-  // Selection, per kv-head group. An offloaded layer (FASA-M) fetches the selected rows from
-  // its file tier here, once per group for a shared selection, per query head otherwise;
-  // attention then reads them contiguously.
+  // Selection, per kv-head group (the policy splits the layer's work over threads). An
+  // offloaded layer (FASA-M) fetches the selected rows from its file tier here, once per group
+  // for a shared selection, per query head otherwise; attention then reads them contiguously.
   const bool offloaded = cache.offloaded(s.layer);
   const TierStats tier_before = offloaded ? cache.tier_stats() : TierStats{};
   std::vector<Gathered>& fetched = gathered_per(sh.n_heads);
-  parallel_for(sh.n_kv_heads, [&](int64_t g) {
-    AttnQuery q;
+  x.queries.resize(sh.n_kv_heads);
+  for (int g = 0; g < sh.n_kv_heads; ++g) {
+    AttnQuery& q = x.queries[g];
     q.layer = s.layer;
-    q.kv_head = static_cast<int>(g);
-    q.q = s.q + g * n_group * hd;
+    q.kv_head = g;
+    q.q = s.q + static_cast<size_t>(g) * n_group * hd;
     q.n_group = n_group;
     q.pos = s.pos[0];
     q.n_visible = n_visible;
     q.cache = &cache;
-    Selection& se = x.sel[g];
-    policy.select(q, se);
+  }
+  policy.select_layer(x.queries.data(), sh.n_kv_heads, x.sel.data());
+  auto setup = [&](int64_t g) {  // rows and slot lists per query head
+    const Selection& se = x.sel[g];
     const int kv = static_cast<int>(g);
     for (int i = 0; i < n_group; ++i) {
       const int h = kv * n_group + i;
@@ -100,7 +104,12 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
       }
       if (offloaded) x.lists[h] = nullptr;  // fetched rows are in selection order
     }
-  });
+  };
+  if (offloaded) {  // the fetches are I/O: overlap them
+    parallel_for(sh.n_kv_heads, setup);
+  } else {
+    for (int g = 0; g < sh.n_kv_heads; ++g) setup(g);
+  }
   cache.check_io();
   // Attention: one job per (key-list owner, chunk of kAttnChunk keys), so the work splits
   // evenly over threads at any depth; then each head merges its chunks in order.

@@ -62,6 +62,11 @@ class AttentionPolicy {
   // Decode step. May be called concurrently for different kv heads of the same layer;
   // never throws.
   virtual void select(const AttnQuery& q, Selection& out) = 0;
+  // Decode step of every kv-head group of one layer: outs[g] for qs[g], g in [0, n). The
+  // default runs select() for the groups in parallel. A policy whose per-group work is large
+  // may split it more finely across threads (FASA: one job per query head, so a few kv heads
+  // still keep every thread busy); the results must equal select()'s.
+  virtual void select_layer(const AttnQuery* qs, int n, Selection* outs);
   // Policies that learn from attention probabilities (H2O, SnapKV) return true and get
   // on_probs for every query head after each decode step.
   virtual bool wants_probs() const { return false; }

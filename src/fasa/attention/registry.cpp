@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fasa/core/error.h"
+#include "fasa/core/parallel.h"
 
 namespace fasa {
 
@@ -39,6 +40,10 @@ std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const Poli
   std::string known;
   for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
   fail("unknown attention policy '{}' (known: {})", name, known);
+}
+
+void AttentionPolicy::select_layer(const AttnQuery* qs, int n, Selection* outs) {
+  parallel_for(n, [&](int64_t g) { select(qs[g], outs[g]); });
 }
 
 int resolve_budget(double budget, int n_visible) {

@@ -29,6 +29,7 @@
 #include "fasa/calibrate/calibration.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
+#include "fasa/core/parallel.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/tip.h"
 #include "fasa/kernels/topk.h"
@@ -169,56 +170,70 @@ class FasaPolicy final : public AttentionPolicy {
     return n;
   }
 
-  void select(const AttnQuery& q, Selection& out) override {
-    const int n = q.n_visible;
+  void select(const AttnQuery& q, Selection& out) override { select_layer(&q, 1, &out); }
+
+  // One job per (kv head, query head): TIP, and for a shared selection the head's softmax; then,
+  // shared, one job per kv head sums the heads' probabilities (in head order) and picks.
+  void select_layer(const AttnQuery* qs, int n_kv, Selection* outs) override {
+    const int n = qs[0].n_visible, layer = qs[0].layer, ng = qs[0].n_group;
     const int budget = resolve_budget(o_.budget, n);
-    if (budget >= n || o_.dense_layers.count(q.layer)) {
-      out.set_all();
+    if (budget >= n || o_.dense_layers.count(layer)) {
+      for (int g = 0; g < n_kv; ++g) outs[g].set_all();
       return;
     }
-    const Group& gr = group(q.layer, q.kv_head);
-    const size_t w = gr.dims.size();
-    const int hd = shape_.head_dim;
-    // packed: [w, capacity] dominant key dims, the policy's copy (FASA-C) or the cache's (FASA-M)
-    const uint8_t* packed = o_.variant_m
-                                ? static_cast<const uint8_t*>(q.cache->hot_rows(q.layer, q.kv_head))
-                                : gr.kdom.data();
-    thread_local std::vector<float> score, mass;  // [n], [n]
-    thread_local std::vector<TipTerm> terms;      // [2 * n_tip]
-    score.resize(n);
-    auto tip = [&](int j) {  // TIP scores of query head j of the group into `score`
-      const float* qh = q.q + j * hd;
-      terms.clear();
-      for (const PackedFc& f : gr.heads[j]) {
-        terms.push_back(TipTerm{f.pa, qh[f.qa]});
-        terms.push_back(TipTerm{f.pb, qh[f.qb]});
-      }
-      tip_scores(packed, f16_, q.cache->capacity(), terms.data(), static_cast<int>(terms.size()),
-                 n, score.data());
-    };
-    out.all = false;
-    out.per_head = o_.per_head;
-    out.bytes_read = static_cast<uint64_t>(n) * w * elem_bytes_;  // the packed slice, once
-    if (o_.per_head) {
-      out.head_slots.resize(q.n_group);
-      for (int j = 0; j < q.n_group; ++j) {
-        tip(j);
-        pick(score.data(), n, budget, out.head_slots[j]);
-      }
-      return;
+    for (int g = 0; g < n_kv; ++g) {
+      Selection& out = outs[g];
+      out.all = false;
+      out.per_head = o_.per_head;
+      out.bytes_read = static_cast<uint64_t>(n) * group(layer, qs[g].kv_head).dims.size() *
+                       elem_bytes_;  // the packed slice, once
+      if (o_.per_head) out.head_slots.resize(ng);
     }
-    mass.assign(n, 0.0f);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    for (int j = 0; j < q.n_group; ++j) {
-      tip(j);
+    thread_local std::vector<float> buf;  // [n_kv, ng, n] per-head scores (the caller's)
+    buf.resize(static_cast<size_t>(n_kv) * ng * n);
+    float* scores = buf.data();
+    const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
+    parallel_for(int64_t{n_kv} * ng, [&](int64_t job) {
+      const int g = static_cast<int>(job / ng), j = static_cast<int>(job % ng);
+      float* score = scores + job * n;
+      tip(qs[g], j, score);
+      if (o_.per_head) {
+        pick(score, n, budget, outs[g].head_slots[j]);
+        return;
+      }
       for (int t = 0; t < n; ++t) score[t] *= scale;
-      softmax_inplace(score.data(), n);
-      for (int t = 0; t < n; ++t) mass[t] += score[t];
-    }
-    pick(mass.data(), n, budget, out.slots);
+      softmax_inplace(score, n);
+    });
+    if (o_.per_head) return;
+    parallel_for(n_kv, [&](int64_t g) {
+      thread_local std::vector<float> mass;  // [n]
+      mass.assign(n, 0.0f);
+      for (int j = 0; j < ng; ++j) {
+        const float* score = scores + (g * ng + j) * n;
+        for (int t = 0; t < n; ++t) mass[t] += score[t];
+      }
+      pick(mass.data(), n, budget, outs[g].slots);
+    });
   }
 
  private:
+  // TIP scores of query head j of q's group over its visible slots. score: [n_visible]
+  void tip(const AttnQuery& q, int j, float* score) const {
+    const Group& gr = group(q.layer, q.kv_head);
+    // packed: [dims, capacity] dominant key dims, the policy's copy (FASA-C) or the cache's (FASA-M)
+    const void* packed = o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
+                                      : static_cast<const void*>(gr.kdom.data());
+    const float* qh = q.q + j * shape_.head_dim;
+    thread_local std::vector<TipTerm> terms;  // [2 * n_tip]
+    terms.clear();
+    for (const PackedFc& f : gr.heads[j]) {
+      terms.push_back(TipTerm{f.pa, qh[f.qa]});
+      terms.push_back(TipTerm{f.pb, qh[f.qb]});
+    }
+    tip_scores(packed, f16_, q.cache->capacity(), terms.data(), static_cast<int>(terms.size()),
+               q.n_visible, score);
+  }
+
   struct Group {
     std::vector<int> dims;                     // packed K dims (ascending)
     std::vector<std::vector<PackedFc>> heads;  // [n_group][n_tip]
