@@ -172,8 +172,12 @@ class FasaPolicy final : public AttentionPolicy {
 
   void select(const AttnQuery& q, Selection& out) override { select_layer(&q, 1, &out); }
 
-  // One job per (kv head, query head): TIP, and for a shared selection the head's softmax; then,
-  // shared, one job per kv head sums the heads' probabilities (in head order) and picks.
+
+  // Three parallel stages over the layer's kv heads: TIP in jobs of (kv head, slot range), each
+  // scoring every query head of the group tile by tile, so a tile of the packed slice is read
+  // from memory once for all of them; then per (kv head, query head) the softmax (shared) or
+  // the pick (per head); then, shared, per kv head the sum of the heads' probabilities (in head
+  // order) and the pick. Every score is the bits select() alone would give.
   void select_layer(const AttnQuery* qs, int n_kv, Selection* outs) override {
     const int n = qs[0].n_visible, layer = qs[0].layer, ng = qs[0].n_group;
     const int budget = resolve_budget(o_.budget, n);
@@ -192,13 +196,20 @@ class FasaPolicy final : public AttentionPolicy {
     thread_local std::vector<float> buf;  // [n_kv, ng, n] per-head scores (the caller's)
     buf.resize(static_cast<size_t>(n_kv) * ng * n);
     float* scores = buf.data();
+    // Slot ranges: whole tiles, about kRangeSlots each, so jobs outnumber threads at depth.
+    const int n_tiles = (n + kTipTile - 1) / kTipTile;
+    const int n_ranges = std::clamp(n / kRangeSlots, 1, n_tiles);
+    parallel_for(int64_t{n_kv} * n_ranges, [&](int64_t job) {
+      const int g = static_cast<int>(job / n_ranges), r = static_cast<int>(job % n_ranges);
+      const int tile0 = n_tiles * r / n_ranges, tile1 = n_tiles * (r + 1) / n_ranges;
+      tip_group(qs[g], tile0 * kTipTile, std::min(n, tile1 * kTipTile),
+                scores + static_cast<size_t>(g) * ng * n);
+    });
     const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
     parallel_for(int64_t{n_kv} * ng, [&](int64_t job) {
-      const int g = static_cast<int>(job / ng), j = static_cast<int>(job % ng);
       float* score = scores + job * n;
-      tip(qs[g], j, score);
       if (o_.per_head) {
-        pick(score, n, budget, outs[g].head_slots[j]);
+        pick(score, n, budget, outs[job / ng].head_slots[job % ng]);
         return;
       }
       for (int t = 0; t < n; ++t) score[t] *= scale;
@@ -217,21 +228,39 @@ class FasaPolicy final : public AttentionPolicy {
   }
 
  private:
-  // TIP scores of query head j of q's group over its visible slots. score: [n_visible]
-  void tip(const AttnQuery& q, int j, float* score) const {
+  static constexpr int kTipTile = 256;      // slots scored for every head before moving on
+  static constexpr int kRangeSlots = 1024;  // slots per TIP job (about)
+
+  // TIP scores of every query head of q's group over slots [t0, t1), tile by tile.
+  // scores: [n_group, n_visible]
+  void tip_group(const AttnQuery& q, int t0, int t1, float* scores) const {
     const Group& gr = group(q.layer, q.kv_head);
     // packed: [dims, capacity] dominant key dims, the policy's copy (FASA-C) or the cache's (FASA-M)
-    const void* packed = o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
-                                      : static_cast<const void*>(gr.kdom.data());
-    const float* qh = q.q + j * shape_.head_dim;
-    thread_local std::vector<TipTerm> terms;  // [2 * n_tip]
+    const auto* packed = static_cast<const uint8_t*>(
+        o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
+                     : static_cast<const void*>(gr.kdom.data()));
+    thread_local std::vector<TipTerm> terms;  // [n_group, 2 * n_tip]
+    thread_local std::vector<int> first;      // [n_group + 1] each head's terms
     terms.clear();
-    for (const PackedFc& f : gr.heads[j]) {
-      terms.push_back(TipTerm{f.pa, qh[f.qa]});
-      terms.push_back(TipTerm{f.pb, qh[f.qb]});
+    first.assign(1, 0);
+    for (int j = 0; j < q.n_group; ++j) {
+      const float* qh = q.q + j * shape_.head_dim;
+      for (const PackedFc& f : gr.heads[j]) {
+        terms.push_back(TipTerm{f.pa, qh[f.qa]});
+        terms.push_back(TipTerm{f.pb, qh[f.qb]});
+      }
+      first.push_back(static_cast<int>(terms.size()));
     }
-    tip_scores(packed, f16_, q.cache->capacity(), terms.data(), static_cast<int>(terms.size()),
-               q.n_visible, score);
+    // A slot's score does not depend on where a call starts: column c of the tile starting at
+    // slot a is at packed + (c * capacity + a) elements, i.e. the same layout offset by a.
+    for (int a = t0; a < t1; a += kTipTile) {
+      const int len = std::min(kTipTile, t1 - a);
+      for (int j = 0; j < q.n_group; ++j) {
+        tip_scores(packed + static_cast<size_t>(a) * elem_bytes_, f16_, q.cache->capacity(),
+                   terms.data() + first[j], first[j + 1] - first[j], len,
+                   scores + static_cast<size_t>(j) * q.n_visible + a);
+      }
+    }
   }
 
   struct Group {
