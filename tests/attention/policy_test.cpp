@@ -25,10 +25,11 @@ const AttnShape kShape{2, 4, 2, 16};  // n_layers, n_heads, n_kv_heads, head_dim
 
 // A cache with n random tokens and a random query per head.
 struct Fixture {
-  KvCache cache{kShape, KvType::F32, 64};
+  KvCache cache;
   std::vector<float> q;  // [n_heads, head_dim]
   // integer: small whole numbers, so every logit (full or per FC) is exact in float.
-  explicit Fixture(int n, uint32_t seed = 1, bool integer = false) {
+  explicit Fixture(int n, uint32_t seed = 1, bool integer = false)
+      : cache(kShape, KvType::F32, std::max(64, n)) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_int_distribution<int> small(-3, 3);
@@ -179,6 +180,32 @@ TEST(PolicyInvariants, SortedUniqueInRangeWithinBudgetDeterministic) {
             EXPECT_LE(static_cast<int>(s.size()), resolve_budget(budget, n)) << spec;
           }
         }
+      }
+    }
+  }
+}
+
+// Long contexts take FASA's staged path (TIP in slot-range jobs across kv heads): the whole
+// layer at once still equals group by group, shared and per head.
+TEST(FasaPolicy, StagedLayerSelectionEqualsGroupByGroup) {
+  const int n = 5000;
+  Fixture f(n, 9);
+  const std::string c = "fasa:calib=" + calib_path() + ",dense_layers=none,budget=";
+  for (const std::string& spec : {c + "300", c + "0.05,gqa=per-head,sink=4,recent=8"}) {
+    auto p = policy_from(spec);
+    for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
+    for (int l = 0; l < kShape.n_layers; ++l) {
+      std::vector<AttnQuery> qs;
+      for (int g = 0; g < kShape.n_kv_heads; ++g) qs.push_back(f.query(l, g));
+      std::vector<Selection> layer(kShape.n_kv_heads);
+      p->select_layer(qs.data(), kShape.n_kv_heads, layer.data());
+      for (int g = 0; g < kShape.n_kv_heads; ++g) {
+        Selection a;
+        p->select(f.query(l, g), a);
+        ASSERT_FALSE(a.all) << spec;
+        EXPECT_EQ(a.slots, layer[g].slots) << spec;
+        EXPECT_EQ(a.head_slots, layer[g].head_slots) << spec;
+        EXPECT_EQ(a.bytes_read, layer[g].bytes_read) << spec;
       }
     }
   }

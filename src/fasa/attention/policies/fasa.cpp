@@ -170,15 +170,24 @@ class FasaPolicy final : public AttentionPolicy {
     return n;
   }
 
-  void select(const AttnQuery& q, Selection& out) override { select_layer(&q, 1, &out); }
+  void select(const AttnQuery& q, Selection& out) override { select_staged(&q, 1, &out); }
 
+  // Short contexts: one job per kv head does all of its group's work (three stages of barriers
+  // cost more than the imbalance of 3 kv heads on 2 threads); long ones: the staged split.
+  void select_layer(const AttnQuery* qs, int n_kv, Selection* outs) override {
+    if (qs[0].n_visible < kStagedMinSlots) {
+      parallel_for(n_kv, [&](int64_t g) { select_staged(&qs[g], 1, &outs[g]); });
+    } else {
+      select_staged(qs, n_kv, outs);
+    }
+  }
 
   // Three parallel stages over the layer's kv heads: TIP in jobs of (kv head, slot range), each
   // scoring every query head of the group tile by tile, so a tile of the packed slice is read
   // from memory once for all of them; then per (kv head, query head) the softmax (shared) or
   // the pick (per head); then, shared, per kv head the sum of the heads' probabilities (in head
   // order) and the pick. Every score is the bits select() alone would give.
-  void select_layer(const AttnQuery* qs, int n_kv, Selection* outs) override {
+  void select_staged(const AttnQuery* qs, int n_kv, Selection* outs) {
     const int n = qs[0].n_visible, layer = qs[0].layer, ng = qs[0].n_group;
     const int budget = resolve_budget(o_.budget, n);
     if (budget >= n || o_.dense_layers.count(layer)) {
@@ -228,6 +237,7 @@ class FasaPolicy final : public AttentionPolicy {
   }
 
  private:
+  static constexpr int kStagedMinSlots = 4096;  // visible slots from which select_layer splits
   static constexpr int kTipTile = 256;      // slots scored for every head before moving on
   static constexpr int kRangeSlots = 1024;  // slots per TIP job (about)
 
