@@ -32,6 +32,7 @@
 #include "fasa/attention/policy.h"
 #include "fasa/bench/bandwidth.h"
 #include "fasa/core/error.h"
+#include "fasa/core/isa.h"
 #include "fasa/core/parallel.h"
 #include "fasa/engine/session.h"
 #include "fasa/io/gguf.h"
@@ -306,9 +307,10 @@ class Report {
   void header() const {
     if (a_.json) return;  // every JSON line carries its own context
     const ModelConfig& c = model_.config();
-    std::printf("model %s (%s), %d threads, KV %s",
+    std::printf("model %s (%s), %d threads, KV %s, kernels %s",
                 c.name.empty() ? c.arch.c_str() : c.name.c_str(),
-                human_bytes(model_.weight_bytes()).c_str(), num_threads(), a_.kv_type.c_str());
+                human_bytes(model_.weight_bytes()).c_str(), num_threads(), a_.kv_type.c_str(),
+                isa_name(active_isa()));
     if (a_.bandwidth) {
       std::printf(", read bandwidth %.2f GB/s (%s buffer)", bw_.read_gb_s,
                   human_bytes(bw_.bytes).c_str());
@@ -338,6 +340,7 @@ class Report {
     nlohmann::ordered_json j = {{"model", model_.file().path()},
                                 {"model_bytes", model_.weight_bytes()},
                                 {"threads", num_threads()},
+                                {"isa", isa_name(active_isa())},
                                 {"kv_type", a_.kv_type},
                                 {"reps", a_.reps}};
     if (a_.bandwidth) j["read_bandwidth_gb_s"] = bw_.read_gb_s;

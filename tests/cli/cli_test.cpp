@@ -117,6 +117,19 @@ TEST(CliTest, TensorTypeWithoutKernel) {
   expect_clean_error(run_cli({"inspect", tiny("cli_type.gguf", s)}), "type I32");
 }
 
+// FASA_ISA picks the kernel set: a malformed name is one clear error before any work; the
+// scalar set, which every x86-64 CPU has, runs (the sets' equal bits are kernel tests).
+TEST(CliTest, IsaEnvironmentVariable) {
+  expect_clean_error(run_cli({"inspect", "/nonexistent/model.gguf"}, {{"FASA_ISA", "sse9"}}),
+                     "unknown instruction set 'sse9'");
+  const std::string path = tiny("cli_isa.gguf", {});
+  const auto r = run_cli({"bench", "-m", path, "-p", "8", "-n", "2", "-r", "1", "--json"},
+                         {{"FASA_ISA", "scalar"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"test\":\"tg2\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"isa\":\"scalar\""), std::string::npos) << r.out;
+}
+
 TEST(CliTest, NoSubcommandOrBadFlags) {
   EXPECT_NE(run_cli({}).exit_code, 0);
   EXPECT_NE(run_cli({"frobnicate"}).exit_code, 0);
