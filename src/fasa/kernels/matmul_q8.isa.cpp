@@ -1,6 +1,6 @@
 // Integer block-quant matmul over q8 activations (see matmul_q8.h for the exact numerics).
 //
-// Structure: like matmul.cpp, workers own contiguous groups of kRows output rows; a register
+// Structure: like matmul.isa.cpp, workers own contiguous groups of kRows output rows; a register
 // micro-kernel computes R rows x T tokens at once. Signed weight codes are stored as unsigned
 // codes u with an offset (value u - off), so one VNNI dpbusd (u8 x s8) gives sum u*q per lane and
 // the offset is folded in exactly through the precomputed lane sums of q: the dpbusd accumulator
