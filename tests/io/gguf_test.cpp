@@ -260,15 +260,15 @@ TEST(GgufTest, FloatTensorValuesRoundTrip) {
 
 TEST(GgufTest, UndequantizableTypesAreStillRead) {
   GgufWriter w;
-  const auto q4k = pattern_bytes(2 * 144, 0);
+  const auto q8k = pattern_bytes(2 * 292, 0);
   const auto i32 = pattern_bytes(3 * 4, 1);
-  w.add_tensor("k.q4_k", DType::Q4_K, {512}, q4k.data(), q4k.size());
+  w.add_tensor("k.q8_k", DType::Q8_K, {512}, q8k.data(), q8k.size());
   w.add_tensor("k.i32", DType::I32, {3}, i32.data(), i32.size());
   auto f = write_and_open(w);
   ASSERT_EQ(f->tensors().size(), 2u);
-  EXPECT_EQ(f->tensors()[0].type, DType::Q4_K);
+  EXPECT_EQ(f->tensors()[0].type, DType::Q8_K);
   EXPECT_FALSE(dtype_info(f->tensors()[0].type).supported);
-  EXPECT_EQ(f->tensors()[0].n_bytes, 288u);
+  EXPECT_EQ(f->tensors()[0].n_bytes, 584u);
   EXPECT_EQ(f->tensors()[1].type, DType::I32);
 }
 

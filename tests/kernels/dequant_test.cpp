@@ -77,8 +77,8 @@ int64_t count_mismatches(const float* got, const float* want, int64_t n, const s
   return bad;
 }
 
-const char* const kGoldenTypes[] = {"F32", "F16", "BF16", "Q4_0", "Q4_1",
-                                    "Q5_0", "Q5_1", "Q8_0", "Q6_K"};
+const char* const kGoldenTypes[] = {"F32",  "F16",  "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1",
+                                    "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"};
 
 class DequantGolden : public ::testing::TestWithParam<const char*> {};
 
@@ -118,7 +118,8 @@ INSTANTIATE_TEST_SUITE_P(Dequant, DequantGolden, ::testing::ValuesIn(kGoldenType
                          [](const auto& info) { return std::string(info.param); });
 
 const DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
-                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q6_K};
+                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 // Fully random bytes: scales may be inf, NaN, subnormal; f32/f16 values may be anything.
 TEST(DequantFastVsRef, RandomRowsOddBlockCounts) {

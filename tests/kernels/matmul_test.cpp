@@ -63,6 +63,10 @@ std::vector<uint8_t> make_weights(DType type, int64_t n_out, int64_t n_in, std::
     case DType::Q4_1:
     case DType::Q5_1: min_off = 2; break;
     case DType::Q6_K: scale_off = 208; break;
+    case DType::Q2_K: scale_off = 80; min_off = 82; break;
+    case DType::Q3_K: scale_off = 108; break;
+    case DType::Q4_K:
+    case DType::Q5_K: min_off = 2; break;
     default: break;
   }
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -94,7 +98,8 @@ int64_t count_bit_mismatches(const std::vector<float>& a, const std::vector<floa
 }
 
 const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
-                        DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q6_K};
+                        DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                        DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 std::vector<int64_t> n_in_sizes(DType type) {
   switch (dtype_info(type).block_elems) {

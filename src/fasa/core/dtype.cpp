@@ -11,10 +11,10 @@ const DTypeInfo* dtype_info(uint32_t type) {
   static const DTypeInfo kQ5_1{"Q5_1", 32, 24, true};
   static const DTypeInfo kQ8_0{"Q8_0", 32, 34, true};
   static const DTypeInfo kQ8_1{"Q8_1", 32, 36, false};
-  static const DTypeInfo kQ2_K{"Q2_K", 256, 84, false};
-  static const DTypeInfo kQ3_K{"Q3_K", 256, 110, false};
-  static const DTypeInfo kQ4_K{"Q4_K", 256, 144, false};
-  static const DTypeInfo kQ5_K{"Q5_K", 256, 176, false};
+  static const DTypeInfo kQ2_K{"Q2_K", 256, 84, true};
+  static const DTypeInfo kQ3_K{"Q3_K", 256, 110, true};
+  static const DTypeInfo kQ4_K{"Q4_K", 256, 144, true};
+  static const DTypeInfo kQ5_K{"Q5_K", 256, 176, true};
   static const DTypeInfo kQ6_K{"Q6_K", 256, 210, true};
   static const DTypeInfo kQ8_K{"Q8_K", 256, 292, false};
   static const DTypeInfo kI8{"I8", 1, 1, false};

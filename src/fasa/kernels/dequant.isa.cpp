@@ -156,6 +156,84 @@ void row_q6_k_portable(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n
   }
 }
 
+// Q2_K and Q3_K: two halves of 128, each four 2-bit planes (shift 2 j) of two groups of 16, one
+// scale per group (docs in kernels/ref/dequant_ref.cpp). y: [n_blocks * 256]
+void row_q2_k_portable(const uint8_t* s, float* y, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, s += 84, y += 256) {
+    const float d = load_f16(s + 80), dmin = load_f16(s + 82);
+    const uint8_t* sc = s;
+    float* out = y;
+    for (int n = 0; n < 2; ++n) {
+      const uint8_t* q = s + 16 + 32 * n;
+      for (int j = 0; j < 4; ++j) {
+        for (int g = 0; g < 2; ++g) {
+          const uint8_t code = *sc++;
+          const float dl = d * static_cast<float>(code & 15);
+          const float ml = dmin * static_cast<float>(code >> 4);
+          for (int l = 0; l < 16; ++l) {
+            *out++ = dl * static_cast<float>((q[16 * g + l] >> (2 * j)) & 3) - ml;
+          }
+        }
+      }
+    }
+  }
+}
+
+void row_q3_k_portable(const uint8_t* s, float* y, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, s += 110, y += 256) {
+    const uint8_t* hm = s;
+    const uint8_t* packed = s + 96;
+    const float d = load_f16(s + 108);
+    int8_t scales[16];  // the 6-bit scales, minus 32
+    for (int i = 0; i < 8; ++i) {
+      const int hi = packed[8 + i % 4] >> (2 * (i / 4));  // bits 0-1: scale i, 4-5: scale i + 8
+      scales[i] = static_cast<int8_t>(((packed[i] & 15) | ((hi & 3) << 4)) - 32);
+      scales[i + 8] = static_cast<int8_t>(((packed[i] >> 4) | (((hi >> 4) & 3) << 4)) - 32);
+    }
+    float* out = y;
+    for (int n = 0; n < 2; ++n) {
+      const uint8_t* q = s + 32 + 32 * n;
+      for (int j = 0; j < 4; ++j) {
+        const uint8_t bit = static_cast<uint8_t>(1u << (4 * n + j));
+        for (int g = 0; g < 2; ++g) {
+          const float dl = d * static_cast<float>(scales[8 * n + 2 * j + g]);
+          for (int l = 0; l < 16; ++l) {
+            const int q3 = ((q[16 * g + l] >> (2 * j)) & 3) - ((hm[16 * g + l] & bit) ? 0 : 4);
+            *out++ = dl * static_cast<float>(q3);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Q4_K (High = false) and Q5_K (true): four chunks of 64, each the low then the high nibbles of
+// 32 bytes, one 6-bit scale and min per 32. y: [n_blocks * 256]
+template <bool High>
+void row_q45_k_portable(const uint8_t* s, float* y, int64_t n_blocks) {
+  constexpr int kBytes = High ? 176 : 144;
+  for (int64_t b = 0; b < n_blocks; ++b, s += kBytes, y += 256) {
+    const float d = load_f16(s), dmin = load_f16(s + 2);
+    const uint8_t* p = s + 4;  // 12 bytes of packed scales and mins
+    const uint8_t* qh = s + 16;
+    const uint8_t* qs = s + (High ? 48 : 16);
+    for (int c = 0; c < 4; ++c) {
+      for (int h = 0; h < 2; ++h) {
+        const int i = 2 * c + h;
+        const int sc = i < 4 ? p[i] & 63 : (p[i + 4] & 15) | ((p[i - 4] >> 6) << 4);
+        const int m = i < 4 ? p[i + 4] & 63 : (p[i + 4] >> 4) | ((p[i] >> 6) << 4);
+        const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
+        float* out = y + 64 * c + 32 * h;
+        for (int l = 0; l < 32; ++l) {
+          int q = (qs[32 * c + l] >> (4 * h)) & 15;
+          if constexpr (High) q |= ((qh[l] >> i) & 1) << 4;
+          out[l] = dl * static_cast<float>(q) - ml;
+        }
+      }
+    }
+  }
+}
+
 #if FASA_AVX512
 // GCC 12.2's AVX-512 intrinsics build "undefined" vectors by self-initialization, which trips
 // -W(maybe-)uninitialized at every inlined use (GCC bug 105593, fixed in 12.3): silence it here.
@@ -304,6 +382,10 @@ void dequantize_row_portable(DType type, const void* src, float* dst, int64_t n)
     case DType::Q5_1: row_q5_portable<true>(s, dst, n / 32); return;
     case DType::Q8_0: row_q8_0_portable(s, dst, n / 32); return;
     case DType::Q6_K: row_q6_k_portable(s, dst, n / 256); return;
+    case DType::Q2_K: row_q2_k_portable(s, dst, n / 256); return;
+    case DType::Q3_K: row_q3_k_portable(s, dst, n / 256); return;
+    case DType::Q4_K: row_q45_k_portable<false>(s, dst, n / 256); return;
+    case DType::Q5_K: row_q45_k_portable<true>(s, dst, n / 256); return;
     default:
       // Unsupported types are rejected at load time (dtype_info().supported).
       FASA_CHECK(!"dequantize_row: unsupported type");

@@ -15,11 +15,29 @@
 //         q[l + 64] = (ql[l]      >> 4) | ((qh[l] >> 4) & 3) << 4
 //         q[l + 96] = (ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4
 //       element k of the block: x = (d * scales[k / 16]) * (q - 32)
+//   K-quants with 16 sub-blocks of 16: element k = 128 n + 32 j + 16 s + l (n, j, s, l in
+//   [0,2), [0,4), [0,2), [0,16)) has sub-block b = 8 n + 2 j + s, 2-bit code
+//   (qs[32 n + 16 s + l] >> 2 j) & 3:
+//   Q2_K (84 B): u8 scales[16] | u8 qs[64] | f16 d | f16 dmin
+//       x = (d * (scales[b] & 15)) * q2 - dmin * (scales[b] >> 4)
+//   Q3_K (110 B): u8 hmask[32] | u8 qs[64] | u8 scales[12] | f16 d
+//       q3 = q2 - 4 unless bit (4 n + j) of hmask[16 s + l] is set; 6-bit scale b:
+//       low 4 bits scales[b] & 15 (b < 8) or scales[b - 8] >> 4, high 2 bits
+//       (scales[8 + b % 4] >> 2 (b / 4)) & 3;  x = (d * (scale - 32)) * q3
+//   K-quants with 8 sub-blocks of 32: element k = 64 c + 32 h + l has sub-block b = 2 c + h
+//   and 4-bit code q4 = qs[32 c + l] & 15 (h = 0) or >> 4 (h = 1); 6-bit scale sc and min m of
+//   b: b < 4: sc = scales[b] & 63, m = scales[b + 4] & 63; else sc = (scales[b + 4] & 15) |
+//   (scales[b - 4] >> 6) << 4, m = (scales[b + 4] >> 4) | (scales[b] >> 6) << 4:
+//   Q4_K (144 B): f16 d | f16 dmin | u8 scales[12] | u8 qs[128]
+//       x = (d * sc) * q4 - dmin * m
+//   Q5_K (176 B): f16 d | f16 dmin | u8 scales[12] | u8 qh[32] | u8 qs[128]
+//       q5 = q4 + 16 * bit b of qh[l];  x = (d * sc) * q5 - dmin * m
 //
 // Rounding: every product below except Q6_K's second one is exact in fp32 (an 11-bit fp16
 // significand times a small integer), so x = d * q + m rounds once whether or not the compiler
 // contracts it into an FMA. Q6_K's (d * scale) is exact and its product with q rounds once; the
-// association order (d * scale) * q is part of the definition.
+// association order (d * scale) * q is part of the definition. In Q2_K..Q5_K every product is
+// exact (at most 11 + 6 + 5 significant bits) and only the final subtraction rounds.
 #include <cstring>
 
 #include "fasa/core/error.h"
@@ -115,6 +133,62 @@ void block_q6_k(const uint8_t* b, float* y) {  // y: [256]
   }
 }
 
+// 6-bit scale and min of sub-block b (of 8) in Q4_K/Q5_K's 12 packed bytes.
+void scale_min_k4(const uint8_t* q, int b, int* sc, int* m) {
+  if (b < 4) {
+    *sc = q[b] & 63;
+    *m = q[b + 4] & 63;
+  } else {
+    *sc = (q[b + 4] & 15) | ((q[b - 4] >> 6) << 4);
+    *m = (q[b + 4] >> 4) | ((q[b] >> 6) << 4);
+  }
+}
+
+void block_q2_k(const uint8_t* b, float* y) {  // y: [256]
+  const uint8_t* scales = b;
+  const uint8_t* qs = b + 16;
+  const float d = load_f16(b + 80), dmin = load_f16(b + 82);
+  for (int k = 0; k < 256; ++k) {
+    const int n = k / 128, j = (k % 128) / 32, s = (k % 32) / 16, l = k % 16;
+    const int sb = 8 * n + 2 * j + s;
+    const int q = (qs[32 * n + 16 * s + l] >> (2 * j)) & 3;
+    y[k] = d * static_cast<float>(scales[sb] & 15) * static_cast<float>(q) -
+           dmin * static_cast<float>(scales[sb] >> 4);
+  }
+}
+
+void block_q3_k(const uint8_t* b, float* y) {  // y: [256]
+  const uint8_t* hmask = b;
+  const uint8_t* qs = b + 32;
+  const uint8_t* sc = b + 96;
+  const float d = load_f16(b + 108);
+  for (int k = 0; k < 256; ++k) {
+    const int n = k / 128, j = (k % 128) / 32, s = (k % 32) / 16, l = k % 16;
+    const int sb = 8 * n + 2 * j + s;
+    const int low = sb < 8 ? sc[sb] & 15 : sc[sb - 8] >> 4;
+    const int high = (sc[8 + sb % 4] >> (2 * (sb / 4))) & 3;
+    const int q2 = (qs[32 * n + 16 * s + l] >> (2 * j)) & 3;
+    const int q3 = q2 - ((hmask[16 * s + l] >> (4 * n + j)) & 1 ? 0 : 4);
+    y[k] = d * static_cast<float>((low | (high << 4)) - 32) * static_cast<float>(q3);
+  }
+}
+
+// Q4_K (with_high = false) and Q5_K (true).
+void block_q45_k(const uint8_t* b, float* y, bool with_high) {  // y: [256]
+  const float d = load_f16(b), dmin = load_f16(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* qh = b + 16;
+  const uint8_t* qs = b + (with_high ? 48 : 16);
+  for (int k = 0; k < 256; ++k) {
+    const int c = k / 64, h = (k % 64) / 32, l = k % 32;
+    int sc = 0, m = 0;
+    scale_min_k4(scales, 2 * c + h, &sc, &m);
+    int q = h == 0 ? qs[32 * c + l] & 15 : qs[32 * c + l] >> 4;
+    if (with_high) q += ((qh[l] >> (2 * c + h)) & 1) << 4;
+    y[k] = d * static_cast<float>(sc) * static_cast<float>(q) - dmin * static_cast<float>(m);
+  }
+}
+
 }  // namespace
 
 void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
@@ -154,6 +228,18 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
       return;
     case DType::Q6_K:
       for (int64_t b = 0; b < n / 256; ++b) block_q6_k(s + 210 * b, dst + 256 * b);
+      return;
+    case DType::Q2_K:
+      for (int64_t b = 0; b < n / 256; ++b) block_q2_k(s + 84 * b, dst + 256 * b);
+      return;
+    case DType::Q3_K:
+      for (int64_t b = 0; b < n / 256; ++b) block_q3_k(s + 110 * b, dst + 256 * b);
+      return;
+    case DType::Q4_K:
+      for (int64_t b = 0; b < n / 256; ++b) block_q45_k(s + 144 * b, dst + 256 * b, false);
+      return;
+    case DType::Q5_K:
+      for (int64_t b = 0; b < n / 256; ++b) block_q45_k(s + 176 * b, dst + 256 * b, true);
       return;
     default:
       // Unsupported types are rejected at load time (dtype_info().supported).
