@@ -97,6 +97,23 @@ TEST(CliTest, UnknownArchitecture) {
                      "unsupported architecture 'mamba'");
 }
 
+// RoPE scaling: linear loads (tests/model/forward_test.cpp checks its logits); any other type, and
+// a linear factor out of range, is one clear error naming the key.
+TEST(CliTest, RopeScalingTypes) {
+  test::TinySpec s;
+  s.rope_scaling = "linear";
+  s.rope_factor = 2.0f;
+  EXPECT_EQ(run_cli({"inspect", tiny("cli_rope_linear.gguf", s)}).exit_code, 0);
+  s.rope_scaling = "yarn";
+  s.rope_factor = 4.0f;
+  expect_clean_error(run_cli({"inspect", tiny("cli_rope_yarn.gguf", s)}),
+                     "rope.scaling.type 'yarn' is not supported");
+  s.rope_scaling = "linear";
+  s.rope_factor = 0.5f;
+  expect_clean_error(run_cli({"inspect", tiny("cli_rope_factor.gguf", s)}),
+                     "linear RoPE scaling factor 0.5");
+}
+
 TEST(CliTest, MissingTensor) {
   test::TinySpec s;
   s.omit_tensor = "blk.1.ffn_up.weight";

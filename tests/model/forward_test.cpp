@@ -76,6 +76,12 @@ test::TinySpec spec_with(DType t, int n_heads, int n_kv, bool tied = false) {
   return s;
 }
 
+test::TinySpec linear_rope(test::TinySpec s, float factor) {
+  s.rope_scaling = "linear";
+  s.rope_factor = factor;
+  return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Tiny, ForwardVsReference,
     ::testing::Values(Case{"f32_norm_gqa", spec_with(DType::F32, 4, 2), false, 1e-4},
@@ -85,7 +91,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"f16_norm_gqa", spec_with(DType::F16, 4, 2), false, 1e-4},
                       Case{"q8_0_norm_gqa", spec_with(DType::Q8_0, 4, 2), false, 1e-4},
                       Case{"q4_1_neox_gqa", spec_with(DType::Q4_1, 8, 2), true, 1e-4},
-                      Case{"q4_0_norm_gqa_tied", spec_with(DType::Q4_0, 4, 2, true), false, 1e-4}),
+                      Case{"q4_0_norm_gqa_tied", spec_with(DType::Q4_0, 4, 2, true), false, 1e-4},
+                      Case{"f32_neox_rope_linear4", linear_rope(spec_with(DType::F32, 4, 2), 4.0f),
+                           true, 1e-4}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ForwardTest, F16CacheCloseToReference) {

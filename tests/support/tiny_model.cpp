@@ -94,6 +94,8 @@ void write_tiny_model(const std::string& path, const TinySpec& s) {
   w.set_u32(a + "attention.head_count", s.n_heads);
   w.set_u32(a + "attention.head_count_kv", s.n_kv_heads);
   w.set_f32(a + "rope.freq_base", s.rope_base);
+  if (!s.rope_scaling.empty()) w.set_string(a + "rope.scaling.type", s.rope_scaling);
+  if (s.rope_factor > 0.0f) w.set_f32(a + "rope.scaling.factor", s.rope_factor);
   w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
   w.set_u32(a + "rope.dimension_count", hd);
   w.set_u32(a + "vocab_size", s.n_vocab);
@@ -147,7 +149,7 @@ std::vector<double> rms(const std::vector<double>& x, const std::vector<float>& 
   return y;
 }
 
-void rope(double* v, int hd, int pos, double base, bool neox) {
+void rope(double* v, int hd, double pos, double base, bool neox) {
   for (int i = 0; i < hd / 2; ++i) {
     const double ang = pos * std::pow(base, -2.0 * i / hd);
     const int a = neox ? i : 2 * i, b = neox ? i + hd / 2 : 2 * i + 1;
@@ -169,6 +171,10 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
   const int n_heads = static_cast<int>(f.get_int("llama.attention.head_count"));
   const int n_kv = static_cast<int>(f.get_int("llama.attention.head_count_kv"));
   const double base = f.get_float("llama.rope.freq_base");
+  // Linear RoPE scaling: position p rotates like p / factor.
+  const double pos_scale = f.get_string_or("llama.rope.scaling.type", "none") == "linear"
+                               ? 1.0 / f.get_float("llama.rope.scaling.factor")
+                               : 1.0;
   const double eps = f.get_float("llama.attention.layer_norm_rms_epsilon");
   const int hd = d / n_heads, group = n_heads / n_kv;
   const auto emb = load_f32(f, "token_embd.weight");
@@ -196,8 +202,8 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
       q[t] = matvec(wq, xn, n_heads * hd);
       k[t] = matvec(wk, xn, n_kv * hd);
       v[t] = matvec(wv, xn, n_kv * hd);
-      for (int h = 0; h < n_heads; ++h) rope(q[t].data() + h * hd, hd, t, base, neox);
-      for (int h = 0; h < n_kv; ++h) rope(k[t].data() + h * hd, hd, t, base, neox);
+      for (int h = 0; h < n_heads; ++h) rope(q[t].data() + h * hd, hd, t * pos_scale, base, neox);
+      for (int h = 0; h < n_kv; ++h) rope(k[t].data() + h * hd, hd, t * pos_scale, base, neox);
       if (f16_kv) {  // what an f16 cache holds
         for (auto* kv : {&k[t], &v[t]}) {
           for (double& e : *kv) e = fp16_to_fp32(fp32_to_fp16(static_cast<float>(e)));

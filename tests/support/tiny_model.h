@@ -19,6 +19,8 @@ struct TinySpec {
   int n_vocab = 320;
   int n_ctx = 256;
   float rope_base = 10000.0f;
+  std::string rope_scaling;  // rope.scaling.type to write ("" = none written)
+  float rope_factor = 0.0f;  // rope.scaling.factor (written when > 0)
   DType wtype = DType::F32;  // type of the 2-D matrices (F32, F16, Q8_0, Q4_0, Q4_1)
   bool tied_output = false;
   uint32_t seed = 1;

@@ -67,6 +67,22 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
     fail("{}: rope.dimension_count {} must be even and <= head_dim {}", f.path(), c.rope_dim,
          c.head_dim);
   }
+  // RoPE scaling: "linear" is implemented; any other declared type would silently change what
+  // positions mean, so it is refused by name.
+  const std::string scaling = f.get_string_or(a + "rope.scaling.type", "none");
+  double factor = f.get_float_or(a + "rope.scaling.factor", 0.0);
+  if (scaling == "none" && f.get_float_or(a + "rope.scale_linear", 1.0) != 1.0) {
+    factor = f.get_float_or(a + "rope.scale_linear", 1.0);  // the older key for linear scaling
+  } else if (scaling != "linear" && scaling != "none") {
+    fail("{}: rope.scaling.type '{}' is not supported (supported: none, linear)", f.path(),
+         scaling);
+  }
+  if (scaling == "linear" || factor != 0.0) {
+    if (!(factor >= 1.0 && factor <= 1024.0)) {
+      fail("{}: linear RoPE scaling factor {} must be in [1, 1024]", f.path(), factor);
+    }
+    c.rope_freq_scale = static_cast<float>(1.0 / factor);
+  }
   const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
   if (emb == nullptr) fail("{}: missing tensor 'token_embd.weight'", f.path());
   if (emb->ne.size() != 2) fail("{}: token_embd.weight must be 2-D", f.path());

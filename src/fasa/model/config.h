@@ -24,6 +24,9 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_base = 10000.0f;
   int rope_dim = 0;        // dims that rotate (<= head_dim)
+  // Linear RoPE scaling (rope.scaling.type = linear): angles are pos * freq * rope_freq_scale,
+  // rope_freq_scale = 1 / rope.scaling.factor; 1 without scaling. Other scaling types are refused.
+  float rope_freq_scale = 1.0f;
   RopeLayout rope_layout = RopeLayout::Norm;
   bool tied_output = false;  // output matrix is token_embd
 

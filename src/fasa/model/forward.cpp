@@ -31,6 +31,7 @@ void ForwardScratch::reserve(const ModelConfig& c, int n_tok) {
   up.resize(n * c.d_ff);
   freqs.resize(c.rope_dim / 2);
   rope_freqs(c.rope_base, c.rope_dim, freqs.data());
+  for (float& fr : freqs) fr *= c.rope_freq_scale;  // linear scaling (1 without)
 }
 
 void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const int32_t* tokens,
