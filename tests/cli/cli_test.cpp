@@ -114,6 +114,17 @@ TEST(CliTest, RopeScalingTypes) {
                      "linear RoPE scaling factor 0.5");
 }
 
+TEST(CliTest, Qwen2NeedsItsBiases) {
+  test::TinySpec s;
+  s.arch = "qwen2";
+  const auto ok = run_cli({"inspect", tiny("cli_qwen2.gguf", s)});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("qwen2"), std::string::npos) << ok.out;
+  s.omit_tensor = "blk.1.attn_k.bias";
+  expect_clean_error(run_cli({"inspect", tiny("cli_qwen2_nobias.gguf", s)}),
+                     "missing tensor 'blk.1.attn_k.bias'");
+}
+
 TEST(CliTest, MissingTensor) {
   test::TinySpec s;
   s.omit_tensor = "blk.1.ffn_up.weight";

@@ -76,6 +76,11 @@ test::TinySpec spec_with(DType t, int n_heads, int n_kv, bool tied = false) {
   return s;
 }
 
+test::TinySpec qwen2(test::TinySpec s) {
+  s.arch = "qwen2";
+  return s;
+}
+
 test::TinySpec linear_rope(test::TinySpec s, float factor) {
   s.rope_scaling = "linear";
   s.rope_factor = factor;
@@ -93,7 +98,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"q4_1_neox_gqa", spec_with(DType::Q4_1, 8, 2), true, 1e-4},
                       Case{"q4_0_norm_gqa_tied", spec_with(DType::Q4_0, 4, 2, true), false, 1e-4},
                       Case{"f32_neox_rope_linear4", linear_rope(spec_with(DType::F32, 4, 2), 4.0f),
-                           true, 1e-4}),
+                           true, 1e-4},
+                      Case{"qwen2_f32_gqa", qwen2(spec_with(DType::F32, 4, 2)), true, 1e-4},
+                      Case{"qwen2_q8_0_gqa", qwen2(spec_with(DType::Q8_0, 4, 2)), true, 1e-4}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ForwardTest, F16CacheCloseToReference) {

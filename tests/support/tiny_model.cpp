@@ -109,6 +109,17 @@ void write_tiny_model(const std::string& path, const TinySpec& s) {
     add_random(w, p + "attn_q.weight", s.wtype, {s.d_model, s.n_heads * hd}, 2.0f * ws, rng, s);
     add_random(w, p + "attn_k.weight", s.wtype, {s.d_model, s.n_kv_heads * hd}, 2.0f * ws, rng, s);
     add_random(w, p + "attn_v.weight", s.wtype, {s.d_model, s.n_kv_heads * hd}, ws, rng, s);
+    if (s.arch == "qwen2") {  // Q/K/V biases, f32 as converters store them
+      for (const auto& [name, n] : {std::pair{"attn_q.bias", s.n_heads * hd},
+                                    std::pair{"attn_k.bias", s.n_kv_heads * hd},
+                                    std::pair{"attn_v.bias", s.n_kv_heads * hd}}) {
+        if (p + name == s.omit_tensor) continue;
+        std::normal_distribution<float> nd(0.0f, 0.5f);
+        std::vector<float> b(n);
+        for (auto& x : b) x = nd(rng);
+        w.add_tensor_f32(p + name, {static_cast<int64_t>(n)}, b);
+      }
+    }
     add_random(w, p + "attn_output.weight", s.wtype, {s.n_heads * hd, s.d_model}, ws, rng, s);
     w.add_tensor_f32(p + "ffn_norm.weight", {s.d_model}, norm_weights(s.d_model, rng));
     add_random(w, p + "ffn_gate.weight", s.wtype, {s.d_model, s.d_ff}, ws, rng, s);
@@ -165,17 +176,18 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
                                      bool neox, bool f16_kv) {
   auto fp = GgufFile::open(path);
   const GgufFile& f = *fp;
-  const int n_layers = static_cast<int>(f.get_int("llama.block_count"));
-  const int d = static_cast<int>(f.get_int("llama.embedding_length"));
-  const int d_ff = static_cast<int>(f.get_int("llama.feed_forward_length"));
-  const int n_heads = static_cast<int>(f.get_int("llama.attention.head_count"));
-  const int n_kv = static_cast<int>(f.get_int("llama.attention.head_count_kv"));
-  const double base = f.get_float("llama.rope.freq_base");
+  const std::string a = f.get_string("general.architecture") + ".";
+  const int n_layers = static_cast<int>(f.get_int(a + "block_count"));
+  const int d = static_cast<int>(f.get_int(a + "embedding_length"));
+  const int d_ff = static_cast<int>(f.get_int(a + "feed_forward_length"));
+  const int n_heads = static_cast<int>(f.get_int(a + "attention.head_count"));
+  const int n_kv = static_cast<int>(f.get_int(a + "attention.head_count_kv"));
+  const double base = f.get_float(a + "rope.freq_base");
   // Linear RoPE scaling: position p rotates like p / factor.
-  const double pos_scale = f.get_string_or("llama.rope.scaling.type", "none") == "linear"
-                               ? 1.0 / f.get_float("llama.rope.scaling.factor")
+  const double pos_scale = f.get_string_or(a + "rope.scaling.type", "none") == "linear"
+                               ? 1.0 / f.get_float(a + "rope.scaling.factor")
                                : 1.0;
-  const double eps = f.get_float("llama.attention.layer_norm_rms_epsilon");
+  const double eps = f.get_float(a + "attention.layer_norm_rms_epsilon");
   const int hd = d / n_heads, group = n_heads / n_kv;
   const auto emb = load_f32(f, "token_embd.weight");
   const int n_vocab = static_cast<int>(emb.size() / d);
@@ -202,6 +214,13 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
       q[t] = matvec(wq, xn, n_heads * hd);
       k[t] = matvec(wk, xn, n_kv * hd);
       v[t] = matvec(wv, xn, n_kv * hd);
+      if (tensor("attn_q.bias") != nullptr) {  // qwen2
+        const auto bq = load_f32(f, p + "attn_q.bias"), bk = load_f32(f, p + "attn_k.bias");
+        const auto bv = load_f32(f, p + "attn_v.bias");
+        for (size_t i = 0; i < q[t].size(); ++i) q[t][i] += bq[i];
+        for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += bk[i];
+        for (size_t i = 0; i < v[t].size(); ++i) v[t][i] += bv[i];
+      }
       for (int h = 0; h < n_heads; ++h) rope(q[t].data() + h * hd, hd, t * pos_scale, base, neox);
       for (int h = 0; h < n_kv; ++h) rope(k[t].data() + h * hd, hd, t * pos_scale, base, neox);
       if (f16_kv) {  // what an f16 cache holds

@@ -23,6 +23,10 @@ bool known_arch(const std::string& arch, RopeLayout* layout) {
     *layout = RopeLayout::Norm;  // the converter permuted Q/K rows into interleaved pairs
     return true;
   }
+  if (arch == "qwen2") {  // llama's block plus Q/K/V biases; halves-paired (NEOX) RoPE
+    *layout = RopeLayout::Neox;
+    return true;
+  }
   return false;
 }
 
@@ -32,7 +36,7 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   ModelConfig c;
   c.arch = f.get_string("general.architecture");
   if (!known_arch(c.arch, &c.rope_layout)) {
-    fail("{}: unsupported architecture '{}' (supported: llama)", f.path(), c.arch);
+    fail("{}: unsupported architecture '{}' (supported: llama, qwen2)", f.path(), c.arch);
   }
   c.name = f.get_string_or("general.name", "");
   const std::string a = c.arch + ".";
@@ -88,6 +92,7 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   if (emb->ne.size() != 2) fail("{}: token_embd.weight must be 2-D", f.path());
   c.n_vocab = static_cast<int>(f.get_int_or(a + "vocab_size", emb->ne[1]));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
+  c.qkv_bias = c.arch == "qwen2";
   return c;
 }
 

@@ -29,6 +29,7 @@ struct ModelConfig {
   float rope_freq_scale = 1.0f;
   RopeLayout rope_layout = RopeLayout::Norm;
   bool tied_output = false;  // output matrix is token_embd
+  bool qkv_bias = false;     // Q, K and V projections add a bias (qwen2)
 
   int n_group() const { return n_heads / n_kv_heads; }  // query heads per kv head
 

@@ -61,6 +61,13 @@ void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const 
     matmul_w(L.wq, s.xn.data(), n_tok, s.q.data());  // [n_tok, n_heads * head_dim]
     matmul_w(L.wk, s.xn.data(), n_tok, s.k.data());  // [n_tok, n_kv_heads * head_dim]
     matmul_w(L.wv, s.xn.data(), n_tok, s.v.data());  // [n_tok, n_kv_heads * head_dim]
+    if (c.qkv_bias) {
+      for (int t = 0; t < n_tok; ++t) {
+        add_inplace(s.q.data() + t * q_dim, L.bq, q_dim);
+        add_inplace(s.k.data() + t * kv_dim, L.bk, kv_dim);
+        add_inplace(s.v.data() + t * kv_dim, L.bv, kv_dim);
+      }
+    }
     for (int t = 0; t < n_tok; ++t) {
       for (int h = 0; h < c.n_heads; ++h) {
         rope_apply(s.q.data() + t * q_dim + h * hd, hd, c.rope_dim, c.rope_layout, pos[t],

@@ -89,6 +89,11 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     L.wq = bind_matrix(f, p + "attn_q.weight", q_dim, d);
     L.wk = bind_matrix(f, p + "attn_k.weight", kv_dim, d);
     L.wv = bind_matrix(f, p + "attn_v.weight", kv_dim, d);
+    if (c.qkv_bias) {
+      L.bq = bind_vector(p + "attn_q.bias", q_dim);
+      L.bk = bind_vector(p + "attn_k.bias", kv_dim);
+      L.bv = bind_vector(p + "attn_v.bias", kv_dim);
+    }
     L.wo = bind_matrix(f, p + "attn_output.weight", d, q_dim);
     L.ffn_norm = bind_vector(p + "ffn_norm.weight", d);
     L.w_gate = bind_matrix(f, p + "ffn_gate.weight", c.d_ff, d);

@@ -30,6 +30,9 @@ struct LayerWeights {
   WeightMatrix wq;                   // [n_heads * head_dim, d_model]
   WeightMatrix wk;                   // [n_kv_heads * head_dim, d_model]
   WeightMatrix wv;                   // [n_kv_heads * head_dim, d_model]
+  const float* bq = nullptr;         // [n_heads * head_dim] biases when config.qkv_bias
+  const float* bk = nullptr;         // [n_kv_heads * head_dim]
+  const float* bv = nullptr;         // [n_kv_heads * head_dim]
   WeightMatrix wo;                   // [d_model, n_heads * head_dim]
   const float* ffn_norm = nullptr;   // [d_model]
   WeightMatrix w_gate;               // [d_ff, d_model]
