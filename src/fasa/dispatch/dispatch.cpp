@@ -40,6 +40,18 @@ void matmul_q8(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8A
   FASA_DISPATCH(matmul_q8(type, w, n_out, n_in, a, y))
 }
 
+bool has_q8k_path(DType type) {
+  FASA_DISPATCH(has_q8k_path(type))
+}
+
+void quantize_acts_q8k(const float* x, int64_t n_tok, int64_t n_in, Q8KActs& out) {
+  FASA_DISPATCH(quantize_acts_q8k(x, n_tok, n_in, out))
+}
+
+void matmul_q8k(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y) {
+  FASA_DISPATCH(matmul_q8k(type, w, n_out, n_in, a, y))
+}
+
 const char* rope_layout_name(RopeLayout layout) {
   FASA_DISPATCH(rope_layout_name(layout))
 }
@@ -124,6 +136,10 @@ void matmul_portable(DType type, const void* w, int64_t n_out, int64_t n_in, con
 
 void matmul_q8_portable(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y) {
   FASA_DISPATCH(detail::matmul_q8_portable(type, w, n_out, n_in, a, y))
+}
+
+void matmul_q8k_portable(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y) {
+  FASA_DISPATCH(detail::matmul_q8k_portable(type, w, n_out, n_in, a, y))
 }
 
 void softmax_portable(float* x, int64_t n) {

@@ -12,6 +12,7 @@
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
 #include "fasa/kernels/matmul_q8.h"
+#include "fasa/kernels/matmul_q8k.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/tip.h"
 

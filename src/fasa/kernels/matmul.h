@@ -9,7 +9,8 @@
 //
 // Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights take the integer path of matmul_q8.h: activations are
 // quantized to 8 bits per 32-block and the products follow llama.cpp's numerics exactly. The
-// other types (float types, Q6_K) follow the scheme below.
+// K-quants (Q2_K .. Q6_K) take the integer path of matmul_q8k.h: activations quantized to 8 bits
+// per 256-block (q8_K). The float types follow the scheme below.
 //
 // Determinism (a contract, tested): every y[t, o] is one fixed sequence of fp32 operations that
 // depends only on the row W[o, :] and the row x[t, :] — 16 lane accumulators (lane = i mod 16,
@@ -34,8 +35,9 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
 namespace ref {
 // Plain reference, double accumulation, for tests only: ref::dequantize_row per weight row times
 // the f32 activations; for the q8-path types, block codes straight from the layouts times the
-// activations as quantize_acts_q8 quantizes them (the engine's intended math, without its fp32
-// rounding).
+// activations as quantize_acts_q8 quantizes them; for the K-quants, the dequantized rows times
+// the activations as quantize_acts_q8k quantizes them (d * q). So the engine's intended math,
+// without its fp32 rounding.
 void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
             float* y);
 }  // namespace ref

@@ -16,6 +16,7 @@
 #include "fasa/core/parallel.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul_q8.h"
+#include "fasa/kernels/matmul_q8k.h"
 
 #include "fasa/core/isa_intrin.h"
 #include "fasa/dispatch/isa_api.h"
@@ -250,6 +251,12 @@ void matmul_portable(DType type, const void* w, int64_t n_out, int64_t n_in, con
     detail::matmul_q8_portable(type, w, n_out, n_in, acts, y);
     return;
   }
+  if (FASA_ISA_NS::has_q8k_path(type)) {
+    thread_local Q8KActs acts;
+    FASA_ISA_NS::quantize_acts_q8k(x, n_tok, n_in, acts);
+    detail::matmul_q8k_portable(type, w, n_out, n_in, acts, y);
+    return;
+  }
   matmul_impl(&dequantize_row_portable, &kernel_portable, type, w, n_out, n_in, x, n_tok, y);
 }
 
@@ -261,6 +268,12 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
     thread_local Q8Acts acts;
     FASA_ISA_NS::quantize_acts_q8(x, n_tok, n_in, acts);
     FASA_ISA_NS::matmul_q8(type, w, n_out, n_in, acts, y);
+    return;
+  }
+  if (FASA_ISA_NS::has_q8k_path(type)) {  // K-quants: integer dot products (matmul_q8k.h)
+    thread_local Q8KActs acts;
+    FASA_ISA_NS::quantize_acts_q8k(x, n_tok, n_in, acts);
+    FASA_ISA_NS::matmul_q8k(type, w, n_out, n_in, acts, y);
     return;
   }
 #if FASA_AVX512

@@ -1,7 +1,8 @@
-// Reference matmul, double accumulation, for tests only. Float types and Q6_K: dequantize each
-// weight row with ref::dequantize_row. Q4_0/Q4_1/Q5_0/Q5_1/Q8_0: the integer path's math
-// (matmul_q8.h), block codes read straight from the GGML layouts, activations quantized by
-// quantize_acts_q8: y = sum_b (d_b * dx_b * sum_j c_j q_j + m_b * sx_b), with c_j the signed code.
+// Reference matmul, double accumulation, for tests only. Float types: dequantize each weight row
+// with ref::dequantize_row. Q4_0/Q4_1/Q5_0/Q5_1/Q8_0: the integer path's math (matmul_q8.h),
+// block codes read straight from the GGML layouts, activations quantized by quantize_acts_q8:
+// y = sum_b (d_b * dx_b * sum_j c_j q_j + m_b * sx_b), with c_j the signed code. K-quants
+// (matmul_q8k.h): ref::dequantize_row's rows times the q8_K activations d_b * q_j.
 #include <cstring>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
 #include "fasa/kernels/matmul_q8.h"
+#include "fasa/kernels/matmul_q8k.h"
 
 namespace fasa::ref {
 
@@ -83,11 +85,18 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
     }
     return;
   }
+  // [n_tok, n_in] the activations as the engine sees them: x, or the K-quants' q8_K d * q.
+  std::vector<double> xd(x, x + n_tok * n_in);
+  if (has_q8k_path(type)) {
+    Q8KActs a;
+    quantize_acts_q8k(x, n_tok, n_in, a);
+    for (int64_t i = 0; i < n_tok * n_in; ++i) xd[i] = static_cast<double>(a.d[i / 256]) * a.q[i];
+  }
   std::vector<float> row(static_cast<size_t>(n_in));  // [n_in] one dequantized weight row
   for (int64_t o = 0; o < n_out; ++o) {
     ref::dequantize_row(type, wb + o * row_bytes, row.data(), n_in);
     for (int64_t t = 0; t < n_tok; ++t) {
-      const float* xt = x + t * n_in;  // [n_in]
+      const double* xt = xd.data() + t * n_in;  // [n_in]
       double acc = 0.0;
       for (int64_t i = 0; i < n_in; ++i) acc += static_cast<double>(row[i]) * xt[i];
       y[t * n_out + o] = static_cast<float>(acc);

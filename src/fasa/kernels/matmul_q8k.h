@@ -1,0 +1,58 @@
+// Integer matmul for the K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), the scheme of llama.cpp's CPU
+// backend: activations are quantized to 8 bits per 256-block ("q8_K") and each block's dot
+// product is an exact integer sum, scaled once in fp32.
+//
+//   activations (per token, per 256-block; quantize_acts_q8k):
+//     mx = the x of largest |x| (the first one on ties);  d = mx / -128;  iscale = -128 / mx
+//     q = min(127, round-half-even(x * iscale))   (so mx itself is -128 and x ~ d * q)
+//     if mx == 0: d = 0, q = 0.   bsum[g] = sum of q over elements 16g .. 16g + 15 (g < 16)
+//   weights: per block fp16 d (and dmin), an unsigned code u per element, an integer scale s_g
+//   and an integer coefficient c_g per group g of 16 elements (k = 16 g + ...):
+//     Q6_K  w = d s_g (u - 32)        u 0..63, s_g int8       c_g = -32 s_g   (offset type)
+//     Q3_K  w = d s_g (u - 4)         u 0..7,  s_g -32..31    c_g = -4 s_g    (offset type)
+//     Q2_K  w = d s_g u - dmin m_g    u 0..3,  s_g, m_g 0..15 c_g = -m_g      (min type)
+//     Q4_K  w = d s u - dmin m        u 0..15, 6-bit s and m per 32 elements, shared by its two
+//     Q5_K                            u 0..31  groups: s_g = s, c_g = -m     (min types)
+//   per block, 16 exact integer lanes (lane l: the elements k with k mod 64 in [4l, 4l + 4))
+//   and 16 group terms:
+//     isum_l = sum_{k in lane l} s_g(k) u_k q_k        gsum_l = c_l bsum_l
+//   y[t, o] = hsum16(acc), over the row's blocks b in order, dq the token's d of block b:
+//     offset types: acc_l = fma(d * dq, float(isum_l + gsum_l), acc_l)
+//     min types:    acc_l = fma(d * dq, float(isum_l), acc_l);
+//                   acc_l = fma(dmin * dq, float(gsum_l), acc_l)
+//   hsum16(a): for s in 8, 4, 2, 1: a_l = a_l + a_(l+s) for l < s; the result is a_0.
+//
+// Every y[t, o] is this one sequence of fp32 operations on every path (AVX-512 VNNI, AVX2,
+// portable), for any thread count and any n_tok. The integers are exact and so are their
+// conversions to float, whatever the block bytes: |isum_l| < 2^24, |gsum_l| <= 2^23, and for
+// the offset types |isum_l + gsum_l| <= 16 * 128 * 32 * 128 = 2^23.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fasa/core/dtype.h"
+
+namespace fasa {
+
+bool has_q8k_path(DType type);
+
+// Activations quantized per 256-block. n_in must be a multiple of 256.
+struct Q8KActs {
+  int64_t n_tok = 0, n_in = 0;
+  std::vector<int8_t> q;       // [n_tok, n_in]
+  std::vector<float> d;        // [n_tok, n_blocks]
+  std::vector<int32_t> bsum;   // [n_tok, n_blocks, 16] sum of q over each group of 16
+};
+void quantize_acts_q8k(const float* x, int64_t n_tok, int64_t n_in, Q8KActs& out);  // x: [n_tok, n_in]
+
+// y: [n_tok, n_out] (see above). Threads: parallel over output rows.
+void matmul_q8k(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a,
+                float* y);
+
+namespace detail {
+void matmul_q8k_portable(DType type, const void* w, int64_t n_out, int64_t n_in,
+                         const Q8KActs& a, float* y);
+}  // namespace detail
+
+}  // namespace fasa

@@ -1,0 +1,668 @@
+// Integer K-quant matmul over q8_K activations (see matmul_q8k.h for the exact numerics).
+//
+// Structure: workers own contiguous groups of kRows output rows. A group's blocks are first
+// unpacked, once whatever n_tok, into a per-worker scratch of UnpackedBlock (codes u in element
+// order, the 16 group scales and coefficients as int16, d and dmin); a register micro-kernel
+// then computes R rows x T tokens from it, each block's weights loaded once per row for all T
+// tokens. Only the block's 16 integer lanes are computed differently per set, and they are the
+// same integers: AVX-512 VNNI maddubs + dpwssd over 64 elements (one zmm of 16 lanes), AVX2
+// maddubs + madd over 32 (lanes 0-7 or 8-15), or plain loops. maddubs (u8 x s8 pairs to
+// saturating i16) cannot saturate: codes are at most 63, so a pair is at most 2 * 63 * 128.
+#include "fasa/kernels/matmul_q8k.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "fasa/core/error.h"
+#include "fasa/core/f16.h"
+#include "fasa/core/parallel.h"
+
+#include "fasa/core/isa_intrin.h"
+#include "fasa/dispatch/isa_api.h"
+
+#include "fasa/core/isa_begin.h"
+
+namespace fasa::FASA_ISA_NS {
+
+namespace {
+
+constexpr int kRows = 4;
+constexpr int kToks = 4;
+constexpr int64_t kMinParallelMacs = 1 << 16;
+
+struct alignas(64) UnpackedBlock {
+  uint8_t u[256];  // codes, element order
+  int16_t s[16];   // scale of each group of 16 elements
+  int16_t c[16];   // coefficient of each group (matmul_q8k.h)
+  float d, dmin;
+};
+
+int block_bytes(DType t) {
+  switch (t) {
+    case DType::Q2_K: return 84;
+    case DType::Q3_K: return 110;
+    case DType::Q4_K: return 144;
+    case DType::Q5_K: return 176;
+    case DType::Q6_K: return 210;
+    default: return 0;
+  }
+}
+
+bool has_min(DType t) { return t == DType::Q2_K || t == DType::Q4_K || t == DType::Q5_K; }
+
+inline float half_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+#if FASA_AVX2
+  return _cvtsh_ss(h);  // hardware conversion; same bits as fp16_to_fp32 (NaN quieted)
+#else
+  return fp16_to_fp32(h);
+#endif
+}
+
+inline uint32_t u32_at(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+#if FASA_AVX2
+inline __m256i load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+inline void store256(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+#endif
+
+// ---- unpacking (block layouts: kernels/ref/dequant_ref.cpp) -----------------------------------
+// Each function fills one part of an UnpackedBlock; the same integers whether kSimd (AVX2, where
+// this set has it) or not. The AVX2 branches build their vectors in registers: bytes stored one
+// way and loaded another would stall on store forwarding.
+
+#if FASA_AVX2
+// Per byte: (v >> n) & mask (a 16-bit shift; the mask drops the bits shifted in from the
+// neighbouring byte as long as mask < 2^(8 - n)).
+inline __m256i bits(__m256i v, int n, int mask) {
+  return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(n)),
+                          _mm256_set1_epi8(static_cast<char>(mask)));
+}
+inline __m256i negate16(__m256i v) { return _mm256_sub_epi16(_mm256_setzero_si256(), v); }
+#endif
+
+// Q2_K (84 B: sc[16] qs[64] d dmin), Q3_K (110 B: hmask[32] qs[64] sc[12] d): element
+// k = 128 n + 32 j + i (i < 32) has the 2-bit code (qs[32 n + i] >> 2 j) & 3; Q3_K adds 4 when
+// bit 4 n + j of hmask[i] is set.
+template <bool kSimd, bool kHigh>
+void codes_q23_k(const uint8_t* qs, const uint8_t* hm, uint8_t* u) {
+#if FASA_AVX2
+  if constexpr (kSimd) {
+    const __m256i h = kHigh ? load256(hm) : _mm256_setzero_si256();
+    for (int n = 0; n < 2; ++n) {
+      const __m256i q = load256(qs + 32 * n);
+      for (int j = 0; j < 4; ++j) {
+        __m256i v = bits(q, 2 * j, 3);
+        if constexpr (kHigh) v = _mm256_or_si256(v, _mm256_slli_epi16(bits(h, 4 * n + j, 1), 2));
+        store256(u + 128 * n + 32 * j, v);
+      }
+    }
+    return;
+  }
+#endif
+  for (int n = 0; n < 2; ++n) {
+    for (int j = 0; j < 4; ++j) {
+      for (int i = 0; i < 32; ++i) {
+        int v = (qs[32 * n + i] >> (2 * j)) & 3;
+        if constexpr (kHigh) v |= ((hm[i] >> (4 * n + j)) & 1) << 2;
+        u[128 * n + 32 * j + i] = static_cast<uint8_t>(v);
+      }
+    }
+  }
+}
+
+template <bool kSimd>
+void scales_q2_k(const uint8_t* b, UnpackedBlock& k) {  // s = sc & 15, c = -(sc >> 4)
+  k.d = half_at(b + 80);
+  k.dmin = half_at(b + 82);
+#if FASA_AVX2
+  if constexpr (kSimd) {
+    const __m256i v = _mm256_cvtepu8_epi16(load128(b));
+    store256(k.s, _mm256_and_si256(v, _mm256_set1_epi16(15)));
+    store256(k.c, negate16(_mm256_srli_epi16(v, 4)));
+    return;
+  }
+#endif
+  for (int g = 0; g < 16; ++g) {
+    k.s[g] = static_cast<int16_t>(b[g] & 15);
+    k.c[g] = static_cast<int16_t>(-(b[g] >> 4));
+  }
+}
+
+template <bool kSimd>
+void scales_q3_k(const uint8_t* b, UnpackedBlock& k) {
+  // Scale g: low 4 bits from nibble g / 8 of byte g % 8, high 2 bits from bits 2 (g / 4) of
+  // byte 8 + g % 4; minus 32. Four groups per 32-bit word, little-endian. c = -4 s.
+  k.d = half_at(b + 108);
+  k.dmin = 0.0f;
+  const uint32_t a = u32_at(b + 96), c = u32_at(b + 100), h = u32_at(b + 104);
+  constexpr uint32_t m4 = 0x0f0f0f0f, m2 = 0x03030303;
+  const uint32_t w[4] = {(a & m4) | ((h & m2) << 4), (c & m4) | (((h >> 2) & m2) << 4),
+                         ((a >> 4) & m4) | (((h >> 4) & m2) << 4),
+                         ((c >> 4) & m4) | (((h >> 6) & m2) << 4)};
+#if FASA_AVX2
+  if constexpr (kSimd) {
+    const __m128i u8 = _mm_set_epi32(static_cast<int>(w[3]), static_cast<int>(w[2]),
+                                     static_cast<int>(w[1]), static_cast<int>(w[0]));
+    const __m256i sv = _mm256_sub_epi16(_mm256_cvtepu8_epi16(u8), _mm256_set1_epi16(32));
+    store256(k.s, sv);
+    store256(k.c, negate16(_mm256_slli_epi16(sv, 2)));
+    return;
+  }
+#endif
+  for (int g = 0; g < 16; ++g) {
+    const int sv = static_cast<int>((w[g / 4] >> (8 * (g % 4))) & 0xff) - 32;
+    k.s[g] = static_cast<int16_t>(sv);
+    k.c[g] = static_cast<int16_t>(-4 * sv);
+  }
+}
+
+// Q4_K (144 B: d dmin sc[12] qs[128]), Q5_K (176 B: d dmin sc[12] qh[32] qs[128]): element
+// k = 64 c + 32 h + l has nibble h of qs[32 c + l]; Q5_K adds 16 * bit (2 c + h) of qh[l].
+template <bool kSimd, bool kHigh>
+void codes_q45_k(const uint8_t* qs, const uint8_t* qh, uint8_t* u) {
+#if FASA_AVX2
+  if constexpr (kSimd) {
+    const __m256i h = kHigh ? load256(qh) : _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i q = load256(qs + 32 * c);
+      __m256i lo = bits(q, 0, 15), hi = bits(q, 4, 15);
+      if constexpr (kHigh) {
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(bits(h, 2 * c, 1), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(bits(h, 2 * c + 1, 1), 4));
+      }
+      store256(u + 64 * c, lo);
+      store256(u + 64 * c + 32, hi);
+    }
+    return;
+  }
+#endif
+  for (int c = 0; c < 4; ++c) {
+    for (int h = 0; h < 2; ++h) {
+      for (int l = 0; l < 32; ++l) {
+        int v = (qs[32 * c + l] >> (4 * h)) & 15;
+        if constexpr (kHigh) v |= ((qh[l] >> (2 * c + h)) & 1) << 4;
+        u[64 * c + 32 * h + l] = static_cast<uint8_t>(v);
+      }
+    }
+  }
+}
+
+template <bool kSimd>
+void scales_q45_k(const uint8_t* b, UnpackedBlock& k) {
+  // Sub-block j < 4: scale p[j] & 63, min p[j + 4] & 63; j >= 4: low 4 bits from the nibbles
+  // of p[j + 4], high 2 bits from the top bits of p[j - 4] (scale) and p[j] (min). Sub-block j
+  // is groups 2 j and 2 j + 1; c = -min. Bytes of sc and mn: sub-blocks 0..7, little-endian.
+  k.d = half_at(b);
+  k.dmin = half_at(b + 2);
+  const uint32_t w0 = u32_at(b + 4), w1 = u32_at(b + 8), w2 = u32_at(b + 12);
+  constexpr uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+  const uint64_t sc = (w0 & m6) | uint64_t{(w2 & m4) | (((w0 >> 6) & m2) << 4)} << 32;
+  const uint64_t mn = (w1 & m6) | uint64_t{((w2 >> 4) & m4) | (((w1 >> 6) & m2) << 4)} << 32;
+#if FASA_AVX2
+  if constexpr (kSimd) {
+    const __m128i sv = _mm_cvtsi64_si128(static_cast<int64_t>(sc));
+    const __m128i mv = _mm_cvtsi64_si128(static_cast<int64_t>(mn));
+    store256(k.s, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sv, sv)));
+    store256(k.c, negate16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mv, mv))));
+    return;
+  }
+#endif
+  for (int g = 0; g < 16; ++g) {
+    k.s[g] = static_cast<int16_t>((sc >> (8 * (g / 2))) & 0xff);
+    k.c[g] = static_cast<int16_t>(-static_cast<int>((mn >> (8 * (g / 2))) & 0xff));
+  }
+}
+
+// Q6_K (210 B: ql[128] qh[64] sc[16] d): in half h (elements 128 h ..; ql += 64 h, qh += 32 h),
+// for l < 32 the elements l + 32 e (e < 4) take nibble e / 2 of ql[l + 32 (e % 2)] and bits
+// 2 e, 2 e + 1 of qh[l] as bits 4, 5.
+template <bool kSimd>
+void codes_q6_k(const uint8_t* ql, const uint8_t* qh, uint8_t* u) {
+#if FASA_AVX2
+  if constexpr (kSimd) {
+    for (int h = 0; h < 2; ++h) {
+      const __m256i a = load256(ql + 64 * h), b = load256(ql + 64 * h + 32);
+      const __m256i hb = load256(qh + 32 * h);
+      const __m256i lo[4] = {bits(a, 0, 15), bits(b, 0, 15), bits(a, 4, 15), bits(b, 4, 15)};
+      for (int e = 0; e < 4; ++e) {
+        const __m256i hi = _mm256_slli_epi16(bits(hb, 2 * e, 3), 4);
+        store256(u + 128 * h + 32 * e, _mm256_or_si256(lo[e], hi));
+      }
+    }
+    return;
+  }
+#endif
+  for (int h = 0; h < 2; ++h) {
+    for (int e = 0; e < 4; ++e) {
+      for (int l = 0; l < 32; ++l) {
+        const int lo = (ql[64 * h + l + 32 * (e % 2)] >> (4 * (e / 2))) & 15;
+        const int hi = (qh[32 * h + l] >> (2 * e)) & 3;
+        u[128 * h + 32 * e + l] = static_cast<uint8_t>(lo | (hi << 4));
+      }
+    }
+  }
+}
+
+template <bool kSimd>
+void scales_q6_k(const uint8_t* b, UnpackedBlock& k) {  // s = sc (int8), c = -32 s
+  k.d = half_at(b + 208);
+  k.dmin = 0.0f;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+#if FASA_AVX2
+  if constexpr (kSimd) {
+    const __m256i sv = _mm256_cvtepi8_epi16(load128(sc));
+    store256(k.s, sv);
+    store256(k.c, negate16(_mm256_slli_epi16(sv, 5)));
+    return;
+  }
+#endif
+  for (int g = 0; g < 16; ++g) {
+    k.s[g] = sc[g];
+    k.c[g] = static_cast<int16_t>(-32 * sc[g]);
+  }
+}
+
+template <bool kSimd>
+void unpack_block(DType t, const uint8_t* b, UnpackedBlock& k) {
+  switch (t) {
+    case DType::Q2_K:
+      codes_q23_k<kSimd, false>(b + 16, nullptr, k.u);
+      scales_q2_k<kSimd>(b, k);
+      return;
+    case DType::Q3_K:
+      codes_q23_k<kSimd, true>(b + 32, b, k.u);
+      scales_q3_k<kSimd>(b, k);
+      return;
+    case DType::Q4_K:
+      codes_q45_k<kSimd, false>(b + 16, nullptr, k.u);
+      scales_q45_k<kSimd>(b, k);
+      return;
+    case DType::Q5_K:
+      codes_q45_k<kSimd, true>(b + 48, b + 16, k.u);
+      scales_q45_k<kSimd>(b, k);
+      return;
+    default:  // Q6_K
+      codes_q6_k<kSimd>(b, b + 128, k.u);
+      scales_q6_k<kSimd>(b, k);
+      return;
+  }
+}
+
+// ---- portable ---------------------------------------------------------------------------------
+
+inline float hsum16_portable(float* a) {  // a: [16], clobbered
+  for (int s = 8; s >= 1; s /= 2) {
+    for (int l = 0; l < s; ++l) a[l] = a[l] + a[l + s];
+  }
+  return a[0];
+}
+
+// y[t * ldy + r] for r < nr, t < nt; wk: [nb, kRows] unpacked blocks.
+void kernel_portable(bool with_min, const UnpackedBlock* wk, int nr, const Q8KActs& a,
+                     int64_t tok0, int nt, float* y, int64_t ldy) {
+  const int64_t nb = a.n_in / 256;
+  for (int t = 0; t < nt; ++t) {
+    const int64_t tok = tok0 + t;
+    for (int r = 0; r < nr; ++r) {
+      float acc[16] = {};
+      for (int64_t b = 0; b < nb; ++b) {
+        const UnpackedBlock& k = wk[b * kRows + r];
+        const int8_t* q = a.q.data() + tok * a.n_in + b * 256;
+        const int32_t* bsum = a.bsum.data() + (tok * nb + b) * 16;
+        int32_t isum[16] = {}, gsum[16];
+        for (int c = 0; c < 4; ++c) {  // elements 64 c .. 64 c + 63
+          for (int l = 0; l < 16; ++l) {
+            const int e = 64 * c + 4 * l;
+            int32_t dot = 0;
+            for (int i = 0; i < 4; ++i) dot += static_cast<int32_t>(k.u[e + i]) * q[e + i];
+            isum[l] += k.s[e / 16] * dot;
+          }
+        }
+        for (int l = 0; l < 16; ++l) gsum[l] = k.c[l] * bsum[l];
+        const float dq = a.d[tok * nb + b];
+        const float dd = k.d * dq;
+        if (with_min) {
+          const float dm = k.dmin * dq;
+          for (int l = 0; l < 16; ++l) {
+            acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
+            acc[l] = std::fma(dm, static_cast<float>(gsum[l]), acc[l]);
+          }
+        } else {
+          for (int l = 0; l < 16; ++l) {
+            acc[l] = std::fma(dd, static_cast<float>(isum[l] + gsum[l]), acc[l]);
+          }
+        }
+      }
+      y[t * ldy + r] = hsum16_portable(acc);
+    }
+  }
+}
+
+// ---- AVX2 and AVX-512 VNNI ---------------------------------------------------------------------
+// The 16 lanes are one zmm (AVX-512), or two ymm: lo (lanes 0-7) and hi (8-15) (AVX2). The
+// kernel loads a block's weights once per row and reuses them for every token of the tile.
+
+#if FASA_AVX2
+// hsum16's tree once the 16 lanes are down to 8 (v = lanes 0-7 + lanes 8-15).
+inline float hsum8_simd(__m256 v) {
+  __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  r = _mm_add_ss(r, _mm_movehdup_ps(r));
+  return _mm_cvtss_f32(r);
+}
+
+#if FASA_AVX512
+using VecF = __m512;
+using VecI = __m512i;
+
+inline VecF zero_f() { return _mm512_setzero_ps(); }
+inline VecF bcast(float v) { return _mm512_set1_ps(v); }
+inline VecF mul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
+inline VecF fma_i(VecF d, VecI v, VecF acc) {  // acc + d * float(v), one rounding
+  return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(v), acc);
+}
+inline VecI zero_i() { return _mm512_setzero_si512(); }
+inline VecI load_i32(const int32_t* p) { return _mm512_loadu_si512(p); }  // p: [16]
+// 16 int16 -> 16 int32 lanes, zero-extended.
+inline VecI widen_u16(const int16_t* p) { return _mm512_cvtepu16_epi32(load256(p)); }
+// Per lane: low16(a) * low16(b) + high16(a) * high16(b); with b zero-extended, a * b exactly.
+inline VecI mul_lo16(VecI a, VecI b) { return _mm512_madd_epi16(a, b); }
+inline float hsum16(VecF v) {
+  return hsum8_simd(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+// A block's weights in registers: codes and scales (int16 lane i of chunk c: the scale of
+// elements 64 c + 2 i, 2 i + 1, which is group 4 c + i / 8).
+struct BlockRegs {
+  __m512i u[4], s[4];
+};
+
+inline BlockRegs load_block(const UnpackedBlock& k) {
+  BlockRegs r;
+  const __m512i s16 = _mm512_castsi256_si512(load256(k.s));
+  for (int c = 0; c < 4; ++c) {
+    r.u[c] = _mm512_load_si512(k.u + 64 * c);
+    alignas(64) int16_t idx[32];
+    for (int i = 0; i < 32; ++i) idx[i] = static_cast<int16_t>(4 * c + i / 8);
+    r.s[c] = _mm512_permutexvar_epi16(_mm512_load_si512(idx), s16);
+  }
+  return r;
+}
+
+// z + the 16 lanes of isum (chunk c of 64 elements: lane l takes elements 64 c + 4 l ..).
+inline VecI block_lanes(VecI z, const BlockRegs& w, const int8_t* q) {
+  for (int c = 0; c < 4; ++c) {
+    const __m512i p = _mm512_maddubs_epi16(w.u[c], _mm512_loadu_si512(q + 64 * c));
+    z = _mm512_dpwssd_epi32(z, p, w.s[c]);
+  }
+  return z;
+}
+#else
+// Two ymm halves: lo holds lanes 0-7, hi lanes 8-15.
+struct VecF {
+  __m256 lo, hi;
+};
+struct VecI {
+  __m256i lo, hi;
+};
+
+inline VecF zero_f() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+inline VecF bcast(float v) { return {_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
+inline VecF mul(VecF a, VecF b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+inline VecF fma_i(VecF d, VecI v, VecF acc) {
+  return {_mm256_fmadd_ps(d.lo, _mm256_cvtepi32_ps(v.lo), acc.lo),
+          _mm256_fmadd_ps(d.hi, _mm256_cvtepi32_ps(v.hi), acc.hi)};
+}
+inline VecI zero_i() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
+inline VecI load_i32(const int32_t* p) { return {load256(p), load256(p + 8)}; }  // p: [16]
+inline VecI widen_u16(const int16_t* p) {
+  return {_mm256_cvtepu16_epi32(load128(p)), _mm256_cvtepu16_epi32(load128(p + 8))};
+}
+inline VecI mul_lo16(VecI a, VecI b) {
+  return {_mm256_madd_epi16(a.lo, b.lo), _mm256_madd_epi16(a.hi, b.hi)};
+}
+inline float hsum16(VecF v) { return hsum8_simd(_mm256_add_ps(v.lo, v.hi)); }
+
+// Codes in the scratch; scales per ymm chunk i (elements 32 i ..): int16 lane j takes group
+// 2 i + j / 8.
+struct BlockRegs {
+  const uint8_t* u;
+  __m256i s[8];
+};
+
+inline BlockRegs load_block(const UnpackedBlock& k) {
+  BlockRegs r;
+  r.u = k.u;
+  const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                        2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+  for (int i = 0; i < 8; ++i) {
+    int32_t pair;
+    std::memcpy(&pair, k.s + 2 * i, 4);
+    r.s[i] = _mm256_shuffle_epi8(_mm256_set1_epi32(pair), pick);
+  }
+  return r;
+}
+
+// Chunk i of 32 elements holds lanes 8 (i % 2) .. 8 (i % 2) + 7.
+inline VecI block_lanes(VecI z, const BlockRegs& w, const int8_t* q) {
+  for (int i = 0; i < 8; ++i) {
+    const __m256i p = _mm256_maddubs_epi16(load256(w.u + 32 * i), load256(q + 32 * i));
+    __m256i& half = i % 2 == 0 ? z.lo : z.hi;
+    half = _mm256_add_epi32(half, _mm256_madd_epi16(p, w.s[i]));
+  }
+  return z;
+}
+#endif  // FASA_AVX512
+
+template <bool kMin, int R, int NT>
+void kernel_simd(const UnpackedBlock* wk, const Q8KActs& a, int64_t tok0, float* y, int64_t ldy) {
+  const int64_t nb = a.n_in / 256;
+  VecF acc[R][NT];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < NT; ++t) acc[r][t] = zero_f();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    // Unrolled, so that acc stays in registers (GCC does not unroll this body by itself).
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const UnpackedBlock& k = wk[b * kRows + r];
+      const BlockRegs w = load_block(k);
+      const VecI c = widen_u16(k.c);  // zero-extended: mul_lo16 gives bsum * c exactly
+      const VecF d = bcast(k.d);
+      const VecF dmin = bcast(k.dmin);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const int64_t i = (tok0 + t) * nb + b;
+        const int8_t* q = a.q.data() + (tok0 + t) * a.n_in + b * 256;
+        const VecF dq = bcast(a.d[i]);
+        const VecI g = mul_lo16(load_i32(a.bsum.data() + i * 16), c);
+        if constexpr (kMin) {
+          acc[r][t] = fma_i(mul(d, dq), block_lanes(zero_i(), w, q), acc[r][t]);
+          acc[r][t] = fma_i(mul(dmin, dq), g, acc[r][t]);
+        } else {
+          acc[r][t] = fma_i(mul(d, dq), block_lanes(g, w, q), acc[r][t]);
+        }
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int r = 0; r < R; ++r) y[t * ldy + r] = hsum16(acc[r][t]);
+  }
+}
+
+template <bool kMin, int R>
+void kernel_simd_toks(int nt, const UnpackedBlock* wk, const Q8KActs& a, int64_t tok0, float* y,
+                      int64_t ldy) {
+  switch (nt) {
+    case 1: kernel_simd<kMin, R, 1>(wk, a, tok0, y, ldy); return;
+    case 2: kernel_simd<kMin, R, 2>(wk, a, tok0, y, ldy); return;
+    case 3: kernel_simd<kMin, R, 3>(wk, a, tok0, y, ldy); return;
+    default: kernel_simd<kMin, R, kToks>(wk, a, tok0, y, ldy); return;
+  }
+}
+
+template <bool kMin>
+void kernel_simd_any(const UnpackedBlock* wk, int nr, const Q8KActs& a, int64_t tok0, int nt,
+                     float* y, int64_t ldy) {
+  switch (nr) {
+    case 1: kernel_simd_toks<kMin, 1>(nt, wk, a, tok0, y, ldy); return;
+    case 2: kernel_simd_toks<kMin, 2>(nt, wk, a, tok0, y, ldy); return;
+    case 3: kernel_simd_toks<kMin, 3>(nt, wk, a, tok0, y, ldy); return;
+    default: kernel_simd_toks<kMin, kRows>(nt, wk, a, tok0, y, ldy); return;
+  }
+}
+#endif  // FASA_AVX2
+
+// ---- driver -----------------------------------------------------------------------------------
+
+template <bool kSimd>
+void run(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y) {
+  if (n_out <= 0 || a.n_tok <= 0) return;
+  FASA_DCHECK(has_q8k_path(t) && n_in % 256 == 0 && a.n_in == n_in);
+  const int bb = block_bytes(t);
+  const int64_t nb = n_in / 256;
+  const int64_t row_bytes = nb * bb;
+  const bool with_min = has_min(t);
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const int64_t n_groups = (n_out + kRows - 1) / kRows;
+  auto work = [&](int64_t g0, int64_t g1, int) {
+    thread_local std::vector<UnpackedBlock> scratch;  // [nb, kRows]
+    if (scratch.size() < static_cast<size_t>(nb * kRows)) scratch.resize(nb * kRows);
+    const int64_t o_end = std::min(g1 * kRows, n_out);
+    for (int64_t o = g0 * kRows; o < o_end; o += kRows) {
+      const int nr = static_cast<int>(std::min<int64_t>(kRows, o_end - o));
+      // Prefetch the rows two groups ahead: at one token the loads would otherwise stall.
+      if (o + 3 * kRows <= o_end) {
+        const uint8_t* next = wb + (o + 2 * kRows) * row_bytes;
+        for (int64_t off = 0; off < kRows * row_bytes; off += 64) {
+          __builtin_prefetch(next + off, 0, 2);
+        }
+      }
+      for (int r = 0; r < nr; ++r) {
+        for (int64_t b = 0; b < nb; ++b) {
+          unpack_block<kSimd>(t, wb + (o + r) * row_bytes + b * bb, scratch[b * kRows + r]);
+        }
+      }
+      for (int64_t tok = 0; tok < a.n_tok; tok += kToks) {
+        const int nt = static_cast<int>(std::min<int64_t>(kToks, a.n_tok - tok));
+        float* yo = y + tok * n_out + o;
+#if FASA_AVX2
+        if constexpr (kSimd) {
+          if (with_min) {
+            kernel_simd_any<true>(scratch.data(), nr, a, tok, nt, yo, n_out);
+          } else {
+            kernel_simd_any<false>(scratch.data(), nr, a, tok, nt, yo, n_out);
+          }
+          continue;
+        }
+#endif
+        kernel_portable(with_min, scratch.data(), nr, a, tok, nt, yo, n_out);
+      }
+    }
+  };
+  if (n_out * n_in * a.n_tok < kMinParallelMacs) {
+    work(0, n_groups, 0);
+  } else {
+    parallel_ranges(n_groups, work);
+  }
+}
+
+// One 256-block of activations (matmul_q8k.h): q [256], bsum [16]; returns d. The AVX-512
+// version finds the same first element of largest magnitude (max |x|, then its first position)
+// and rounds with the same ops, so both give the same bytes.
+float quantize_block_q8k(const float* x, int8_t* q, int32_t* bsum) {
+#if FASA_AVX512
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  __m512 vmax = _mm512_setzero_ps();
+  for (int j = 0; j < 256; j += 16) {
+    vmax = _mm512_max_ps(vmax, _mm512_and_ps(_mm512_loadu_ps(x + j), abs_mask));
+  }
+  const float amax = _mm512_reduce_max_ps(vmax);
+  float mx = 0.0f;
+  if (amax != 0.0f) {
+    const __m512 target = _mm512_set1_ps(amax);
+    for (int j = 0; j < 256; j += 16) {
+      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(x + j), abs_mask),
+                                               target, _CMP_EQ_OQ);
+      if (hit != 0) {
+        mx = x[j + __builtin_ctz(hit)];
+        break;
+      }
+    }
+  }
+  const __m512 iscale = _mm512_set1_ps(amax != 0.0f ? -128.0f / mx : 0.0f);
+  const __m512 top = _mm512_set1_ps(127.0f);
+  for (int g = 0; g < 16; ++g) {
+    __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * g), iscale);
+    v = _mm512_min_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), top);
+    const __m512i qi = _mm512_cvtps_epi32(v);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 * g), _mm512_cvtepi32_epi8(qi));
+    bsum[g] = _mm512_reduce_add_epi32(qi);
+  }
+  return mx / -128.0f;
+#else
+  float amax = 0.0f, mx = 0.0f;
+  for (int j = 0; j < 256; ++j) {
+    const float ax = std::fabs(x[j]);
+    if (ax > amax) {
+      amax = ax;
+      mx = x[j];
+    }
+  }
+  const float iscale = amax != 0.0f ? -128.0f / mx : 0.0f;
+  for (int j = 0; j < 256; ++j) {
+    const float v = std::nearbyint(x[j] * iscale);  // half to even (default mode)
+    q[j] = static_cast<int8_t>(std::min(v, 127.0f));
+  }
+  for (int g = 0; g < 16; ++g) {
+    int32_t sum = 0;
+    for (int j = 0; j < 16; ++j) sum += q[16 * g + j];
+    bsum[g] = sum;
+  }
+  return mx / -128.0f;
+#endif
+}
+
+}  // namespace
+
+bool has_q8k_path(DType t) { return block_bytes(t) > 0; }
+
+void quantize_acts_q8k(const float* x, int64_t n_tok, int64_t n_in, Q8KActs& out) {
+  FASA_CHECK(n_in % 256 == 0);
+  const int64_t nb = n_in / 256;
+  out.n_tok = n_tok;
+  out.n_in = n_in;
+  out.q.resize(static_cast<size_t>(n_tok * n_in));
+  out.d.resize(static_cast<size_t>(n_tok * nb));
+  out.bsum.resize(out.d.size() * 16);
+  for (int64_t i = 0; i < n_tok * nb; ++i) {
+    out.d[i] = quantize_block_q8k(x + i * 256, out.q.data() + i * 256, out.bsum.data() + i * 16);
+  }
+}
+
+namespace detail {
+void matmul_q8k_portable(DType type, const void* w, int64_t n_out, int64_t n_in,
+                         const Q8KActs& a, float* y) {
+  run<false>(type, w, n_out, n_in, a, y);
+}
+}  // namespace detail
+
+void matmul_q8k(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a,
+                float* y) {
+  run<FASA_AVX2 != 0>(type, w, n_out, n_in, a, y);
+}
+
+}  // namespace fasa::FASA_ISA_NS
+
+#include "fasa/core/isa_end.h"
