@@ -22,10 +22,23 @@ std::vector<uint8_t> random_weights(DType t, int64_t n_out, int64_t n_in, std::m
   const DTypeInfo& info = dtype_info(t);
   std::vector<uint8_t> w(n_out * n_in / info.block_elems * info.block_bytes);
   for (auto& b : w) b = static_cast<uint8_t>(rng());
-  if (info.block_elems > 1) {  // small finite fp16 scales (first two bytes of each block)
+  // Small finite fp16 scales (and mins) at each block's fp16 fields.
+  int d_off = 0, min_off = -1;
+  switch (t) {
+    case DType::Q4_1:
+    case DType::Q5_1:
+    case DType::Q4_K:
+    case DType::Q5_K: min_off = 2; break;
+    case DType::Q2_K: d_off = 80; min_off = 82; break;
+    case DType::Q3_K: d_off = 108; break;
+    case DType::Q6_K: d_off = 208; break;
+    default: break;
+  }
+  if (info.block_elems > 1) {
+    const uint16_t d = fp32_to_fp16(0.01f), m = fp32_to_fp16(0.02f);
     for (size_t b = 0; b < w.size(); b += info.block_bytes) {
-      const uint16_t d = fp32_to_fp16(0.01f);
-      std::memcpy(w.data() + b + (t == DType::Q6_K ? 208 : 0), &d, 2);
+      std::memcpy(w.data() + b + d_off, &d, 2);
+      if (min_off >= 0) std::memcpy(w.data() + b + min_off, &m, 2);
     }
   }
   return w;
@@ -55,6 +68,14 @@ BENCHMARK(BM_Matmul)
     ->Args({static_cast<int>(DType::Q6_K), 1536, 512, 1})
     ->Args({static_cast<int>(DType::F16), 1536, 576, 1})
     ->Args({static_cast<int>(DType::Q4_1), 1536, 576, 64});
+// K-quants (256-element blocks, so n_in is a multiple of 256): Gemma 3 270M's FFN down
+// projection (640 x 2048) and an up-projection-like 2048 x 768, at one and 64 tokens.
+BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q2_K), static_cast<int>(DType::Q3_K),
+                                    static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q5_K),
+                                    static_cast<int>(DType::Q6_K)},
+                                   {640}, {2048}, {1, 64}});
+BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
+                                   {2048}, {768}, {1, 64}});
 
 struct KvFixture {
   int n, hd = 64;
