@@ -119,6 +119,9 @@ TEST(QuantizeActsQ8K, RoundingScaleAndSums) {
   EXPECT_EQ(a.q[21], 21);
   EXPECT_EQ(a.bsum[0], 2 + 4 - 128 + 127);
   EXPECT_EQ(a.bsum[1], 21);
+  ASSERT_EQ(a.dbsum.size(), 32u);
+  EXPECT_EQ(a.dbsum[0], 0.5f * (2 + 4 - 128 + 127));
+  EXPECT_EQ(a.dbsum[1], 0.5f * 21);
   for (int g = 2; g < 32; ++g) EXPECT_EQ(a.bsum[g], 0) << g;
   for (int j = 256; j < 512; ++j) EXPECT_EQ(a.q[j], 0);
   EXPECT_EQ(a.d[1], 0.0f);
@@ -166,6 +169,7 @@ TEST(MatmulQ8K, MatchesDequantizedDotAndIsaBits) {
         EXPECT_EQ(a_isa.q, a.q) << what << " " << isa_name(isa);
         EXPECT_EQ(a_isa.d, a.d) << what << " " << isa_name(isa);
         EXPECT_EQ(a_isa.bsum, a.bsum) << what << " " << isa_name(isa);
+        EXPECT_EQ(a_isa.dbsum, a.dbsum) << what << " " << isa_name(isa);
         matmul_q8k(type, w.data(), s.n_out, s.n_in, a, y_isa.data());
         detail::matmul_q8k_portable(type, w.data(), s.n_out, s.n_in, a, y_port.data());
         matmul(type, w.data(), s.n_out, s.n_in, x.data(), s.n_tok, y_mm.data());

@@ -13,19 +13,19 @@
 //     Q2_K  w = d s_g u - dmin m_g    u 0..3,  s_g, m_g 0..15 c_g = -m_g      (min type)
 //     Q4_K  w = d s u - dmin m        u 0..15, 6-bit s and m per 32 elements, shared by its two
 //     Q5_K                            u 0..31  groups: s_g = s, c_g = -m     (min types)
-//   per block, 16 exact integer lanes (lane l: the elements k with k mod 64 in [4l, 4l + 4))
-//   and 16 group terms:
-//     isum_l = sum_{k in lane l} s_g(k) u_k q_k        gsum_l = c_l bsum_l
+//   per block, 16 exact integer lanes (lane l: the elements k with k mod 64 in [4l, 4l + 4)):
+//     isum_l = sum_{k in lane l} s_g(k) u_k q_k
 //   y[t, o] = hsum16(acc), over the row's blocks b in order, dq the token's d of block b:
-//     offset types: acc_l = fma(d * dq, float(isum_l + gsum_l), acc_l)
+//     offset types: acc_l = fma(d * dq, float(isum_l + c_l bsum_l), acc_l)
 //     min types:    acc_l = fma(d * dq, float(isum_l), acc_l);
-//                   acc_l = fma(dmin * dq, float(gsum_l), acc_l)
+//                   acc_l = fma(dmin * c_l, dbsum_l, acc_l)     dbsum_l = fp32(dq * bsum_l)
 //   hsum16(a): for s in 8, 4, 2, 1: a_l = a_l + a_(l+s) for l < s; the result is a_0.
+//   (dmin * c_l is exact: an fp16 times a 6-bit integer.)
 //
 // Every y[t, o] is this one sequence of fp32 operations on every path (AVX-512 VNNI, AVX2,
 // portable), for any thread count and any n_tok. The integers are exact and so are their
-// conversions to float, whatever the block bytes: |isum_l| < 2^24, |gsum_l| <= 2^23, and for
-// the offset types |isum_l + gsum_l| <= 16 * 128 * 32 * 128 = 2^23.
+// conversions to float, whatever the block bytes: |isum_l| < 2^24 and, for the offset types,
+// |isum_l + c_l bsum_l| <= 16 * 128 * 32 * 128 = 2^23.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +43,10 @@ struct Q8KActs {
   std::vector<int8_t> q;       // [n_tok, n_in]
   std::vector<float> d;        // [n_tok, n_blocks]
   std::vector<int32_t> bsum;   // [n_tok, n_blocks, 16] sum of q over each group of 16
+  std::vector<float> dbsum;    // [n_tok, n_blocks, 16] d * bsum, rounded to fp32
 };
-void quantize_acts_q8k(const float* x, int64_t n_tok, int64_t n_in, Q8KActs& out);  // x: [n_tok, n_in]
+// x: [n_tok, n_in]. Defined in matmul_q8k_acts.isa.cpp.
+void quantize_acts_q8k(const float* x, int64_t n_tok, int64_t n_in, Q8KActs& out);
 
 // y: [n_tok, n_out] (see above). Threads: parallel over output rows.
 void matmul_q8k(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a,

@@ -33,9 +33,10 @@ constexpr int kToks = 4;
 constexpr int64_t kMinParallelMacs = 1 << 16;
 
 struct alignas(64) UnpackedBlock {
-  uint8_t u[256];  // codes, element order
-  int16_t s[16];   // scale of each group of 16 elements
-  int16_t c[16];   // coefficient of each group (matmul_q8k.h)
+  uint8_t u[256];    // codes, element order
+  int16_t s[16];     // scale of each group of 16 elements
+  int16_t c[16];     // coefficient of each group (matmul_q8k.h)
+  float dmin_c[16];  // min types: dmin * c (exact)
   float d, dmin;
 };
 
@@ -89,6 +90,16 @@ inline __m256i bits(__m256i v, int n, int mask) {
                           _mm256_set1_epi8(static_cast<char>(mask)));
 }
 inline __m256i negate16(__m256i v) { return _mm256_sub_epi16(_mm256_setzero_si256(), v); }
+
+// Min types: c = c16 and dmin_c = dmin * c (exact: an fp16 times a 6-bit integer).
+inline void store_c_min(__m256i c16, UnpackedBlock& k) {
+  store256(k.c, c16);
+  const __m256 dmin = _mm256_set1_ps(k.dmin);
+  const __m256i lo = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(c16));
+  const __m256i hi = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(c16, 1));
+  _mm256_storeu_ps(k.dmin_c, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(lo)));
+  _mm256_storeu_ps(k.dmin_c + 8, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(hi)));
+}
 #endif
 
 // Q2_K (84 B: sc[16] qs[64] d dmin), Q3_K (110 B: hmask[32] qs[64] sc[12] d): element
@@ -129,13 +140,14 @@ void scales_q2_k(const uint8_t* b, UnpackedBlock& k) {  // s = sc & 15, c = -(sc
   if constexpr (kSimd) {
     const __m256i v = _mm256_cvtepu8_epi16(load128(b));
     store256(k.s, _mm256_and_si256(v, _mm256_set1_epi16(15)));
-    store256(k.c, negate16(_mm256_srli_epi16(v, 4)));
+    store_c_min(negate16(_mm256_srli_epi16(v, 4)), k);
     return;
   }
 #endif
   for (int g = 0; g < 16; ++g) {
     k.s[g] = static_cast<int16_t>(b[g] & 15);
     k.c[g] = static_cast<int16_t>(-(b[g] >> 4));
+    k.dmin_c[g] = k.dmin * static_cast<float>(k.c[g]);
   }
 }
 
@@ -214,13 +226,14 @@ void scales_q45_k(const uint8_t* b, UnpackedBlock& k) {
     const __m128i sv = _mm_cvtsi64_si128(static_cast<int64_t>(sc));
     const __m128i mv = _mm_cvtsi64_si128(static_cast<int64_t>(mn));
     store256(k.s, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sv, sv)));
-    store256(k.c, negate16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mv, mv))));
+    store_c_min(negate16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mv, mv))), k);
     return;
   }
 #endif
   for (int g = 0; g < 16; ++g) {
     k.s[g] = static_cast<int16_t>((sc >> (8 * (g / 2))) & 0xff);
     k.c[g] = static_cast<int16_t>(-static_cast<int>((mn >> (8 * (g / 2))) & 0xff));
+    k.dmin_c[g] = k.dmin * static_cast<float>(k.c[g]);
   }
 }
 
@@ -320,7 +333,8 @@ void kernel_portable(bool with_min, const UnpackedBlock* wk, int nr, const Q8KAc
         const UnpackedBlock& k = wk[b * kRows + r];
         const int8_t* q = a.q.data() + tok * a.n_in + b * 256;
         const int32_t* bsum = a.bsum.data() + (tok * nb + b) * 16;
-        int32_t isum[16] = {}, gsum[16];
+        const float* dbsum = a.dbsum.data() + (tok * nb + b) * 16;
+        int32_t isum[16] = {};
         for (int c = 0; c < 4; ++c) {  // elements 64 c .. 64 c + 63
           for (int l = 0; l < 16; ++l) {
             const int e = 64 * c + 4 * l;
@@ -329,18 +343,15 @@ void kernel_portable(bool with_min, const UnpackedBlock* wk, int nr, const Q8KAc
             isum[l] += k.s[e / 16] * dot;
           }
         }
-        for (int l = 0; l < 16; ++l) gsum[l] = k.c[l] * bsum[l];
-        const float dq = a.d[tok * nb + b];
-        const float dd = k.d * dq;
+        const float dd = k.d * a.d[tok * nb + b];
         if (with_min) {
-          const float dm = k.dmin * dq;
           for (int l = 0; l < 16; ++l) {
             acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
-            acc[l] = std::fma(dm, static_cast<float>(gsum[l]), acc[l]);
+            acc[l] = std::fma(k.dmin_c[l], dbsum[l], acc[l]);
           }
         } else {
           for (int l = 0; l < 16; ++l) {
-            acc[l] = std::fma(dd, static_cast<float>(isum[l] + gsum[l]), acc[l]);
+            acc[l] = std::fma(dd, static_cast<float>(isum[l] + k.c[l] * bsum[l]), acc[l]);
           }
         }
       }
@@ -374,6 +385,8 @@ inline VecF fma_i(VecF d, VecI v, VecF acc) {  // acc + d * float(v), one roundi
 }
 inline VecI zero_i() { return _mm512_setzero_si512(); }
 inline VecI load_i32(const int32_t* p) { return _mm512_loadu_si512(p); }  // p: [16]
+inline VecF load_f(const float* p) { return _mm512_loadu_ps(p); }            // p: [16]
+inline VecF fma_f(VecF a, VecF b, VecF acc) { return _mm512_fmadd_ps(a, b, acc); }
 // 16 int16 -> 16 int32 lanes, zero-extended.
 inline VecI widen_u16(const int16_t* p) { return _mm512_cvtepu16_epi32(load256(p)); }
 // Per lane: low16(a) * low16(b) + high16(a) * high16(b); with b zero-extended, a * b exactly.
@@ -426,6 +439,10 @@ inline VecF fma_i(VecF d, VecI v, VecF acc) {
 }
 inline VecI zero_i() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
 inline VecI load_i32(const int32_t* p) { return {load256(p), load256(p + 8)}; }  // p: [16]
+inline VecF load_f(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+inline VecF fma_f(VecF a, VecF b, VecF acc) {
+  return {_mm256_fmadd_ps(a.lo, b.lo, acc.lo), _mm256_fmadd_ps(a.hi, b.hi, acc.hi)};
+}
 inline VecI widen_u16(const int16_t* p) {
   return {_mm256_cvtepu16_epi32(load128(p)), _mm256_cvtepu16_epi32(load128(p + 8))};
 }
@@ -478,20 +495,21 @@ void kernel_simd(const UnpackedBlock* wk, const Q8KActs& a, int64_t tok0, float*
     for (int r = 0; r < R; ++r) {
       const UnpackedBlock& k = wk[b * kRows + r];
       const BlockRegs w = load_block(k);
-      const VecI c = widen_u16(k.c);  // zero-extended: mul_lo16 gives bsum * c exactly
       const VecF d = bcast(k.d);
-      const VecF dmin = bcast(k.dmin);
+      // Min types: dmin * c; offset types: c, zero-extended so that mul_lo16 gives bsum * c.
+      const VecF dmin_c = kMin ? load_f(k.dmin_c) : zero_f();
+      const VecI c = kMin ? zero_i() : widen_u16(k.c);
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const int64_t i = (tok0 + t) * nb + b;
         const int8_t* q = a.q.data() + (tok0 + t) * a.n_in + b * 256;
-        const VecF dq = bcast(a.d[i]);
-        const VecI g = mul_lo16(load_i32(a.bsum.data() + i * 16), c);
+        const VecF dd = mul(d, bcast(a.d[i]));
         if constexpr (kMin) {
-          acc[r][t] = fma_i(mul(d, dq), block_lanes(zero_i(), w, q), acc[r][t]);
-          acc[r][t] = fma_i(mul(dmin, dq), g, acc[r][t]);
+          acc[r][t] = fma_i(dd, block_lanes(zero_i(), w, q), acc[r][t]);
+          acc[r][t] = fma_f(dmin_c, load_f(a.dbsum.data() + i * 16), acc[r][t]);
         } else {
-          acc[r][t] = fma_i(mul(d, dq), block_lanes(g, w, q), acc[r][t]);
+          const VecI g = mul_lo16(load_i32(a.bsum.data() + i * 16), c);
+          acc[r][t] = fma_i(dd, block_lanes(g, w, q), acc[r][t]);
         }
       }
     }
@@ -578,78 +596,9 @@ void run(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, 
   }
 }
 
-// One 256-block of activations (matmul_q8k.h): q [256], bsum [16]; returns d. The AVX-512
-// version finds the same first element of largest magnitude (max |x|, then its first position)
-// and rounds with the same ops, so both give the same bytes.
-float quantize_block_q8k(const float* x, int8_t* q, int32_t* bsum) {
-#if FASA_AVX512
-  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
-  __m512 vmax = _mm512_setzero_ps();
-  for (int j = 0; j < 256; j += 16) {
-    vmax = _mm512_max_ps(vmax, _mm512_and_ps(_mm512_loadu_ps(x + j), abs_mask));
-  }
-  const float amax = _mm512_reduce_max_ps(vmax);
-  float mx = 0.0f;
-  if (amax != 0.0f) {
-    const __m512 target = _mm512_set1_ps(amax);
-    for (int j = 0; j < 256; j += 16) {
-      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(x + j), abs_mask),
-                                               target, _CMP_EQ_OQ);
-      if (hit != 0) {
-        mx = x[j + __builtin_ctz(hit)];
-        break;
-      }
-    }
-  }
-  const __m512 iscale = _mm512_set1_ps(amax != 0.0f ? -128.0f / mx : 0.0f);
-  const __m512 top = _mm512_set1_ps(127.0f);
-  for (int g = 0; g < 16; ++g) {
-    __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + 16 * g), iscale);
-    v = _mm512_min_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), top);
-    const __m512i qi = _mm512_cvtps_epi32(v);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 * g), _mm512_cvtepi32_epi8(qi));
-    bsum[g] = _mm512_reduce_add_epi32(qi);
-  }
-  return mx / -128.0f;
-#else
-  float amax = 0.0f, mx = 0.0f;
-  for (int j = 0; j < 256; ++j) {
-    const float ax = std::fabs(x[j]);
-    if (ax > amax) {
-      amax = ax;
-      mx = x[j];
-    }
-  }
-  const float iscale = amax != 0.0f ? -128.0f / mx : 0.0f;
-  for (int j = 0; j < 256; ++j) {
-    const float v = std::nearbyint(x[j] * iscale);  // half to even (default mode)
-    q[j] = static_cast<int8_t>(std::min(v, 127.0f));
-  }
-  for (int g = 0; g < 16; ++g) {
-    int32_t sum = 0;
-    for (int j = 0; j < 16; ++j) sum += q[16 * g + j];
-    bsum[g] = sum;
-  }
-  return mx / -128.0f;
-#endif
-}
-
 }  // namespace
 
 bool has_q8k_path(DType t) { return block_bytes(t) > 0; }
-
-void quantize_acts_q8k(const float* x, int64_t n_tok, int64_t n_in, Q8KActs& out) {
-  FASA_CHECK(n_in % 256 == 0);
-  const int64_t nb = n_in / 256;
-  out.n_tok = n_tok;
-  out.n_in = n_in;
-  out.q.resize(static_cast<size_t>(n_tok * n_in));
-  out.d.resize(static_cast<size_t>(n_tok * nb));
-  out.bsum.resize(out.d.size() * 16);
-  for (int64_t i = 0; i < n_tok * nb; ++i) {
-    out.d[i] = quantize_block_q8k(x + i * 256, out.q.data() + i * 256, out.bsum.data() + i * 16);
-  }
-}
 
 namespace detail {
 void matmul_q8k_portable(DType type, const void* w, int64_t n_out, int64_t n_in,
