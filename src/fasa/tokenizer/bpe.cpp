@@ -12,37 +12,15 @@
 #include "fasa/core/error.h"
 #include "fasa/tokenizer/bpe.h"
 #include "fasa/tokenizer/pretokenize.h"
+#include "fasa/tokenizer/special_tokens.h"
 #include "fasa/tokenizer/unicode.h"
 
 namespace fasa {
 
 namespace {
 
-// Texts that end a turn or a generation (llama.cpp's list of EOG token texts, plus its FIM
-// pad/repo/file-separator tokens, which it also treats as EOG).
-constexpr const char* kEogTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-    "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
-    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
-    "<reponame>", "<|file_sep|>",
-};
-
 uint64_t pair_key(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-}
-
-std::string quoted(std::string_view s) {  // for messages: short and printable
-  std::string out = "'";
-  for (size_t i = 0; i < s.size() && i < 64; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7F) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (s.size() > 64) out += "...";
-  return out + "'";
 }
 
 class BpeTokenizer final : public Tokenizer {
@@ -71,10 +49,6 @@ class BpeTokenizer final : public Tokenizer {
     int32_t rank;
     int32_t result;
   };
-  struct Fragment {
-    int32_t token;  // >= 0: a special token; -1: text [begin, end)
-    size_t begin, end;
-  };
   // Per-call memo of word -> ids (words repeat a lot in prose).
   struct WordCache {
     std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> spans;
@@ -82,7 +56,6 @@ class BpeTokenizer final : public Tokenizer {
   };
 
   void check_id(int32_t id) const;
-  std::vector<Fragment> split_specials(std::string_view text, bool parse_special) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   std::string render(int32_t id) const;
 
@@ -92,7 +65,7 @@ class BpeTokenizer final : public Tokenizer {
   std::unordered_map<std::string_view, int32_t> ids_;
   std::array<int32_t, 256> byte_ids_{};
   std::unordered_map<uint64_t, Merge> merges_;
-  std::vector<int32_t> specials_;  // Control, UserDefined, Unknown; longest text first
+  SpecialTokenSplitter specials_;
   std::vector<uint8_t> eog_;
   PreTokenizerInfo pre_;
   int32_t bos_ = -1, eos_ = -1;
@@ -124,7 +97,7 @@ BpeTokenizer::BpeTokenizer(BpeConfig cfg) : pre_(pre_tokenizer_for(cfg.pre)) {
     const auto [it, fresh] = ids_.emplace(texts_[i], static_cast<int32_t>(i));
     if (!fresh) {
       fail("tokenizer.ggml.tokens has a duplicate: {} is token {} and token {}",
-           quoted(texts_[i]), it->second, i);
+           quoted_token(texts_[i]), it->second, i);
     }
   }
   for (int b = 0; b < 256; ++b) {
@@ -136,19 +109,19 @@ BpeTokenizer::BpeTokenizer(BpeConfig cfg) : pre_(pre_tokenizer_for(cfg.pre)) {
     const std::string& m = cfg.merges[r];
     const size_t space = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
     if (space == std::string::npos) {
-      fail("tokenizer.ggml.merges[{}] = {} is not 'left right'", r, quoted(m));
+      fail("tokenizer.ggml.merges[{}] = {} is not 'left right'", r, quoted_token(m));
     }
     const std::string_view left(m.data(), space);
     const std::string_view right(m.data() + space + 1, m.size() - space - 1);
     const int32_t l = find_token(left), rt = find_token(right);
     if (l < 0 || rt < 0) {
-      fail("tokenizer.ggml.merges[{}] = {} references unknown token {}", r, quoted(m),
-           quoted(l < 0 ? left : right));
+      fail("tokenizer.ggml.merges[{}] = {} references unknown token {}", r, quoted_token(m),
+           quoted_token(l < 0 ? left : right));
     }
     const int32_t result = find_token(std::string(left) + std::string(right));
     if (result < 0) {
-      fail("tokenizer.ggml.merges[{}] = {} makes {}, which is not a token", r, quoted(m),
-           quoted(std::string(left) + std::string(right)));
+      fail("tokenizer.ggml.merges[{}] = {} makes {}, which is not a token", r, quoted_token(m),
+           quoted_token(std::string(left) + std::string(right)));
     }
     merges_.emplace(pair_key(l, rt), Merge{static_cast<int32_t>(r), result});  // first rank wins
   }
@@ -172,22 +145,12 @@ BpeTokenizer::BpeTokenizer(BpeConfig cfg) : pre_(pre_tokenizer_for(cfg.pre)) {
   for (int32_t id : {eos_, eot, eom}) {
     if (id >= 0) eog_[static_cast<size_t>(id)] = 1;
   }
-  for (const char* text : kEogTexts) {
-    const int32_t id = find_token(text);
-    if (id < 0) continue;
-    eog_[static_cast<size_t>(id)] = 1;
-    types_[static_cast<size_t>(id)] = TokenType::Control;  // llama.cpp forces these to control
-  }
-
   for (size_t i = 0; i < n; ++i) {
-    const TokenType t = types_[i];
-    if (t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) {
-      specials_.push_back(static_cast<int32_t>(i));
-    }
+    if (!is_eog_text(texts_[i])) continue;
+    eog_[i] = 1;
+    types_[i] = TokenType::Control;  // llama.cpp forces these to control
   }
-  std::stable_sort(specials_.begin(), specials_.end(), [&](int32_t a, int32_t b) {
-    return texts_[static_cast<size_t>(a)].size() > texts_[static_cast<size_t>(b)].size();
-  });
+  specials_ = SpecialTokenSplitter(texts_, types_);
 
   pieces_.resize(n);
   for (size_t i = 0; i < n; ++i) pieces_[i] = render(static_cast<int32_t>(i));
@@ -249,34 +212,6 @@ const std::string& BpeTokenizer::token_text(int32_t id) const {
 TokenType BpeTokenizer::token_type(int32_t id) const {
   check_id(id);
   return types_[static_cast<size_t>(id)];
-}
-
-std::vector<BpeTokenizer::Fragment> BpeTokenizer::split_specials(std::string_view text,
-                                                                 bool parse_special) const {
-  std::vector<Fragment> frags{{-1, 0, text.size()}};
-  std::vector<Fragment> next;
-  for (const int32_t id : specials_) {
-    // Without parse_special only user-defined tokens are cut out (as llama.cpp and HF do).
-    if (!parse_special && types_[static_cast<size_t>(id)] != TokenType::UserDefined) continue;
-    const std::string& s = texts_[static_cast<size_t>(id)];
-    next.clear();
-    for (const Fragment& f : frags) {
-      if (f.token >= 0) {
-        next.push_back(f);
-        continue;
-      }
-      const std::string_view area = text.substr(0, f.end);
-      size_t pos = f.begin;
-      for (size_t m = area.find(s, pos); m != std::string_view::npos; m = area.find(s, pos)) {
-        if (m > pos) next.push_back({-1, pos, m});
-        next.push_back({id, m, m + s.size()});
-        pos = m + s.size();
-      }
-      if (pos < f.end) next.push_back({-1, pos, f.end});
-    }
-    frags.swap(next);
-  }
-  return frags;
 }
 
 void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
@@ -360,7 +295,7 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos,
   if (add_bos && add_bos_) out.push_back(bos_);
   if (text.empty()) return out;
   WordCache cache;
-  for (const Fragment& f : split_specials(text, parse_special)) {
+  for (const TextFragment& f : specials_.split(text, parse_special)) {
     if (f.token >= 0) {
       out.push_back(f.token);
       continue;

@@ -1,0 +1,82 @@
+// Special-token splitting, end-of-generation texts and token quoting shared by the tokenizers.
+#include "fasa/tokenizer/special_tokens.h"
+
+#include <algorithm>
+
+#include "fasa/core/error.h"
+
+namespace fasa {
+
+namespace {
+
+// Texts that end a turn or a generation (llama.cpp's list of EOG token texts, plus its FIM
+// pad/repo/file-separator tokens, which it also treats as EOG).
+constexpr std::string_view kEogTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
+    "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+    "<reponame>", "<|file_sep|>",
+};
+
+}  // namespace
+
+SpecialTokenSplitter::SpecialTokenSplitter(const std::vector<std::string>& texts,
+                                           const std::vector<TokenType>& types) {
+  FASA_CHECK(texts.size() == types.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const TokenType t = types[i];
+    if (t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) {
+      specials_.push_back({static_cast<int32_t>(i), texts[i], t == TokenType::UserDefined});
+    }
+  }
+  std::stable_sort(specials_.begin(), specials_.end(), [](const Special& a, const Special& b) {
+    return a.text.size() > b.text.size();
+  });
+}
+
+std::vector<TextFragment> SpecialTokenSplitter::split(std::string_view text,
+                                                      bool parse_special) const {
+  std::vector<TextFragment> frags{{-1, 0, text.size()}};
+  std::vector<TextFragment> next;
+  for (const Special& sp : specials_) {
+    if (!parse_special && !sp.user_defined) continue;
+    const std::string& s = sp.text;
+    next.clear();
+    for (const TextFragment& f : frags) {
+      if (f.token >= 0) {
+        next.push_back(f);
+        continue;
+      }
+      const std::string_view area = text.substr(0, f.end);
+      size_t pos = f.begin;
+      for (size_t m = area.find(s, pos); m != std::string_view::npos; m = area.find(s, pos)) {
+        if (m > pos) next.push_back({-1, pos, m});
+        next.push_back({sp.id, m, m + s.size()});
+        pos = m + s.size();
+      }
+      if (pos < f.end) next.push_back({-1, pos, f.end});
+    }
+    frags.swap(next);
+  }
+  return frags;
+}
+
+bool is_eog_text(std::string_view text) {
+  return std::find(std::begin(kEogTexts), std::end(kEogTexts), text) != std::end(kEogTexts);
+}
+
+std::string quoted_token(std::string_view s) {
+  std::string out = "'";
+  for (size_t i = 0; i < s.size() && i < 64; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > 64) out += "...";
+  return out + "'";
+}
+
+}  // namespace fasa

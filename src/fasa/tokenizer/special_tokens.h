@@ -1,0 +1,50 @@
+// What the byte-level BPE and the SentencePiece-style tokenizer share about special tokens:
+// cutting their texts out of a prompt before the model's own algorithm runs, the texts that end
+// a generation, and quoting vocabulary strings in error messages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fasa/tokenizer/tokenizer.h"
+
+namespace fasa {
+
+// A piece of a prompt: one special token, or a span of text the tokenizer still has to encode.
+struct TextFragment {
+  int32_t token;  // >= 0: a special token; -1: text [begin, end)
+  size_t begin, end;
+};
+
+// Cuts special-token texts out of a text as llama.cpp does: the Control, UserDefined and Unknown
+// tokens, longest text first (ties by id), each splitting every remaining text fragment at all of
+// its occurrences. Without parse_special only user-defined tokens are cut out (as llama.cpp and
+// Hugging Face do).
+class SpecialTokenSplitter {
+ public:
+  SpecialTokenSplitter() = default;
+  // `texts` and `types` are the whole vocabulary (equal sizes).
+  SpecialTokenSplitter(const std::vector<std::string>& texts, const std::vector<TokenType>& types);
+
+  std::vector<TextFragment> split(std::string_view text, bool parse_special) const;
+
+ private:
+  struct Special {
+    int32_t id;
+    std::string text;
+    bool user_defined;
+  };
+  std::vector<Special> specials_;
+};
+
+// True for the texts llama.cpp treats as end of generation whatever the token ids in the metadata
+// say (end-of-turn, end-of-text, FIM pad/repo/file-separator tokens, ...); llama.cpp also makes
+// such tokens Control.
+bool is_eog_text(std::string_view text);
+
+// A vocabulary string for an error message: quoted, control bytes escaped, at most 64 bytes.
+std::string quoted_token(std::string_view s);
+
+}  // namespace fasa
