@@ -1,10 +1,15 @@
 // Chat formats: detection from the GGUF chat template and rendering. The renderings follow the
-// models' own templates as llama.cpp's built-in formats reproduce them (no Jinja here); the
-// ChatML rendering is checked against Jinja's output of SmolLM2's template in the tests.
+// models' own templates as llama.cpp's built-in formats reproduce them (no Jinja here), except
+// Gemma, which follows Gemma 3's template where the two differ (whitespace around the system
+// text); the ChatML and Gemma renderings are checked against Jinja's output of SmolLM2's and
+// Gemma 3's templates in the tests.
 #include "fasa/tokenizer/chat.h"
+
+#include <optional>
 
 #include "fasa/core/error.h"
 #include "fasa/io/gguf.h"
+#include "fasa/tokenizer/unicode.h"
 
 namespace fasa {
 
@@ -74,20 +79,44 @@ void render_llama2(std::string& out, const std::vector<ChatMessage>& messages) {
   }
 }
 
+// Python's str.strip(), which Jinja's `trim` filter is: Unicode White_Space plus U+001C..U+001F
+// (Python's isspace counts those separators too).
+std::string trim_py(const std::string& s) {
+  const auto is_space = [](uint32_t cp) {
+    return (cp >= 0x1C && cp <= 0x1F) || unicode::is_whitespace(cp);
+  };
+  size_t begin = 0;
+  while (begin < s.size()) {
+    size_t next = begin;
+    if (!is_space(unicode::next_cp(s, next))) break;
+    begin = next;
+  }
+  size_t end = begin;
+  for (size_t i = begin; i < s.size();) {
+    if (!is_space(unicode::next_cp(s, i))) end = i;
+  }
+  return s.substr(begin, end - begin);
+}
+
+// Gemma 3's own template: no system turn; the first message's system text (untrimmed) and "\n\n"
+// start the first user turn; every turn's text is trimmed (Python's strip); the assistant is
+// "model"; BOS comes from the tokenizer, not from here. Orders the template rejects (a system
+// message later on, roles not alternating) render as llama.cpp's built-in "gemma" format does:
+// system text waits for the next user turn.
 void render_gemma(std::string& out, const std::vector<ChatMessage>& messages) {
-  std::string system;  // Gemma has no system turn: it is prepended to the next user turn
+  std::optional<std::string> system;
   for (const ChatMessage& m : messages) {
     if (m.role == "system") {
-      system += trim(m.content);
+      system = system.value_or("") + m.content;
       continue;
     }
     const std::string role = m.role == "assistant" ? "model" : m.role;
     out += "<start_of_turn>" + role + "\n";
-    if (!system.empty() && role != "model") {
-      out += system + "\n\n";
-      system.clear();
+    if (system && role != "model") {
+      out += *system + "\n\n";
+      system.reset();
     }
-    out += trim(m.content) + "<end_of_turn>\n";
+    out += trim_py(m.content) + "<end_of_turn>\n";
   }
 }
 
