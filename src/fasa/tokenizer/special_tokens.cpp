@@ -9,11 +9,17 @@ namespace fasa {
 
 namespace {
 
-// Texts that end a turn or a generation (llama.cpp's list of EOG token texts, plus its FIM
-// pad/repo/file-separator tokens, which it also treats as EOG).
+// Texts that end a turn or a generation: llama.cpp's list of EOG token texts (as of
+// llama-cpp-python 0.3.36), plus its FIM pad/repo/file-separator tokens, which it also treats as
+// EOG. "</s>" is on it although Gemma's vocabulary has it as an HTML strikethrough tag.
+// llama.cpp's two exceptions (no "<|end|>" next to gpt-oss's "<|return|>" and "<|call|>"; no
+// "</s>" next to Gemma 4's "<|tool_response>") are not reproduced.
 constexpr std::string_view kEogTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-    "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+    "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>",  // DeepSeek
+    "[e~[",
     "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
     "<reponame>", "<|file_sep|>",
 };

@@ -1,5 +1,5 @@
-// Tokenizer built from GGUF metadata (tokenizer.ggml.*). Byte-level BPE (`gpt2`) now;
-// SentencePiece-style later behind the same class.
+// Tokenizer built from GGUF metadata (tokenizer.ggml.*): byte-level BPE (`gpt2`, bpe.h) or
+// SentencePiece-style (`llama`, spm.h) behind the same class.
 #pragma once
 
 #include <cstdint>
@@ -29,14 +29,16 @@ class Tokenizer {
   virtual std::vector<int32_t> encode(std::string_view text, bool add_bos,
                                       bool parse_special) const = 0;
 
-  // The raw bytes a token stands for (byte-level decoded); control tokens give their text
-  // only when `show_special`.
+  // The raw bytes a token stands for (byte-level or "▁"/<0xXX> decoded); control tokens give
+  // their text only when `show_special`.
   virtual std::string token_to_bytes(int32_t id, bool show_special = false) const = 0;
   // The token's vocabulary string as stored (e.g. "Ġthe").
   virtual const std::string& token_text(int32_t id) const = 0;
   virtual TokenType token_type(int32_t id) const = 0;
 
-  std::string decode(const std::vector<int32_t>& ids, bool show_special = false) const;
+  // The tokens' bytes, concatenated; a SentencePiece vocabulary with add_space_prefix also
+  // drops the leading space encode added.
+  virtual std::string decode(const std::vector<int32_t>& ids, bool show_special = false) const;
 
   virtual int32_t n_vocab() const = 0;
   virtual int32_t bos_id() const = 0;   // -1 when none
