@@ -1,9 +1,11 @@
 // `fasa tokenize -m MODEL -p TEXT [--pieces] [--no-special] [--bos]`: token ids on one line.
+// Reads only the tokenizer metadata, so it works for any architecture the file holds.
 #include <cstdio>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "fasa/core/error.h"
+#include "fasa/io/gguf.h"
 #include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa::cli {
@@ -21,14 +23,16 @@ struct TokenizeArgs {
   bool has_file = false;
 };
 
-// Vocabulary string with control characters escaped, for --pieces.
+// A token's bytes with control characters escaped, for --pieces; a piece that is not whole UTF-8
+// (a byte token, part of a character) shows all its non-ASCII bytes escaped.
 std::string printable(const std::string& s) {
+  const bool partial = find_invalid_utf8(s) >= 0;
   std::string out;
   for (unsigned char c : s) {
     if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
     else if (c == '\r') out += "\\r";
-    else if (c < 0x20) out += fmt::format("\\x{:02x}", c);
+    else if (c < 0x20 || (partial && c >= 0x80)) out += fmt::format("\\x{:02x}", c);
     else out += static_cast<char>(c);
   }
   return out;
@@ -37,8 +41,12 @@ std::string printable(const std::string& s) {
 void run_tokenize(const TokenizeArgs& a) {
   if (a.has_prompt == a.has_file) fail("give exactly one of -p TEXT or -f FILE");
   const std::string text = a.file.empty() ? a.prompt : read_text_file(a.file);
-  auto model = load_model(a.model);
-  const Tokenizer& tok = model->require_tokenizer();
+  const auto file = GgufFile::open(resolve_model_path(a.model));
+  if (!file->find("tokenizer.ggml.model")) {
+    fail("{}: the model file has no tokenizer metadata", file->path());
+  }
+  const auto tokenizer = Tokenizer::from_gguf(*file);
+  const Tokenizer& tok = *tokenizer;
   const auto ids = tok.encode(text, a.bos, !a.no_special);
   std::string line;
   for (size_t i = 0; i < ids.size(); ++i) line += (i ? " " : "") + std::to_string(ids[i]);

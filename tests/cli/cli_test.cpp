@@ -407,6 +407,7 @@ TEST(CliTest, BadCompareAndOffloadFlags) {
 TEST(CliTest, ModelWithoutTokenizerCannotRun) {
   const std::string path = tiny("cli_notok.gguf", {});
   expect_clean_error(run_cli({"run", "-m", path, "-p", "hi"}), "no tokenizer");
+  expect_clean_error(run_cli({"tokenize", "-m", path, "-p", "hi"}), "no tokenizer");
 }
 
 // ---- real model -------------------------------------------------------------------------
@@ -417,6 +418,18 @@ TEST(CliRealModel, TokenizeAndPieces) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "19556 905");
   EXPECT_NE(r.out.find("\t world"), std::string::npos) << r.out;
+}
+
+// Tokenizing needs only the tokenizer metadata: it works for Gemma 3, whose forward pass the
+// engine may not run. Ids from llama.cpp (tests/data/tokenizer/gemma3_goldens.json).
+TEST(CliRealModel, TokenizeGemma3) {
+  FASA_MODEL_OR_SKIP(path, test::gemma3_path);
+  auto r = run_cli({"tokenize", "-m", path, "-p", "Hello world", "--bos", "--pieces"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "2 9259 1902\n2\t<bos>\n9259\tHello\n1902\t world\n");
+  r = run_cli({"tokenize", "-m", path, "-p", "<start_of_turn>user\nHi<end_of_turn>"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "105 2364 107 10979 106\n");
 }
 
 // The README's first command. llama.cpp answers this prompt greedily with "The capital of France
