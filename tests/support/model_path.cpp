@@ -28,6 +28,8 @@ std::string fasa_home() {
 
 bool model_required() { return env("FASA_REQUIRE_MODEL") == "1"; }
 
+bool qwen_required() { return env("FASA_REQUIRE_QWEN") == "1"; }
+
 std::string find_model(const ModelLocation& loc, std::string* why) {
   std::vector<std::string> tried;
   if (!loc.env_var.empty()) {
@@ -67,6 +69,15 @@ std::string gemma3_path(std::string* why) {
   static const ModelLocation loc{
       "FASA_MODEL_GEMMA3",
       "gemma3-270m/gemma-3-270m-q4_k_m.gguf",
+      {},
+  };
+  return find_model(loc, why);
+}
+
+std::string qwen25_coder_path(std::string* why) {
+  static const ModelLocation loc{
+      "FASA_MODEL_QWEN25_CODER",
+      "qwen2.5-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
       {},
   };
   return find_model(loc, why);

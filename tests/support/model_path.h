@@ -31,8 +31,16 @@ std::string smollm2_path(std::string* why = nullptr);
 // $FASA_HOME/models/gemma3-270m/gemma-3-270m-q4_k_m.gguf.
 std::string gemma3_path(std::string* why = nullptr);
 
+// Qwen2.5-Coder-1.5B-Instruct Q4_K_M (`fasa pull qwen2.5-coder-1.5b`, 1.1 GB): $FASA_MODEL_QWEN25_CODER
+// if set; else $FASA_HOME/models/qwen2.5-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf.
+// CI does not download it: its tests skip when it is missing, and fail instead only under
+// FASA_REQUIRE_QWEN=1 (FASA_REQUIRE_MODEL=1 does not require it).
+std::string qwen25_coder_path(std::string* why = nullptr);
+
 // True when FASA_REQUIRE_MODEL=1: a missing model fails the test instead of skipping it.
 bool model_required();
+// True when FASA_REQUIRE_QWEN=1: the same for the large, opt-in Qwen model.
+bool qwen_required();
 
 // $FASA_HOME, defaulting to ~/.cache/fasa.
 std::string fasa_home();
@@ -41,16 +49,24 @@ std::string fasa_home();
 
 // Declares `std::string var` = finder(&why); when empty, skips the test (or fails it when
 // FASA_REQUIRE_MODEL=1). Use at the top of a TEST body.
-#define FASA_MODEL_OR_SKIP(var, finder)                                        \
-  std::string var;                                                             \
-  do {                                                                         \
-    std::string fasa_why_;                                                     \
-    var = finder(&fasa_why_);                                                  \
-    if (var.empty()) {                                                         \
-      if (::fasa::test::model_required()) {                                    \
-        FAIL() << fasa_why_ << " (FASA_REQUIRE_MODEL=1)";                      \
-      } else {                                                                 \
-        GTEST_SKIP() << fasa_why_;                                             \
-      }                                                                        \
-    }                                                                          \
+#define FASA_MODEL_OR_SKIP(var, finder) \
+  FASA_MODEL_OR_SKIP_UNLESS(var, finder, ::fasa::test::model_required(), "FASA_REQUIRE_MODEL=1")
+
+// The same for the opt-in Qwen model: fails only when FASA_REQUIRE_QWEN=1.
+#define FASA_QWEN_OR_SKIP(var)                                                                 \
+  FASA_MODEL_OR_SKIP_UNLESS(var, ::fasa::test::qwen25_coder_path, ::fasa::test::qwen_required(), \
+                            "FASA_REQUIRE_QWEN=1")
+
+#define FASA_MODEL_OR_SKIP_UNLESS(var, finder, required, why_required) \
+  std::string var;                                                     \
+  do {                                                                 \
+    std::string fasa_why_;                                             \
+    var = finder(&fasa_why_);                                          \
+    if (var.empty()) {                                                 \
+      if (required) {                                                  \
+        FAIL() << fasa_why_ << " (" why_required ")";                  \
+      } else {                                                         \
+        GTEST_SKIP() << fasa_why_;                                     \
+      }                                                                \
+    }                                                                  \
   } while (0)
