@@ -2,6 +2,7 @@
 // absolute path of the GGUF as the last line of stdout. `fasa pull --list` lists known models.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -64,11 +65,17 @@ void list_models(const hub::Registry& registry, const hub::PullOptions& opts, bo
     std::printf("%s\n", out.dump(2).c_str());
     return;
   }
-  std::printf("%-16s %-9s %-18s %-7s %s\n", "NAME", "SIZE", "SOURCES", "CACHED", "DESCRIPTION");
+  int name_w = 16, sources_w = 18;  // columns as wide as their longest entry
   for (const auto& m : registry.models()) {
-    std::printf("%-16s %-9s %-18s %-7s %s\n", m.name.c_str(), human_size(m.size_bytes).c_str(),
-                sources_of(m).c_str(), hub::is_cached(m, opts.home) ? "yes" : "no",
-                m.description.c_str());
+    name_w = std::max(name_w, static_cast<int>(m.name.size()));
+    sources_w = std::max(sources_w, static_cast<int>(sources_of(m).size()));
+  }
+  std::printf("%-*s %-9s %-*s %-7s %s\n", name_w, "NAME", "SIZE", sources_w, "SOURCES", "CACHED",
+              "DESCRIPTION");
+  for (const auto& m : registry.models()) {
+    std::printf("%-*s %-9s %-*s %-7s %s\n", name_w, m.name.c_str(),
+                human_size(m.size_bytes).c_str(), sources_w, sources_of(m).c_str(),
+                hub::is_cached(m, opts.home) ? "yes" : "no", m.description.c_str());
   }
   std::printf("cache: %s\n", (opts.home / "models").string().c_str());
 }
