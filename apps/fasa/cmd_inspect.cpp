@@ -1,6 +1,8 @@
 // `fasa inspect MODEL [--json]`: architecture, hyper-parameters, RoPE layout and base, context
 // length, vocabulary and the tensor table (name, type, shape, bytes).
+#include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +51,17 @@ void run_inspect(const InspectArgs& a) {
                {"base", c.rope_base},
                {"dim", c.rope_dim},
                {"n_fc", c.rope_dim / 2}};
+  j["rope"]["freq_scale"] = c.rope_freq_scale;
+  if (c.n_windowed_layers() > 0) j["rope"]["base_local"] = c.rope_base_local;
+  j["block"] = {{"ffn_act", ffn_act_name(c.ffn_act)},
+                {"qkv_bias", c.qkv_bias},
+                {"qk_norm", c.qk_norm},
+                {"post_norms", c.post_norms},
+                {"embd_scale", c.embd_scale},
+                {"attn_scale", c.attn_scale},
+                {"final_logit_softcap", c.final_logit_softcap}};
+  // Per layer: the sliding window, 0 for a global layer.
+  j["layer_window"] = c.layer_window.empty() ? std::vector<int>(c.n_layers, 0) : c.layer_window;
   j["tied_output"] = c.tied_output;
   j["weight_bytes"] = model->weight_bytes();
   if (tok) {
@@ -81,6 +94,19 @@ void run_inspect(const InspectArgs& a) {
               c.n_kv_heads, c.n_group(), c.head_dim);
   std::printf("rope          layout %s, base %g, %d dims (%d frequency chunks)\n",
               rope_layout_name(c.rope_layout), c.rope_base, c.rope_dim, c.rope_dim / 2);
+  std::printf("block         ffn %s%s%s%s, attention scale %g\n", ffn_act_name(c.ffn_act),
+              c.qkv_bias ? ", qkv bias" : "", c.qk_norm ? ", qk-norm" : "",
+              c.post_norms ? ", post-norms" : "", c.attn_scale);
+  if (c.n_windowed_layers() > 0) {
+    std::string global;
+    for (int l = 0; l < c.n_layers; ++l) {
+      if (!c.windowed(l)) global += (global.empty() ? "" : ",") + std::to_string(l);
+    }
+    int window = 0;
+    for (int w : c.layer_window) window = std::max(window, w);
+    std::printf("attention     %d sliding-window layers (window %d, rope base %g), global layers %s\n",
+                c.n_windowed_layers(), window, c.rope_base_local, global.c_str());
+  }
   std::printf("context       %d tokens (trained)\n", c.n_ctx_train);
   std::printf("vocabulary    %d%s\n", c.n_vocab, c.tied_output ? "  (output tied to embedding)" : "");
   if (tok) {

@@ -83,7 +83,7 @@ TEST(KvTier, ABadDirectoryIsAnError) {
 // A tiered cache returns exactly the rows a plain cache holds; RAM keeps only the hot dims
 // (column-major: dim i of slot t at i * capacity + t).
 TEST(KvCacheTiering, GatherEqualsThePlainCache) {
-  const AttnShape shape{3, 4, 2, 16};
+  const AttnShape shape{3, 4, 2, 16, {}};
   for (KvType type : {KvType::F16, KvType::F32}) {
     KvTiering t;
     t.dir = ::testing::TempDir();

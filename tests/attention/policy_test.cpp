@@ -21,7 +21,7 @@
 namespace fasa {
 namespace {
 
-const AttnShape kShape{2, 4, 2, 16};  // n_layers, n_heads, n_kv_heads, head_dim
+const AttnShape kShape{2, 4, 2, 16, {}};  // n_layers, n_heads, n_kv_heads, head_dim
 
 // A cache with n random tokens and a random query per head.
 struct Fixture {

@@ -125,6 +125,35 @@ TEST(CliTest, Qwen2NeedsItsBiases) {
                      "missing tensor 'blk.1.attn_k.bias'");
 }
 
+TEST(CliTest, Gemma3KeysAndTensors) {
+  test::TinySpec s;
+  s.arch = "gemma3";
+  s.n_layers = 4;
+  s.sliding_window = 8;
+  s.window_pattern = 2;
+  const auto ok = run_cli({"inspect", tiny("cli_gemma3.gguf", s)});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("gelu_tanh, qk-norm, post-norms"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("2 sliding-window layers (window 8, rope base 10000), global layers 1,3"),
+            std::string::npos) << ok.out;
+  test::TinySpec bad = s;
+  bad.sliding_window = 0;  // key not written
+  expect_clean_error(run_cli({"inspect", tiny("cli_gemma3_nowin.gguf", bad)}),
+                     "missing metadata 'gemma3.attention.sliding_window'");
+  bad = s;
+  bad.omit_tensor = "blk.2.attn_q_norm.weight";
+  expect_clean_error(run_cli({"inspect", tiny("cli_gemma3_noqn.gguf", bad)}),
+                     "missing tensor 'blk.2.attn_q_norm.weight'");
+  bad = s;
+  bad.omit_tensor = "blk.0.post_ffw_norm.weight";
+  expect_clean_error(run_cli({"inspect", tiny("cli_gemma3_nopost.gguf", bad)}),
+                     "missing tensor 'blk.0.post_ffw_norm.weight'");
+  bad = s;
+  bad.rope_base_local = 0.5f;
+  expect_clean_error(run_cli({"inspect", tiny("cli_gemma3_base.gguf", bad)}),
+                     "'gemma3.rope.freq_base_swa' = 0.5 must be > 1");
+}
+
 TEST(CliTest, MissingTensor) {
   test::TinySpec s;
   s.omit_tensor = "blk.1.ffn_up.weight";

@@ -120,17 +120,39 @@ TEST(Isa, RowOpsSameBits) {
   const int n = 576, hd = 64;
   const std::vector<float> x = normal(n, rng), w = normal(n, rng), u = normal(n, rng);
   expect_all_equal(per_isa([&] {
-                     std::vector<float> out(n), h(n), v(x.begin(), x.begin() + hd), f(hd / 2);
+                     std::vector<float> out(n), h(n), v(x.begin(), x.begin() + hd), f(hd / 2),
+                         gl(n);
                      rmsnorm(x.data(), w.data(), 1e-5f, n, out.data());
                      silu_mul(x.data(), u.data(), n, h.data());
                      add_inplace(h.data(), w.data(), n);
+                     gelu_tanh_mul(x.data(), u.data(), n, gl.data());
+                     out.insert(out.end(), gl.begin(), gl.end());
                      rope_freqs(10000.0f, hd, f.data());
                      rope_apply(v.data(), hd, hd, RopeLayout::Neox, 1234, f.data());
                      out.insert(out.end(), h.begin(), h.end());
                      out.insert(out.end(), v.begin(), v.end());
                      return out;
                    }),
-                   "rmsnorm, silu_mul, add, rope");
+                   "rmsnorm, silu_mul, add, gelu, rope");
+}
+
+// The tanh-GELU product against the formula in double.
+TEST(Isa, GeluTanhMulMatchesFormula) {
+  std::mt19937 rng(7);
+  const int n = 4096;
+  std::vector<float> g = normal(n, rng), u = normal(n, rng), h(n);
+  for (int i = 0; i < n; ++i) g[i] *= 4.0f;  // reach both tails
+  IsaGuard guard;
+  for (const Isa isa : available_isas()) {
+    set_active_isa(isa);
+    gelu_tanh_mul(g.data(), u.data(), n, h.data());
+    for (int i = 0; i < n; ++i) {
+      const double x = g[i];
+      const double want =
+          0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
+      ASSERT_NEAR(h[i], want, 1e-6 + 1e-5 * std::fabs(want)) << "x = " << x;
+    }
+  }
 }
 
 TEST(Isa, TipSameBits) {

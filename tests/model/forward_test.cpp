@@ -81,6 +81,16 @@ test::TinySpec qwen2(test::TinySpec s) {
   return s;
 }
 
+// Three layers: sliding (window 5), global, sliding; local RoPE base apart from the global one.
+test::TinySpec gemma3(test::TinySpec s) {
+  s.arch = "gemma3";
+  s.n_layers = 3;
+  s.sliding_window = 5;
+  s.window_pattern = 2;
+  s.rope_base_local = 100.0f;
+  return s;
+}
+
 test::TinySpec linear_rope(test::TinySpec s, float factor) {
   s.rope_scaling = "linear";
   s.rope_factor = factor;
@@ -100,7 +110,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"f32_neox_rope_linear4", linear_rope(spec_with(DType::F32, 4, 2), 4.0f),
                            true, 1e-4},
                       Case{"qwen2_f32_gqa", qwen2(spec_with(DType::F32, 4, 2)), true, 1e-4},
-                      Case{"qwen2_q8_0_gqa", qwen2(spec_with(DType::Q8_0, 4, 2)), true, 1e-4}),
+                      Case{"qwen2_q8_0_gqa", qwen2(spec_with(DType::Q8_0, 4, 2)), true, 1e-4},
+                      Case{"gemma3_f32_gqa", gemma3(spec_with(DType::F32, 4, 2)), true, 1e-4},
+                      Case{"gemma3_q8_0_mqa_tied", gemma3(spec_with(DType::Q8_0, 4, 1, true)),
+                           true, 1e-4},
+                      Case{"gemma3_f32_rope_linear2",
+                           linear_rope(gemma3(spec_with(DType::F32, 4, 2)), 2.0f), true, 1e-4}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ForwardTest, F16CacheCloseToReference) {
@@ -132,6 +147,46 @@ TEST(ForwardTest, PrefillEqualsTokenByTokenDecode) {
     EXPECT_EQ(whole, one_by_one);
     EXPECT_EQ(whole, chunks);
   }
+}
+
+// Sliding-window layers: prefill in any chunking equals token-by-token decode bit for bit, and
+// their rings stay at window + max_batch - 1 rows while global layers grow with the sequence.
+TEST(ForwardTest, SlidingWindowRingBuffer) {
+  const std::string path = tiny_path("tiny_gemma_ring.gguf");
+  test::write_tiny_model(path, gemma3(spec_with(DType::Q8_0, 4, 2)));
+  auto model = Model::load(path);
+  ASSERT_TRUE(model->config().windowed(0));
+  ASSERT_FALSE(model->config().windowed(1));
+  const auto tokens = random_tokens(40, 320, 4);
+  for (KvType kv : {KvType::F16, KvType::F32}) {
+    SessionOptions so;
+    so.kv_type = kv;
+    so.n_ctx = 64;
+    so.prefill_chunk = 4;
+    Session a(model, so), b(model, so), c(model, so);
+    const auto chunks = a.eval_all(tokens, 7);   // runs as pieces of at most 4
+    const auto one_by_one = b.eval_all(tokens, 1);
+    EXPECT_EQ(chunks, one_by_one);
+    // Row bytes per layer as the sequence grows, one token at a time.
+    const uint64_t row = 2ull * 2 * 16 * (kv == KvType::F16 ? 2 : 4);  // K+V, 2 kv heads
+    const int ring = 5 + 4 - 1;
+    EXPECT_EQ(c.cache().layer_capacity(0), ring);
+    EXPECT_EQ(c.cache().layer_capacity(1), 64);
+    for (int n = 1; n <= 40; ++n) {
+      c.decode(tokens[n - 1]);
+      EXPECT_EQ(c.cache().layer_used_bytes(0), std::min(n, ring) * row) << n;
+      EXPECT_EQ(c.cache().layer_used_bytes(2), std::min(n, ring) * row) << n;
+      EXPECT_EQ(c.cache().layer_used_bytes(1), static_cast<uint64_t>(n) * row) << n;
+    }
+    EXPECT_EQ(c.last_logits(), std::vector<float>(one_by_one.end() - 320, one_by_one.end()));
+  }
+  // Against the reference that masks by window over the full sequence (40 tokens, 8 windows).
+  SessionOptions so;
+  so.kv_type = KvType::F32;
+  so.n_ctx = 64;
+  so.prefill_chunk = 3;
+  Session s(model, so);
+  EXPECT_LT(rel_err(s.eval_all(tokens, 40), test::reference_forward(path, tokens, true)), 1e-4);
 }
 
 TEST(ForwardTest, ThreadCountDoesNotChangeLogits) {

@@ -99,6 +99,10 @@ void write_tiny_model(const std::string& path, const TinySpec& s) {
   w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
   w.set_u32(a + "rope.dimension_count", hd);
   w.set_u32(a + "vocab_size", s.n_vocab);
+  if (s.sliding_window > 0) w.set_u32(a + "attention.sliding_window", s.sliding_window);
+  if (s.window_pattern > 0) w.set_u32(a + "attention.sliding_window_pattern", s.window_pattern);
+  if (s.rope_base_local > 0) w.set_f32(a + "rope.freq_base_swa", s.rope_base_local);
+  const bool gemma = s.arch == "gemma3";
   const float ws = 1.0f / std::sqrt(static_cast<float>(s.d_model));
   add_random(w, "token_embd.weight", s.wtype, {s.d_model, s.n_vocab}, 1.0f, rng, s);
   w.add_tensor_f32("output_norm.weight", {s.d_model}, norm_weights(s.d_model, rng));
@@ -120,7 +124,19 @@ void write_tiny_model(const std::string& path, const TinySpec& s) {
         w.add_tensor_f32(p + name, {static_cast<int64_t>(n)}, b);
       }
     }
+    if (gemma) {
+      for (const char* name : {"attn_q_norm.weight", "attn_k_norm.weight"}) {
+        if (p + name != s.omit_tensor) w.add_tensor_f32(p + name, {hd}, norm_weights(hd, rng));
+      }
+    }
     add_random(w, p + "attn_output.weight", s.wtype, {s.n_heads * hd, s.d_model}, ws, rng, s);
+    if (gemma) {
+      for (const char* name : {"post_attention_norm.weight", "post_ffw_norm.weight"}) {
+        if (p + name != s.omit_tensor) {
+          w.add_tensor_f32(p + name, {s.d_model}, norm_weights(s.d_model, rng));
+        }
+      }
+    }
     w.add_tensor_f32(p + "ffn_norm.weight", {s.d_model}, norm_weights(s.d_model, rng));
     add_random(w, p + "ffn_gate.weight", s.wtype, {s.d_model, s.d_ff}, ws, rng, s);
     add_random(w, p + "ffn_up.weight", s.wtype, {s.d_model, s.d_ff}, ws, rng, s);
@@ -189,6 +205,11 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
                                : 1.0;
   const double eps = f.get_float(a + "attention.layer_norm_rms_epsilon");
   const int hd = d / n_heads, group = n_heads / n_kv;
+  // gemma3: layer l slides (window W) unless l % period == period - 1; local RoPE base, unscaled.
+  const bool gemma = a == "gemma3.";
+  const int window = gemma ? static_cast<int>(f.get_int(a + "attention.sliding_window")) : 0;
+  const int period = static_cast<int>(f.get_int_or(a + "attention.sliding_window_pattern", 6));
+  const double base_local = f.get_float_or(a + "rope.freq_base_swa", 10000.0);
   const auto emb = load_f32(f, "token_embd.weight");
   const int n_vocab = static_cast<int>(emb.size() / d);
   const GgufTensorInfo* out_w = f.find_tensor("output.weight") ? f.find_tensor("output.weight")
@@ -198,10 +219,15 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
 
   std::vector<std::vector<double>> x(n, std::vector<double>(d));
   for (int t = 0; t < n; ++t) {
-    for (int i = 0; i < d; ++i) x[t][i] = emb[static_cast<size_t>(tokens[t]) * d + i];
+    for (int i = 0; i < d; ++i) {
+      x[t][i] = emb[static_cast<size_t>(tokens[t]) * d + i] * (gemma ? std::sqrt(float(d)) : 1.0f);
+    }
   }
   for (int l = 0; l < n_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
+    const bool slides = gemma && l % period < period - 1;
+    const double layer_base = slides ? base_local : base;
+    const double layer_pos_scale = slides ? 1.0 : pos_scale;
     const auto an = load_f32(f, p + "attn_norm.weight"), fn = load_f32(f, p + "ffn_norm.weight");
     auto tensor = [&](const char* name) { return f.find_tensor(p + name); };
     const GgufTensorInfo *wq = tensor("attn_q.weight"), *wk = tensor("attn_k.weight");
@@ -221,8 +247,25 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
         for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += bk[i];
         for (size_t i = 0; i < v[t].size(); ++i) v[t][i] += bv[i];
       }
-      for (int h = 0; h < n_heads; ++h) rope(q[t].data() + h * hd, hd, t * pos_scale, base, neox);
-      for (int h = 0; h < n_kv; ++h) rope(k[t].data() + h * hd, hd, t * pos_scale, base, neox);
+      if (gemma) {  // QK-norm: every head over its own dims, one weight vector for all heads
+        const auto qn = load_f32(f, p + "attn_q_norm.weight");
+        const auto kn = load_f32(f, p + "attn_k_norm.weight");
+        auto norm_heads = [&](std::vector<double>& v, const std::vector<float>& w) {
+          for (size_t h = 0; h < v.size() / hd; ++h) {
+            std::vector<double> head(v.begin() + h * hd, v.begin() + (h + 1) * hd);
+            head = rms(head, w, eps);
+            std::copy(head.begin(), head.end(), v.begin() + h * hd);
+          }
+        };
+        norm_heads(q[t], qn);
+        norm_heads(k[t], kn);
+      }
+      for (int h = 0; h < n_heads; ++h) {
+        rope(q[t].data() + h * hd, hd, t * layer_pos_scale, layer_base, neox);
+      }
+      for (int h = 0; h < n_kv; ++h) {
+        rope(k[t].data() + h * hd, hd, t * layer_pos_scale, layer_base, neox);
+      }
       if (f16_kv) {  // what an f16 cache holds
         for (auto* kv : {&k[t], &v[t]}) {
           for (double& e : *kv) e = fp16_to_fp32(fp32_to_fp16(static_cast<float>(e)));
@@ -233,27 +276,36 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
       std::vector<double> att(n_heads * hd, 0.0);
       for (int h = 0; h < n_heads; ++h) {
         const int g = h / group;
-        std::vector<double> s(t + 1);
+        const int j0 = slides ? std::max(0, t - window + 1) : 0;  // the window's first key
+        std::vector<double> s(t + 1, 0.0);
         double mx = -1e300;
-        for (int j = 0; j <= t; ++j) {
+        for (int j = j0; j <= t; ++j) {
           double dot = 0.0;
           for (int i = 0; i < hd; ++i) dot += q[t][h * hd + i] * k[j][g * hd + i];
           s[j] = dot / std::sqrt(static_cast<double>(hd));
           mx = std::max(mx, s[j]);
         }
         double sum = 0.0;
-        for (auto& e : s) sum += (e = std::exp(e - mx));
-        for (int j = 0; j <= t; ++j) {
+        for (int j = j0; j <= t; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        for (int j = j0; j <= t; ++j) {
           for (int i = 0; i < hd; ++i) att[h * hd + i] += s[j] / sum * v[j][g * hd + i];
         }
       }
-      const auto o = matvec(wo, att, d);
+      auto o = matvec(wo, att, d);
+      if (gemma) o = rms(o, load_f32(f, p + "post_attention_norm.weight"), eps);
       for (int i = 0; i < d; ++i) x[t][i] += o[i];
       const auto xn = rms(x[t], fn, eps);
       const auto g = matvec(wg, xn, d_ff), u = matvec(wu, xn, d_ff);
       std::vector<double> h(d_ff);
-      for (int i = 0; i < d_ff; ++i) h[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-      const auto dn = matvec(wd, h, d);
+      for (int i = 0; i < d_ff; ++i) {
+        const double act = gemma ? 0.5 * g[i] *
+                                       (1.0 + std::tanh(std::sqrt(2.0 / M_PI) *
+                                                        (g[i] + 0.044715 * g[i] * g[i] * g[i])))
+                                 : g[i] / (1.0 + std::exp(-g[i]));
+        h[i] = act * u[i];
+      }
+      auto dn = matvec(wd, h, d);
+      if (gemma) dn = rms(dn, load_f32(f, p + "post_ffw_norm.weight"), eps);
       for (int i = 0; i < d; ++i) x[t][i] += dn[i];
     }
   }

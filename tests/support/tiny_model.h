@@ -24,6 +24,11 @@ struct TinySpec {
   DType wtype = DType::F32;  // type of the 2-D matrices (F32, F16, Q8_0, Q4_0, Q4_1)
   bool tied_output = false;
   uint32_t seed = 1;
+  // gemma3 only (arch = "gemma3"): QK-norm, post-norms, GeGLU, scaled embeddings, and
+  // sliding-window layers. Keys are written when set (> 0).
+  int sliding_window = 0;     // attention.sliding_window
+  int window_pattern = 0;     // attention.sliding_window_pattern (period)
+  float rope_base_local = 0;  // rope.freq_base_swa
   // Malformed variants for bad-input tests.
   std::string arch = "llama";
   std::string omit_tensor;      // leave this tensor out
@@ -31,13 +36,14 @@ struct TinySpec {
   std::string transposed_tensor;  // store this 2-D tensor with its dims swapped
 };
 
-// Writes the model to `path` (GGUF v3, arch llama, no tokenizer metadata).
+// Writes the model to `path` (GGUF v3, arch spec.arch, no tokenizer metadata).
 void write_tiny_model(const std::string& path, const TinySpec& spec);
 
 // Scalar reference forward over the whole sequence (dense causal attention, double accumulators,
 // matmuls by ref::matmul, so 32-block quants see 8-bit activations like the engine), reading the
 // GGUF on its own. neox: use NEOX RoPE pairs instead of NORM; f16_kv: round K and V to f16 as an
-// f16 cache does.
+// f16 cache does. gemma3 files get gemma3's block, and their sliding-window layers mask every
+// key more than window - 1 positions back (over the full sequence: no ring).
 // Returns logits [n_tok, n_vocab].
 std::vector<float> reference_forward(const std::string& path, const std::vector<int32_t>& tokens,
                                      bool neox,

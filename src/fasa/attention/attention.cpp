@@ -161,7 +161,6 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
   }
   if (stats) {
     const uint64_t row_bytes = 2ull * hd * cache.elem_bytes();  // one K row and one V row
-    if (s.layer == 0) stats->decode_tokens += 1;
     for (int h = 0; h < sh.n_heads; ++h) {
       const Selection& se = x.sel[h / n_group];
       const uint64_t rows = x.n_keys[h];
@@ -244,10 +243,66 @@ void prefill_step(const AttnStep& s, const KvCache& cache) {
   });
 }
 
+// A sliding-window layer, prefill and decode alike: the token at slot i reads slots
+// (i - window, i], found in the layer's ring, in slot order. One job per (token, kv head): its
+// group's queries walk that list chunk by chunk exactly as decode does, so prefilled and decoded
+// tokens get the same bits. Policies do not see these layers (the window is the selection).
+void window_step(const AttnStep& s, const KvCache& cache, AttnStats* stats) {
+  const AttnShape& sh = cache.shape();
+  const int hd = sh.head_dim, n_group = sh.n_group(), ss = attn_state_size(hd);
+  const int window = sh.window(s.layer);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  parallel_for(int64_t{s.n_tok} * sh.n_kv_heads, [&](int64_t job) {
+    const int g = static_cast<int>(job % sh.n_kv_heads);
+    const int t = static_cast<int>(job / sh.n_kv_heads);
+    const int i = s.first_slot + t, lo = std::max(0, i - window + 1), n = i - lo + 1;
+    thread_local std::vector<int32_t> rows;           // [n] ring rows of slots lo..i
+    thread_local std::vector<const float*> qs;        // [n_group]
+    thread_local std::vector<int> n_keys;             // [n_group]
+    thread_local std::vector<float> total, part;      // [n_group, state]
+    rows.resize(n);
+    for (int j = 0; j < n; ++j) rows[j] = cache.row_of(s.layer, lo + j);
+    qs.resize(n_group);
+    n_keys.assign(n_group, n);
+    total.resize(static_cast<size_t>(n_group) * ss);
+    part.resize(static_cast<size_t>(n_group) * ss);
+    for (int k = 0; k < n_group; ++k) {
+      qs[k] = s.q + (static_cast<size_t>(t) * sh.n_heads + g * n_group + k) * hd;
+      attn_state_clear(total.data() + k * ss, hd);
+    }
+    const KvRows kv = rows_of(cache, s.layer, g);
+    for (int c0 = 0; c0 < n; c0 += kAttnChunk) {
+      attend_partial(qs.data(), n_group, n_keys.data(), kv, rows.data(), c0,
+                     std::min(n, c0 + kAttnChunk), scale, part.data());
+      for (int k = 0; k < n_group; ++k) {
+        attn_state_merge(total.data() + k * ss, part.data() + k * ss, hd);
+      }
+    }
+    for (int k = 0; k < n_group; ++k) {
+      attn_state_finish(total.data() + k * ss, hd,
+                        s.out + (static_cast<size_t>(t) * sh.n_heads + g * n_group + k) * hd);
+    }
+  });
+  if (stats && s.n_tok == 1) {  // dense attention reads the same window
+    const uint64_t n = std::min(s.first_slot + 1, window);
+    const uint64_t row_bytes = 2ull * hd * cache.elem_bytes();
+    stats->decode_steps += sh.n_heads;
+    stats->slots_read += n * sh.n_heads;
+    stats->slots_visible += n * sh.n_heads;
+    stats->attend_bytes += n * row_bytes * sh.n_kv_heads;
+    stats->dense_bytes += n * row_bytes * sh.n_kv_heads;
+  }
+}
+
 }  // namespace
 
 void attention_forward(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
                        AttnStats* stats) {
+  if (stats && s.n_tok == 1 && s.layer == 0) stats->decode_tokens += 1;
+  if (cache.shape().window(s.layer) > 0) {
+    window_step(s, cache, stats);
+    return;
+  }
   if (s.n_tok == 1) {
     decode_step(s, cache, policy, stats);
     return;

@@ -16,15 +16,33 @@ KvType parse_kv_type(const std::string& s) {
   fail("unknown KV cache type '{}' (expected f16 or f32)", s);
 }
 
-KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTiering* tiering)
-    : shape_(shape), type_(type), capacity_(capacity), pos_(static_cast<size_t>(capacity)) {
+KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTiering* tiering,
+                 int max_batch)
+    : shape_(shape),
+      type_(type),
+      capacity_(capacity),
+      max_batch_(max_batch > 0 ? std::min(max_batch, capacity) : capacity),
+      pos_(static_cast<size_t>(capacity)) {
   FASA_CHECK(capacity > 0 && shape.n_kv_heads > 0 && shape.head_dim > 0);
+  FASA_CHECK(shape.layer_window.empty() ||
+             static_cast<int>(shape.layer_window.size()) == shape.n_layers);
   ram_index_.assign(shape.n_layers, -1);
+  layer_cap_.assign(shape.n_layers, capacity);
+  layer_base_.assign(shape.n_layers, 0);
+  size_t n = 0;  // bytes of K (and of V) over the RAM layers
   for (int l = 0; l < shape.n_layers; ++l) {
-    if (!tiering || !tiering->offload_layer[l]) ram_index_[l] = n_ram_layers_++;
+    const int w = shape.window(l);
+    if (w > 0) {
+      // A ring: the window, plus room for one forward call's new rows.
+      layer_cap_[l] = static_cast<int>(std::min<int64_t>(capacity, int64_t{w} + max_batch_ - 1));
+      FASA_CHECK(!tiering || !tiering->offload_layer[l]);  // only global layers are offloaded
+    }
+    if (!tiering || !tiering->offload_layer[l]) {
+      ram_index_[l] = n_ram_layers_++;
+      layer_base_[l] = n;
+      n += static_cast<size_t>(shape.n_kv_heads) * layer_cap_[l] * shape.head_dim * elem_bytes();
+    }
   }
-  const size_t n = static_cast<size_t>(n_ram_layers_) * shape.n_kv_heads * capacity *
-                   shape.head_dim * elem_bytes();
   k_.reset(new uint8_t[n]);
   v_.reset(new uint8_t[n]);
   if (!tiering) return;
@@ -58,11 +76,13 @@ KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTier
 void KvCache::copy_from(const KvCache& src) {
   if (tier_ || src.tier_) fail("a tiered (FASA-M) KV cache cannot be copied");
   if (src.type_ != type_ || src.capacity_ != capacity_ || src.shape_.n_layers != shape_.n_layers ||
-      src.shape_.n_kv_heads != shape_.n_kv_heads || src.shape_.head_dim != shape_.head_dim) {
-    fail("cannot copy a KV cache of another shape, type or capacity");
+      src.shape_.n_kv_heads != shape_.n_kv_heads || src.shape_.head_dim != shape_.head_dim ||
+      src.layer_cap_ != layer_cap_) {
+    fail("cannot copy a KV cache of another shape, type, capacity or batch size");
   }
-  const size_t bytes = static_cast<size_t>(src.n_used_) * shape_.head_dim * elem_bytes();
   for (int l = 0; l < shape_.n_layers; ++l) {
+    const size_t bytes =
+        static_cast<size_t>(std::min(src.n_used_, layer_cap_[l])) * shape_.head_dim * elem_bytes();
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
       std::memcpy(k_.get() + row_offset(l, g, 0), src.k_.get() + src.row_offset(l, g, 0), bytes);
       std::memcpy(v_.get() + row_offset(l, g, 0), src.v_.get() + src.row_offset(l, g, 0), bytes);
@@ -78,8 +98,10 @@ void KvCache::clear() {
 }
 
 uint64_t KvCache::ram_bytes() const {
-  uint64_t n = 2ull * n_ram_layers_ * shape_.n_kv_heads * static_cast<uint64_t>(n_used_) *
-               shape_.head_dim * elem_bytes();
+  uint64_t n = 0;
+  for (int l = 0; l < shape_.n_layers; ++l) {
+    if (ram_index_[l] >= 0) n += layer_used_bytes(l);
+  }
   if (!tier_) return n;
   for (const std::vector<int>& h : hot_dims_) n += static_cast<uint64_t>(n_used_) * h.size() * elem_bytes();
   return n + tier_->ram_tail_bytes();
@@ -92,7 +114,7 @@ void KvCache::check_io() const {
 void KvCache::gather(int layer, int kv_head, const int32_t* slots, int n, uint8_t* k,
                      uint8_t* v) const {
   const size_t eb = elem_bytes(), hd = shape_.head_dim, row = hd * eb;
-  auto slot = [&](int j) -> size_t { return slots ? slots[j] : j; };
+  auto slot = [&](int j) -> size_t { return row_of(layer, slots ? slots[j] : j); };
   if (!offloaded(layer)) {
     const auto* kb = static_cast<const uint8_t*>(k_rows(layer, kv_head));
     const auto* vb = static_cast<const uint8_t*>(v_rows(layer, kv_head));
@@ -120,14 +142,24 @@ void KvCache::gather(int layer, int kv_head, const int32_t* slots, int n, uint8_
   }
 }
 
-uint64_t KvCache::used_bytes() const {
-  return 2ull * shape_.n_layers * shape_.n_kv_heads * static_cast<uint64_t>(n_used_) *
+uint64_t KvCache::layer_used_bytes(int layer) const {
+  return 2ull * shape_.n_kv_heads * static_cast<uint64_t>(std::min(n_used_, layer_cap_[layer])) *
          shape_.head_dim * elem_bytes();
 }
 
+uint64_t KvCache::used_bytes() const {
+  uint64_t n = 0;
+  for (int l = 0; l < shape_.n_layers; ++l) n += layer_used_bytes(l);
+  return n;
+}
+
 uint64_t KvCache::capacity_bytes() const {
-  return 2ull * shape_.n_layers * shape_.n_kv_heads * static_cast<uint64_t>(capacity_) *
-         shape_.head_dim * elem_bytes();
+  uint64_t n = 0;
+  for (int l = 0; l < shape_.n_layers; ++l) {
+    n += 2ull * shape_.n_kv_heads * static_cast<uint64_t>(layer_cap_[l]) * shape_.head_dim *
+         elem_bytes();
+  }
+  return n;
 }
 
 void KvCache::store(int layer, int kv_head, int slot, const float* k, const float* v) {
@@ -161,7 +193,7 @@ void KvCache::store(int layer, int kv_head, int slot, const float* k, const floa
     tier_->write(static_cast<int>(r), slot, row.data());
     return;
   }
-  const size_t off = row_offset(layer, kv_head, slot);
+  const size_t off = row_offset(layer, kv_head, row_of(layer, slot));
   if (type_ == KvType::F32) {
     std::memcpy(k_.get() + off, k, hd * sizeof(float));
     std::memcpy(v_.get() + off, v, hd * sizeof(float));

@@ -1,6 +1,11 @@
 // Per-sequence KV cache. Rows are contiguous per (layer, kv_head): a policy or kernel that reads
 // a head's keys walks one dense [capacity, head_dim] array. Slot (row index) and pos (the token
 // position, the RoPE angle) are kept apart: they differ once anything is evicted.
+//
+// Sliding-window layers (shape.window(layer) > 0) keep a ring of layer_capacity(layer) =
+// min(capacity, window + max_batch - 1) rows instead: slot s lives in row s % layer_capacity,
+// so their memory stays constant however long the sequence grows, and a forward call of up to
+// max_batch tokens never overwrites a row one of its own queries still reads.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +27,9 @@ struct AttnShape {
   int n_heads = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
+  std::vector<int> layer_window;  // [n_layers] sliding window, 0 = global; empty = all global
   int n_group() const { return n_heads / n_kv_heads; }
+  int window(int layer) const { return layer_window.empty() ? 0 : layer_window[layer]; }
 };
 
 // How a cache splits its rows between RAM and a file-backed tier (FASA-M). In an offloaded
@@ -36,18 +43,30 @@ struct KvTiering {
 
 class KvCache {
  public:
-  KvCache(const AttnShape& shape, KvType type, int capacity, const KvTiering* tiering = nullptr);
+  // max_batch: the most tokens one forward call appends (sizes the sliding-window rings);
+  // 0 = capacity.
+  KvCache(const AttnShape& shape, KvType type, int capacity, const KvTiering* tiering = nullptr,
+          int max_batch = 0);
 
   const AttnShape& shape() const { return shape_; }
   KvType type() const { return type_; }
   int capacity() const { return capacity_; }
   int n_used() const { return n_used_; }
+  int max_batch() const { return max_batch_; }
   size_t elem_bytes() const { return type_ == KvType::F16 ? 2 : 4; }
-  // Bytes of K+V rows written so far (what a full-attention step reads per token).
+  // Rows a layer holds: capacity, or the ring size of a sliding-window layer.
+  int layer_capacity(int layer) const { return layer_cap_[layer]; }
+  // The row of `slot` in `layer` (slot % ring size in a sliding-window layer).
+  int row_of(int layer, int slot) const {
+    return shape_.window(layer) > 0 ? slot % layer_cap_[layer] : slot;
+  }
+  // Bytes of K+V rows written so far (for every layer, and one layer).
   uint64_t used_bytes() const;
+  uint64_t layer_used_bytes(int layer) const;
   uint64_t capacity_bytes() const;
 
-  // [capacity, head_dim] rows of elem type for (layer, kv_head); only for layers kept in RAM.
+  // [layer_capacity, head_dim] rows of elem type for (layer, kv_head); only for layers kept in
+  // RAM. Slot s of a sliding-window layer is row row_of(layer, s).
   const void* k_rows(int layer, int kv_head) const {
     FASA_CHECK(ram_index_[layer] >= 0);
     return k_.get() + row_offset(layer, kv_head, 0);
@@ -80,7 +99,8 @@ class KvCache {
   uint64_t file_bytes() const { return tier_ ? tier_->file_bytes() : 0; }
   bool direct_io() const { return tier_ && tier_->direct_io(); }
 
-  // Writes one token's K and V for (layer, kv_head) at `slot` (may be >= n_used until commit).
+  // Writes one token's K and V for (layer, kv_head) at `slot` (may be >= n_used until commit;
+  // sliding-window layers write row row_of(layer, slot)).
   void store(int layer, int kv_head, int slot, const float* k, const float* v);  // k, v: [head_dim]
   // Makes slots [n_used, n_used + n) visible with positions pos[0..n).
   void commit(int n, const int32_t* pos);
@@ -92,9 +112,9 @@ class KvCache {
   void clear();
 
  private:
-  size_t row_offset(int layer, int kv_head, int slot) const {
-    return ((static_cast<size_t>(ram_index_[layer]) * shape_.n_kv_heads + kv_head) * capacity_ +
-            slot) * shape_.head_dim * elem_bytes();
+  size_t row_offset(int layer, int kv_head, int row) const {
+    return layer_base_[layer] +
+           (static_cast<size_t>(kv_head) * layer_cap_[layer] + row) * shape_.head_dim * elem_bytes();
   }
   size_t hot_index(int layer, int kv_head) const {
     return static_cast<size_t>(layer) * shape_.n_kv_heads + kv_head;
@@ -102,10 +122,15 @@ class KvCache {
   AttnShape shape_;
   KvType type_;
   int capacity_;
+  int max_batch_;
   int n_used_ = 0;
   std::vector<int> ram_index_;    // [n_layers] layer's index in k_/v_, -1 when offloaded
   int n_ram_layers_ = 0;
-  std::unique_ptr<uint8_t[]> k_;  // [n_ram_layers, n_kv_heads, capacity, head_dim] (pages untouched until written)
+  std::vector<int> layer_cap_;    // [n_layers] rows per (layer, kv_head)
+  std::vector<size_t> layer_base_;  // [n_layers] byte offset of a RAM layer in k_/v_
+  // k_: RAM layers in order, each [n_kv_heads, layer_capacity, head_dim] (pages untouched until
+  // written)
+  std::unique_ptr<uint8_t[]> k_;
   std::unique_ptr<uint8_t[]> v_;  // same
   std::vector<int32_t> pos_;      // [capacity]
   // Tiering, when asked for:

@@ -99,7 +99,7 @@ Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int3
   c.steps = o.steps;
   c.text_tokens = n_text;
 
-  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim};
+  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};
   AgreementObserver observer(shape, c.fcs, o.k);
   SessionOptions so;
   so.n_ctx = static_cast<int>(per_sample);

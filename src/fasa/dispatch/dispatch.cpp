@@ -72,6 +72,10 @@ void silu_mul(const float* g, const float* u, int64_t n, float* h) {
   FASA_DISPATCH(silu_mul(g, u, n, h))
 }
 
+void gelu_tanh_mul(const float* g, const float* u, int64_t n, float* h) {
+  FASA_DISPATCH(gelu_tanh_mul(g, u, n, h))
+}
+
 void add_inplace(float* y, const float* x, int64_t n) {
   FASA_DISPATCH(add_inplace(y, x, n))
 }

@@ -22,7 +22,7 @@ int resolve_ctx(const ModelConfig& c, int n_ctx) {
 }
 
 AttnShape shape_of(const ModelConfig& c) {
-  return AttnShape{c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim};
+  return AttnShape{c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.layer_window};
 }
 
 }  // namespace
@@ -63,7 +63,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
       policy_(opts.external_policy ? nullptr : policy_from_spec(opts.policy, policy_ctx_)),
       active_policy_(opts.external_policy ? opts.external_policy : policy_.get()),
       cache_(shape_, opts.kv_type, resolve_ctx(model_->config(), opts.n_ctx),
-             active_policy_->tiering()) {
+             active_policy_->tiering(), std::max(opts.prefill_chunk, 1)) {
   if (opts_.prefill_chunk < 1) fail("prefill chunk must be >= 1 (got {})", opts_.prefill_chunk);
   logits_.resize(model_->config().n_vocab);
 }

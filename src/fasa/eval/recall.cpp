@@ -86,7 +86,7 @@ std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model
          int64_t{o.n_ctx} + o.steps);
   }
   const ModelConfig& mc = model->config();
-  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim};
+  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};
   std::vector<std::string> specs{o.policy};
   specs.insert(specs.end(), o.compare.begin(), o.compare.end());
   const PolicyContext ctx = policy_context(model);

@@ -23,6 +23,10 @@ void rope_freqs(float base, int64_t rope_dim, float* freqs);
 // h[i] = silu(g[i]) * u[i]; all [n]
 void silu_mul(const float* g, const float* u, int64_t n, float* h);
 
+// h[i] = gelu(g[i]) * u[i] with the tanh form of GELU:
+// gelu(x) = x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))); all [n]
+void gelu_tanh_mul(const float* g, const float* u, int64_t n, float* h);
+
 // y[i] += x[i]; [n]
 void add_inplace(float* y, const float* x, int64_t n);
 

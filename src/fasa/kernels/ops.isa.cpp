@@ -47,6 +47,15 @@ void silu_mul(const float* g, const float* u, int64_t n, float* h) {
   for (int64_t i = 0; i < n; ++i) h[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+void gelu_tanh_mul(const float* g, const float* u, int64_t n, float* h) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = g[i];
+    const float inner = kSqrt2OverPi * (x + 0.044715f * x * x * x);
+    h[i] = 0.5f * x * (1.0f + std::tanh(inner)) * u[i];
+  }
+}
+
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

@@ -1,5 +1,7 @@
 #include "fasa/model/config.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "fasa/core/error.h"
@@ -27,7 +29,56 @@ bool known_arch(const std::string& arch, RopeLayout* layout) {
     *layout = RopeLayout::Neox;
     return true;
   }
+  if (arch == "gemma3") {  // Gemma blocks, sliding-window and global layers; NEOX RoPE
+    *layout = RopeLayout::Neox;
+    return true;
+  }
   return false;
+}
+
+// Gemma 3's block and layer pattern. The values the metadata does not carry follow llama.cpp
+// (the reference the goldens come from): one global layer in every 6, local RoPE base 1e4, and
+// the attention scale of gemma_pytorch's config for each size (27B, 62 layers: 1/sqrt(d/heads)).
+void read_gemma3(const GgufFile& f, const std::string& a, ModelConfig& c) {
+  c.embd_scale = std::sqrt(static_cast<float>(c.d_model));
+  c.qk_norm = true;
+  c.post_norms = true;
+  c.ffn_act = FfnAct::GeluTanh;
+  if (f.find(a + "attention.scale") != nullptr) {
+    c.attn_scale = static_cast<float>(f.get_float(a + "attention.scale"));
+    if (!(c.attn_scale > 0.0f && c.attn_scale <= 1.0f)) {
+      fail("{}: '{}attention.scale' = {} must be in (0, 1]", f.path(), a, c.attn_scale);
+    }
+  } else if (c.n_layers == 62) {
+    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.d_model / c.n_heads));
+  }
+  c.final_logit_softcap = static_cast<float>(f.get_float_or(a + "final_logit_softcapping", 0.0));
+  if (!(c.final_logit_softcap >= 0.0f)) {
+    fail("{}: '{}final_logit_softcapping' = {} must be >= 0", f.path(), a, c.final_logit_softcap);
+  }
+  if (f.find(a + "attention.sliding_window") == nullptr) {
+    fail("{}: missing metadata '{}attention.sliding_window' (gemma3 needs its window size)",
+         f.path(), a);
+  }
+  const int window = read_count(f, a + "attention.sliding_window", 1, 1 << 24);
+  // Which layers slide: a period n (layer l slides unless l % n == n - 1), or one bool per layer.
+  const std::string pat_key = a + "attention.sliding_window_pattern";
+  const GgufValue* pat = f.find(pat_key);
+  c.layer_window.assign(c.n_layers, 0);
+  if (pat != nullptr && pat->type == GgufType::ARRAY) {
+    if (pat->elem_type != GgufType::BOOL || static_cast<int>(pat->array.size()) != c.n_layers) {
+      fail("{}: '{}' must be {} bools (one per layer) or one integer", f.path(), pat_key,
+           c.n_layers);
+    }
+    for (int l = 0; l < c.n_layers; ++l) c.layer_window[l] = std::get<bool>(pat->array[l]) ? window : 0;
+  } else {
+    const int period = pat ? read_count(f, pat_key, 1, 1 << 16) : 6;
+    for (int l = 0; l < c.n_layers; ++l) c.layer_window[l] = l % period < period - 1 ? window : 0;
+  }
+  c.rope_base_local = static_cast<float>(f.get_float_or(a + "rope.freq_base_swa", 10000.0));
+  if (!(c.rope_base_local > 1.0f)) {
+    fail("{}: '{}rope.freq_base_swa' = {} must be > 1", f.path(), a, c.rope_base_local);
+  }
 }
 
 }  // namespace
@@ -36,7 +87,7 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   ModelConfig c;
   c.arch = f.get_string("general.architecture");
   if (!known_arch(c.arch, &c.rope_layout)) {
-    fail("{}: unsupported architecture '{}' (supported: llama, qwen2)", f.path(), c.arch);
+    fail("{}: unsupported architecture '{}' (supported: llama, qwen2, gemma3)", f.path(), c.arch);
   }
   c.name = f.get_string_or("general.name", "");
   const std::string a = c.arch + ".";
@@ -93,7 +144,17 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   c.n_vocab = static_cast<int>(f.get_int_or(a + "vocab_size", emb->ne[1]));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   c.qkv_bias = c.arch == "qwen2";
+  if (c.arch == "gemma3") read_gemma3(f, a, c);
+  if (c.attn_scale == 0.0f) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   return c;
 }
+
+int ModelConfig::n_windowed_layers() const {
+  int n = 0;
+  for (int w : layer_window) n += w > 0;
+  return n;
+}
+
+const char* ffn_act_name(FfnAct a) { return a == FfnAct::Silu ? "silu" : "gelu_tanh"; }
 
 }  // namespace fasa

@@ -3,12 +3,16 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fasa/kernels/ops.h"
 
 namespace fasa {
 
 class GgufFile;
+
+enum class FfnAct { Silu, GeluTanh };  // gated feed-forward: act(gate) * up
+const char* ffn_act_name(FfnAct a);    // "silu" | "gelu_tanh"
 
 struct ModelConfig {
   std::string arch;        // general.architecture, e.g. "llama"
@@ -30,6 +34,24 @@ struct ModelConfig {
   RopeLayout rope_layout = RopeLayout::Norm;
   bool tied_output = false;  // output matrix is token_embd
   bool qkv_bias = false;     // Q, K and V projections add a bias (qwen2)
+  // Gemma-style blocks (gemma3); the llama defaults leave them off.
+  float embd_scale = 1.0f;   // token embeddings are multiplied by this (gemma3: sqrt(d_model))
+  bool qk_norm = false;      // RMSNorm of every Q and K head ([head_dim] weights) before RoPE
+  bool post_norms = false;   // RMSNorm of the attention and FFN outputs before the residual add
+  FfnAct ffn_act = FfnAct::Silu;
+  // Softmax scale of q.k. 1/sqrt(head_dim) unless the architecture says otherwise (gemma3 27B:
+  // 1/sqrt(d_model / n_heads)); the forward folds any difference into q.
+  float attn_scale = 0.0f;
+  float final_logit_softcap = 0.0f;  // logits = c * tanh(logits / c) when > 0
+  // Sliding-window attention: layer_window[l] > 0 is the window (a query at position p sees
+  // positions (p - window, p]); 0 is a global layer. Empty = every layer global.
+  std::vector<int> layer_window;     // [n_layers]
+  float rope_base_local = 0.0f;      // RoPE base of sliding-window layers (unscaled)
+
+  bool windowed(int layer) const {
+    return !layer_window.empty() && layer_window[layer] > 0;
+  }
+  int n_windowed_layers() const;
 
   int n_group() const { return n_heads / n_kv_heads; }  // query heads per kv head
 

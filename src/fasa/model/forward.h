@@ -1,4 +1,6 @@
-// The forward pass of the llama family, top to bottom in one function (see forward.cpp).
+// The forward pass of the llama family and Gemma 3, top to bottom in one function (see
+// forward.cpp); the config's switches (biases, QK-norm, post-norms, activation, windows) say
+// which steps a layer takes.
 #pragma once
 
 #include <cstdint>
@@ -23,14 +25,16 @@ struct ForwardScratch {
   std::vector<float> proj;   // [n_tok, d_model]
   std::vector<float> gate;   // [n_tok, d_ff]
   std::vector<float> up;     // [n_tok, d_ff]
-  std::vector<float> freqs;  // [rope_dim / 2]
+  std::vector<float> freqs;        // [rope_dim / 2] global layers
+  std::vector<float> freqs_local;  // [rope_dim / 2] sliding-window layers
   void reserve(const ModelConfig& c, int n_tok);
 };
 
 // Runs tokens[0..n_tok) at positions pos[0..n_tok): appends their K/V to `cache` (slots from
 // cache.n_used()) and commits them. Writes logits of the last token ([n_vocab]) or, with
 // `all_logits`, of every token ([n_tok, n_vocab]). Token ids must be in [0, n_vocab) and the
-// cache must have room; callers check both.
+// cache must have room; callers check both. More than cache.max_batch() tokens run as several
+// calls of at most that many.
 void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const int32_t* tokens,
              const int32_t* pos, int n_tok, bool all_logits, float* logits,
              ForwardScratch& scratch, AttnStats* stats);

@@ -94,7 +94,15 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
       L.bk = bind_vector(p + "attn_k.bias", kv_dim);
       L.bv = bind_vector(p + "attn_v.bias", kv_dim);
     }
+    if (c.qk_norm) {
+      L.q_norm = bind_vector(p + "attn_q_norm.weight", c.head_dim);
+      L.k_norm = bind_vector(p + "attn_k_norm.weight", c.head_dim);
+    }
     L.wo = bind_matrix(f, p + "attn_output.weight", d, q_dim);
+    if (c.post_norms) {
+      L.attn_post_norm = bind_vector(p + "post_attention_norm.weight", d);
+      L.ffn_post_norm = bind_vector(p + "post_ffw_norm.weight", d);
+    }
     L.ffn_norm = bind_vector(p + "ffn_norm.weight", d);
     L.w_gate = bind_matrix(f, p + "ffn_gate.weight", c.d_ff, d);
     L.w_up = bind_matrix(f, p + "ffn_up.weight", c.d_ff, d);

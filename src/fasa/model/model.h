@@ -33,11 +33,15 @@ struct LayerWeights {
   const float* bq = nullptr;         // [n_heads * head_dim] biases when config.qkv_bias
   const float* bk = nullptr;         // [n_kv_heads * head_dim]
   const float* bv = nullptr;         // [n_kv_heads * head_dim]
+  const float* q_norm = nullptr;     // [head_dim] when config.qk_norm (shared by the heads)
+  const float* k_norm = nullptr;     // [head_dim]
   WeightMatrix wo;                   // [d_model, n_heads * head_dim]
+  const float* attn_post_norm = nullptr;  // [d_model] when config.post_norms
   const float* ffn_norm = nullptr;   // [d_model]
   WeightMatrix w_gate;               // [d_ff, d_model]
   WeightMatrix w_up;                 // [d_ff, d_model]
   WeightMatrix w_down;               // [d_model, d_ff]
+  const float* ffn_post_norm = nullptr;   // [d_model] when config.post_norms
 };
 
 struct ModelWeights {
