@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -50,6 +51,22 @@ std::string read_text_file(const std::string& path) {
 void apply_threads(int n_threads) {
   if (n_threads < 0) fail("--threads must be >= 0 (got {})", n_threads);
   set_num_threads(n_threads);
+}
+
+std::string kv_by_layer_type(const KvCache& cache) {
+  const AttnShape& sh = cache.shape();
+  int n_win = 0, window = 0, ring = 0;
+  for (int l = 0; l < sh.n_layers; ++l) {
+    if (sh.window(l) > 0) {
+      ++n_win;
+      window = std::max(window, sh.window(l));
+      ring = std::max(ring, cache.layer_capacity(l));
+    }
+  }
+  if (n_win == 0) return {};
+  return fmt::format("{} global layers {}, {} sliding-window layers (window {}, {}-row rings) {}",
+                     sh.n_layers - n_win, human_bytes(cache.used_bytes_of(false)), n_win, window,
+                     ring, human_bytes(cache.used_bytes_of(true)));
 }
 
 uint64_t peak_rss_bytes() {

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "fasa/attention/kv_cache.h"
 #include "fasa/model/model.h"
 
 namespace fasa::cli {
@@ -25,6 +26,9 @@ void apply_threads(int n_threads);
 
 // Peak resident set size of this process, bytes.
 uint64_t peak_rss_bytes();
+// "3 global layers 96.0 MiB, 15 sliding-window layers (window 512, 1023-row rings) 7.9 MiB";
+// empty when the model has no sliding-window layers.
+std::string kv_by_layer_type(const KvCache& cache);
 
 std::string human_bytes(uint64_t n);
 

@@ -76,6 +76,7 @@ struct Measure {
   double disk_ms_per_token = 0.0;     // time inside those reads
   uint64_t kv_ram = 0;   // KV resident in RAM after the test: cache + policy side data
   uint64_t kv_file = 0;  // KV resident in the file tier
+  uint64_t kv_global = 0, kv_window = 0;  // cache bytes of global / sliding-window layers
   double mean() const {
     double s = 0.0;
     for (double x : tps) s += x;
@@ -275,6 +276,8 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
       m.disk_ms_per_token = st.tier_read_ns / 1e6 / toks;
       m.kv_ram = session.cache().ram_bytes() + session.policy().resident_bytes();
       m.kv_file = session.cache().file_bytes();
+      m.kv_global = session.cache().used_bytes_of(false);
+      m.kv_window = session.cache().used_bytes_of(true);
     }
   }
   return group;
@@ -356,6 +359,8 @@ class Report {
     j["dense_kv_bytes_read_per_token"] = m.dense_read_per_token;
     j["kv_resident_ram_bytes"] = m.kv_ram;
     j["kv_resident_file_bytes"] = m.kv_file;
+    j["kv_global_layers_bytes"] = m.kv_global;
+    j["kv_window_layers_bytes"] = m.kv_window;
     j["disk_bytes_read_per_token"] = m.disk_read_per_token;
     j["disk_read_ms_per_token"] = m.disk_ms_per_token;
     if (a_.bandwidth) {
@@ -382,9 +387,14 @@ class Report {
       roof = tg ? fmt::format(" {:.2f} | {:.1f}% |", r.tokens_per_s, 100.0 * r.fraction)
                 : std::string("  |  |");
     }
+    std::string ram = bytes(static_cast<double>(m.kv_ram));
+    if (tg && m.kv_window > 0) {  // a hybrid stack: say where the cache is
+      ram += fmt::format(" (global {}, window {})", bytes(static_cast<double>(m.kv_global)),
+                         bytes(static_cast<double>(m.kv_window)));
+    }
     std::printf("| %s | %s | %.2f ± %.2f | %.2f | %s | %s | %s | %s |%s\n", m.policy.c_str(),
                 test.c_str(), m.mean(), m.stddev(), m.mean() / std::max(base.mean(), 1e-12),
-                bytes(m.kv_read_per_token).c_str(), bytes(static_cast<double>(m.kv_ram)).c_str(),
+                bytes(m.kv_read_per_token).c_str(), ram.c_str(),
                 tg && m.kv_file > 0 ? bytes(static_cast<double>(m.kv_file)).c_str() : "",
                 disk.c_str(), roof.c_str());
   }

@@ -58,8 +58,10 @@ void run_ppl(const PplArgs& a) {
   apply_threads(a.threads);
   const std::string text = read_text_file(a.text);
   auto model = load_model(a.model);
-  const auto tokens = model->require_tokenizer().encode(text, true, false);
+  const Tokenizer& tok = model->require_tokenizer();
+  const auto tokens = tok.encode(text, true, false);
   PplOptions o;
+  if (tok.adds_bos() && tok.bos_id() >= 0) o.chunk_bos = tok.bos_id();  // as llama-perplexity
   o.n_ctx = a.n_ctx;
   o.n_chunks = a.n_chunks;
   o.n_decode = a.n_decode;

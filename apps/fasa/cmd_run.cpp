@@ -98,6 +98,9 @@ void run_run(const RunArgs& a) {
                human_bytes(session.cache().used_bytes()).c_str(),
                human_bytes(session.cache().capacity_bytes()).c_str(),
                human_bytes(model->weight_bytes()).c_str(), human_bytes(peak_rss_bytes()).c_str());
+  if (const std::string by_type = kv_by_layer_type(session.cache()); !by_type.empty()) {
+    std::fprintf(stderr, "fasa: KV by layer type: %s\n", by_type.c_str());
+  }
   const AttnStats& st = session.attn_stats();
   if (st.slots_visible > 0) {
     std::fprintf(stderr, "fasa: policy %s read %.1f%% of the cached K/V rows at decode steps\n",

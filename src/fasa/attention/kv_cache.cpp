@@ -147,6 +147,14 @@ uint64_t KvCache::layer_used_bytes(int layer) const {
          shape_.head_dim * elem_bytes();
 }
 
+uint64_t KvCache::used_bytes_of(bool windowed) const {
+  uint64_t n = 0;
+  for (int l = 0; l < shape_.n_layers; ++l) {
+    if ((shape_.window(l) > 0) == windowed) n += layer_used_bytes(l);
+  }
+  return n;
+}
+
 uint64_t KvCache::used_bytes() const {
   uint64_t n = 0;
   for (int l = 0; l < shape_.n_layers; ++l) n += layer_used_bytes(l);

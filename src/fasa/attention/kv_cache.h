@@ -63,6 +63,8 @@ class KvCache {
   // Bytes of K+V rows written so far (for every layer, and one layer).
   uint64_t used_bytes() const;
   uint64_t layer_used_bytes(int layer) const;
+  // used_bytes() of the sliding-window layers (windowed = true) or of the global ones.
+  uint64_t used_bytes_of(bool windowed) const;
   uint64_t capacity_bytes() const;
 
   // [layer_capacity, head_dim] rows of elem type for (layer, kv_head); only for layers kept in

@@ -61,8 +61,9 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
   const int first = o.n_ctx / 2;
   for (int c = 0; c < n_chunks; ++c) {
     for (auto& s : sessions) s->reset();
-    const std::vector<int32_t> chunk(tokens.begin() + int64_t{c} * o.n_ctx,
-                                     tokens.begin() + int64_t{c + 1} * o.n_ctx);
+    std::vector<int32_t> chunk(tokens.begin() + int64_t{c} * o.n_ctx,
+                               tokens.begin() + int64_t{c + 1} * o.n_ctx);
+    if (o.chunk_bos >= 0) chunk[0] = o.chunk_bos;
     auto score = [&](size_t p, const float* logits, int32_t next) {
       results[p].argmax.push_back(argmax(logits, n_vocab));
       const double v = -log_prob(logits, n_vocab, next);
@@ -86,12 +87,19 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
         }
       }
     } else {
-      const std::vector<float> logits = sessions[0]->eval_all(chunk, o.batch);  // [n_ctx, n_vocab]
-      for (int i = 0; i < o.n_ctx; ++i) {
-        if (i >= first && i < o.n_ctx - 1) {
-          score(0, logits.data() + static_cast<size_t>(i) * n_vocab, chunk[i + 1]);
-        } else {
-          results[0].argmax.push_back(argmax(logits.data() + static_cast<size_t>(i) * n_vocab, n_vocab));
+      // One batch at a time, so only [batch, n_vocab] logits are ever held (a 32K-token chunk
+      // of a 262K vocabulary would be 34 GB at once).
+      for (int i0 = 0; i0 < o.n_ctx; i0 += o.batch) {
+        const int i1 = std::min(o.n_ctx, i0 + o.batch);
+        const std::vector<float> logits = sessions[0]->eval_all(
+            std::vector<int32_t>(chunk.begin() + i0, chunk.begin() + i1), o.batch);  // [i1 - i0, n_vocab]
+        for (int i = i0; i < i1; ++i) {
+          const float* row = logits.data() + static_cast<size_t>(i - i0) * n_vocab;
+          if (i >= first && i < o.n_ctx - 1) {
+            score(0, row, chunk[i + 1]);
+          } else {
+            results[0].argmax.push_back(argmax(row, n_vocab));
+          }
         }
       }
     }

@@ -22,7 +22,10 @@ struct PplOptions {
   int n_ctx = 512;
   int n_chunks = 0;          // 0 = every whole chunk in the text
   int n_decode = 0;          // D: score D policy-driven decode steps per chunk (0 = off)
-  int batch = 512;           // tokens per forward while evaluating a chunk
+  int batch = 512;           // tokens per forward while evaluating a chunk (and logits held)
+  // >= 0: every chunk's first token becomes this id (llama-perplexity does this with BOS for
+  // models that add one, so each chunk starts like a fresh prompt); -1 = tokens as given.
+  int32_t chunk_bos = -1;
   KvType kv_type = KvType::F16;
   std::string policy = "full";
   std::vector<std::string> compare;  // more policy specs scored on the same chunks (n_decode > 0)
