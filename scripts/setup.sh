@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian bookworm machine: installs the build dependencies (apt), builds fasa
-# into build/, and pulls the default model (smollm2-135m) into $FASA_HOME (~/.cache/fasa).
+# into build/, and pulls the default model (smollm2-135m) and gemma3-270m into $FASA_HOME (~/.cache/fasa).
 #   bash scripts/setup.sh            # deps + build + model
 #   FASA_SKIP_PULL=1 bash scripts/setup.sh
 set -euo pipefail
@@ -28,5 +28,6 @@ cmake --build build -j"$(nproc)"
 
 if [ "${FASA_SKIP_PULL:-0}" != "1" ]; then
   ./build/fasa pull smollm2-135m >/dev/null
+  ./build/fasa pull gemma3-270m >/dev/null  # 253 MB: the long-context, hybrid-attention goldens
 fi
 echo "setup: done (binary: build/fasa)" >&2

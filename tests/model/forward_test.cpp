@@ -64,6 +64,14 @@ TEST_P(ForwardVsReference, LogitsMatch) {
   Session s(model, so);
   const auto got = s.eval_all(tokens, 8);
   ASSERT_EQ(got.size(), want.size());
+  // Finite and not flat (rel_err alone would let NaNs through).
+  float mn = got[0], hi = got[0];
+  for (float v : got) {
+    ASSERT_TRUE(std::isfinite(v)) << c.name;
+    mn = std::min(mn, v);
+    hi = std::max(hi, v);
+  }
+  EXPECT_GT(hi - mn, 0.1f) << c.name;
   EXPECT_LT(rel_err(got, want), c.tol) << c.name;
 }
 
@@ -91,6 +99,15 @@ test::TinySpec gemma3(test::TinySpec s) {
   return s;
 }
 
+// A Q4_K_M-like file: Q4_K matrices, Q6_K attn_v and ffn_down; K-quant rows need 256 columns.
+test::TinySpec q4_k_m(test::TinySpec s) {
+  s.wtype = DType::Q4_K;
+  s.wtype_mixed = DType::Q6_K;
+  s.d_model = 256;
+  s.d_ff = 512;
+  return s;
+}
+
 test::TinySpec linear_rope(test::TinySpec s, float factor) {
   s.rope_scaling = "linear";
   s.rope_factor = factor;
@@ -114,6 +131,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gemma3_f32_gqa", gemma3(spec_with(DType::F32, 4, 2)), true, 1e-4},
                       Case{"gemma3_q8_0_mqa_tied", gemma3(spec_with(DType::Q8_0, 4, 1, true)),
                            true, 1e-4},
+                      Case{"llama_q4_k_m_gqa", q4_k_m(spec_with(DType::F32, 4, 2)), false, 1e-4},
+                      Case{"qwen2_q4_k_m_gqa", qwen2(q4_k_m(spec_with(DType::F32, 4, 2))), true,
+                           1e-4},
+                      Case{"gemma3_q4_k_m_mqa", gemma3(q4_k_m(spec_with(DType::F32, 4, 1))), true,
+                           1e-4},
                       Case{"gemma3_f32_rope_linear2",
                            linear_rope(gemma3(spec_with(DType::F32, 4, 2)), 2.0f), true, 1e-4}),
     [](const auto& info) { return std::string(info.param.name); });

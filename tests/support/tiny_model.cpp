@@ -54,6 +54,13 @@ std::vector<uint8_t> random_tensor(DType type, int64_t n, float scale, std::mt19
         put_f16(blk, scale / 4.0f);
         put_f16(blk + 2, -2.0f * scale);
         break;
+      // K-quants: random codes, scales and mins; super-block scales sized so that weights are
+      // of order `scale` (6-bit sub-block scales and mins, 4- or 6-bit codes).
+      case DType::Q4_K:
+        put_f16(blk, scale / 128.0f);
+        put_f16(blk + 2, scale / 64.0f);
+        break;
+      case DType::Q6_K: put_f16(blk + 208, scale / 1024.0f); break;
       default: FASA_CHECK(false && "tiny model: unsupported weight type");
     }
   }
@@ -112,7 +119,8 @@ void write_tiny_model(const std::string& path, const TinySpec& s) {
     w.add_tensor_f32(p + "attn_norm.weight", {s.d_model}, norm_weights(s.d_model, rng));
     add_random(w, p + "attn_q.weight", s.wtype, {s.d_model, s.n_heads * hd}, 2.0f * ws, rng, s);
     add_random(w, p + "attn_k.weight", s.wtype, {s.d_model, s.n_kv_heads * hd}, 2.0f * ws, rng, s);
-    add_random(w, p + "attn_v.weight", s.wtype, {s.d_model, s.n_kv_heads * hd}, ws, rng, s);
+    const DType mixed = s.wtype_mixed.value_or(s.wtype);
+    add_random(w, p + "attn_v.weight", mixed, {s.d_model, s.n_kv_heads * hd}, ws, rng, s);
     if (s.arch == "qwen2") {  // Q/K/V biases, f32 as converters store them
       for (const auto& [name, n] : {std::pair{"attn_q.bias", s.n_heads * hd},
                                     std::pair{"attn_k.bias", s.n_kv_heads * hd},
@@ -140,7 +148,7 @@ void write_tiny_model(const std::string& path, const TinySpec& s) {
     w.add_tensor_f32(p + "ffn_norm.weight", {s.d_model}, norm_weights(s.d_model, rng));
     add_random(w, p + "ffn_gate.weight", s.wtype, {s.d_model, s.d_ff}, ws, rng, s);
     add_random(w, p + "ffn_up.weight", s.wtype, {s.d_model, s.d_ff}, ws, rng, s);
-    add_random(w, p + "ffn_down.weight", s.wtype, {s.d_ff, s.d_model},
+    add_random(w, p + "ffn_down.weight", mixed, {s.d_ff, s.d_model},
                1.0f / std::sqrt(static_cast<float>(s.d_ff)), rng, s);
   }
   w.write(path);

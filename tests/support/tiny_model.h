@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,9 @@ struct TinySpec {
   float rope_base = 10000.0f;
   std::string rope_scaling;  // rope.scaling.type to write ("" = none written)
   float rope_factor = 0.0f;  // rope.scaling.factor (written when > 0)
-  DType wtype = DType::F32;  // type of the 2-D matrices (F32, F16, Q8_0, Q4_0, Q4_1)
+  DType wtype = DType::F32;  // type of the 2-D matrices (F32, F16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)
+  // Q4_K_M-like mixes: when set, attn_v and ffn_down use this type instead (e.g. Q6_K).
+  std::optional<DType> wtype_mixed;
   bool tied_output = false;
   uint32_t seed = 1;
   // gemma3 only (arch = "gemma3"): QK-norm, post-norms, GeGLU, scaled embeddings, and
