@@ -51,6 +51,7 @@ nlohmann::ordered_json ppl_json(const PplArgs& a, const Model& model, const PplR
       r.attn.slots_visible ? static_cast<double>(r.attn.slots_read) / r.attn.slots_visible : 1.0;
   j["seconds"] = r.seconds;
   j["threads"] = num_threads();
+  j["peak_rss_bytes"] = peak_rss_bytes();
   return j;
 }
 
@@ -89,6 +90,7 @@ void run_ppl(const PplArgs& a) {
     for (int c = 0; c < r.n_chunks; ++c) std::printf("[%d] %.4f\n", c + 1, r.chunk_ppl[c]);
     std::printf("PPL = %.4f +/- %.4f  (%d chunks of %d tokens, %lld scored, %.1f s)\n", r.ppl,
                 r.ppl_se, r.n_chunks, a.n_ctx, static_cast<long long>(r.n_scored), r.seconds);
+    std::fprintf(stderr, "fasa: peak RSS %s\n", human_bytes(peak_rss_bytes()).c_str());
     return;
   }
   std::printf("%d chunks of %d tokens, last %d scored as decode steps (%.1f s)\n\n",
