@@ -77,6 +77,12 @@ void run_run(const RunArgs& a) {
   go.n_predict = a.n_predict;
   go.sampler = a.sampler;
   go.stop = a.stop;
+  if (!a.quiet && prompt.size() >= 4096) {  // long prompts: show that prefill is moving
+    go.prefill_progress = [](int done, int total) {
+      std::fprintf(stderr, "\rfasa: prefill %d/%d tokens", done, total);
+      if (done == total) std::fprintf(stderr, "\n");
+    };
+  }
   const GenerateResult r = generate(session, prompt, go, [](std::string_view s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);

@@ -57,7 +57,7 @@ GenerateResult generate(Session& session, const std::vector<int32_t>& prompt,
   GenerateResult r;
   r.n_prompt = static_cast<int>(prompt.size());
   auto t0 = std::chrono::steady_clock::now();
-  const std::vector<float>* logits = &session.prefill(prompt);
+  const std::vector<float>* logits = &session.prefill(prompt, opts.prefill_progress);
   r.prefill_ms = ms_since(t0);
 
   StreamDecoder dec(tok);

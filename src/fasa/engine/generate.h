@@ -18,6 +18,8 @@ struct GenerateOptions {
   SamplerParams sampler;
   std::vector<std::string> stop;       // stop strings (not included in the output)
   bool stop_at_eog = true;
+  // Called after each prefill chunk with (tokens done, prompt tokens); may be null.
+  std::function<void(int, int)> prefill_progress;
 };
 
 struct GenerateResult {

@@ -107,13 +107,15 @@ void Session::run(const int32_t* tokens, int n, bool all_logits, float* logits) 
           &attn_stats_);
 }
 
-const std::vector<float>& Session::prefill(const std::vector<int32_t>& tokens) {
+const std::vector<float>& Session::prefill(const std::vector<int32_t>& tokens,
+                                           const std::function<void(int, int)>& progress) {
   const int n = static_cast<int>(tokens.size());
   if (n == 0) fail("nothing to prefill (empty token list)");
   check_tokens(tokens.data(), n);
   for (int i = 0; i < n; i += opts_.prefill_chunk) {
     const int m = std::min(opts_.prefill_chunk, n - i);
     run(tokens.data() + i, m, false, logits_.data());
+    if (progress) progress(i + m, n);
   }
   return logits_;
 }

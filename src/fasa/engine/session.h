@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,7 +42,9 @@ class Session {
 
   // Appends tokens (batched, in chunks) and returns the logits after the last one: [n_vocab].
   // Throws fasa::Error when a token id is out of range or the context would overflow.
-  const std::vector<float>& prefill(const std::vector<int32_t>& tokens);
+  // `progress(done, total)` is called after each chunk (may be null).
+  const std::vector<float>& prefill(const std::vector<int32_t>& tokens,
+                                    const std::function<void(int, int)>& progress = nullptr);
   // Appends one token with a single-token (policy-driven) step: logits [n_vocab].
   const std::vector<float>& decode(int32_t token);
   // Appends tokens and returns logits for every one of them: [n_tok, n_vocab]
