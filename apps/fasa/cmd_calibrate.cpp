@@ -87,8 +87,14 @@ void run_show(const ShowArgs& a) {
     j["fc_layout"] = fc_layout_name(c.fc_layout);
     j["k"] = c.k;
     j["n_tip"] = n_tip;
+    j["covered_layers"] = c.layers;
+    // Indexed by layer; null for a layer the file does not cover (a sliding-window layer).
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
     for (int l = 0; l < c.n_layers; ++l) {
+      if (!c.covers(l)) {
+        layers.push_back(nullptr);
+        continue;
+      }
       nlohmann::ordered_json heads = nlohmann::ordered_json::array();
       for (int h = 0; h < c.n_heads; ++h) {
         std::vector<int32_t> dom(c.rank(l, h), c.rank(l, h) + n_tip);
@@ -104,9 +110,13 @@ void run_show(const ShowArgs& a) {
               c.model_name.c_str(), fc_layout_name(c.fc_layout), c.n_fc());
   std::printf("made with    K = %d, %d samples x (%d tokens + %d steps) of %s\n", c.k,
               c.n_samples, c.tokens_per_sample, c.steps, c.text_name.c_str());
+  if (static_cast<int>(c.layers.size()) < c.n_layers) {
+    std::printf("layers       %s of %d (the global layers; sliding-window layers are not "
+                "calibrated)\n", layer_list_text(c.layers).c_str(), c.n_layers);
+  }
   std::printf("showing      the %d dominant FCs per head (FC id:mean CA), FC 0 = highest "
               "frequency\n\n", n_tip);
-  for (int l = 0; l < c.n_layers; ++l) {
+  for (int l : c.layers) {
     for (int h = 0; h < c.n_heads; ++h) {
       std::printf("layer %2d head %2d ", l, h);
       for (int i = 0; i < n_tip; ++i) {

@@ -8,6 +8,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "fasa/calibrate/calibration.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/eval/perplexity.h"
@@ -47,8 +48,8 @@ nlohmann::ordered_json ppl_json(const PplArgs& a, const Model& model, const PplR
   j["ppl_se"] = r.ppl_se;
   j["mean_nll"] = r.mean_nll;
   j["chunk_ppl"] = r.chunk_ppl;
-  j["decode_rows_read_fraction"] =
-      r.attn.slots_visible ? static_cast<double>(r.attn.slots_read) / r.attn.slots_visible : 1.0;
+  // Over the policy-driven (global) layers: sliding-window layers always read their window.
+  j["decode_rows_read_fraction"] = r.attn.global_read_fraction();
   j["seconds"] = r.seconds;
   j["threads"] = num_threads();
   j["peak_rss_bytes"] = peak_rss_bytes();
@@ -93,14 +94,20 @@ void run_ppl(const PplArgs& a) {
     std::fprintf(stderr, "fasa: peak RSS %s\n", human_bytes(peak_rss_bytes()).c_str());
     return;
   }
-  std::printf("%d chunks of %d tokens, last %d scored as decode steps (%.1f s)\n\n",
+  std::printf("%d chunks of %d tokens, last %d scored as decode steps (%.1f s)\n",
               rs[0].n_chunks, a.n_ctx, a.n_decode, rs[0].seconds);
-  std::printf("| policy | PPL | ± | vs first | rows read |\n| --- | ---: | ---: | ---: | ---: |\n");
+  const ModelConfig& mc = model->config();
+  const bool hybrid = mc.n_windowed_layers() > 0;
+  if (hybrid) {
+    std::printf("rows read: by the %d global layers, the policy's; the %d sliding-window layers "
+                "read their window at every step\n",
+                mc.n_layers - mc.n_windowed_layers(), mc.n_windowed_layers());
+  }
+  std::printf("\n| policy | PPL | ± | vs first | %s |\n| --- | ---: | ---: | ---: | ---: |\n",
+              hybrid ? "rows read (global layers)" : "rows read");
   for (const PplResult& r : rs) {
-    const double read =
-        r.attn.slots_visible ? static_cast<double>(r.attn.slots_read) / r.attn.slots_visible : 1.0;
     std::printf("| %s | %.4f | %.4f | %+.2f%% | %.1f%% |\n", r.policy.c_str(), r.ppl, r.ppl_se,
-                100.0 * (r.ppl / rs[0].ppl - 1.0), 100.0 * read);
+                100.0 * (r.ppl / rs[0].ppl - 1.0), 100.0 * r.attn.global_read_fraction());
   }
 }
 
@@ -115,9 +122,10 @@ struct RecallArgs {
   bool json = false;
 };
 
+// Per evaluated layer (r.layers), the mean over its query heads.
 std::vector<double> per_layer(const RecallResult& r, const std::vector<double>& head_values) {
-  std::vector<double> v(r.n_layers);
-  for (int l = 0; l < r.n_layers; ++l) {
+  std::vector<double> v(r.layers.size());
+  for (size_t l = 0; l < r.layers.size(); ++l) {
     for (int h = 0; h < r.n_heads; ++h) v[l] += head_values[l * r.n_heads + h] / r.n_heads;
   }
   return v;
@@ -135,6 +143,10 @@ nlohmann::ordered_json recall_json(const RecallArgs& a, const Model& model, cons
   j["attention_mass"] = r.mean_mass;
   j["kl"] = r.mean_kl;
   j["dense_fraction"] = r.dense_fraction;
+  // The layers evaluated: the global ones (sliding-window layers run no policy). layer_* and
+  // head_* follow this order.
+  j["layers"] = r.layers;
+  j["sliding_window_layers"] = r.n_layers - static_cast<int>(r.layers.size());
   j["layer_recall"] = per_layer(r, r.recall);
   j["layer_mass"] = per_layer(r, r.mass);
   j["head_recall"] = r.recall;
@@ -171,8 +183,15 @@ void run_recall(const RecallArgs& a) {
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("context %d, %d steps, budget %d slots (sparse layers; KL over every step)\n\n",
+  std::printf("context %d, %d steps, budget %d slots (sparse layers; KL over every step)\n",
               a.n_ctx, a.steps, rs[0].budget_last);
+  if (const RecallResult& r = rs[0]; static_cast<int>(r.layers.size()) < r.n_layers) {
+    std::printf("evaluated: the %zu global layers %s of %d; the %d sliding-window layers attend "
+                "over their window, outside any policy (KL still covers the whole model)\n",
+                r.layers.size(), layer_list_text(r.layers).c_str(), r.n_layers,
+                r.n_layers - static_cast<int>(r.layers.size()));
+  }
+  std::printf("\n");
   std::printf("| policy | recall vs oracle top-B | attention mass | KL(full‖policy) nats | dense "
               "head-steps |\n| --- | ---: | ---: | ---: | ---: |\n");
   for (const RecallResult& r : rs) {
@@ -189,8 +208,8 @@ void run_recall(const RecallArgs& a) {
     lr.push_back(per_layer(r, r.recall));
     lm.push_back(per_layer(r, r.mass));
   }
-  for (int l = 0; l < rs[0].n_layers; ++l) {
-    std::printf("| %d |", l);
+  for (size_t l = 0; l < rs[0].layers.size(); ++l) {
+    std::printf("| %d |", rs[0].layers[l]);
     for (size_t p = 0; p < rs.size(); ++p) std::printf(" %.4f | %.4f |", lr[p][l], lm[p][l]);
     std::printf("\n");
   }

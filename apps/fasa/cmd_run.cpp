@@ -109,15 +109,32 @@ void run_run(const RunArgs& a) {
   }
   const AttnStats& st = session.attn_stats();
   if (st.slots_visible > 0) {
-    std::fprintf(stderr, "fasa: policy %s read %.1f%% of the cached K/V rows at decode steps\n",
-                 a.policy.spec().c_str(), 100.0 * st.slots_read / st.slots_visible);
+    const AttnShape& sh = session.cache().shape();
+    const int n_global = static_cast<int>(sh.global_layers().size());
+    if (n_global < sh.n_layers) {  // hybrid: the policy drives the global layers only
+      int window = 0;
+      for (int l = 0; l < sh.n_layers; ++l) window = std::max(window, sh.window(l));
+      std::fprintf(stderr,
+                   "fasa: policy %s read %.1f%% of the cached K/V rows of the %d global layers "
+                   "at decode steps; the %d sliding-window layers read their window (up to %d "
+                   "rows)\n",
+                   a.policy.spec().c_str(), 100.0 * st.global_read_fraction(), n_global,
+                   sh.n_layers - n_global, window);
+    } else {
+      std::fprintf(stderr, "fasa: policy %s read %.1f%% of the cached K/V rows at decode steps\n",
+                   a.policy.spec().c_str(), 100.0 * st.slots_read / st.slots_visible);
+    }
     const double per_tok = static_cast<double>(st.bytes_read()) / st.decode_tokens;
+    const std::string window_part =
+        st.window_bytes > 0
+            ? ", of which sliding-window layers " + human_bytes(st.window_bytes / st.decode_tokens)
+            : std::string();
     std::fprintf(stderr,
-                 "fasa: KV bytes read per decoded token %s (selection %s + attention %s; dense "
+                 "fasa: KV bytes read per decoded token %s (selection %s + attention %s%s; dense "
                  "%s); KV resident in RAM: cache %s + policy side data %s\n",
                  human_bytes(static_cast<uint64_t>(per_tok)).c_str(),
                  human_bytes(st.select_bytes / st.decode_tokens).c_str(),
-                 human_bytes(st.attend_bytes / st.decode_tokens).c_str(),
+                 human_bytes(st.attend_bytes / st.decode_tokens).c_str(), window_part.c_str(),
                  human_bytes(st.dense_bytes / st.decode_tokens).c_str(),
                  human_bytes(session.cache().ram_bytes()).c_str(),
                  human_bytes(session.policy().resident_bytes()).c_str());

@@ -85,6 +85,7 @@ const std::string& calib_path() {
     c.n_kv_heads = kShape.n_kv_heads;
     c.head_dim = kShape.head_dim;
     c.fcs = fc_dims(RopeLayout::Norm, FcLayout::Rope, kShape.head_dim, kShape.head_dim);
+    c.layers = {0, 1};
     std::mt19937 rng(2);
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
     c.mean_ca.resize(static_cast<size_t>(c.n_layers) * c.n_heads * c.n_fc());
@@ -305,6 +306,106 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
       EXPECT_EQ(m.cache().file_bytes(), 0u);
       EXPECT_EQ(c.prefill(prompt), m.prefill(prompt));
     }
+  }
+}
+
+// gemma3-style, four layers: sliding (window 5), global, sliding, global.
+test::TinySpec hybrid_spec() {
+  test::TinySpec s;
+  s.arch = "gemma3";
+  s.n_layers = 4;
+  s.sliding_window = 5;
+  s.window_pattern = 2;
+  s.rope_base_local = 100.0f;
+  s.wtype = DType::Q8_0;
+  return s;
+}
+
+// On a hybrid stack FASA runs on the global layers only (the sliding-window layers attend over
+// their window, outside any policy): a budget covering the cache is full attention bit for bit,
+// a small one changes only what the global layers read, the policy keeps side data for global
+// layers only, and FASA-M never offloads a sliding-window layer.
+TEST(FasaPolicy, HybridStackUsesTheGlobalLayersOnly) {
+  const std::string path = ::testing::TempDir() + "/policy_hybrid_tiny.gguf";
+  const test::TinySpec spec = hybrid_spec();
+  test::write_tiny_model(path, spec);
+  auto model = Model::load(path);
+  std::mt19937 rng(31);
+  std::vector<int32_t> tokens(40);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  SessionOptions so;
+  so.n_ctx = 64;
+  so.prefill_chunk = 8;  // small rings: a window of 5 plus one chunk
+  Session full(model, so);
+  const auto want = full.eval_all(tokens, 1);
+  const std::string calib = calibrate_tiny(model, spec.n_vocab, "policy_hybrid_calib.json");
+  EXPECT_EQ(load_calibration(calib).layers, (std::vector<int>{1, 3}));
+  const std::string c = "fasa:calib=" + calib;
+  for (const std::string& p : {std::string("oracle:budget=64"), c + ",budget=64",
+                               c + ",budget=40,gqa=per-head,sink=4,dense_layers=none"}) {
+    so.policy = p;
+    Session s(model, so);
+    EXPECT_EQ(s.eval_all(tokens, 1), want) << p;
+  }
+  // A small budget: the global layers read less, the sliding-window layers their windows.
+  so.policy = c + ",budget=3,n_tip=8";  // every FC: the packed slice is all 16 key dims
+  Session sparse(model, so);
+  EXPECT_NE(sparse.eval_all(tokens, 1), want);
+  const AttnStats& st = sparse.attn_stats();
+  // 40 decode steps x 4 heads x 2 sliding layers, each reading min(t + 1, 5) rows.
+  EXPECT_EQ(st.window_slots, (1u + 2 + 3 + 4 + 5 * 36) * 4 * 2);
+  EXPECT_EQ(st.slots_visible - st.window_slots, (40u * 41 / 2) * 4 * 2);
+  EXPECT_LT(st.global_read_fraction(), 0.2);
+  EXPECT_EQ(full.attn_stats().window_slots, st.window_slots);
+  EXPECT_DOUBLE_EQ(full.attn_stats().global_read_fraction(), 1.0);
+  // Side data for the 2 global layers only: 40 slots x 2 kv heads x 16 dims x 2 bytes (f16),
+  // and half of it with one of them dense.
+  EXPECT_EQ(sparse.policy().resident_bytes(), 2u * 40 * 2 * 16 * 2);
+  so.policy = c + ",budget=3,n_tip=8,dense_layers=3";
+  Session one_dense(model, so);
+  one_dense.eval_all(tokens, 1);
+  EXPECT_EQ(one_dense.policy().resident_bytes(), 1u * 40 * 2 * 16 * 2);
+
+  // FASA-M: the global layers go to the file, the sliding-window rings stay in RAM; the outputs
+  // equal FASA-C's.
+  for (const std::string opts : {",budget=4", ",budget=0.2,gqa=per-head,sink=2,dense_layers=1"}) {
+    so.policy = c + opts;
+    Session fc(model, so);
+    so.policy += ",variant=m,offload_dir=" + ::testing::TempDir();
+    Session fm(model, so);
+    ASSERT_TRUE(fm.cache().tiered());
+    for (int l = 0; l < spec.n_layers; ++l) EXPECT_EQ(fm.cache().offloaded(l), l % 2 == 1) << l;
+    const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 25);
+    EXPECT_EQ(fc.prefill(prompt), fm.prefill(prompt)) << opts;
+    for (size_t i = 25; i < tokens.size(); ++i) {
+      ASSERT_EQ(fc.decode(tokens[i]), fm.decode(tokens[i])) << opts << " token " << i;
+    }
+    EXPECT_EQ(fc.attn_stats().slots_read, fm.attn_stats().slots_read);
+    EXPECT_GT(fm.attn_stats().tier_reads, 0u);
+  }
+
+  // dense_layers names global layers only; the default layer 0 is a sliding-window layer here,
+  // so no global layer is dense by default.
+  const PolicyContext ctx = policy_context(model);
+  try {
+    policy_from(c + ",budget=4,dense_layers=2", ctx);
+    ADD_FAILURE() << "a sliding-window dense layer was accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("layer 2 is a sliding-window layer"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("global layers 1, 3"), std::string::npos) << msg;
+  }
+  EXPECT_NO_THROW(policy_from(c + ",budget=4,dense_layers=1+3", ctx));
+  // A calibration of every layer (this kShape one is also another model) is refused.
+  PolicyContext hybrid = test_context();
+  hybrid.shape.layer_window = {5, 0};
+  try {
+    policy_from("fasa:calib=" + calib_path() + ",budget=8", hybrid);
+    ADD_FAILURE() << "a calibration of the sliding-window layer was accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("covers layers 0, 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("global-attention layers are 1"), std::string::npos) << msg;
   }
 }
 

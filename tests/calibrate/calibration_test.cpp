@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <numeric>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -132,6 +134,160 @@ TEST(Calibration, BadFilesAndOptions) {
   EXPECT_THROW(calibrate(m, text_tokens(200), o, nullptr), Error);
 }
 
+// Four layers, gemma3-style: sliding (window 5), global, sliding, global.
+std::shared_ptr<const Model> tiny_gemma3(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  test::TinySpec s;
+  s.arch = "gemma3";
+  s.n_layers = 4;
+  s.sliding_window = 5;
+  s.window_pattern = 2;
+  s.rope_base_local = 100.0f;
+  s.wtype = DType::Q8_0;
+  test::write_tiny_model(path, s);
+  return Model::load(path);
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Calibration, HybridModelCalibratesItsGlobalLayersOnly) {
+  auto m = tiny_gemma3("calib_gemma3_a.gguf");
+  const Calibration c = calibrate(m, text_tokens(200), small_opts(), nullptr);
+  EXPECT_EQ(c.n_layers, 4);
+  EXPECT_EQ(c.layers, (std::vector<int>{1, 3}));
+  EXPECT_FALSE(c.covers(0));
+  EXPECT_TRUE(c.covers(1));
+  EXPECT_FALSE(c.covers(2));
+  ASSERT_EQ(c.mean_ca.size(), 2u * 4 * 8);  // 2 global layers x 4 heads x 8 FCs
+  for (int l : c.layers) {
+    for (int h = 0; h < 4; ++h) {
+      float sum = 0.0f;
+      for (int i = 0; i < c.n_fc(); ++i) sum += c.ca(l, h)[i];
+      EXPECT_GT(sum, 0.0f) << "layer " << l << " head " << h;  // measured, not left empty
+    }
+  }
+  const std::string path = ::testing::TempDir() + "/calib_gemma3_a.json";
+  save_calibration(c, path);
+  const nlohmann::json j = read_json(path);
+  EXPECT_EQ(j["version"], kCalibrationVersion);
+  EXPECT_EQ(j["layers"], nlohmann::json({1, 3}));
+  ASSERT_EQ(j["heads"].size(), 8u);
+  for (const auto& e : j["heads"]) EXPECT_TRUE(e["layer"] == 1 || e["layer"] == 3);
+  const Calibration back = load_calibration(path);
+  EXPECT_EQ(back.layers, c.layers);
+  EXPECT_EQ(back.mean_ca, c.mean_ca);
+  EXPECT_EQ(back.ranked, c.ranked);
+  EXPECT_NO_THROW(check_calibration(back, policy_context(m), path));
+
+  // `calib show`: only the covered layers, said so; JSON null for the others.
+  const auto show = test::run_cli({"calib", "show", path, "--n-tip", "2"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("1, 3 of 4 (the global layers"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("layer  3 head  0"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("layer  0 head"), std::string::npos) << show.out;
+  const auto js = test::run_cli({"calib", "show", path, "--n-tip", "2", "--json"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const auto sj = nlohmann::json::parse(js.out);
+  EXPECT_EQ(sj["covered_layers"], nlohmann::json({1, 3}));
+  ASSERT_EQ(sj["layers"].size(), 4u);
+  EXPECT_TRUE(sj["layers"][0].is_null());
+  EXPECT_TRUE(sj["layers"][2].is_null());
+  EXPECT_EQ(sj["layers"][3].size(), 4u);
+}
+
+TEST(Calibration, CoveredLayersMustBeTheModelsGlobalLayers) {
+  auto m = tiny_gemma3("calib_gemma3_b.gguf");
+  const std::string path = ::testing::TempDir() + "/calib_gemma3_b.json";
+  save_calibration(calibrate(m, text_tokens(200), small_opts(), nullptr), path);
+  const nlohmann::json good = read_json(path);
+
+  // The file claims layers 1 and 2: it loads, but this model refuses it, naming both sets.
+  nlohmann::json moved = good;
+  moved["layers"] = {1, 2};
+  for (auto& e : moved["heads"]) {
+    if (e["layer"] == 3) e["layer"] = 2;
+  }
+  const std::string moved_path = ::testing::TempDir() + "/calib_gemma3_moved.json";
+  std::ofstream(moved_path) << moved.dump();
+  const Calibration mc = load_calibration(moved_path);
+  EXPECT_EQ(mc.layers, (std::vector<int>{1, 2}));
+  const std::string err = error_of([&] { check_calibration(mc, policy_context(m), moved_path); });
+  EXPECT_NE(err.find("covers layers 1, 2"), std::string::npos) << err;
+  EXPECT_NE(err.find("global-attention layers are 1, 3"), std::string::npos) << err;
+
+  // A version-1 file (from before hybrid models: every layer calibrated) loads as covering every
+  // layer; a hybrid model refuses it.
+  nlohmann::json v1 = good;
+  v1["version"] = 1;
+  v1.erase("layers");
+  for (int l : {0, 2}) {
+    for (int h = 0; h < 4; ++h) {
+      nlohmann::json e = good["heads"][h];
+      e["layer"] = l;
+      v1["heads"].push_back(e);
+    }
+  }
+  const std::string v1_path = ::testing::TempDir() + "/calib_gemma3_v1.json";
+  std::ofstream(v1_path) << v1.dump();
+  const Calibration old = load_calibration(v1_path);
+  EXPECT_EQ(old.layers, (std::vector<int>{0, 1, 2, 3}));
+  const std::string err1 = error_of([&] { check_calibration(old, policy_context(m), v1_path); });
+  EXPECT_NE(err1.find("covers layers 0-3"), std::string::npos) << err1;
+  EXPECT_NE(err1.find("sliding-window"), std::string::npos) << err1;
+
+  // Malformed layer lists are refused when loading.
+  for (const nlohmann::json& bad : {nlohmann::json({3, 1}), nlohmann::json({1, 7}),
+                                    nlohmann::json::array(), nlohmann::json({1, 1})}) {
+    nlohmann::json b = good;
+    b["layers"] = bad;
+    const std::string bad_path = ::testing::TempDir() + "/calib_gemma3_bad.json";
+    std::ofstream(bad_path) << b.dump();
+    EXPECT_THROW(load_calibration(bad_path), Error) << bad.dump();
+  }
+  // Heads of a layer the file does not list are refused too.
+  nlohmann::json stray = good;
+  stray["heads"][0]["layer"] = 0;
+  std::ofstream(path) << stray.dump();
+  EXPECT_THROW(load_calibration(path), Error);
+}
+
+// Files of version 1 (no "layers": every layer) still work for models without sliding windows.
+TEST(Calibration, VersionOneFilesStillLoad) {
+  auto m = tiny("calib_v1.gguf");
+  const Calibration c = calibrate(m, text_tokens(200), small_opts(), nullptr);
+  EXPECT_EQ(c.layers, (std::vector<int>{0, 1}));
+  const std::string path = ::testing::TempDir() + "/calib_v1.json";
+  save_calibration(c, path);
+  nlohmann::json j = read_json(path);
+  j["version"] = 1;
+  j.erase("layers");
+  std::ofstream(path) << j.dump();
+  const Calibration back = load_calibration(path);
+  EXPECT_EQ(back.layers, c.layers);
+  EXPECT_EQ(back.mean_ca, c.mean_ca);
+  EXPECT_NO_THROW(check_calibration(back, policy_context(m), path));
+  // A calibration of some layers only does not fit a model whose every layer is global.
+  Calibration relabelled = c;
+  relabelled.layers = {1};
+  relabelled.mean_ca.resize(4 * 8);
+  relabelled.rank_all();
+  const std::string err = error_of([&] { check_calibration(relabelled, policy_context(m), path); });
+  EXPECT_NE(err.find("covers layers 1, but this model's layers are 0, 1"), std::string::npos)
+      << err;
+}
+
 // A hand-made calibration of the given shape, CA rising with the FC id.
 Calibration synthetic_calibration(int n_layers, int n_fc) {
   Calibration c;
@@ -142,6 +298,8 @@ Calibration synthetic_calibration(int n_layers, int n_fc) {
   c.head_dim = 2 * n_fc;
   c.fcs.resize(n_fc);
   for (int f = 0; f < n_fc; ++f) c.fcs[f] = {2 * f, 2 * f + 1};
+  c.layers.resize(n_layers);
+  std::iota(c.layers.begin(), c.layers.end(), 0);
   c.mean_ca.resize(size_t(n_layers) * c.n_heads * n_fc);
   for (size_t i = 0; i < c.mean_ca.size(); ++i) {
     c.mean_ca[i] = float(i % n_fc) / float(std::max(n_fc - 1, 1));
@@ -166,6 +324,24 @@ TEST(CalibrationHeatmap, PngGrowsByOneCellPerLayerAndFc) {
   // The SVG of the same calibration still draws every cell.
   const std::string svg = calibration_heatmap_svg(synthetic_calibration(3, 4));
   EXPECT_NE(svg.find("layer 2 FC 3: 1.000"), std::string::npos);
+}
+
+// A hybrid model's calibration draws its global layers only, each labelled, and says so.
+TEST(CalibrationHeatmap, HybridShowsOnlyItsGlobalLayers) {
+  Calibration c = synthetic_calibration(3, 4);
+  const Calibration all = c;
+  c.n_layers = 18;
+  c.layers = {5, 11, 17};
+  const std::string png = calibration_heatmap_png(c), png_all = calibration_heatmap_png(all);
+  EXPECT_EQ(be32(png, 20), be32(png_all, 20));  // three rows, not eighteen
+  const std::string svg = calibration_heatmap_svg(c);
+  EXPECT_NE(svg.find("layer 5 FC 0:"), std::string::npos);
+  EXPECT_NE(svg.find("layer 17 FC 3:"), std::string::npos);
+  EXPECT_EQ(svg.find("layer 0 FC"), std::string::npos);
+  EXPECT_EQ(svg.find("layer 6 FC"), std::string::npos);
+  EXPECT_NE(svg.find(">layer 11</text>"), std::string::npos);  // every row labelled
+  EXPECT_NE(svg.find("global layers 5, 11, 17 of 18"), std::string::npos);
+  EXPECT_EQ(calibration_heatmap_svg(all).find("global layers"), std::string::npos);
 }
 
 TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
@@ -239,6 +415,60 @@ TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
   const auto missing = test::run_cli({"calib", "show", "/nonexistent.json"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("cannot read calibration file"), std::string::npos);
+}
+
+// Gemma 3 (15 sliding-window layers, global layers 5, 11, 17): calibrate, recall and run
+// report the global layers only, and say so.
+TEST(CalibrationCli, HybridGemma3CoversItsGlobalLayers) {
+  FASA_MODEL_OR_SKIP(path, test::gemma3_path);
+  const std::string out = ::testing::TempDir() + "/gemma3_calib.json";
+  const std::string texts = std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/";
+  const auto r = test::run_cli({"calibrate", "-m", path, "--text", texts + "austen_emma.txt",
+                                "-o", out, "--tokens", "64", "--steps", "2", "--samples", "1",
+                                "--k", "16"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("sample 1/1"), std::string::npos);
+  const nlohmann::json j = read_json(out);
+  EXPECT_EQ(j["layers"], nlohmann::json({5, 11, 17}));
+  EXPECT_EQ(j["heads"].size(), 3u * 4);
+  const std::string spec = "fasa:calib=" + out + ",budget=16";
+  const auto rj = test::run_cli({"eval", "recall", "-m", path, "--text",
+                                 texts + "austen_persuasion.txt", "--ctx", "100", "--steps", "2",
+                                 "--policy", spec, "--json"});
+  ASSERT_EQ(rj.exit_code, 0) << rj.err;
+  const auto rec = nlohmann::json::parse(rj.out);
+  EXPECT_EQ(rec["layers"], nlohmann::json({5, 11, 17}));
+  EXPECT_EQ(rec["sliding_window_layers"], 15);
+  EXPECT_EQ(rec["layer_recall"].size(), 3u);
+  EXPECT_EQ(rec["head_recall"].size(), 3u * 4);
+  EXPECT_EQ(rec["dense_fraction"], 0.0);
+  const auto rt = test::run_cli({"eval", "recall", "-m", path, "--text",
+                                 texts + "austen_persuasion.txt", "--ctx", "100", "--steps", "1",
+                                 "--policy", spec});
+  ASSERT_EQ(rt.exit_code, 0) << rt.err;
+  EXPECT_NE(rt.out.find("evaluated: the 3 global layers 5, 11, 17 of 18"), std::string::npos)
+      << rt.out;
+  EXPECT_NE(rt.out.find("| 17 |"), std::string::npos) << rt.out;
+  EXPECT_EQ(rt.out.find("| 4 |"), std::string::npos) << rt.out;
+  const auto run = test::run_cli({"run", "-m", path, "-p", "It is a truth universally", "-n",
+                                  "4", "--temp", "0", "--policy", spec});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("cached K/V rows of the 3 global layers"), std::string::npos) << run.err;
+  // A calibration of another layer set is refused, naming both.
+  nlohmann::json moved = j;
+  moved["layers"] = {5, 11, 16};
+  for (auto& e : moved["heads"]) {
+    if (e["layer"] == 17) e["layer"] = 16;
+  }
+  const std::string moved_path = ::testing::TempDir() + "/gemma3_calib_moved.json";
+  std::ofstream(moved_path) << moved.dump();
+  const auto bad = test::run_cli({"run", "-m", path, "-p", "x", "-n", "1", "--policy",
+                                  "fasa:calib=" + moved_path + ",budget=16"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("covers layers 5, 11, 16, but this model's global-attention layers are "
+                         "5, 11, 17"),
+            std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

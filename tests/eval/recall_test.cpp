@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "fasa/calibrate/calibrator.h"
 #include "fasa/core/error.h"
 #include "fasa/eval/recall.h"
 #include "fasa/model/model.h"
@@ -83,6 +84,53 @@ TEST(RecallTest, ComparedPoliciesEqualSeparateRuns) {
     EXPECT_EQ(all[p].mass, r.mass) << p;
     EXPECT_EQ(all[p].kl, r.kl) << p;
   }
+}
+
+// A hybrid stack (sliding, global, sliding, global): only the global layers are evaluated.
+TEST(RecallTest, HybridModelEvaluatesItsGlobalLayersOnly) {
+  const std::string path = ::testing::TempDir() + "/recall_tiny_hybrid.gguf";
+  test::TinySpec spec;
+  spec.arch = "gemma3";
+  spec.n_layers = 4;
+  spec.sliding_window = 5;
+  spec.window_pattern = 2;
+  spec.rope_base_local = 100.0f;
+  spec.wtype = DType::Q8_0;
+  test::write_tiny_model(path, spec);
+  auto model = Model::load(path);
+  std::mt19937 rng(23);
+  std::vector<int32_t> tokens(120), calib_text(80);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  for (auto& t : calib_text) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  CalibrateOptions co;
+  co.k = 8;
+  co.samples = 2;
+  co.tokens = 30;
+  co.steps = 3;
+  const std::string calib = ::testing::TempDir() + "/recall_tiny_hybrid_calib.json";
+  save_calibration(calibrate(model, calib_text, co, nullptr), calib);
+  RecallOptions o;
+  o.n_ctx = 48;
+  o.steps = 6;
+  o.policy = "oracle:budget=8,gqa=per-head";
+  o.compare = {"full", "fasa:calib=" + calib + ",budget=8"};
+  const std::vector<RecallResult> all = evaluate_recall_all(model, tokens, o, nullptr);
+  ASSERT_EQ(all.size(), 3u);
+  for (const RecallResult& r : all) {
+    EXPECT_EQ(r.n_layers, 4);
+    EXPECT_EQ(r.layers, (std::vector<int>{1, 3})) << r.policy;
+    EXPECT_EQ(r.recall.size(), 2u * 4) << r.policy;
+    EXPECT_EQ(r.mass.size(), 2u * 4) << r.policy;
+  }
+  EXPECT_DOUBLE_EQ(all[0].mean_recall, 1.0);
+  EXPECT_DOUBLE_EQ(all[0].dense_fraction, 0.0);
+  for (double kl : all[1].kl) EXPECT_EQ(kl, 0.0);
+  EXPECT_DOUBLE_EQ(all[1].dense_fraction, 1.0);
+  // FASA: every global layer sparse (the default dense layer 0 slides here).
+  EXPECT_DOUBLE_EQ(all[2].dense_fraction, 0.0);
+  EXPECT_GT(all[2].mean_recall, 0.0);
+  EXPECT_LE(all[2].mean_recall, 1.0);
+  for (double x : all[2].recall) EXPECT_GT(x, 0.0);  // every evaluated head was measured
 }
 
 TEST(RecallTest, BadOptions) {

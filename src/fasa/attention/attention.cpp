@@ -289,8 +289,10 @@ void window_step(const AttnStep& s, const KvCache& cache, AttnStats* stats) {
     stats->decode_steps += sh.n_heads;
     stats->slots_read += n * sh.n_heads;
     stats->slots_visible += n * sh.n_heads;
+    stats->window_slots += n * sh.n_heads;
     stats->attend_bytes += n * row_bytes * sh.n_kv_heads;
     stats->dense_bytes += n * row_bytes * sh.n_kv_heads;
+    stats->window_bytes += n * row_bytes * sh.n_kv_heads;
   }
 }
 

@@ -30,6 +30,15 @@ struct AttnShape {
   std::vector<int> layer_window;  // [n_layers] sliding window, 0 = global; empty = all global
   int n_group() const { return n_heads / n_kv_heads; }
   int window(int layer) const { return layer_window.empty() ? 0 : layer_window[layer]; }
+  // The global (full-attention) layers, ascending: every layer of a model without sliding
+  // windows. Only these are policy-driven (a sliding-window layer's window is its selection).
+  std::vector<int> global_layers() const {
+    std::vector<int> g;
+    for (int l = 0; l < n_layers; ++l) {
+      if (window(l) == 0) g.push_back(l);
+    }
+    return g;
+  }
 };
 
 // How a cache splits its rows between RAM and a file-backed tier (FASA-M). In an offloaded

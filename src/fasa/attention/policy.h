@@ -58,6 +58,8 @@ class AttentionPolicy {
   virtual ~AttentionPolicy() = default;
   virtual std::string_view name() const = 0;
   // Slots [first_slot, first_slot + n) of `layer` were just written (all kv heads).
+  // Policies see global layers only (shape.global_layers()): a sliding-window layer attends over
+  // its window without one, so neither on_append nor select is ever called for it.
   virtual void on_append(const KvCache& cache, int layer, int first_slot, int n) {}
   // Decode step. May be called concurrently for different kv heads of the same layer;
   // never throws.

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <numeric>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
@@ -12,6 +13,27 @@
 #include "fasa/model/model.h"
 
 namespace fasa {
+
+int Calibration::row(int layer) const {
+  const auto it = std::lower_bound(layers.begin(), layers.end(), layer);
+  return it != layers.end() && *it == layer ? static_cast<int>(it - layers.begin()) : -1;
+}
+
+int Calibration::covered_row(int layer) const {
+  const int r = row(layer);
+  FASA_CHECK(r >= 0);
+  return r;
+}
+
+std::string layer_list_text(const std::vector<int>& layers) {
+  if (layers.empty()) return "none";
+  bool run = layers.size() > 2;
+  for (size_t i = 1; run && i < layers.size(); ++i) run = layers[i] == layers[i - 1] + 1;
+  if (run) return fmt::format("{}-{}", layers.front(), layers.back());
+  std::string s;
+  for (size_t i = 0; i < layers.size(); ++i) s += (i ? ", " : "") + std::to_string(layers[i]);
+  return s;
+}
 
 void Calibration::rank_all() {
   const int nf = n_fc();
@@ -30,6 +52,9 @@ std::string model_identity(const Model& model) {
 }
 
 void save_calibration(const Calibration& c, const std::string& path) {
+  FASA_CHECK(!c.layers.empty() && std::is_sorted(c.layers.begin(), c.layers.end()) &&
+             c.layers.front() >= 0 && c.layers.back() < c.n_layers &&
+             c.mean_ca.size() == c.layers.size() * c.n_heads * c.n_fc());
   nlohmann::ordered_json j;
   j["format"] = "fasa-calibration";
   j["version"] = kCalibrationVersion;
@@ -45,8 +70,9 @@ void save_calibration(const Calibration& c, const std::string& path) {
   j["tokens_per_sample"] = c.tokens_per_sample;
   j["steps"] = c.steps;
   j["text"] = {{"name", c.text_name}, {"sha256", c.text_sha256}, {"n_tokens", c.text_tokens}};
+  j["layers"] = c.layers;  // the layers covered: the model's global layers
   nlohmann::ordered_json heads = nlohmann::ordered_json::array();
-  for (int l = 0; l < c.n_layers; ++l) {
+  for (int l : c.layers) {
     for (int h = 0; h < c.n_heads; ++h) {
       std::vector<float> ca(c.ca(l, h), c.ca(l, h) + c.n_fc());
       std::vector<int32_t> rk(c.rank(l, h), c.rank(l, h) + c.n_fc());
@@ -73,9 +99,9 @@ Calibration load_calibration(const std::string& path) {
   try {
     if (j.at("format") != "fasa-calibration") fail("'{}' is not a fasa calibration file", path);
     const int version = j.at("version");
-    if (version != kCalibrationVersion) {
-      fail("calibration file '{}' has version {}, this fasa reads version {}", path, version,
-           kCalibrationVersion);
+    if (version != 1 && version != kCalibrationVersion) {
+      fail("calibration file '{}' has version {}, this fasa reads versions 1 and {}", path,
+           version, kCalibrationVersion);
     }
     const auto& m = j.at("model");
     c.model_sha256 = m.at("sha256");
@@ -110,20 +136,40 @@ Calibration load_calibration(const std::string& path) {
       fail("calibration '{}': fc_dims do not match the {} mapping for a {} model", path,
            fc_layout_name(c.fc_layout), rope);
     }
+    if (version == 1) {  // before hybrid models: every layer was calibrated
+      c.layers.resize(c.n_layers);
+      std::iota(c.layers.begin(), c.layers.end(), 0);
+    } else {
+      c.layers = j.at("layers").get<std::vector<int>>();
+      bool ok = !c.layers.empty();
+      for (size_t i = 0; ok && i < c.layers.size(); ++i) {
+        ok = c.layers[i] >= 0 && c.layers[i] < c.n_layers &&
+             (i == 0 || c.layers[i] > c.layers[i - 1]);
+      }
+      if (!ok) {
+        fail("calibration '{}': 'layers' must list distinct layers of the model's {} in "
+             "ascending order", path, c.n_layers);
+      }
+    }
     const auto& heads = j.at("heads");
-    const size_t n_heads_total = static_cast<size_t>(c.n_layers) * c.n_heads;
+    const size_t n_heads_total = c.layers.size() * c.n_heads;
     if (heads.size() != n_heads_total) {
       fail("calibration '{}': {} head entries, expected {}", path, heads.size(), n_heads_total);
     }
     c.mean_ca.assign(n_heads_total * c.n_fc(), 0.0f);
+    std::vector<char> seen(n_heads_total, 0);
     for (const auto& e : heads) {
       const int l = e.at("layer"), h = e.at("head");
       const auto ca = e.at("mean_ca").get<std::vector<float>>();
-      if (l < 0 || l >= c.n_layers || h < 0 || h >= c.n_heads ||
-          static_cast<int>(ca.size()) != c.n_fc()) {
-        fail("calibration '{}': bad head entry (layer {}, head {})", path, l, h);
+      const int r = c.row(l);
+      if (r < 0 || h < 0 || h >= c.n_heads || static_cast<int>(ca.size()) != c.n_fc() ||
+          seen[static_cast<size_t>(r) * c.n_heads + h]) {
+        fail("calibration '{}': bad head entry (layer {}, head {}; covered layers {})", path, l,
+             h, layer_list_text(c.layers));
       }
-      std::copy(ca.begin(), ca.end(), c.mean_ca.begin() + (l * c.n_heads + h) * c.n_fc());
+      seen[static_cast<size_t>(r) * c.n_heads + h] = 1;
+      std::copy(ca.begin(), ca.end(),
+                c.mean_ca.begin() + (static_cast<size_t>(r) * c.n_heads + h) * c.n_fc());
     }
   } catch (const nlohmann::json::exception& e) {
     fail("calibration file '{}' is malformed: {}", path, e.what());
@@ -144,6 +190,15 @@ void check_calibration(const Calibration& c, const PolicyContext& ctx, const std
   if (c.rope_layout != ctx.rope_layout) {
     fail("calibration '{}' was made for RoPE layout {}, the model uses {}", path,
          rope_layout_name(c.rope_layout), rope_layout_name(ctx.rope_layout));
+  }
+  const std::vector<int> global = m.global_layers();
+  if (c.layers != global) {
+    const bool hybrid = static_cast<int>(global.size()) < m.n_layers;
+    fail("calibration '{}' covers layers {}, but this model's {} {} (FASA calibrates the "
+         "global-attention layers only{}); recalibrate with `fasa calibrate`",
+         path, layer_list_text(c.layers),
+         hybrid ? "global-attention layers are" : "layers are", layer_list_text(global),
+         hybrid ? ", sliding-window layers attend over their window" : "");
   }
   FASA_CHECK(ctx.model_sha256 != nullptr);
   const std::string id = ctx.model_sha256();

@@ -1,6 +1,12 @@
 // A FASA calibration: per (layer, query head) the mean Contextual Agreement of every frequency
 // chunk, ranked. Stored as versioned JSON bound to the model's identity, RoPE layout, head_dim
 // and FC mapping; loading it for anything else is an error, never a silent fallback.
+//
+// It covers the model's global (full-attention) layers only: on a hybrid stack (gemma3) the
+// sliding-window layers attend over their window and no policy runs there, so they are not
+// calibrated. Version 2 files list the covered layers ("layers"); version 1 files, which
+// predate hybrid models, covered every layer and still load as such (a hybrid model refuses
+// them in check_calibration).
 #pragma once
 
 #include <cstdint>
@@ -14,14 +20,14 @@ namespace fasa {
 
 class Model;
 
-inline constexpr int kCalibrationVersion = 1;
+inline constexpr int kCalibrationVersion = 2;
 
 struct Calibration {
   // Identity of what it was made for.
   std::string model_sha256;  // sha256 of the GGUF file
   std::string model_name;
   std::string arch;
-  int n_layers = 0;
+  int n_layers = 0;           // of the model (covered or not)
   int n_heads = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
@@ -37,19 +43,30 @@ struct Calibration {
   std::string text_sha256;
   int64_t text_tokens = 0;
   // Results.
-  std::vector<float> mean_ca;   // [n_layers, n_heads, n_fc]
-  std::vector<int32_t> ranked;  // [n_layers, n_heads, n_fc] FC ids, highest mean CA first
+  std::vector<int> layers;      // [n_covered] the calibrated (global) layers, ascending
+  std::vector<float> mean_ca;   // [n_covered, n_heads, n_fc]
+  std::vector<int32_t> ranked;  // [n_covered, n_heads, n_fc] FC ids, highest mean CA first
 
   int n_fc() const { return static_cast<int>(fcs.size()); }
+  // Index of `layer` in `layers`, or -1 when the calibration does not cover it.
+  int row(int layer) const;
+  bool covers(int layer) const { return row(layer) >= 0; }
+  // A covered layer's results (aborts for a layer not covered).
   const float* ca(int layer, int head) const {
-    return mean_ca.data() + (static_cast<size_t>(layer) * n_heads + head) * n_fc();
+    return mean_ca.data() + (static_cast<size_t>(covered_row(layer)) * n_heads + head) * n_fc();
   }
   const int32_t* rank(int layer, int head) const {
-    return ranked.data() + (static_cast<size_t>(layer) * n_heads + head) * n_fc();
+    return ranked.data() + (static_cast<size_t>(covered_row(layer)) * n_heads + head) * n_fc();
   }
   // Fills `ranked` from `mean_ca` (ties by the lower FC id).
   void rank_all();
+
+ private:
+  int covered_row(int layer) const;
 };
+
+// "0-29" for a contiguous run, else "5, 11, 17" (layer lists in messages and reports).
+std::string layer_list_text(const std::vector<int>& layers);
 
 // sha256 of the model file (the identity a calibration is bound to).
 std::string model_identity(const Model& model);
@@ -58,7 +75,7 @@ void save_calibration(const Calibration& c, const std::string& path);  // throws
 // Parses and validates the file's own consistency (version, sizes, FC mapping).
 Calibration load_calibration(const std::string& path);
 // Throws fasa::Error naming the mismatch when `c` was not made for the model `ctx` describes
-// (architecture, shape, RoPE layout, file identity).
+// (architecture, shape, RoPE layout, covered layers = the model's global layers, file identity).
 void check_calibration(const Calibration& c, const PolicyContext& ctx, const std::string& path);
 
 }  // namespace fasa

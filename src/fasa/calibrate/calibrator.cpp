@@ -12,13 +12,20 @@ namespace fasa {
 namespace {
 
 // Attends densely (the model's outputs are untouched) while measuring, for every query head at
-// every decode step, the agreement of each FC's token ranking with the full head's.
+// every decode step, the agreement of each FC's token ranking with the full head's. Only global
+// layers reach a policy (sliding-window layers attend over their window), so only they are
+// measured.
 class AgreementObserver final : public AttentionPolicy {
  public:
   AgreementObserver(const AttnShape& shape, std::vector<FcDims> fcs, int k)
-      : shape_(shape), fcs_(std::move(fcs)), k_(k),
-        sums_(static_cast<size_t>(shape.n_layers) * shape.n_heads * fcs_.size(), 0.0),
-        counts_(static_cast<size_t>(shape.n_layers) * shape.n_heads, 0) {}
+      : shape_(shape), fcs_(std::move(fcs)), k_(k), layers_(shape.global_layers()),
+        row_of_layer_(shape.n_layers, -1),
+        sums_(layers_.size() * shape.n_heads * fcs_.size(), 0.0),
+        counts_(layers_.size() * shape.n_heads, 0) {
+    for (size_t i = 0; i < layers_.size(); ++i) row_of_layer_[layers_[i]] = static_cast<int>(i);
+  }
+
+  const std::vector<int>& layers() const { return layers_; }
 
   std::string_view name() const override { return "calibrate"; }
 
@@ -28,18 +35,20 @@ class AgreementObserver final : public AttentionPolicy {
     const int hd = shape_.head_dim, n_fc = static_cast<int>(fcs_.size());
     FASA_CHECK(q.cache->type() == KvType::F32);
     const auto* keys = static_cast<const float*>(q.cache->k_rows(q.layer, q.kv_head));
+    const int layer_row = row_of_layer_[q.layer];
+    FASA_CHECK(layer_row >= 0);  // a global layer
     thread_local std::vector<float> ca;  // [n_fc]
     ca.resize(n_fc);
     for (int g = 0; g < q.n_group; ++g) {
       const int head = q.kv_head * q.n_group + g;
       fc_agreement(q.q + g * hd, keys, q.n_visible, hd, fcs_, k_, ca.data());
-      const size_t row = static_cast<size_t>(q.layer) * shape_.n_heads + head;
+      const size_t row = static_cast<size_t>(layer_row) * shape_.n_heads + head;
       for (int i = 0; i < n_fc; ++i) sums_[row * n_fc + i] += ca[i];
       counts_[row] += 1;
     }
   }
 
-  // Mean CA per (layer, head, fc).  [n_layers, n_heads, n_fc]
+  // Mean CA per (global layer, head, fc).  [n_global, n_heads, n_fc]
   std::vector<float> means() const {
     const size_t n_fc = fcs_.size();
     std::vector<float> m(sums_.size());
@@ -56,8 +65,10 @@ class AgreementObserver final : public AttentionPolicy {
   AttnShape shape_;
   std::vector<FcDims> fcs_;
   int k_;
-  std::vector<double> sums_;    // [n_layers, n_heads, n_fc]
-  std::vector<int64_t> counts_;  // [n_layers, n_heads]
+  std::vector<int> layers_;        // [n_global] the layers measured
+  std::vector<int> row_of_layer_;  // [n_layers] index in layers_, -1 for sliding-window layers
+  std::vector<double> sums_;       // [n_global, n_heads, n_fc]
+  std::vector<int64_t> counts_;    // [n_global, n_heads]
 };
 
 }  // namespace
@@ -76,6 +87,11 @@ Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int3
   if (per_sample > mc.n_ctx_train) {
     fail("--tokens + --steps = {} exceeds the model's context length {}", per_sample,
          mc.n_ctx_train);
+  }
+  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};
+  if (shape.global_layers().empty()) {
+    fail("every layer of this model is a sliding-window layer: FASA has no global layer to "
+         "calibrate");
   }
   const int64_t n_text = static_cast<int64_t>(tokens.size());
   if (n_text < per_sample) {
@@ -99,7 +115,6 @@ Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int3
   c.steps = o.steps;
   c.text_tokens = n_text;
 
-  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};
   AgreementObserver observer(shape, c.fcs, o.k);
   SessionOptions so;
   so.n_ctx = static_cast<int>(per_sample);
@@ -115,6 +130,7 @@ Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int3
     for (int i = 0; i < o.steps; ++i) session.decode(begin[o.tokens + i]);
     if (progress) progress(s + 1, o.samples);
   }
+  c.layers = observer.layers();
   c.mean_ca = observer.means();
   c.rank_all();
   return c;

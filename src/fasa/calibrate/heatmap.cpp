@@ -32,6 +32,13 @@ std::string colour(double v) {
   return fmt::format("rgb({},{},{})", c[0], c[1], c[2]);
 }
 
+// A row's layer number is labelled when every layer is covered: every 5 layers and the last;
+// when only some are (a hybrid model's global layers), every row, as rows skip layers.
+bool labelled(const Calibration& c, int row) {
+  const int n_rows = static_cast<int>(c.layers.size());
+  return n_rows < c.n_layers || c.layers[row] % 5 == 0 || row == n_rows - 1;
+}
+
 // Mean CA of FC `f` over the query heads of layer `l`.
 double layer_mean(const Calibration& c, int l, int f) {
   double m = 0.0;
@@ -100,8 +107,10 @@ struct Canvas {
 
 std::string calibration_heatmap_svg(const Calibration& c) {
   const int cell = 14, left = 70, top = 50, n_fc = c.n_fc();
+  const int n_rows = static_cast<int>(c.layers.size());
+  const bool partial = n_rows < c.n_layers;
   const int width = std::max(left + n_fc * cell + 90, 720);
-  const int height = top + c.n_layers * cell + 50;
+  const int height = top + n_rows * cell + 50 + (partial ? 16 : 0);
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"sans-serif\" font-size=\"11\">\n"
@@ -110,9 +119,9 @@ std::string calibration_heatmap_svg(const Calibration& c) {
       "(K = {}, {} layout)</text>\n",
       width, height, left, c.model_name.empty() ? c.arch : c.model_name, c.k,
       fc_layout_name(c.fc_layout));
-  for (int l = 0; l < c.n_layers; ++l) {
-    const int y = top + l * cell;
-    if (l % 5 == 0 || l == c.n_layers - 1) {
+  for (int r = 0; r < n_rows; ++r) {
+    const int l = c.layers[r], y = top + r * cell;
+    if (labelled(c, r)) {
       s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">layer {}</text>\n", left - 6,
                        y + cell - 3, l);
     }
@@ -124,13 +133,18 @@ std::string calibration_heatmap_svg(const Calibration& c) {
           left + f * cell, y, cell, cell, colour(m), l, f, m);
     }
   }
-  const int axis_y = top + c.n_layers * cell + 16;
+  const int axis_y = top + n_rows * cell + 16;
   for (int f = 0; f < n_fc; f += std::max(1, n_fc / 8)) {
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                      left + f * cell + cell / 2, axis_y, f);
   }
   s += fmt::format("<text x=\"{}\" y=\"{}\">frequency chunk (0 = highest frequency)</text>\n",
                    left, axis_y + 18);
+  if (partial) {
+    s += fmt::format("<text x=\"{}\" y=\"{}\">global layers {} of {}; the sliding-window layers "
+                     "are not calibrated (no policy runs there)</text>\n",
+                     left, axis_y + 34, layer_list_text(c.layers), c.n_layers);
+  }
   const int bar_x = left + n_fc * cell + 30;
   for (int i = 0; i < 100; ++i) {
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"3\" fill=\"{}\"/>\n", bar_x,
@@ -144,26 +158,29 @@ std::string calibration_heatmap_svg(const Calibration& c) {
 
 std::string calibration_heatmap_png(const Calibration& c) {
   const Rgb white{255, 255, 255}, ink{40, 40, 40}, rule{150, 150, 150};
-  const int cell_w = 14, cell_h = 10, n_fc = c.n_fc(), n_layers = c.n_layers;
-  const int label_w = Canvas::text_width(std::to_string(std::max(n_layers - 1, 0)));
+  // One row per covered layer (a hybrid model's global layers only), labelled with its number.
+  const int cell_w = 14, cell_h = 10, n_fc = c.n_fc(), n_rows = static_cast<int>(c.layers.size());
+  const int label_w = Canvas::text_width(std::to_string(c.layers.empty() ? 0 : c.layers.back()));
   const int left = 10 + label_w + 6, top = 10 + kGlyphH + 6;
-  const int grid_w = n_fc * cell_w, grid_h = n_layers * cell_h;
+  const int grid_w = n_fc * cell_w, grid_h = n_rows * cell_h;
   const int bar_x = left + grid_w + 16, bar_w = 14, bar_h = std::max(grid_h, 100);
   const int width = bar_x + bar_w + 5 + Canvas::text_width("0.0") + 10;
   const int height = top + std::max(grid_h, bar_h) + 12;
   Canvas cv(width, height, white);
 
   // The grid: one cell per (layer, FC), layers downwards, FC 0 (highest frequency) on the left.
-  for (int l = 0; l < n_layers; ++l) {
+  for (int l = 0; l < n_rows; ++l) {
     for (int f = 0; f < n_fc; ++f) {
-      cv.fill(left + f * cell_w, top + l * cell_h, cell_w, cell_h, colour_rgb(layer_mean(c, l, f)));
+      cv.fill(left + f * cell_w, top + l * cell_h, cell_w, cell_h,
+              colour_rgb(layer_mean(c, c.layers[l], f)));
     }
   }
   if (grid_w > 0 && grid_h > 0) cv.frame(left, top, grid_w, grid_h, rule);
-  // Layer numbers every 5 layers (and the last), right-aligned, with a tick.
-  for (int l = 0; l < n_layers; ++l) {
-    if (l % 5 != 0 && l != n_layers - 1) continue;
-    const std::string t = std::to_string(l);
+  // Layer numbers (every 5 layers and the last, or every row of a partial cover), right-aligned,
+  // with a tick.
+  for (int l = 0; l < n_rows; ++l) {
+    if (!labelled(c, l)) continue;
+    const std::string t = std::to_string(c.layers[l]);
     const int y = top + l * cell_h;
     cv.text(left - 5 - Canvas::text_width(t), y + (cell_h - kGlyphH) / 2, t, ink);
     cv.fill(left - 3, y + cell_h / 2, 2, 1, rule);

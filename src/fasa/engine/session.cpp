@@ -81,7 +81,7 @@ void Session::reset() {
 void Session::copy_prefix_from(const Session& src) {
   if (src.model_ != model_) fail("cannot copy a prefix between sessions of different models");
   cache_.copy_from(src.cache_);
-  for (int l = 0; l < shape_.n_layers; ++l) {
+  for (int l : shape_.global_layers()) {  // as forward: sliding-window layers are no policy's
     active_policy_->on_append(cache_, l, 0, cache_.n_used());
   }
   logits_ = src.logits_;

@@ -16,12 +16,16 @@ namespace fasa {
 namespace {
 
 // Passes the inner policy's selections through unchanged while scoring them per query head.
+// It sees the global layers only (the driver runs sliding-window layers without a policy).
 class SelectionProbe final : public AttentionPolicy {
  public:
   SelectionProbe(std::unique_ptr<AttentionPolicy> inner, const AttnShape& shape, double budget)
-      : inner_(std::move(inner)), shape_(shape), budget_(budget),
-        recall_(static_cast<size_t>(shape.n_layers) * shape.n_heads, 0.0),
-        mass_(recall_.size(), 0.0), count_(recall_.size(), 0), dense_(recall_.size(), 0) {}
+      : inner_(std::move(inner)), shape_(shape), budget_(budget), layers_(shape.global_layers()),
+        layer_row_(shape.n_layers, -1),
+        recall_(layers_.size() * shape.n_heads, 0.0),
+        mass_(recall_.size(), 0.0), count_(recall_.size(), 0), dense_(recall_.size(), 0) {
+    for (size_t i = 0; i < layers_.size(); ++i) layer_row_[layers_[i]] = static_cast<int>(i);
+  }
 
   std::string_view name() const override { return "probe"; }
   void on_append(const KvCache& c, int layer, int first, int n) override {
@@ -42,8 +46,10 @@ class SelectionProbe final : public AttentionPolicy {
     thread_local std::vector<float> p;
     thread_local std::vector<int32_t> top;
     p.resize(n);
+    FASA_CHECK(layer_row_[q.layer] >= 0);
     for (int j = 0; j < q.n_group; ++j) {
-      const size_t row = static_cast<size_t>(q.layer) * shape_.n_heads + q.kv_head * q.n_group + j;
+      const size_t row = static_cast<size_t>(layer_row_[q.layer]) * shape_.n_heads +
+                         q.kv_head * q.n_group + j;
       qk_scores(q.q + j * hd, rows, nullptr, n, p.data());
       top_k_indices(p.data(), n, k, top);  // the oracle's slots for this head
       const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -69,7 +75,9 @@ class SelectionProbe final : public AttentionPolicy {
   std::unique_ptr<AttentionPolicy> inner_;
   AttnShape shape_;
   double budget_;
-  std::vector<double> recall_, mass_;  // [n_layers, n_heads] sums
+  std::vector<int> layers_;            // [n_global] the layers measured
+  std::vector<int> layer_row_;         // [n_layers] index in layers_, -1 for sliding-window layers
+  std::vector<double> recall_, mass_;  // [n_global, n_heads] sums
   std::vector<int64_t> count_, dense_;
   int last_budget_ = 0;
 };
@@ -87,6 +95,10 @@ std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model
   }
   const ModelConfig& mc = model->config();
   const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};
+  if (shape.global_layers().empty()) {
+    fail("every layer of this model is a sliding-window layer: no policy runs, nothing to "
+         "evaluate");
+  }
   std::vector<std::string> specs{o.policy};
   specs.insert(specs.end(), o.compare.begin(), o.compare.end());
   const PolicyContext ctx = policy_context(model);
@@ -141,6 +153,7 @@ std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model
     r.policy = specs[p];
     r.n_layers = mc.n_layers;
     r.n_heads = mc.n_heads;
+    r.layers = probe.layers_;
     const size_t n_rows = probe.count_.size();
     r.recall.resize(n_rows);
     r.mass.resize(n_rows);

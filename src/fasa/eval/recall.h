@@ -2,7 +2,8 @@
 // steps with the policy active and, at every step, layer and query head, compare the slots it
 // read with the oracle top-B of the full attention logits (recall) and measure the share of the
 // full attention mass they hold. A dense session runs in lockstep to give KL(full ‖ policy) of
-// the next-token distributions.
+// the next-token distributions. On a hybrid stack (gemma3) only the global layers are measured:
+// sliding-window layers attend over their window, outside any policy.
 #pragma once
 
 #include <cstdint>
@@ -26,13 +27,15 @@ struct RecallOptions {
 
 struct RecallResult {
   std::string policy;
-  int n_layers = 0;
+  int n_layers = 0;                // of the model
   int n_heads = 0;
+  std::vector<int> layers;         // [n_eval] the layers evaluated: the global ones (all layers
+                                   // of a model without sliding windows)
   int budget_last = 0;             // slots per head at the last step (oracle size)
-  std::vector<double> recall;      // [n_layers, n_heads] mean over steps
-  std::vector<double> mass;        // [n_layers, n_heads] mean share of full attention mass
+  std::vector<double> recall;      // [n_eval, n_heads] mean over steps
+  std::vector<double> mass;        // [n_eval, n_heads] mean share of full attention mass
   std::vector<double> kl;          // [steps] KL(full || policy), nats
-  double mean_recall = 0.0;        // over layers, heads and steps (sparse layers only)
+  double mean_recall = 0.0;        // over evaluated layers, heads and steps (sparse ones only)
   double mean_mass = 0.0;
   double mean_kl = 0.0;
   double dense_fraction = 0.0;     // share of (layer, head, step) that read every slot

@@ -15,6 +15,9 @@
 // the session for a tiered cache (KvTiering) instead: RAM holds only those packed dims, the other
 // K dims and all of V go to a file under offload_dir (dense layers go there whole), and attention
 // fetches just the selected rows. Both read the same packed values and select the same slots, so their outputs are equal.
+// Hybrid stacks (gemma3): only the global layers are FASA's. Sliding-window layers attend over
+// their window without a policy, so the policy keeps no state for them (no packed slice, no
+// groups), FASA-M never offloads them, and dense_layers may name global layers only.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -60,17 +63,19 @@ struct PackedFc {
 class FasaPolicy final : public AttentionPolicy {
  public:
   FasaPolicy(const PolicyContext& ctx, FasaOptions o, const Calibration& c)
-      : shape_(ctx.shape), o_(std::move(o)) {
+      : shape_(ctx.shape), o_(std::move(o)), layers_(shape_.global_layers()),
+        layer_row_(shape_.n_layers, -1) {
+    for (size_t i = 0; i < layers_.size(); ++i) layer_row_[layers_[i]] = static_cast<int>(i);
     const int n_fc = c.n_fc();
     n_tip_ = std::clamp(o_.n_tip < 1.0 ? static_cast<int>(std::lround(o_.n_tip * n_fc))
                                        : static_cast<int>(o_.n_tip),
                         1, n_fc);
     const int n_group = shape_.n_group();
-    // The FCs TIP uses for each (layer, head): [n_layers * n_heads][n_tip]
-    std::vector<std::vector<int32_t>> chosen(static_cast<size_t>(shape_.n_layers) * shape_.n_heads);
-    for (int l = 0; l < shape_.n_layers; ++l) {
+    // The FCs TIP uses for each (global layer, head): [n_global * n_heads][n_tip]
+    std::vector<std::vector<int32_t>> chosen(layers_.size() * shape_.n_heads);
+    for (int l : layers_) {
       for (int h = 0; h < shape_.n_heads; ++h) {
-        std::vector<int32_t>& fc = chosen[static_cast<size_t>(l) * shape_.n_heads + h];
+        std::vector<int32_t>& fc = chosen[static_cast<size_t>(layer_row_[l]) * shape_.n_heads + h];
         if (o_.fcs == "calibrated") {
           fc.assign(c.rank(l, h), c.rank(l, h) + n_tip_);
         } else if (o_.fcs == "high") {  // FC 0 rotates fastest
@@ -89,10 +94,10 @@ class FasaPolicy final : public AttentionPolicy {
       }
     }
     auto dominant = [&](int l, int h) -> const std::vector<int32_t>& {
-      return chosen[static_cast<size_t>(l) * shape_.n_heads + h];
+      return chosen[static_cast<size_t>(layer_row_[l]) * shape_.n_heads + h];
     };
-    groups_.resize(static_cast<size_t>(shape_.n_layers) * shape_.n_kv_heads);
-    for (int l = 0; l < shape_.n_layers; ++l) {
+    groups_.resize(layers_.size() * shape_.n_kv_heads);
+    for (int l : layers_) {
       for (int g = 0; g < shape_.n_kv_heads; ++g) {
         Group& gr = group(l, g);
         // Packed dims: the union of the group's heads' dominant FC dims, in dim order.
@@ -119,13 +124,16 @@ class FasaPolicy final : public AttentionPolicy {
     }
     if (o_.variant_m) {
       tiering_.dir = o_.offload_dir;
-      // Every layer goes to the file; a dense layer keeps nothing in RAM (no TIP) and reads all
-      // its rows back at each step, sequentially.
-      tiering_.offload_layer.assign(shape_.n_layers, 1);
+      // Every global layer goes to the file; a dense layer keeps nothing in RAM (no TIP) and
+      // reads all its rows back at each step, sequentially. Sliding-window layers stay whole in
+      // RAM (their small rings are what every step reads).
+      tiering_.offload_layer.assign(shape_.n_layers, 0);
       for (int l = 0; l < shape_.n_layers; ++l) {
+        const bool global = layer_row_[l] >= 0;
+        tiering_.offload_layer[l] = global ? 1 : 0;
         for (int g = 0; g < shape_.n_kv_heads; ++g) {
-          tiering_.hot_dims.push_back(o_.dense_layers.count(l) ? std::vector<int>{}
-                                                               : group(l, g).dims);
+          tiering_.hot_dims.push_back(!global || o_.dense_layers.count(l) ? std::vector<int>{}
+                                                                          : group(l, g).dims);
         }
       }
     }
@@ -142,6 +150,7 @@ class FasaPolicy final : public AttentionPolicy {
     elem_bytes_ = eb;
     f16_ = cache.type() == KvType::F16;
     n_slots_ = std::max(n_slots_, first_slot + n);
+    if (layer_row_[layer] < 0) return;  // a sliding-window layer: not FASA's
     if (o_.dense_layers.count(layer) || o_.variant_m) return;  // FASA-M: the cache holds the slice
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
       Group& gr = group(layer, g);
@@ -161,7 +170,7 @@ class FasaPolicy final : public AttentionPolicy {
   uint64_t resident_bytes() const override {
     if (o_.variant_m) return 0;
     uint64_t n = 0;
-    for (int l = 0; l < shape_.n_layers; ++l) {
+    for (int l : layers_) {
       if (o_.dense_layers.count(l)) continue;
       for (int g = 0; g < shape_.n_kv_heads; ++g) {
         n += static_cast<uint64_t>(n_slots_) * group(l, g).dims.size() * elem_bytes_;
@@ -189,6 +198,7 @@ class FasaPolicy final : public AttentionPolicy {
   // order) and the pick. Every score is the bits select() alone would give.
   void select_staged(const AttnQuery* qs, int n_kv, Selection* outs) {
     const int n = qs[0].n_visible, layer = qs[0].layer, ng = qs[0].n_group;
+    FASA_CHECK(layer_row_[layer] >= 0);  // the driver never asks about a sliding-window layer
     const int budget = resolve_budget(o_.budget, n);
     if (budget >= n || o_.dense_layers.count(layer)) {
       for (int g = 0; g < n_kv; ++g) outs[g].set_all();
@@ -278,9 +288,11 @@ class FasaPolicy final : public AttentionPolicy {
     std::vector<std::vector<PackedFc>> heads;  // [n_group][n_tip]
     std::vector<uint8_t> kdom;                 // [dims.size(), capacity] of the cache's type
   };
-  Group& group(int layer, int g) { return groups_[static_cast<size_t>(layer) * shape_.n_kv_heads + g]; }
+  Group& group(int layer, int g) {
+    return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
+  }
   const Group& group(int layer, int g) const {
-    return groups_[static_cast<size_t>(layer) * shape_.n_kv_heads + g];
+    return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
   }
 
   // Sinks and recent slots first (inside the budget), then the best-scoring rest. scores: [n]
@@ -302,11 +314,13 @@ class FasaPolicy final : public AttentionPolicy {
 
   AttnShape shape_;
   FasaOptions o_;
+  std::vector<int> layers_;     // [n_global] the global layers, FASA's
+  std::vector<int> layer_row_;  // [n_layers] index in layers_, -1 for a sliding-window layer
   int n_tip_ = 0;
   size_t elem_bytes_ = 2;  // of the cache (and so of kdom)
   bool f16_ = true;
   int n_slots_ = 0;        // slots written so far (the packed slices' used length)
-  std::vector<Group> groups_;  // [n_layers, n_kv_heads]
+  std::vector<Group> groups_;  // [n_global, n_kv_heads]
   KvTiering tiering_;          // variant m: the cache layout asked of the session
 };
 
@@ -355,6 +369,11 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
             fail("policy 'fasa': dense layer {} does not exist (the model has {} layers)", l,
                  ctx.shape.n_layers);
           }
+          if (ctx.shape.window(l) > 0) {
+            fail("policy 'fasa': layer {} is a sliding-window layer (it attends over its window "
+                 "of {}, outside any policy); dense_layers may name the global layers {}",
+                 l, ctx.shape.window(l), layer_list_text(ctx.shape.global_layers()));
+          }
           o.dense_layers.insert(l);
           if (plus == std::string::npos) break;
           start = plus + 1;
@@ -395,6 +414,9 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
            o.offload_dir);
     }
   }
+  // The default dense layer 0 is a sliding-window layer on some hybrid stacks (gemma3): there
+  // it is no concern of FASA's, and every global layer is sparse.
+  std::erase_if(o.dense_layers, [&](int l) { return ctx.shape.window(l) > 0; });
   const Calibration c = load_calibration(o.calib_path);
   check_calibration(c, ctx, o.calib_path);
   return std::make_unique<FasaPolicy>(ctx, std::move(o), c);
