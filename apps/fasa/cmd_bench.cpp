@@ -388,8 +388,12 @@ class Report {
                 : std::string("  |  |");
     }
     std::string ram = bytes(static_cast<double>(m.kv_ram));
-    if (tg && m.kv_window > 0) {  // a hybrid stack: say where the cache is
-      ram += fmt::format(" (global {}, window {})", bytes(static_cast<double>(m.kv_global)),
+    if (tg && m.kv_window > 0) {
+      // A hybrid stack: split the RAM by layer type. The sliding-window rings are always whole
+      // in RAM; the rest is the global layers' (their cache rows kept in RAM and the policy's
+      // side data: all of it for FASA-C, only the packed key slices for FASA-M).
+      const uint64_t global_ram = m.kv_ram > m.kv_window ? m.kv_ram - m.kv_window : 0;
+      ram += fmt::format(" (global {}, window {})", bytes(static_cast<double>(global_ram)),
                          bytes(static_cast<double>(m.kv_window)));
     }
     std::printf("| %s | %s | %.2f ± %.2f | %.2f | %s | %s | %s | %s |%s\n", m.policy.c_str(),
