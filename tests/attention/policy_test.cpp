@@ -136,7 +136,10 @@ std::vector<std::string> specs() {
           c + ",budget=6,n_tip=2,sink=3",
           c + ",budget=5,fcs=random,dense_layers=none",
           c + ",budget=5,fcs=high,n_tip=3,dense_layers=none",
-          c + ",budget=5,fcs=low,gqa=per-head,dense_layers=none"};
+          c + ",budget=5,fcs=low,gqa=per-head,dense_layers=none",
+          "streaming:budget=8",
+          "streaming:budget=0.25,sinks=2",
+          "streaming:budget=5,sinks=0"};
 }
 
 TEST(PolicyInvariants, EveryRegisteredPolicyIsCovered) {
@@ -230,6 +233,7 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   const std::string calib = calibrate_tiny(model, spec.n_vocab, "policy_tiny_calib.json");
   for (const std::string& p :
        {std::string("oracle:budget=64"), std::string("oracle:budget=30,gqa=per-head"),
+        std::string("streaming:budget=30"),
         "fasa:calib=" + calib + ",budget=64,dense_layers=none",
         "fasa:calib=" + calib + ",budget=30,gqa=per-head,sink=4"}) {
     so.policy = p;
@@ -238,7 +242,7 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   }
   // A small budget really changes the computation (the selective path is taken) and does not
   // depend on the thread count.
-  for (const std::string& p : {std::string("oracle:budget=2"),
+  for (const std::string& p : {std::string("oracle:budget=2"), std::string("streaming:budget=3"),
                               "fasa:calib=" + calib + ",budget=3,dense_layers=none"}) {
     so.policy = p;
     Session sparse(model, so);
@@ -552,6 +556,29 @@ TEST(OraclePolicy, MatchesPlainTopK) {
   }
 }
 
+TEST(StreamingPolicy, SinksThenTheNewestSlots) {
+  Fixture f(40);
+  auto p = policy_from("streaming:budget=10,sinks=4");
+  Selection s;
+  p->select(f.query(0, 0), s);
+  ASSERT_FALSE(s.all);
+  EXPECT_FALSE(s.per_head);
+  EXPECT_EQ(s.bytes_read, 0u);
+  EXPECT_EQ(s.slots, (std::vector<int32_t>{0, 1, 2, 3, 34, 35, 36, 37, 38, 39}));
+  // Default 8 sinks; a budget at or below the sinks still keeps the newest slot.
+  auto d = policy_from("streaming:budget=3");
+  d->select(f.query(1, 1), s);
+  EXPECT_EQ(s.slots, (std::vector<int32_t>{0, 1, 39}));
+  // A fraction of the context: 0.25 of 40 = 10 slots.
+  auto fr = policy_from("streaming:budget=0.25,sinks=0");
+  fr->select(f.query(0, 1), s);
+  EXPECT_EQ(s.slots, (std::vector<int32_t>{30, 31, 32, 33, 34, 35, 36, 37, 38, 39}));
+  // Budget covering the context: dense.
+  auto all = policy_from("streaming:budget=40");
+  all->select(f.query(0, 0), s);
+  EXPECT_TRUE(s.all);
+}
+
 TEST(PolicyOptionsTest, BadOptionsAreErrors) {
   EXPECT_THROW(policy_from("oracle"), Error);                     // no budget
   EXPECT_THROW(policy_from("oracle:budget=0"), Error);
@@ -561,6 +588,10 @@ TEST(PolicyOptionsTest, BadOptionsAreErrors) {
   EXPECT_THROW(policy_from("oracle:budget=8,gqa=sometimes"), Error);
   EXPECT_THROW(policy_from("oracle:budget=8,color=red"), Error);
   EXPECT_THROW(policy_from("oracle:budget"), Error);              // not key=value
+  EXPECT_THROW(policy_from("streaming"), Error);                   // no budget
+  EXPECT_THROW(policy_from("streaming:budget=8,sinks=-1"), Error);
+  EXPECT_THROW(policy_from("streaming:budget=8,sinks=x"), Error);
+  EXPECT_THROW(policy_from("streaming:budget=8,window=3"), Error);
   EXPECT_THROW(policy_from("full:budget=8"), Error);
   EXPECT_THROW(policy_from("nope"), Error);
   const std::string c = "fasa:calib=" + calib_path();

@@ -20,6 +20,8 @@ const std::vector<PolicyEntry>& entries() {
        make_oracle_policy},
       {"fasa", "FASA-C: dominant-FC token selection (calib=, budget=, n_tip=, gqa=, ...)",
        make_fasa_policy},
+      {"streaming", "StreamingLLM: the first sinks= slots and the newest ones (budget=, sinks=8)",
+       make_streaming_policy},
   };
   return kEntries;
 }

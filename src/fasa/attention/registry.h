@@ -22,5 +22,6 @@ struct PolicyEntry {
 std::unique_ptr<AttentionPolicy> make_full_policy(const PolicyContext&, const PolicyOptions&);
 std::unique_ptr<AttentionPolicy> make_oracle_policy(const PolicyContext&, const PolicyOptions&);
 std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext&, const PolicyOptions&);
+std::unique_ptr<AttentionPolicy> make_streaming_policy(const PolicyContext&, const PolicyOptions&);
 
 }  // namespace fasa
