@@ -18,6 +18,7 @@
 #include "fasa/model/model.h"
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
+#include "support/golden_agreement.h"
 #include "support/model_path.h"
 
 namespace fasa {
@@ -61,22 +62,10 @@ TEST(Gemma3Golden, TeacherForcedAgreementAndPerplexity) {
   o.n_ctx = n_ctx;
   o.n_chunks = n_chunks;
   const PplResult r = perplexity(model, tokens, o, nullptr);
-  int agree = 0, total = 0, agree_conf = 0, total_conf = 0;
-  for (int c = 0; c < n_chunks; ++c) {
-    const auto ref = g["chunks"][c]["argmax"].get<std::vector<int32_t>>();
-    const auto margin = g["chunks"][c]["margin"].get<std::vector<double>>();
-    for (int i = 0; i < n_ctx; ++i) {
-      const bool same = r.argmax[static_cast<size_t>(c) * n_ctx + i] == ref[i];
-      agree += same;
-      ++total;
-      if (margin[i] >= 0.5) {
-        agree_conf += same;
-        ++total_conf;
-      }
-    }
-  }
-  const double agreement = static_cast<double>(agree) / total;
-  const double agreement_conf = static_cast<double>(agree_conf) / total_conf;
+  const test::GoldenAgreement ag = test::golden_agreement(g, r.argmax);
+  const int agree = ag.agree, total = ag.total, agree_conf = ag.agree_conf,
+            total_conf = ag.total_conf;
+  const double agreement = ag.overall(), agreement_conf = ag.confident();
   const double ref_ppl = g["ppl"];
   std::printf("top-1 agreement %.4f (%d/%d); where reference margin >= 0.5: %.4f (%d/%d); "
               "ppl %.4f vs reference %.4f (%+.3f%%)\n",
