@@ -247,6 +247,8 @@ void add_eval_command(CLI::App& app) {
   add_policy_options(rc, r->policy, /*with_compare=*/true);
   rc->add_flag("--json", r->json, "print one JSON object");
   rc->callback([r] { run_recall(*r); });
+
+  add_tasks_commands(app, ev);
 }
 
 }  // namespace fasa::cli

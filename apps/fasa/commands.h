@@ -10,6 +10,8 @@ void add_inspect_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+// `eval tasks`, `eval sweep` (under `eval`) and `gen-tasks`.
+void add_tasks_commands(CLI::App& app, CLI::App* eval);
 void add_bench_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);  // also `calib show`
 

@@ -439,6 +439,26 @@ TEST(CliTest, ModelWithoutTokenizerCannotRun) {
   expect_clean_error(run_cli({"tokenize", "-m", path, "-p", "hi"}), "no tokenizer");
 }
 
+TEST(CliTest, TaskCommandsRejectBadInput) {
+  const std::string model = tiny("cli_tasks.gguf", test::TinySpec{});
+  const std::string bad = temp_file("cli_bad_tasks.jsonl");
+  std::ofstream(bad) << R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})"
+                     << "\n{\"id\": \"b\"}\n";
+  expect_clean_error(run_cli({"eval", "tasks", "-m", model, "--tasks", bad}),
+                     "cli_bad_tasks.jsonl:2: missing field \"task\"");
+  expect_clean_error(run_cli({"eval", "tasks", "-m", model, "--tasks", "/nonexistent.jsonl"}),
+                     "cannot open task file");
+  expect_clean_error(run_cli({"eval", "sweep", "-m", model, "--tasks", bad, "--policies",
+                              "oracle", "--budgets", "x", "-o", temp_file("sweep_bad")}),
+                     "budget must be a positive number");
+  expect_clean_error(run_cli({"gen-tasks", "-m", model, "--kind", "haystack", "--haystack", bad,
+                              "-o", temp_file("x.jsonl")}),
+                     "unknown task kind 'haystack'");
+  expect_clean_error(run_cli({"gen-tasks", "-m", model, "--kind", "qa", "--haystack",
+                              "/nonexistent.txt", "-o", temp_file("x.jsonl")}),
+                     "/nonexistent.txt");
+}
+
 // ---- real model -------------------------------------------------------------------------
 
 TEST(CliRealModel, TokenizeAndPieces) {
@@ -532,6 +552,39 @@ TEST(CliRealModel, EvalPplJsonAndShortText) {
                      "fewer than one chunk");
   expect_clean_error(run_cli({"eval", "ppl", "-m", path, "--text", "/nonexistent.txt"}),
                      "cannot read");
+}
+
+// gen-tasks → eval tasks → eval sweep on the real model, small: every file is written and
+// every JSON parses, prompts fit the context the tokenizer measures.
+TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  const std::string hay = std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/austen_northanger_abbey.txt";
+  if (!std::filesystem::exists(hay)) GTEST_SKIP() << "no " << hay;
+  const std::string tasks = temp_file("cli_gen_passkey.jsonl");
+  auto r = run_cli({"gen-tasks", "-m", path, "--kind", "passkey", "--haystack", hay, "--ctx",
+                    "160", "--n", "2", "--seed", "3", "-o", tasks});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote 2 passkey tasks"), std::string::npos) << r.out;
+  r = run_cli({"eval", "tasks", "-m", path, "--tasks", tasks, "--policy", "streaming",
+               "--budget", "16", "--compare", "full", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["policy"], "streaming:budget=16");
+  EXPECT_LE(j["n_ctx"].get<int>(), 160);
+  EXPECT_EQ(j["items"].size(), 4u);
+  const std::string dir = temp_file("cli_sweep");
+  std::filesystem::remove_all(dir);
+  r = run_cli({"eval", "sweep", "-m", path, "--tasks", tasks, "--policies", "full,streaming",
+               "--budgets", "16,32", "-o", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto s = nlohmann::json::parse(std::ifstream(dir + "/results.json"));
+  EXPECT_EQ(s["results"].size(), 3u);
+  EXPECT_EQ(s["model_sha256"].get<std::string>().size(), 64u);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/results.md"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget.svg"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget_passkey.svg"));
+  EXPECT_NE(r.out.find("| streaming | 32 |"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -46,19 +46,29 @@ bool scan_stop_strings(std::string& pending, const std::vector<std::string>& sto
 GenerateResult generate(Session& session, const std::vector<int32_t>& prompt,
                         const GenerateOptions& opts,
                         const std::function<void(std::string_view)>& on_text) {
-  const Tokenizer& tok = session.model().require_tokenizer();
-  const int n_vocab = session.model().config().n_vocab;
   if (prompt.empty()) fail("the prompt is empty (no tokens)");
   if (session.n_past() + static_cast<int>(prompt.size()) > session.n_ctx()) {
     fail("prompt of {} tokens does not fit in the context of {} tokens ({} already used)",
          prompt.size(), session.n_ctx(), session.n_past());
   }
+  const auto t0 = std::chrono::steady_clock::now();
+  session.prefill(prompt, opts.prefill_progress);
+  const double prefill_ms = ms_since(t0);
+  GenerateResult r = generate_from_prefilled(session, opts, on_text);
+  r.n_prompt = static_cast<int>(prompt.size());
+  r.prefill_ms = prefill_ms;
+  return r;
+}
+
+GenerateResult generate_from_prefilled(Session& session, const GenerateOptions& opts,
+                                       const std::function<void(std::string_view)>& on_text) {
+  const Tokenizer& tok = session.model().require_tokenizer();
+  const int n_vocab = session.model().config().n_vocab;
+  if (session.n_past() == 0) fail("nothing to continue from: the session holds no tokens");
   Sampler sampler(opts.sampler);
   GenerateResult r;
-  r.n_prompt = static_cast<int>(prompt.size());
-  auto t0 = std::chrono::steady_clock::now();
-  const std::vector<float>* logits = &session.prefill(prompt, opts.prefill_progress);
-  r.prefill_ms = ms_since(t0);
+  r.n_prompt = session.n_past();
+  const std::vector<float>* logits = &session.last_logits();
 
   StreamDecoder dec(tok);
   std::string pending;
@@ -67,7 +77,7 @@ GenerateResult generate(Session& session, const std::vector<int32_t>& prompt,
     r.text += s;
     if (on_text) on_text(s);
   };
-  t0 = std::chrono::steady_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   r.stop_reason = "length";
   for (int i = 0; opts.n_predict < 0 || i < opts.n_predict; ++i) {
     const int32_t id = sampler.sample(logits->data(), n_vocab);
@@ -84,6 +94,10 @@ GenerateResult generate(Session& session, const std::vector<int32_t>& prompt,
       break;
     }
     emit(ready);
+    if (opts.stop_when && opts.stop_when(r.text)) {
+      r.stop_reason = "done";
+      break;
+    }
     if (opts.n_predict >= 0 && i + 1 >= opts.n_predict) break;
     if (session.n_past() >= session.n_ctx()) {
       r.stop_reason = "context";

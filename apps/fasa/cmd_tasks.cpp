@@ -1,0 +1,303 @@
+// Long-context task evaluation:
+//   fasa eval tasks -m MODEL --tasks FILE.jsonl [policy flags] [--compare SPEC]... [--chat] [--json]
+//   fasa eval sweep -m MODEL --tasks FILE.jsonl --policies LIST --budgets LIST [--calib C] -o DIR
+//   fasa gen-tasks -m MODEL --kind K --haystack FILE --ctx N --n COUNT --seed S -o FILE.jsonl
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "fasa/core/error.h"
+#include "fasa/core/parallel.h"
+#include "fasa/eval/sweep.h"
+#include "fasa/eval/task_gen.h"
+#include "fasa/eval/task_runner.h"
+#include "fasa/hub/sha256.h"
+#include "fasa/io/gguf.h"
+#include "fasa/tokenizer/chat.h"
+#include "fasa/tokenizer/tokenizer.h"
+
+#ifndef FASA_VERSION
+#define FASA_VERSION "dev"
+#endif
+#ifndef FASA_GIT_COMMIT
+#define FASA_GIT_COMMIT ""
+#endif
+
+namespace fasa::cli {
+
+namespace {
+
+std::string version_text() {
+  const std::string commit = FASA_GIT_COMMIT;
+  return std::string(FASA_VERSION) + (commit.empty() ? "" : " (" + commit + ")");
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string duration_text(double s) {
+  if (s < 60) return std::to_string(static_cast<int>(s)) + "s";
+  const int m = static_cast<int>(s / 60);
+  return m < 60 ? std::to_string(m) + "m" + std::to_string(static_cast<int>(s) % 60) + "s"
+                : std::to_string(m / 60) + "h" + std::to_string(m % 60) + "m";
+}
+
+// "\rfasa: 12/45 generations, 1m20s elapsed, ~3m10s left" on stderr.
+std::function<void(int, int)> progress_printer(const char* what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  return [t0, what](int done, int total) {
+    const double el =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double left = done > 0 ? el / done * (total - done) : 0.0;
+    std::fprintf(stderr, "\rfasa: %d/%d %s, %s elapsed, ~%s left   ", done, total, what,
+                 duration_text(el).c_str(), duration_text(left).c_str());
+    if (done == total) std::fprintf(stderr, "\n");
+  };
+}
+
+struct TasksArgs {
+  std::string model, tasks;
+  int n_ctx = 0;
+  int threads = 0;
+  std::string kv_type = "f16";
+  bool chat = false;
+  bool json = false;
+  PolicyArgs policy;
+};
+
+void print_table(const std::vector<Task>& tasks, const TaskRunResult& r) {
+  const TaskScoreTable t = score_table(tasks, r);
+  std::printf("%zu tasks, context %d tokens, greedy (%.1f s, dense prefills %.1f s)\n\n",
+              tasks.size(), r.n_ctx, r.seconds, r.prefill_seconds);
+  std::printf("| task | n |");
+  for (const auto& p : r.policies) std::printf(" %s |", p.c_str());
+  std::printf("\n| --- | ---: |");
+  for (size_t p = 0; p < r.policies.size(); ++p) std::printf(" ---: |");
+  std::printf("\n");
+  for (size_t k = 0; k < t.kinds.size(); ++k) {
+    std::printf("| %s | %d |", t.kinds[k].c_str(), t.count[k]);
+    for (double v : t.mean[k]) std::printf(" %.3f |", v);
+    std::printf("\n");
+  }
+  std::printf("| **all tasks** | %zu |", tasks.size());
+  for (double v : t.overall) std::printf(" %.3f |", v);
+  std::printf("\n| **mean of kinds** | %zu |", t.kinds.size());
+  for (double v : t.kind_average) std::printf(" %.3f |", v);
+  std::printf("\n");
+}
+
+void run_tasks_cmd(const TasksArgs& a) {
+  apply_threads(a.threads);
+  const std::vector<Task> tasks = load_tasks(a.tasks);
+  auto model = load_model(a.model);
+  TaskRunOptions o;
+  o.policies = a.policy.specs();
+  o.chat = a.chat;
+  o.n_ctx = a.n_ctx;
+  o.kv_type = parse_kv_type(a.kv_type);
+  const TaskRunResult r = run_tasks(model, tasks, o, progress_printer("generations"));
+  if (!a.json) {
+    print_table(tasks, r);
+    return;
+  }
+  const TaskScoreTable t = score_table(tasks, r);
+  nlohmann::ordered_json j;
+  j["model"] = model->file().path();
+  j["tasks_file"] = a.tasks;
+  j["n_ctx"] = r.n_ctx;
+  j["chat"] = a.chat;
+  j["seconds"] = r.seconds;
+  j["results"] = nlohmann::ordered_json::array();
+  for (size_t p = 0; p < r.policies.size(); ++p) {
+    nlohmann::ordered_json e;
+    e["policy"] = r.policies[p];
+    e["score"] = t.overall[p];
+    e["mean_of_kinds"] = t.kind_average[p];
+    nlohmann::ordered_json by;
+    for (size_t k = 0; k < t.kinds.size(); ++k) by[t.kinds[k]] = t.mean[k][p];
+    e["by_task"] = by;
+    j["results"].push_back(e);
+  }
+  j["items"] = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    for (size_t p = 0; p < r.policies.size(); ++p) {
+      const TaskOutcome& oc = r.outcome[i][p];
+      nlohmann::ordered_json it;
+      it["id"] = tasks[i].id;
+      it["task"] = tasks[i].task;
+      it["policy"] = r.policies[p];
+      it["n_prompt"] = r.n_prompt[i];
+      it["score"] = oc.score;
+      it["output"] = oc.output;
+      j["items"].push_back(it);
+    }
+  }
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
+struct SweepArgs {
+  std::string model, tasks, calib, out_dir;
+  std::vector<std::string> policies, budgets;
+  int n_ctx = 0;
+  int threads = 0;
+  std::string kv_type = "f16";
+  bool chat = false;
+};
+
+void write_file(const std::filesystem::path& p, const std::string& s) {
+  std::ofstream f(p, std::ios::binary);
+  if (!f || !(f << s) || !f.flush()) fail("cannot write '{}'", p.string());
+}
+
+void run_sweep(const SweepArgs& a) {
+  apply_threads(a.threads);
+  const std::vector<SweepEntry> entries = sweep_entries(a.policies, a.budgets, a.calib);
+  const std::vector<Task> tasks = load_tasks(a.tasks);
+  std::error_code ec;
+  std::filesystem::create_directories(a.out_dir, ec);
+  if (ec || !std::filesystem::is_directory(a.out_dir)) {
+    fail("cannot create output directory '{}'", a.out_dir);
+  }
+  auto model = load_model(a.model);
+  SweepMeta m;
+  m.model = model->file().path();
+  m.model_sha256 = hub::sha256_file_hex(m.model);
+  m.calib = a.calib;
+  if (!a.calib.empty()) m.calib_sha256 = hub::sha256_file_hex(a.calib);
+  m.tasks_file = a.tasks;
+  m.tasks_sha256 = hub::sha256_file_hex(a.tasks);
+  m.version = version_text();
+  m.date = utc_now();
+  m.chat = a.chat;
+  m.kv_type = a.kv_type;
+  m.threads = num_threads();
+  TaskRunOptions o;
+  for (const auto& e : entries) o.policies.push_back(e.spec);
+  o.chat = a.chat;
+  o.n_ctx = a.n_ctx;
+  o.kv_type = parse_kv_type(a.kv_type);
+  std::fprintf(stderr, "fasa: sweep of %zu policy settings on %zu tasks -> %s\n", entries.size(),
+               tasks.size(), a.out_dir.c_str());
+  const TaskRunResult r = run_tasks(model, tasks, o, progress_printer("generations"));
+  const std::filesystem::path dir(a.out_dir);
+  write_file(dir / "results.json", sweep_json(m, tasks, entries, r));
+  const std::string md = sweep_markdown(m, tasks, entries, r);
+  write_file(dir / "results.md", md);
+  for (const auto& [name, svg] : sweep_plots(tasks, entries, r)) write_file(dir / name, svg);
+  std::printf("%s\nwrote %s/results.json, results.md and score_vs_budget*.svg\n", md.c_str(),
+              a.out_dir.c_str());
+}
+
+struct GenArgs {
+  std::string model, kind, haystack, out;
+  int n_ctx = 4096;
+  int count = 25;
+  uint64_t seed = 1;
+  bool chat = false;
+};
+
+void run_gen(const GenArgs& a) {
+  const auto& kinds = task_kinds();
+  if (std::find(kinds.begin(), kinds.end(), a.kind) == kinds.end()) {
+    std::string known;
+    for (const auto& k : kinds) known += (known.empty() ? "" : ", ") + k;
+    fail("unknown task kind '{}' (known: {})", a.kind, known);
+  }
+  const std::string text = read_text_file(a.haystack);
+  auto model = load_model(a.model);
+  const Tokenizer& tok = model->require_tokenizer();
+  std::function<int64_t(const std::string&)> count;
+  if (a.chat) {
+    const ChatFormat fmt = detect_chat_format(model->file());
+    const std::string sys = chat_default_system(model->file());
+    count = [&tok, fmt, sys](const std::string& p) {
+      return static_cast<int64_t>(tok.encode(render_chat(fmt, {{"user", p}}, true, sys), true,
+                                             true).size());
+    };
+  } else {
+    count = [&tok](const std::string& p) {
+      return static_cast<int64_t>(tok.encode(p, true, false).size());
+    };
+  }
+  TaskGenOptions o;
+  o.kind = a.kind;
+  o.n_ctx = a.n_ctx;
+  o.count = a.count;
+  o.seed = a.seed;
+  const auto tasks = generate_tasks(o, text, a.haystack, count, progress_printer("tasks"));
+  std::string out;
+  int lo = a.n_ctx, hi = 0;
+  for (const auto& g : tasks) {
+    out += task_to_json_line(g.task) + "\n";
+    lo = std::min(lo, g.n_prompt_tokens + g.task.max_new_tokens);
+    hi = std::max(hi, g.n_prompt_tokens + g.task.max_new_tokens);
+  }
+  write_file(a.out, out);
+  std::printf("wrote %zu %s tasks to %s: prompt + max_new_tokens = %d..%d of %d tokens%s\n",
+              tasks.size(), a.kind.c_str(), a.out.c_str(), lo, hi, a.n_ctx,
+              a.chat ? " (chat-wrapped)" : "");
+}
+
+}  // namespace
+
+void add_tasks_commands(CLI::App& app, CLI::App* eval) {
+  auto t = std::make_shared<TasksArgs>();
+  auto* tc = eval->add_subcommand("tasks", "score generations on a JSONL task file");
+  tc->add_option("-m,--model", t->model, "GGUF path or pulled model name")->required();
+  tc->add_option("--tasks", t->tasks, "JSONL task file (fasa gen-tasks, or your own)")->required();
+  tc->add_option("--ctx", t->n_ctx, "context size (0 = the longest prompt + its new tokens)")
+      ->capture_default_str();
+  tc->add_option("-t,--threads", t->threads, "threads (0 = all cores)")->capture_default_str();
+  tc->add_option("--kv-type", t->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  tc->add_flag("--chat", t->chat, "wrap each prompt as a user turn of the model's chat format");
+  add_policy_options(tc, t->policy, /*with_compare=*/true);
+  tc->add_flag("--json", t->json, "print one JSON object (scores and every output)");
+  tc->callback([t] { run_tasks_cmd(*t); });
+
+  auto s = std::make_shared<SweepArgs>();
+  auto* sc = eval->add_subcommand("sweep", "every policy at every budget on a task file");
+  sc->add_option("-m,--model", s->model, "GGUF path or pulled model name")->required();
+  sc->add_option("--tasks", s->tasks, "JSONL task file")->required();
+  sc->add_option("--policies", s->policies, "policy specs, comma-separated (e.g. full,oracle,fasa)")
+      ->required()->delimiter(',');
+  sc->add_option("--budgets", s->budgets, "budgets, comma-separated (e.g. 64,128,256)")
+      ->delimiter(',');
+  sc->add_option("--calib", s->calib, "calibration for fasa and double-sparsity");
+  sc->add_option("-o,--out", s->out_dir, "output directory")->required();
+  sc->add_option("--ctx", s->n_ctx, "context size (0 = the longest prompt + its new tokens)")
+      ->capture_default_str();
+  sc->add_option("-t,--threads", s->threads, "threads (0 = all cores)")->capture_default_str();
+  sc->add_option("--kv-type", s->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  sc->add_flag("--chat", s->chat, "wrap each prompt as a user turn of the model's chat format");
+  sc->callback([s] { run_sweep(*s); });
+
+  auto g = std::make_shared<GenArgs>();
+  auto* gc = app.add_subcommand("gen-tasks", "generate RULER-style long-context tasks on real text");
+  gc->add_option("-m,--model", g->model, "model whose tokenizer sizes the prompts")->required();
+  gc->add_option("--kind", g->kind,
+                 "passkey, niah-single, niah-multikey, niah-multivalue, niah-multiquery, "
+                 "variable-tracking, common-words, freq-words, qa")->required();
+  gc->add_option("--haystack", g->haystack, "UTF-8 text the contexts are cut from")->required();
+  gc->add_option("--ctx", g->n_ctx, "prompt + max_new_tokens fit this many tokens")
+      ->capture_default_str();
+  gc->add_option("--n", g->count, "tasks to generate")->capture_default_str();
+  gc->add_option("--seed", g->seed, "random seed")->capture_default_str();
+  gc->add_flag("--chat", g->chat, "size prompts as chat-wrapped (run them with --chat)");
+  gc->add_option("-o,--out", g->out, "output JSONL file")->required();
+  gc->callback([g] { run_gen(*g); });
+}
+
+}  // namespace fasa::cli

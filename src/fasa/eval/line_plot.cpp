@@ -1,0 +1,125 @@
+#include "fasa/eval/line_plot.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "fasa/core/error.h"
+
+namespace fasa {
+
+namespace {
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// Distinct colors (Okabe-Ito, then a few more), cycled.
+const char* color(size_t i) {
+  static const char* kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00",
+                                  "#56B4E9", "#000000", "#F0E442", "#8C564B", "#7F7F7F",
+                                  "#BCBD22", "#17BECF"};
+  return kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
+}
+
+}  // namespace
+
+std::string line_plot_svg(const LinePlot& p) {
+  double x_lo = INFINITY, x_hi = -INFINITY;
+  for (const auto& s : p.series) {
+    if (s.x.size() != s.y.size()) fail("plot series '{}': {} x values, {} y values", s.name,
+                                       s.x.size(), s.y.size());
+    for (double x : s.x) {
+      if (!(x > 0.0)) fail("plot series '{}': x must be > 0 (log scale), got {}", s.name, x);
+      x_lo = std::min(x_lo, x);
+      x_hi = std::max(x_hi, x);
+    }
+  }
+  if (!(x_lo < INFINITY)) x_lo = 1.0, x_hi = 2.0;
+  if (x_hi <= x_lo) x_hi = x_lo * 2.0;
+  const double lx0 = std::log2(x_lo), lx1 = std::log2(x_hi);
+  const double y0 = p.y_min, y1 = p.y_max > p.y_min ? p.y_max : p.y_min + 1.0;
+  const int n_legend = static_cast<int>(p.series.size() + p.references.size());
+  const int W = 720, left = 70, right = 190, top = 40, bottom = 60;
+  const int H = std::max(420, top + bottom + 20 * n_legend);
+  const double pw = W - left - right, ph = H - top - bottom;
+  auto sx = [&](double x) { return left + (std::log2(x) - lx0) / (lx1 - lx0) * pw; };
+  auto sy = [&](double y) { return top + (1.0 - (std::clamp(y, y0, y1) - y0) / (y1 - y0)) * ph; };
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+      "fill=\"white\"/>\n",
+      W, H);
+  s += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" text-anchor=\"middle\">{}</text>\n",
+                   left + pw / 2, escape(p.title));
+  // Axes, grid and ticks: y in fifths, x at powers of two.
+  for (int i = 0; i <= 5; ++i) {
+    const double y = y0 + (y1 - y0) * i / 5.0;
+    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n",
+                     left, sy(y), left + pw, sy(y));
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.2f}</text>\n", left - 6,
+                     sy(y) + 4, y);
+  }
+  for (double e = std::ceil(lx0); e <= lx1 + 1e-9; e += 1.0) {
+    const double x = std::exp2(e);
+    s += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#ddd\"/>\n",
+                     sx(x), top, sx(x), top + ph);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", sx(x),
+                     top + ph + 18, x);
+  }
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
+                   "stroke=\"#333\"/>\n",
+                   left, top, pw, ph);
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + pw / 2,
+                   H - 15, escape(p.x_label));
+  s += fmt::format("<text x=\"18\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {})\">"
+                   "{}</text>\n",
+                   top + ph / 2, top + ph / 2, escape(p.y_label));
+  size_t c = 0;
+  int legend_y = top + 10;
+  auto legend = [&](const std::string& name, const char* col, bool dashed) {
+    s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                     "stroke-width=\"2\"{}/>\n",
+                     left + pw + 12, legend_y, left + pw + 36, legend_y, col,
+                     dashed ? " stroke-dasharray=\"6 4\"" : "");
+    s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", left + pw + 42, legend_y + 4,
+                     escape(name));
+    legend_y += 20;
+  };
+  for (const auto& r : p.references) {
+    const char* col = color(c++);
+    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
+                     "stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n",
+                     left, sy(r.y), left + pw, sy(r.y), col);
+    legend(r.name, col, true);
+  }
+  for (const auto& se : p.series) {
+    const char* col = color(c++);
+    std::string pts;
+    for (size_t i = 0; i < se.x.size(); ++i) {
+      pts += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", sx(se.x[i]), sy(se.y[i]));
+    }
+    s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+                     pts, col);
+    for (size_t i = 0; i < se.x.size(); ++i) {
+      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", sx(se.x[i]),
+                       sy(se.y[i]), col);
+    }
+    legend(se.name, col, false);
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+}  // namespace fasa

@@ -1,0 +1,164 @@
+#include "fasa/eval/task_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "fasa/core/error.h"
+#include "fasa/engine/generate.h"
+#include "fasa/engine/session.h"
+#include "fasa/tokenizer/chat.h"
+#include "fasa/tokenizer/tokenizer.h"
+
+namespace fasa {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<std::vector<int32_t>> tokenize_prompts(const Model& model,
+                                                   const std::vector<Task>& tasks, bool chat) {
+  const Tokenizer& tok = model.require_tokenizer();
+  ChatFormat fmt{};
+  std::string default_system;
+  if (chat) {
+    fmt = detect_chat_format(model.file());
+    default_system = chat_default_system(model.file());
+  }
+  std::vector<std::vector<int32_t>> prompts;
+  prompts.reserve(tasks.size());
+  for (const Task& t : tasks) {
+    if (chat) {
+      const std::string text = render_chat(fmt, {{"user", t.prompt}}, true, default_system);
+      prompts.push_back(tok.encode(text, true, true));
+    } else {
+      prompts.push_back(tok.encode(t.prompt, true, false));
+    }
+  }
+  return prompts;
+}
+
+AttnStats stats_delta(const AttnStats& a, const AttnStats& b) {  // b - a
+  AttnStats d;
+  d.decode_tokens = b.decode_tokens - a.decode_tokens;
+  d.decode_steps = b.decode_steps - a.decode_steps;
+  d.slots_read = b.slots_read - a.slots_read;
+  d.slots_visible = b.slots_visible - a.slots_visible;
+  d.window_slots = b.window_slots - a.window_slots;
+  d.select_bytes = b.select_bytes - a.select_bytes;
+  d.attend_bytes = b.attend_bytes - a.attend_bytes;
+  d.dense_bytes = b.dense_bytes - a.dense_bytes;
+  d.window_bytes = b.window_bytes - a.window_bytes;
+  d.tier_reads = b.tier_reads - a.tier_reads;
+  d.tier_read_bytes = b.tier_read_bytes - a.tier_read_bytes;
+  d.tier_read_ns = b.tier_read_ns - a.tier_read_ns;
+  return d;
+}
+
+}  // namespace
+
+TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Task>& tasks,
+                        const TaskRunOptions& opts,
+                        const std::function<void(int, int)>& progress) {
+  if (tasks.empty()) fail("no tasks to run");
+  if (opts.policies.empty()) fail("no policies to run");
+  if (opts.n_ctx < 0) fail("--ctx must be >= 0 (got {})", opts.n_ctx);
+  const auto t_start = std::chrono::steady_clock::now();
+  TaskRunResult r;
+  r.policies = opts.policies;
+  const auto prompts = tokenize_prompts(*model, tasks, opts.chat);
+  int need = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    r.n_prompt.push_back(static_cast<int>(prompts[i].size()));
+    need = std::max(need, r.n_prompt.back() + tasks[i].max_new_tokens);
+  }
+  r.n_ctx = opts.n_ctx > 0 ? opts.n_ctx : need;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (r.n_prompt[i] + tasks[i].max_new_tokens > r.n_ctx) {
+      fail("task '{}': {} prompt tokens + {} new tokens do not fit in the context of {} tokens",
+           tasks[i].id, r.n_prompt[i], tasks[i].max_new_tokens, r.n_ctx);
+    }
+  }
+  SessionOptions so;
+  so.n_ctx = r.n_ctx;
+  so.kv_type = opts.kv_type;
+  so.prefill_chunk = opts.prefill_chunk;
+  so.policy = "full";
+  Session dense(model, so);
+  // A bad spec fails here, before any work. Sessions are made per (task, policy) so memory
+  // stays at two caches whatever the number of policies.
+  auto make_session = [&](const std::string& spec) {
+    SessionOptions o = so;
+    o.policy = spec;
+    return std::make_unique<Session>(model, o);
+  };
+  for (const std::string& spec : opts.policies) make_session(spec);
+  const int total = static_cast<int>(tasks.size() * opts.policies.size());
+  int done = 0;
+  r.outcome.resize(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    dense.reset();
+    dense.prefill(prompts[i]);
+    r.prefill_seconds += seconds_since(t0);
+    GenerateOptions go;
+    go.n_predict = tasks[i].max_new_tokens;
+    go.sampler.temp = 0.0f;
+    // contains/all scores never drop as text is appended: stop once the score is 1 (the
+    // score is the same as generating to the limit, for less time). exact runs to the end.
+    const Task& task = tasks[i];
+    if (task.metric != TaskMetric::Exact) {
+      go.stop_when = [&task](const std::string& text) {
+        return score_output(task.metric, text, task.answers) >= 1.0;
+      };
+    }
+    for (size_t p = 0; p < opts.policies.size(); ++p) {
+      const auto session = make_session(opts.policies[p]);
+      Session& s = *session;
+      s.copy_prefix_from(dense);
+      const AttnStats before = s.attn_stats();
+      const GenerateResult g = generate_from_prefilled(s, go, nullptr);
+      TaskOutcome o;
+      o.output = g.text;
+      o.score = score_output(tasks[i].metric, g.text, tasks[i].answers);
+      o.n_generated = static_cast<int>(g.tokens.size());
+      o.attn = stats_delta(before, s.attn_stats());
+      o.decode_ms = g.decode_ms;
+      r.outcome[i].push_back(std::move(o));
+      if (progress) progress(++done, total);
+    }
+  }
+  r.seconds = seconds_since(t_start);
+  return r;
+}
+
+TaskScoreTable score_table(const std::vector<Task>& tasks, const TaskRunResult& r) {
+  const size_t n_pol = r.policies.size();
+  TaskScoreTable t;
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    auto [it, added] = index.emplace(tasks[i].task, t.kinds.size());
+    if (added) {
+      t.kinds.push_back(tasks[i].task);
+      t.count.push_back(0);
+      t.mean.emplace_back(n_pol, 0.0);
+    }
+    const size_t k = it->second;
+    t.count[k] += 1;
+    for (size_t p = 0; p < n_pol; ++p) t.mean[k][p] += r.outcome[i][p].score;
+  }
+  t.overall.assign(n_pol, 0.0);
+  t.kind_average.assign(n_pol, 0.0);
+  for (size_t k = 0; k < t.kinds.size(); ++k) {
+    for (size_t p = 0; p < n_pol; ++p) {
+      t.overall[p] += t.mean[k][p] / tasks.size();
+      t.mean[k][p] /= t.count[k];
+      t.kind_average[p] += t.mean[k][p] / t.kinds.size();
+    }
+  }
+  return t;
+}
+
+}  // namespace fasa

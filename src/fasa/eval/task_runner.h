@@ -1,0 +1,62 @@
+// Runs long-context tasks (eval/tasks.h) under several attention policies. Each prompt's dense
+// prefill is computed once and its KV cache copied into a fresh session per policy
+// (Session::copy_prefix_from: exactly the state the policy's own dense prefill would give), so
+// N policies cost one prefill and N generations. Generation is greedy.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fasa/attention/attention.h"
+#include "fasa/attention/kv_cache.h"
+#include "fasa/eval/tasks.h"
+#include "fasa/model/model.h"
+
+namespace fasa {
+
+struct TaskRunOptions {
+  std::vector<std::string> policies = {"full"};  // specs (attention/policy.h), one result each
+  bool chat = false;   // wrap each prompt as one user turn of the model's chat format
+  int n_ctx = 0;       // 0: the longest prompt + its max_new_tokens
+  KvType kv_type = KvType::F16;
+  int prefill_chunk = 256;
+};
+
+struct TaskOutcome {
+  std::string output;       // generated text
+  double score = 0.0;       // score_output(task.metric, output, task.answers)
+  int n_generated = 0;      // tokens
+  AttnStats attn;           // decode-step reads of this generation
+  double decode_ms = 0.0;
+};
+
+struct TaskRunResult {
+  std::vector<std::string> policies;              // [n_policies]
+  std::vector<int> n_prompt;                      // [n_tasks] prompt tokens (chat-wrapped)
+  std::vector<std::vector<TaskOutcome>> outcome;  // [n_tasks][n_policies]
+  int n_ctx = 0;
+  double prefill_seconds = 0.0;                   // the shared dense prefills
+  double seconds = 0.0;
+};
+
+// Tokenizes every prompt first: a prompt that does not fit (with its max_new_tokens) throws
+// fasa::Error naming the task, before any work. Each policy spec is checked by making it once.
+// `progress(done, total)` counts (task, policy) generations; may be null.
+TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Task>& tasks,
+                        const TaskRunOptions& opts,
+                        const std::function<void(int, int)>& progress);
+
+// Per task kind (in order of first appearance) and overall: the mean score of each policy.
+struct TaskScoreTable {
+  std::vector<std::string> kinds;            // [n_kinds]
+  std::vector<int> count;                    // [n_kinds] tasks per kind
+  std::vector<std::vector<double>> mean;     // [n_kinds][n_policies]
+  std::vector<double> overall;               // [n_policies] mean over every task
+  std::vector<double> kind_average;          // [n_policies] mean of the kinds' means
+};
+TaskScoreTable score_table(const std::vector<Task>& tasks, const TaskRunResult& r);
+
+}  // namespace fasa

@@ -1,0 +1,161 @@
+#include "fasa/eval/tasks.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "fasa/core/error.h"
+
+namespace fasa {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Lower case (ASCII), trimmed, inner white-space runs folded to one space.
+std::string normalize(const std::string& s) {
+  std::string out;
+  bool space = false;
+  for (unsigned char c : s) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : static_cast<char>(c);
+  }
+  return out;
+}
+
+const json& field(const json& j, const char* name, const std::string& where) {
+  auto it = j.find(name);
+  if (it == j.end()) fail("{}: missing field \"{}\"", where, name);
+  return *it;
+}
+
+std::string string_field(const json& j, const char* name, const std::string& where) {
+  const json& v = field(j, name, where);
+  if (!v.is_string()) fail("{}: field \"{}\" must be a string", where, name);
+  return v.get<std::string>();
+}
+
+Task parse_task(const json& j, const std::string& where) {
+  if (!j.is_object()) fail("{}: expected a JSON object", where);
+  Task t;
+  t.id = string_field(j, "id", where);
+  if (t.id.empty()) fail("{}: field \"id\" is empty", where);
+  t.task = string_field(j, "task", where);
+  if (t.task.empty()) fail("{}: field \"task\" is empty", where);
+  t.prompt = string_field(j, "prompt", where);
+  if (t.prompt.empty()) fail("{}: field \"prompt\" is empty", where);
+  const json& answers = field(j, "answers", where);
+  if (!answers.is_array() || answers.empty()) {
+    fail("{}: field \"answers\" must be a non-empty array of strings", where);
+  }
+  for (const json& a : answers) {
+    if (!a.is_string() || normalize(a.get<std::string>()).empty()) {
+      fail("{}: field \"answers\" must hold non-empty strings", where);
+    }
+    t.answers.push_back(a.get<std::string>());
+  }
+  const json& n = field(j, "max_new_tokens", where);
+  if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > 1 << 20) {
+    fail("{}: field \"max_new_tokens\" must be a whole number in [1, {}]", where, 1 << 20);
+  }
+  t.max_new_tokens = static_cast<int>(n.get<int64_t>());
+  try {
+    t.metric = parse_metric(string_field(j, "metric", where));
+  } catch (const Error& e) {
+    fail("{}: {}", where, e.what());
+  }
+  return t;
+}
+
+}  // namespace
+
+const char* metric_name(TaskMetric m) {
+  switch (m) {
+    case TaskMetric::Contains: return "contains";
+    case TaskMetric::Exact: return "exact";
+    case TaskMetric::All: return "all";
+  }
+  return "?";
+}
+
+TaskMetric parse_metric(const std::string& name) {
+  if (name == "contains") return TaskMetric::Contains;
+  if (name == "exact") return TaskMetric::Exact;
+  if (name == "all") return TaskMetric::All;
+  fail("unknown metric \"{}\" (known: contains, exact, all)", name);
+}
+
+std::vector<Task> parse_tasks(const std::string& text, const std::string& source) {
+  std::vector<Task> tasks;
+  std::set<std::string> ids;
+  std::istringstream in(text);
+  std::string line;
+  for (int line_no = 1; std::getline(in, line); ++line_no) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are fine
+    const std::string where = source + ":" + std::to_string(line_no);
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::exception& e) {
+      fail("{}: not valid JSON ({})", where, e.what());
+    }
+    Task t = parse_task(j, where);
+    if (!ids.insert(t.id).second) fail("{}: duplicate id \"{}\"", where, t.id);
+    tasks.push_back(std::move(t));
+  }
+  if (tasks.empty()) fail("{}: no tasks (expected one JSON object per line)", source);
+  return tasks;
+}
+
+std::vector<Task> load_tasks(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail("cannot open task file '{}'", path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return parse_tasks(ss.str(), path);
+}
+
+std::string task_to_json_line(const Task& t) {
+  nlohmann::ordered_json j;
+  j["id"] = t.id;
+  j["task"] = t.task;
+  j["prompt"] = t.prompt;
+  j["answers"] = t.answers;
+  j["max_new_tokens"] = t.max_new_tokens;
+  j["metric"] = metric_name(t.metric);
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+double score_output(TaskMetric metric, const std::string& output,
+                    const std::vector<std::string>& answers) {
+  const std::string out = normalize(output);
+  auto found = [&](const std::string& a) { return out.find(normalize(a)) != std::string::npos; };
+  switch (metric) {
+    case TaskMetric::Contains:
+      for (const auto& a : answers) {
+        if (found(a)) return 1.0;
+      }
+      return 0.0;
+    case TaskMetric::Exact:
+      for (const auto& a : answers) {
+        if (out == normalize(a)) return 1.0;
+      }
+      return 0.0;
+    case TaskMetric::All:
+      for (const auto& a : answers) {
+        if (!found(a)) return 0.0;
+      }
+      return 1.0;
+  }
+  return 0.0;
+}
+
+}  // namespace fasa

@@ -1,0 +1,201 @@
+// The task runner (prefill once, fork per policy), score tables and sweep reports.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fasa/core/error.h"
+#include "fasa/engine/generate.h"
+#include "fasa/engine/session.h"
+#include "fasa/eval/line_plot.h"
+#include "fasa/eval/sweep.h"
+#include "fasa/eval/task_gen.h"
+#include "fasa/eval/task_runner.h"
+#include "fasa/model/model.h"
+#include "fasa/tokenizer/tokenizer.h"
+#include "support/model_path.h"
+
+namespace fasa {
+namespace {
+
+void expect_error(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; wanted '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Sweep, EntriesExpandPoliciesTimesBudgets) {
+  const auto e = sweep_entries({"full", "oracle", "fasa:n_tip=0.5", "streaming:budget=32",
+                                "double-sparsity", "pyramidkv+fasa"},
+                               {"64", "0.1"}, "c.json");
+  std::vector<std::string> specs;
+  for (const auto& x : e) specs.push_back(x.spec);
+  const std::vector<std::string> want = {
+      "full", "oracle:budget=64", "oracle:budget=0.1",
+      "fasa:budget=64,calib=c.json,n_tip=0.5", "fasa:budget=0.1,calib=c.json,n_tip=0.5",
+      "streaming:budget=32", "double-sparsity:budget=64,calib=c.json",
+      "double-sparsity:budget=0.1,calib=c.json", "pyramidkv+fasa:budget=64,calib=c.json",
+      "pyramidkv+fasa:budget=0.1,calib=c.json"};
+  EXPECT_EQ(specs, want);
+  EXPECT_EQ(e[0].budget, 0.0);
+  EXPECT_EQ(e[2].budget, 0.1);
+  EXPECT_EQ(e[3].label, "fasa:n_tip=0.5");
+  EXPECT_EQ(e[5].budget, 32.0);
+  // No calibration given: none added.
+  EXPECT_EQ(sweep_entries({"fasa"}, {"8"}, "")[0].spec, "fasa:budget=8");
+  expect_error([] { sweep_entries({"oracle"}, {"-3"}, ""); }, "budget must be a positive");
+  expect_error([] { sweep_entries({"oracle"}, {}, ""); }, "policy 'oracle' needs --budgets");
+  expect_error([] { sweep_entries({}, {"8"}, ""); }, "--policies is empty");
+}
+
+// A hand-made result: 3 tasks of 2 kinds, 3 policies.
+struct Fake {
+  std::vector<Task> tasks;
+  std::vector<SweepEntry> entries;
+  TaskRunResult r;
+  Fake() {
+    tasks = {{"1", "kind-a", "p", {"x"}, 4, TaskMetric::Contains},
+             {"2", "kind-a", "p", {"x"}, 4, TaskMetric::Contains},
+             {"3", "kind/b", "p", {"x"}, 4, TaskMetric::Contains}};
+    entries = sweep_entries({"full", "oracle"}, {"64", "128"}, "");
+    for (const auto& e : entries) r.policies.push_back(e.spec);
+    r.n_prompt = {10, 11, 12};
+    r.n_ctx = 16;
+    const double s[3][3] = {{1, 0, 1}, {1, 0, 0}, {1, 1, 1}};  // [task][policy]
+    r.outcome.resize(3);
+    for (int i = 0; i < 3; ++i) {
+      for (int p = 0; p < 3; ++p) {
+        TaskOutcome o;
+        o.score = s[i][p];
+        o.output = "out";
+        o.attn.decode_tokens = 2;
+        o.attn.attend_bytes = 1024 * (p + 1);
+        o.attn.slots_read = p == 0 ? 20 : 5;
+        o.attn.slots_visible = 20;
+        r.outcome[i].push_back(o);
+      }
+    }
+  }
+};
+
+TEST(Sweep, ScoreTableAndReports) {
+  Fake f;
+  const TaskScoreTable t = score_table(f.tasks, f.r);
+  EXPECT_EQ(t.kinds, (std::vector<std::string>{"kind-a", "kind/b"}));
+  EXPECT_EQ(t.count, (std::vector<int>{2, 1}));
+  EXPECT_DOUBLE_EQ(t.mean[0][2], 0.5);
+  EXPECT_DOUBLE_EQ(t.mean[1][1], 1.0);
+  EXPECT_DOUBLE_EQ(t.overall[2], 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(t.kind_average[2], 0.75);
+  SweepMeta m;
+  m.model = "model.gguf";
+  m.model_sha256 = "abcdef0123456789abcdef";
+  m.version = "0.6.0";
+  const auto j = nlohmann::json::parse(sweep_json(m, f.tasks, f.entries, f.r));
+  EXPECT_EQ(j["model_sha256"], m.model_sha256);
+  EXPECT_EQ(j["fasa_version"], "0.6.0");
+  ASSERT_EQ(j["results"].size(), 3u);
+  EXPECT_EQ(j["results"][2]["spec"], "oracle:budget=128");
+  EXPECT_DOUBLE_EQ(j["results"][2]["score"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(j["results"][1]["by_task"]["kind/b"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["results"][1]["kv_bytes_read_per_token"].get<double>(), 1024.0);
+  EXPECT_DOUBLE_EQ(j["results"][1]["rows_read_fraction"].get<double>(), 0.25);
+  EXPECT_EQ(j["items"].size(), 9u);
+  const std::string md = sweep_markdown(m, f.tasks, f.entries, f.r);
+  EXPECT_NE(md.find("| oracle | 128 | 0.750 | 75.0% | 0.50 | 1.00 | 25.0% | 2 KiB |"),
+            std::string::npos) << md;
+  const auto plots = sweep_plots(f.tasks, f.entries, f.r);
+  ASSERT_EQ(plots.size(), 3u);
+  EXPECT_EQ(plots[0].first, "score_vs_budget.svg");
+  EXPECT_EQ(plots[2].first, "score_vs_budget_kind_b.svg");  // a file-name-safe kind
+  EXPECT_NE(plots[0].second.find("<polyline"), std::string::npos);
+  EXPECT_NE(plots[0].second.find("stroke-dasharray"), std::string::npos);  // full: a reference
+}
+
+TEST(LinePlot, SeriesAndErrors) {
+  LinePlot p;
+  p.title = "a < b";
+  p.series = {{"s1", {64, 128, 256}, {0.1, 0.5, 0.9}}, {"s2", {64}, {0.3}}};
+  p.references = {{"full", 0.95}};
+  const std::string svg = line_plot_svg(p);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("a &lt; b"), std::string::npos);
+  EXPECT_NE(svg.find(">s2</text>"), std::string::npos);
+  size_t lines = 0;
+  for (size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2u);  // one per series; the reference is a dashed line
+  p.series[1].x = {0.0};
+  expect_error([&] { line_plot_svg(p); }, "x must be > 0");
+  p.series[1].x = {1.0, 2.0};
+  expect_error([&] { line_plot_svg(p); }, "2 x values, 1 y values");
+}
+
+// On the real model: each policy's generation continues a copy of one dense prefill, and
+// equals a session that prefilled the prompt itself; a budget covering the context is full.
+TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  auto model = Model::load(path);
+  const Tokenizer& tok = model->require_tokenizer();
+  TaskGenOptions g;
+  g.kind = "passkey";
+  g.n_ctx = 220;
+  g.count = 2;
+  const std::string hay = [] {
+    std::string s;
+    for (int i = 0; i < 300; ++i) s += "The river ran past mill number " + std::to_string(i) + ". ";
+    return s;
+  }();
+  auto count = [&](const std::string& p) {
+    return static_cast<int64_t>(tok.encode(p, true, false).size());
+  };
+  std::vector<Task> tasks;
+  for (auto& t : generate_tasks(g, hay, "hay", count, nullptr)) {
+    t.task.metric = TaskMetric::Exact;  // runs to max_new_tokens (no early stop)
+    t.task.max_new_tokens = 6;
+    tasks.push_back(t.task);
+  }
+  TaskRunOptions o;
+  o.policies = {"full", "oracle:budget=100000", "streaming:budget=16"};
+  o.prefill_chunk = 64;
+  const TaskRunResult r = run_tasks(model, tasks, o, nullptr);
+  ASSERT_EQ(r.outcome.size(), 2u);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    SessionOptions so;
+    so.n_ctx = r.n_ctx;
+    so.prefill_chunk = 64;
+    Session own(model, so);
+    GenerateOptions go;
+    go.n_predict = 6;
+    go.sampler.temp = 0.0f;
+    const auto want = generate(own, tok.encode(tasks[i].prompt, true, false), go, nullptr);
+    EXPECT_EQ(r.outcome[i][0].output, want.text);
+    EXPECT_EQ(r.outcome[i][0].n_generated, static_cast<int>(want.tokens.size()));
+    EXPECT_EQ(r.outcome[i][1].output, want.text);  // covering budget = full
+    EXPECT_EQ(r.outcome[i][0].attn.slots_read, r.outcome[i][0].attn.slots_visible);
+    EXPECT_LT(r.outcome[i][2].attn.slots_read, r.outcome[i][2].attn.slots_visible);
+    EXPECT_EQ(r.outcome[i][0].score, score_output(TaskMetric::Exact, want.text, tasks[i].answers));
+  }
+  // With contains, generation stops once the answer is out: same score, never more tokens.
+  for (auto& t : tasks) t.metric = TaskMetric::Contains;
+  const TaskRunResult c = run_tasks(model, tasks, o, nullptr);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    for (size_t p = 0; p < o.policies.size(); ++p) {
+      EXPECT_EQ(c.outcome[i][p].score,
+                score_output(TaskMetric::Contains, r.outcome[i][p].output, tasks[i].answers));
+      EXPECT_LE(c.outcome[i][p].n_generated, r.outcome[i][p].n_generated);
+    }
+  }
+  // A prompt that does not fit, and a bad policy, fail before any work.
+  o.n_ctx = 50;
+  expect_error([&] { run_tasks(model, tasks, o, nullptr); }, "task 'passkey-220-1-0': ");
+  o.n_ctx = 0;
+  o.policies = {"streaming"};
+  expect_error([&] { run_tasks(model, tasks, o, nullptr); }, "needs a budget");
+}
+
+}  // namespace
+}  // namespace fasa

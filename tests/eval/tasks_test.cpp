@@ -1,0 +1,210 @@
+// Task files, metrics, haystacks and generators (eval/tasks, haystack, task_gen).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "fasa/core/error.h"
+#include "fasa/eval/haystack.h"
+#include "fasa/eval/task_gen.h"
+#include "fasa/eval/tasks.h"
+
+namespace fasa {
+namespace {
+
+void expect_error(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; wanted '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+const char* kGood =
+    R"({"id": "a", "task": "passkey", "prompt": "P1", "answers": ["123"], "max_new_tokens": 8, "metric": "contains", "length": 4096})"
+    "\n\n"
+    R"({"id": "b", "task": "qa", "prompt": "P2", "answers": ["x", "y"], "max_new_tokens": 3, "metric": "all"})"
+    "\r\n";
+
+TEST(TaskFile, ParsesLinesIgnoringExtraFieldsAndBlankLines) {
+  const auto t = parse_tasks(kGood, "good.jsonl");
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].id, "a");
+  EXPECT_EQ(t[0].task, "passkey");
+  EXPECT_EQ(t[0].prompt, "P1");
+  EXPECT_EQ(t[0].answers, std::vector<std::string>{"123"});
+  EXPECT_EQ(t[0].max_new_tokens, 8);
+  EXPECT_EQ(t[0].metric, TaskMetric::Contains);
+  EXPECT_EQ(t[1].metric, TaskMetric::All);
+  // One JSON line per task round-trips.
+  const auto again = parse_tasks(task_to_json_line(t[1]) + "\n", "x");
+  EXPECT_EQ(again[0].answers, t[1].answers);
+  EXPECT_EQ(again[0].prompt, t[1].prompt);
+  EXPECT_EQ(again[0].max_new_tokens, 3);
+}
+
+TEST(TaskFile, EveryBadLineNamesFileLineAndField) {
+  const std::string ok =
+      R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})";
+  auto bad = [&](const std::string& line, const std::string& needle) {
+    expect_error([&] { parse_tasks(ok + "\n" + line + "\n", "f.jsonl"); }, needle);
+  };
+  bad("{not json", "f.jsonl:2: not valid JSON");
+  bad("[1, 2]", "f.jsonl:2: expected a JSON object");
+  bad(R"({"task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})",
+      "f.jsonl:2: missing field \"id\"");
+  bad(R"({"id": 5, "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})",
+      "field \"id\" must be a string");
+  bad(R"({"id": "b", "task": "t", "prompt": "", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})",
+      "field \"prompt\" is empty");
+  bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": [], "max_new_tokens": 4, "metric": "exact"})",
+      "field \"answers\" must be a non-empty array");
+  bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": [" "], "max_new_tokens": 4, "metric": "exact"})",
+      "non-empty strings");
+  bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 0, "metric": "exact"})",
+      "field \"max_new_tokens\" must be a whole number");
+  bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 2.5, "metric": "exact"})",
+      "max_new_tokens");
+  bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "fuzzy"})",
+      "f.jsonl:2: unknown metric \"fuzzy\"");
+  bad(ok, "f.jsonl:2: duplicate id \"a\"");
+  expect_error([] { parse_tasks("\n  \n", "empty.jsonl"); }, "empty.jsonl: no tasks");
+  expect_error([] { load_tasks("/nonexistent/tasks.jsonl"); }, "cannot open task file");
+}
+
+TEST(TaskMetrics, ContainsExactAllIgnoreCaseAndSpacing) {
+  EXPECT_EQ(score_output(TaskMetric::Contains, " The pass key is 71432.", {"71432"}), 1.0);
+  EXPECT_EQ(score_output(TaskMetric::Contains, "7143 2", {"71432"}), 0.0);
+  EXPECT_EQ(score_output(TaskMetric::Contains, "PARIS", {"london", "paris"}), 1.0);
+  EXPECT_EQ(score_output(TaskMetric::Exact, "  Paris \n", {"paris"}), 1.0);
+  EXPECT_EQ(score_output(TaskMetric::Exact, "Paris.", {"paris"}), 0.0);
+  EXPECT_EQ(score_output(TaskMetric::Contains, "Mr.\n\n  Darcy", {"mr. darcy"}), 1.0);
+  EXPECT_EQ(score_output(TaskMetric::All, "alpha, beta and gamma", {"gamma", "alpha", "beta"}),
+            1.0);
+  EXPECT_EQ(score_output(TaskMetric::All, "alpha and gamma", {"gamma", "alpha", "beta"}), 0.0);
+  EXPECT_EQ(parse_metric("all"), TaskMetric::All);
+  expect_error([] { parse_metric("best"); }, "unknown metric");
+}
+
+// Nine words per sentence; `word_i` varies, so the book has many distinct words.
+std::string book(int n_sentences) {
+  std::string s;
+  for (int i = 0; i < n_sentences; ++i) {
+    std::string w = "word";
+    for (int k = i % 400; k > 0; k /= 26) w += static_cast<char>('a' + k % 26);
+    s += "Sentence number " + std::to_string(i) + " has several " + w + " words in it. ";
+  }
+  return s;
+}
+
+TEST(Haystack, NeedlesGoBetweenSentencesInDepthOrder) {
+  Haystack h(book(100), "book");
+  EXPECT_EQ(h.n_words(), 900u);
+  const std::string c = h.context(0, 90, {{0.9, "NEEDLE-B."}, {0.1, "NEEDLE-A."}, {0.0, "FIRST."}});
+  EXPECT_EQ(c.rfind("FIRST. Sentence number 0 has several word ", 0), 0u) << c;
+  const size_t a = c.find("NEEDLE-A."), b = c.find("NEEDLE-B.");
+  ASSERT_NE(a, std::string::npos);
+  ASSERT_NE(b, std::string::npos);
+  EXPECT_LT(a, b);
+  EXPECT_EQ(c.substr(a - 4, 4), "it. ") << c;  // right after a sentence end
+  EXPECT_EQ(c.substr(b - 4, 4), "it. ") << c;
+  // Wraps around the end of the book.
+  const std::string w = h.context(895, 10, {});
+  EXPECT_EQ(w, "several wordvd words in it. Sentence number 0 has several");
+  expect_error([] { Haystack("too few words", "tiny.txt"); }, "tiny.txt' has 3 words");
+}
+
+TEST(Haystack, FitUnitsFindsTheLargestFittingCount) {
+  for (int64_t target : {0, 1, 7, 100, 1000, 4095}) {
+    auto count = [](int64_t n) { return 5 + 3 * n + n / 7; };
+    if (count(0) > target) {
+      expect_error([&] { fit_units(count, target, 1 << 20, "what"); }, "what: even without");
+      continue;
+    }
+    const int64_t n = fit_units(count, target, 1 << 20, "what");
+    EXPECT_LE(count(n), target);
+    EXPECT_GT(count(n + 1), target);
+  }
+  EXPECT_EQ(fit_units([](int64_t n) { return n; }, 1000, 50, "x"), 50);  // capped by max_n
+}
+
+// A stand-in tokenizer: one token per 4 bytes, rounded up, plus BOS.
+int64_t fake_count(const std::string& s) { return 1 + (static_cast<int64_t>(s.size()) + 3) / 4; }
+
+int occurrences(const std::string& text, const std::string& word) {
+  std::regex re("\\b" + word + "\\b");
+  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), re),
+                                        std::sregex_iterator()));
+}
+
+TEST(TaskGen, EveryKindFitsTheContextAndPlantsItsAnswers) {
+  const std::string text = book(3000);
+  for (const auto& kind : task_kinds()) {
+    TaskGenOptions o;
+    o.kind = kind;
+    o.n_ctx = 1500;
+    o.count = 4;
+    o.seed = 7;
+    const auto tasks = generate_tasks(o, text, "book", fake_count, nullptr);
+    ASSERT_EQ(tasks.size(), 4u) << kind;
+    std::set<std::string> prompts;
+    for (const auto& g : tasks) {
+      const Task& t = g.task;
+      SCOPED_TRACE(kind + " " + t.id);
+      EXPECT_EQ(t.task, kind);
+      EXPECT_EQ(g.n_prompt_tokens, fake_count(t.prompt));
+      EXPECT_LE(g.n_prompt_tokens + t.max_new_tokens, o.n_ctx);
+      // Filled to within a few units of the budget (a word or list item is a few tokens).
+      EXPECT_GE(g.n_prompt_tokens + t.max_new_tokens, o.n_ctx - 12);
+      prompts.insert(t.prompt);
+      if (kind == "common-words") {
+        // Each of the 10 answers appears freq times; every other word 3 times.
+        ASSERT_EQ(t.answers.size(), 10u);
+        for (const auto& a : t.answers) EXPECT_GE(occurrences(t.prompt, a), 6) << a;
+      } else if (kind == "freq-words") {
+        ASSERT_EQ(t.answers.size(), 3u);
+        const std::string body = t.prompt.substr(t.prompt.find("\n\n") + 2);
+        std::map<std::string, int> count;
+        std::istringstream in(body.substr(0, body.find("\n\n")));
+        for (std::string w; in >> w;) ++count[w];
+        std::vector<int> c;
+        for (const auto& [w, n] : count) c.push_back(n);
+        std::sort(c.rbegin(), c.rend());
+        for (const auto& a : t.answers) EXPECT_GE(count[a], c[2]) << a;  // the top three
+        EXPECT_GT(c[2], c[3]);  // no tie at third place
+      } else {
+        for (const auto& a : t.answers) EXPECT_NE(t.prompt.find(a), std::string::npos) << a;
+      }
+    }
+    EXPECT_EQ(prompts.size(), 4u) << kind;  // different tasks
+    // Deterministic in the seed; another seed gives other tasks.
+    const auto again = generate_tasks(o, text, "book", fake_count, nullptr);
+    EXPECT_EQ(again[2].task.prompt, tasks[2].task.prompt);
+    o.seed = 8;
+    EXPECT_NE(generate_tasks(o, text, "book", fake_count, nullptr)[2].task.prompt,
+              tasks[2].task.prompt);
+  }
+}
+
+TEST(TaskGen, BadRequestsFailClearly) {
+  TaskGenOptions o;
+  o.kind = "needle";
+  expect_error([&] { generate_tasks(o, book(100), "b", fake_count, nullptr); },
+               "unknown task kind 'needle' (known: passkey,");
+  o.kind = "passkey";
+  o.count = 0;
+  expect_error([&] { generate_tasks(o, book(100), "b", fake_count, nullptr); }, "--n must be");
+  o.count = 1;
+  o.n_ctx = 64;  // the instruction, needle and question alone are longer
+  expect_error([&] { generate_tasks(o, book(100), "b", fake_count, nullptr); },
+               "--ctx 64 is too small for passkey");
+  o.n_ctx = 1000;
+  expect_error([&] { generate_tasks(o, "few words", "short.txt", fake_count, nullptr); },
+               "short.txt");
+}
+
+}  // namespace
+}  // namespace fasa
