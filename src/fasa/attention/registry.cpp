@@ -22,6 +22,8 @@ const std::vector<PolicyEntry>& entries() {
        make_fasa_policy},
       {"streaming", "StreamingLLM: the first sinks= slots and the newest ones (budget=, sinks=8)",
        make_streaming_policy},
+      {"quest", "Quest: pages ranked by their key min/max bound of q.k (budget=, page=16, "
+                "dense_layers=0+1)", make_quest_policy},
   };
   return kEntries;
 }

@@ -28,6 +28,7 @@
 #include <set>
 #include <vector>
 
+#include "fasa/attention/policies/policy_options.h"
 #include "fasa/attention/registry.h"
 #include "fasa/calibrate/calibration.h"
 #include "fasa/core/error.h"
@@ -324,15 +325,6 @@ class FasaPolicy final : public AttentionPolicy {
   KvTiering tiering_;          // variant m: the cache layout asked of the session
 };
 
-int parse_count(const std::string& key, const std::string& v) {
-  char* end = nullptr;
-  const long x = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || x < 0 || x > (1 << 24)) {
-    fail("policy 'fasa': {} must be a non-negative whole number (got '{}')", key, v);
-  }
-  return static_cast<int>(x);
-}
-
 }  // namespace
 
 std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
@@ -359,30 +351,11 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
       }
       o.per_head = value == "per-head";
     } else if (key == "dense_layers") {
-      o.dense_layers.clear();
-      if (value != "none") {
-        size_t start = 0;
-        while (start <= value.size()) {
-          const size_t plus = value.find('+', start);
-          const int l = parse_count("dense_layers", value.substr(start, plus - start));
-          if (l >= ctx.shape.n_layers) {
-            fail("policy 'fasa': dense layer {} does not exist (the model has {} layers)", l,
-                 ctx.shape.n_layers);
-          }
-          if (ctx.shape.window(l) > 0) {
-            fail("policy 'fasa': layer {} is a sliding-window layer (it attends over its window "
-                 "of {}, outside any policy); dense_layers may name the global layers {}",
-                 l, ctx.shape.window(l), layer_list_text(ctx.shape.global_layers()));
-          }
-          o.dense_layers.insert(l);
-          if (plus == std::string::npos) break;
-          start = plus + 1;
-        }
-      }
+      o.dense_layers = parse_dense_layers("fasa", value, ctx.shape);
     } else if (key == "sink") {
-      o.sink = parse_count("sink", value);
+      o.sink = parse_policy_count("fasa", "sink", value);
     } else if (key == "recent") {
-      o.recent = parse_count("recent", value);
+      o.recent = parse_policy_count("fasa", "recent", value);
     } else if (key == "variant") {
       if (value != "c" && value != "m") fail("policy 'fasa': variant must be c or m (got '{}')", value);
       o.variant_m = value == "m";
@@ -416,7 +389,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   }
   // The default dense layer 0 is a sliding-window layer on some hybrid stacks (gemma3): there
   // it is no concern of FASA's, and every global layer is sparse.
-  std::erase_if(o.dense_layers, [&](int l) { return ctx.shape.window(l) > 0; });
+  drop_sliding_window_layers(o.dense_layers, ctx.shape);
   const Calibration c = load_calibration(o.calib_path);
   check_calibration(c, ctx, o.calib_path);
   return std::make_unique<FasaPolicy>(ctx, std::move(o), c);
