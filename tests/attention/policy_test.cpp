@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "fasa/attention/attention.h"
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policy.h"
 #include "fasa/calibrate/calibration.h"
@@ -155,7 +156,11 @@ std::vector<std::string> specs() {
           "quest:budget=0.25,page=4,dense_layers=none",
           "quest:budget=5,page=3",
           "quest:budget=20,dense_layers=1",
-          "quest:budget=7,page=1,dense_layers=none"};
+          "quest:budget=7,page=1,dense_layers=none",
+          "sparq:budget=8",
+          "sparq:budget=0.25,r=2",
+          "sparq:budget=5,r=0.5,mean_correction=off",
+          "sparq:budget=3,r=16"};
 }
 
 TEST(PolicyInvariants, EveryRegisteredPolicyIsCovered) {
@@ -250,6 +255,7 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   for (const std::string& p :
        {std::string("oracle:budget=64"), std::string("oracle:budget=30,gqa=per-head"),
         std::string("streaming:budget=30"), std::string("quest:budget=30,page=4,dense_layers=none"),
+        std::string("sparq:budget=64"), std::string("sparq:budget=30,r=1"),
         "fasa:calib=" + calib + ",budget=64,dense_layers=none",
         "fasa:calib=" + calib + ",budget=30,gqa=per-head,sink=4"}) {
     so.policy = p;
@@ -260,6 +266,8 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   // depend on the thread count.
   for (const std::string& p : {std::string("oracle:budget=2"), std::string("streaming:budget=3"),
                               std::string("quest:budget=3,page=2,dense_layers=none"),
+                              std::string("sparq:budget=3"),
+                              std::string("sparq:budget=2,mean_correction=off"),
                               "fasa:calib=" + calib + ",budget=3,dense_layers=none"}) {
     so.policy = p;
     Session sparse(model, so);
@@ -702,6 +710,109 @@ TEST(QuestPolicy, BadOptionsAreClearErrors) {
   expect_policy_error("quest:budget=8,dense_layers=0", "layer 0 is a sliding-window layer",
                       hybrid);
   EXPECT_NO_THROW(policy_from("quest:budget=8", hybrid));  // default 0+1: layer 0 dropped
+}
+
+// One decode step of `layer` through the driver with the fixture's cache and queries (the newest
+// slot is the query's own). Returns [n_heads, head_dim].
+std::vector<float> decode_through_driver(const Fixture& f, AttentionPolicy& p, int layer) {
+  const int32_t pos = f.cache.n_used() - 1;
+  std::vector<float> out(kShape.n_heads * kShape.head_dim);
+  AttnStep step;
+  step.layer = layer;
+  step.n_tok = 1;
+  step.first_slot = pos;
+  step.pos = &pos;
+  step.q = f.q.data();
+  step.out = out.data();
+  attention_forward(step, f.cache, p, nullptr);
+  return out;
+}
+
+// SparQ against the paper's formula computed here in double: per query head the r largest |q_c|,
+// approximate logits from those key dims, the top-k of them, exact attention over those k slots,
+// and alpha * that + (1 - alpha) * mean(V), alpha = the approximate softmax (temperature
+// sqrt(head_dim * sum_r |q| / sum |q|)) mass on the top-k.
+TEST(SparqPolicy, OutputMatchesTheMeanCorrectedFormula) {
+  const int n = 24, k = 6, r = 4, hd = kShape.head_dim, ng = kShape.n_group();
+  Fixture f(n, 19);
+  auto on = policy_from("sparq:budget=6,r=4");
+  auto off = policy_from("sparq:budget=6,r=4,mean_correction=off");
+  auto pieces = policy_from("sparq:budget=6,r=4");
+  for (int l = 0; l < kShape.n_layers; ++l) {
+    on->on_append(f.cache, l, 0, n);
+    off->on_append(f.cache, l, 0, n);
+    for (auto [a, m] : {std::pair{0, 5}, {5, 1}, {6, 18}}) pieces->on_append(f.cache, l, a, m);
+  }
+  for (int l = 0; l < kShape.n_layers; ++l) {
+    const std::vector<float> got = decode_through_driver(f, *on, l);
+    const std::vector<float> got_off = decode_through_driver(f, *off, l);
+    EXPECT_EQ(decode_through_driver(f, *pieces, l), got);  // the running V sum, appended in parts
+    for (int h = 0; h < kShape.n_heads; ++h) {
+      const int g = h / ng;
+      const auto* K = static_cast<const float*>(f.cache.k_rows(l, g));  // [capacity, head_dim]
+      const auto* V = static_cast<const float*>(f.cache.v_rows(l, g));
+      const float* qh = f.q.data() + h * hd;
+      std::vector<int> dims(hd);
+      for (int c = 0; c < hd; ++c) dims[c] = c;
+      std::stable_sort(dims.begin(), dims.end(),
+                       [&](int a, int b) { return std::fabs(qh[a]) > std::fabs(qh[b]); });
+      dims.resize(r);
+      double sum_all = 0.0, sum_r = 0.0;
+      for (int c = 0; c < hd; ++c) sum_all += std::fabs(qh[c]);
+      for (int c : dims) sum_r += std::fabs(qh[c]);
+      std::vector<double> approx(n);
+      for (int t = 0; t < n; ++t) {
+        approx[t] = 0.0;
+        for (int c : dims) approx[t] += double(qh[c]) * K[t * hd + c];
+      }
+      std::vector<int> idx(n);
+      for (int t = 0; t < n; ++t) idx[t] = t;
+      std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return approx[a] > approx[b]; });
+      idx.resize(k);
+      const double temp = std::sqrt(hd * sum_r / sum_all);
+      const double mx = *std::max_element(approx.begin(), approx.end());
+      double z = 0.0, alpha = 0.0;
+      for (int t = 0; t < n; ++t) z += std::exp((approx[t] - mx) / temp);
+      for (int t : idx) alpha += std::exp((approx[t] - mx) / temp) / z;
+      EXPECT_LT(alpha, 0.999);  // the correction is not vacuous
+      std::vector<double> logit(k);
+      double lmx = -INFINITY, lz = 0.0;
+      for (int i = 0; i < k; ++i) {
+        double d = 0.0;
+        for (int c = 0; c < hd; ++c) d += double(qh[c]) * K[idx[i] * hd + c];
+        logit[i] = d / std::sqrt(double(hd));
+        lmx = std::max(lmx, logit[i]);
+      }
+      for (int i = 0; i < k; ++i) lz += std::exp(logit[i] - lmx);
+      for (int c = 0; c < hd; ++c) {
+        double y = 0.0, mean = 0.0;
+        for (int i = 0; i < k; ++i) y += std::exp(logit[i] - lmx) / lz * V[idx[i] * hd + c];
+        for (int t = 0; t < n; ++t) mean += V[t * hd + c] / n;
+        EXPECT_NEAR(got_off[h * hd + c], y, 1e-4) << "head " << h << " dim " << c;
+        EXPECT_NEAR(got[h * hd + c], alpha * y + (1.0 - alpha) * mean, 1e-4)
+            << "head " << h << " dim " << c;
+      }
+    }
+  }
+  // Selections per query head; the r key dims of every slot are what it reads to choose.
+  Selection s;
+  on->select(f.query(1, 0), s);
+  EXPECT_TRUE(s.per_head);
+  EXPECT_EQ(s.bytes_read, uint64_t{2} * n * r * 4);
+  EXPECT_EQ(s.mix_alpha.size(), 2u);
+  off->select(f.query(1, 0), s);
+  EXPECT_TRUE(s.mix_alpha.empty());
+}
+
+TEST(SparqPolicy, BadOptionsAreClearErrors) {
+  expect_policy_error("sparq", "needs a budget");
+  expect_policy_error("sparq:budget=8,r=0", "r must be a count");
+  expect_policy_error("sparq:budget=8,r=17", "r must be a count");  // head_dim 16
+  expect_policy_error("sparq:budget=8,r=2.5", "r must be a count");
+  expect_policy_error("sparq:budget=8,r=x", "r must be a count");
+  expect_policy_error("sparq:budget=8,mean_correction=maybe", "mean_correction must be 'on'");
+  expect_policy_error("sparq:budget=8,k=4", "has no option 'k'");
+  EXPECT_NO_THROW(policy_from("sparq:budget=8,r=16,mean_correction=off"));
 }
 
 TEST(PolicyOptionsTest, BadOptionsAreErrors) {

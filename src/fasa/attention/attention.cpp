@@ -36,6 +36,13 @@ std::vector<Gathered>& gathered_per(int n) {
   return g;
 }
 
+// Value mixing (Selection::mix_alpha): out = alpha * out + (1 - alpha) * mix_value. out: [hd]
+void mix_value(const Selection& se, int g, int hd, float* out) {
+  if (se.mix_alpha.empty()) return;
+  const float a = se.mix_alpha[g];
+  for (int c = 0; c < hd; ++c) out[c] = a * out[c] + (1.0f - a) * se.mix_value[c];
+}
+
 // One unit of decode attention work: chunk `chunk` of the key list shared by query heads
 // [head0, head0 + n_q); its partial states go to parts + part_off, [n_q, state].
 struct DecodeJob {
@@ -86,6 +93,7 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
     q.n_visible = n_visible;
     q.cache = &cache;
   }
+  for (int g = 0; g < sh.n_kv_heads; ++g) x.sel[g].mix_alpha.clear();  // no value mixing unless set
   policy.select_layer(x.queries.data(), sh.n_kv_heads, x.sel.data());
   auto setup = [&](int64_t g) {  // rows and slot lists per query head
     const Selection& se = x.sel[g];
@@ -147,6 +155,7 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
     attn_state_clear(x.total.data(), hd);
     for (size_t o : x.head_parts[h]) attn_state_merge(x.total.data(), x.parts.data() + o, hd);
     attn_state_finish(x.total.data(), hd, s.out + static_cast<size_t>(h) * hd);
+    mix_value(x.sel[h / n_group], h % n_group, hd, s.out + static_cast<size_t>(h) * hd);
   }
   if (policy.wants_probs()) {  // [n_heads, n_visible]
     x.probs.resize(static_cast<size_t>(sh.n_heads) * n_visible);

@@ -31,18 +31,28 @@ struct AttnQuery {
 // shared by the group's query heads (`slots`), or, when `per_head` is set, one list per query
 // head of the group (`head_slots[g]`, g in [0, n_group)). Every list is sorted, unique and in
 // [0, n_visible).
+//
+// Value mixing (optional, SparQ's mean-value reallocation): when `mix_alpha` is not empty, the
+// driver replaces query head g's attention output o_g (over its selected slots) by
+//   alpha[g] * o_g + (1 - alpha[g]) * mix_value      (per channel, in float)
+// where mix_value ([head_dim], owned by the policy, valid until its next select for this kv
+// head) is shared by the group's heads. The driver clears mix_alpha before every select, so a
+// policy that never sets it changes nothing (outputs bit-identical to a driver without mixing).
 struct Selection {
   bool all = true;
   bool per_head = false;
   std::vector<int32_t> slots;                    // [n_selected]
   std::vector<std::vector<int32_t>> head_slots;  // [n_group][n_selected]
   uint64_t bytes_read = 0;  // bytes the policy itself read to choose (keys, side data)
+  std::vector<float> mix_alpha;       // [n_group] value mixing weights; empty = none
+  const float* mix_value = nullptr;   // [head_dim] the value mixed in (see above)
   const std::vector<int32_t>& slots_for(int g) const { return per_head ? head_slots[g] : slots; }
   void set_all() {
     all = true;
     per_head = false;
     slots.clear();
     bytes_read = 0;
+    mix_alpha.clear();
   }
 };
 

@@ -24,6 +24,8 @@ const std::vector<PolicyEntry>& entries() {
        make_streaming_policy},
       {"quest", "Quest: pages ranked by their key min/max bound of q.k (budget=, page=16, "
                 "dense_layers=0+1)", make_quest_policy},
+      {"sparq", "SparQ: r largest |q| dims approximate the scores, top-B per query head, mean-value "
+                "reallocation (budget=, r=head_dim/8, mean_correction=on)", make_sparq_policy},
   };
   return kEntries;
 }

@@ -24,5 +24,6 @@ std::unique_ptr<AttentionPolicy> make_oracle_policy(const PolicyContext&, const 
 std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext&, const PolicyOptions&);
 std::unique_ptr<AttentionPolicy> make_streaming_policy(const PolicyContext&, const PolicyOptions&);
 std::unique_ptr<AttentionPolicy> make_quest_policy(const PolicyContext&, const PolicyOptions&);
+std::unique_ptr<AttentionPolicy> make_sparq_policy(const PolicyContext&, const PolicyOptions&);
 
 }  // namespace fasa
