@@ -1,6 +1,7 @@
 // `fasa calibrate -m MODEL --text FILE -o CALIB.json [--tokens N] [--samples S] [--steps D]
 //  [--k K] [--fc-layout rope|adjacent] [--threads T]` — FASA's offline calibration.
-// `fasa calib show CALIB.json [--n-tip X] [--json]` — the dominant FCs per layer and head.
+// `fasa calib show CALIB.json [--n-tip X] [--json]` — the dominant FCs per layer and head (and,
+// in files of version >= 3, Double Sparsity's heavy channels: 2 x n_tip key dims).
 #include <algorithm>
 #include <cstdio>
 
@@ -98,7 +99,9 @@ void run_show(const ShowArgs& a) {
       nlohmann::ordered_json heads = nlohmann::ordered_json::array();
       for (int h = 0; h < c.n_heads; ++h) {
         std::vector<int32_t> dom(c.rank(l, h), c.rank(l, h) + n_tip);
-        heads.push_back({{"dominant", dom}, {"top_ca", c.ca(l, h)[dom[0]]}});
+        nlohmann::ordered_json e = {{"dominant", dom}, {"top_ca", c.ca(l, h)[dom[0]]}};
+        if (c.has_channel_importance()) e["heavy_channels"] = c.heavy_channels(l, h, 2 * n_tip);
+        heads.push_back(e);
       }
       layers.push_back(heads);
     }
@@ -115,13 +118,22 @@ void run_show(const ShowArgs& a) {
                 "calibrated)\n", layer_list_text(c.layers).c_str(), c.n_layers);
   }
   std::printf("showing      the %d dominant FCs per head (FC id:mean CA), FC 0 = highest "
-              "frequency\n\n", n_tip);
+              "frequency\n", n_tip);
+  if (c.has_channel_importance()) {
+    std::printf("             then after '|' Double Sparsity's %d heavy channels (key dims, "
+                "heaviest first)\n", 2 * n_tip);
+  }
+  std::printf("\n");
   for (int l : c.layers) {
     for (int h = 0; h < c.n_heads; ++h) {
       std::printf("layer %2d head %2d ", l, h);
       for (int i = 0; i < n_tip; ++i) {
         const int fc = c.rank(l, h)[i];
         std::printf(" %2d:%.2f", fc, c.ca(l, h)[fc]);
+      }
+      if (c.has_channel_importance()) {
+        std::printf("  |");
+        for (int d : c.heavy_channels(l, h, 2 * n_tip)) std::printf(" %d", d);
       }
       std::printf("\n");
     }

@@ -101,6 +101,22 @@ const std::string& calib_path() {
   return path;
 }
 
+// The same calibration with Double Sparsity's channel importance (format version 3).
+const std::string& ds_calib_path() {
+  static const std::string path = [] {
+    Calibration c = load_calibration(calib_path());
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    c.channel_importance.resize(c.layers.size() * c.n_heads * c.head_dim);
+    for (auto& x : c.channel_importance) x = u(rng);
+    const std::string p =
+        ::testing::TempDir() + "/policy_test_ds_calib_" + std::to_string(getpid()) + ".json";
+    save_calibration(c, p);
+    return p;
+  }();
+  return path;
+}
+
 std::unique_ptr<AttentionPolicy> policy_from(const std::string& spec,
                                              const PolicyContext& ctx = test_context()) {
   std::string name;
@@ -139,6 +155,7 @@ std::string calibrate_tiny(std::shared_ptr<const Model> model, int n_vocab,
 // Specs exercising every registered policy (a new policy must add itself here).
 std::vector<std::string> specs() {
   const std::string c = "fasa:calib=" + calib_path();
+  const std::string d = "double-sparsity:calib=" + ds_calib_path();
   return {"full",
           "oracle:budget=8",
           "oracle:budget=0.25",
@@ -160,7 +177,11 @@ std::vector<std::string> specs() {
           "sparq:budget=8",
           "sparq:budget=0.25,r=2",
           "sparq:budget=5,r=0.5,mean_correction=off",
-          "sparq:budget=3,r=16"};
+          "sparq:budget=3,r=16",
+          d + ",budget=8,dense_layers=none",
+          d + ",budget=0.25,gqa=per-head,channels=3,dense_layers=none",
+          d + ",budget=5,channels=16",
+          d + ",budget=6,channels=1,dense_layers=none"};
 }
 
 TEST(PolicyInvariants, EveryRegisteredPolicyIsCovered) {
@@ -257,7 +278,9 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
         std::string("streaming:budget=30"), std::string("quest:budget=30,page=4,dense_layers=none"),
         std::string("sparq:budget=64"), std::string("sparq:budget=30,r=1"),
         "fasa:calib=" + calib + ",budget=64,dense_layers=none",
-        "fasa:calib=" + calib + ",budget=30,gqa=per-head,sink=4"}) {
+        "fasa:calib=" + calib + ",budget=30,gqa=per-head,sink=4",
+        "double-sparsity:calib=" + calib + ",budget=64,dense_layers=none",
+        "double-sparsity:calib=" + calib + ",budget=30,gqa=per-head,channels=2"}) {
     so.policy = p;
     Session s(model, so);
     EXPECT_EQ(s.eval_all(tokens, 1), want) << p;
@@ -268,7 +291,8 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
                               std::string("quest:budget=3,page=2,dense_layers=none"),
                               std::string("sparq:budget=3"),
                               std::string("sparq:budget=2,mean_correction=off"),
-                              "fasa:calib=" + calib + ",budget=3,dense_layers=none"}) {
+                              "fasa:calib=" + calib + ",budget=3,dense_layers=none",
+                              "double-sparsity:calib=" + calib + ",budget=3,dense_layers=none"}) {
     so.policy = p;
     Session sparse(model, so);
     EXPECT_NE(sparse.eval_all(tokens, 1), want) << p;
@@ -813,6 +837,81 @@ TEST(SparqPolicy, BadOptionsAreClearErrors) {
   expect_policy_error("sparq:budget=8,mean_correction=maybe", "mean_correction must be 'on'");
   expect_policy_error("sparq:budget=8,k=4", "has no option 'k'");
   EXPECT_NO_THROW(policy_from("sparq:budget=8,r=16,mean_correction=off"));
+}
+
+// Double Sparsity against a brute force: each head's heavy channels are its calibrated top
+// importances; per head the slots are the top-B of q.K over those channels, shared the top-B of
+// the heads' summed softmax shares (integer data: every score exact).
+TEST(DoubleSparsityPolicy, SelectionMatchesBruteForceTopK) {
+  const int n = 45, k = 7, hd = kShape.head_dim, ng = kShape.n_group(), R = 5;
+  Fixture f(n, 23, /*integer=*/true);
+  const Calibration cal = load_calibration(ds_calib_path());
+  const std::string d = "double-sparsity:calib=" + ds_calib_path() + ",dense_layers=none,budget=7";
+  auto shared = policy_from(d + ",channels=5");
+  auto per_head = policy_from(d + ",channels=5,gqa=per-head");
+  for (int l = 0; l < kShape.n_layers; ++l) {
+    shared->on_append(f.cache, l, 0, n);
+    per_head->on_append(f.cache, l, 0, n);
+  }
+  auto top = [&](const std::vector<double>& score) {
+    std::vector<int32_t> idx(n);
+    for (int t = 0; t < n; ++t) idx[t] = t;
+    std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return score[a] > score[b]; });
+    idx.resize(k);
+    std::sort(idx.begin(), idx.end());
+    return idx;
+  };
+  for (int l = 0; l < kShape.n_layers; ++l) {
+    for (int g = 0; g < kShape.n_kv_heads; ++g) {
+      const AttnQuery q = f.query(l, g);
+      const auto* K = static_cast<const float*>(f.cache.k_rows(l, g));  // [capacity, head_dim]
+      Selection ph, sh;
+      per_head->select(q, ph);
+      shared->select(q, sh);
+      ASSERT_TRUE(ph.per_head);
+      std::vector<double> mass(n, 0.0);
+      std::set<int> packed;
+      for (int j = 0; j < ng; ++j) {
+        const int h = g * ng + j;
+        std::vector<int> dims(hd);
+        for (int c = 0; c < hd; ++c) dims[c] = c;
+        const float* imp = cal.channels(l, h);
+        std::stable_sort(dims.begin(), dims.end(), [&](int a, int b) { return imp[a] > imp[b]; });
+        dims.resize(R);
+        packed.insert(dims.begin(), dims.end());
+        std::vector<double> score(n, 0.0);
+        for (int t = 0; t < n; ++t) {
+          for (int c : dims) score[t] += double(q.q[j * hd + c]) * K[t * hd + c];
+        }
+        EXPECT_EQ(ph.head_slots[j], top(score)) << "layer " << l << " head " << h;
+        const double mx = *std::max_element(score.begin(), score.end());
+        double z = 0.0;
+        for (double x : score) z += std::exp((x - mx) / std::sqrt(hd));
+        for (int t = 0; t < n; ++t) mass[t] += std::exp((score[t] - mx) / std::sqrt(hd)) / z;
+      }
+      EXPECT_EQ(sh.slots, top(mass)) << "layer " << l << " kv head " << g;
+      // The label cache: the union of the group's channels, every slot once.
+      EXPECT_EQ(sh.bytes_read, uint64_t{1} * n * packed.size() * 4);
+    }
+  }
+}
+
+TEST(DoubleSparsityPolicy, BadOptionsAreClearErrors) {
+  const std::string d = "double-sparsity:calib=" + ds_calib_path();
+  expect_policy_error("double-sparsity:budget=8", "needs a calibration file");
+  expect_policy_error(d, "needs a budget");
+  expect_policy_error(d + ",budget=8,channels=0", "channels must be in [1, head_dim = 16]");
+  expect_policy_error(d + ",budget=8,channels=17", "channels must be in [1, head_dim = 16]");
+  expect_policy_error(d + ",budget=8,channels=x", "channels must be a non-negative whole number");
+  expect_policy_error(d + ",budget=8,gqa=maybe", "gqa must be 'shared' or 'per-head'");
+  expect_policy_error(d + ",budget=8,dense_layers=7", "dense layer 7 does not exist");
+  expect_policy_error(d + ",budget=8,n_tip=4", "has no option 'n_tip'");
+  expect_policy_error("double-sparsity:calib=/nonexistent.json,budget=8", "cannot read");
+  // A calibration from before the channel statistics: fine for fasa, re-calibrate for this one.
+  EXPECT_NO_THROW(policy_from("fasa:calib=" + calib_path() + ",budget=8"));
+  expect_policy_error("double-sparsity:calib=" + calib_path() + ",budget=8", "re-calibrate");
+  EXPECT_THROW(policy_from(d + ",budget=8", test_context("another-model")), Error);
+  EXPECT_NO_THROW(policy_from(d + ",budget=8,channels=16,gqa=per-head,dense_layers=0+1"));
 }
 
 TEST(PolicyOptionsTest, BadOptionsAreErrors) {

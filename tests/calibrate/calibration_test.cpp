@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -286,6 +287,106 @@ TEST(Calibration, VersionOneFilesStillLoad) {
   const std::string err = error_of([&] { check_calibration(relabelled, policy_context(m), path); });
   EXPECT_NE(err.find("covers layers 1, but this model's layers are 0, 1"), std::string::npos)
       << err;
+}
+
+// Records, at every decode step, |q_c * k_c| per (layer, head, key dim) with k the query's own key
+// (the newest slot), attending densely: Double Sparsity's statistic, computed apart.
+class OwnKeyRecorder final : public AttentionPolicy {
+ public:
+  explicit OwnKeyRecorder(const AttnShape& s)
+      : shape_(s), sums_(size_t(s.n_layers) * s.n_heads * s.head_dim, 0.0),
+        counts_(size_t(s.n_layers) * s.n_heads, 0) {}
+  std::string_view name() const override { return "own-key-recorder"; }
+  void select(const AttnQuery& q, Selection& out) override {  // rows of q's heads only
+    out.set_all();
+    const int hd = shape_.head_dim;
+    const auto* own = static_cast<const float*>(q.cache->k_rows(q.layer, q.kv_head)) +
+                      size_t(q.n_visible - 1) * hd;
+    for (int g = 0; g < q.n_group; ++g) {
+      const size_t row = size_t(q.layer) * shape_.n_heads + q.kv_head * q.n_group + g;
+      for (int c = 0; c < hd; ++c) sums_[row * hd + c] += std::fabs(double(q.q[g * hd + c]) * own[c]);
+      counts_[row] += 1;
+    }
+  }
+  double mean(int layer, int head, int c) const {
+    const size_t row = size_t(layer) * shape_.n_heads + head;
+    return sums_[row * shape_.head_dim + c] / counts_[row];
+  }
+
+ private:
+  AttnShape shape_;
+  std::vector<double> sums_;
+  std::vector<int64_t> counts_;
+};
+
+TEST(Calibration, ChannelImportanceIsMeanAbsQTimesOwnKey) {
+  auto m = tiny("calib_ds.gguf");
+  CalibrateOptions o = small_opts();
+  o.samples = 1;  // one window, from the text's start
+  const std::vector<int32_t> text = text_tokens(200);
+  const Calibration c = calibrate(m, text, o, nullptr);
+  ASSERT_TRUE(c.has_channel_importance());
+  ASSERT_EQ(c.channel_importance.size(), 2u * 4 * 16);
+  const ModelConfig& mc = m->config();
+  OwnKeyRecorder rec(AttnShape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, {}});
+  SessionOptions so;
+  so.n_ctx = o.tokens + o.steps;
+  so.kv_type = KvType::F32;
+  so.external_policy = &rec;
+  Session s(m, so);
+  s.prefill(std::vector<int32_t>(text.begin(), text.begin() + o.tokens));
+  for (int i = 0; i < o.steps; ++i) s.decode(text[o.tokens + i]);
+  for (int l = 0; l < 2; ++l) {
+    for (int h = 0; h < 4; ++h) {
+      for (int d = 0; d < 16; ++d) {
+        const double want = rec.mean(l, h, d);
+        EXPECT_NEAR(c.channels(l, h)[d], want, 1e-5 * std::max(1.0, want)) << l << " " << h;
+      }
+      // heavy_channels: by importance, heaviest first.
+      const std::vector<int> heavy = c.heavy_channels(l, h, 16);
+      for (int i = 1; i < 16; ++i) {
+        EXPECT_GE(c.channels(l, h)[heavy[i - 1]], c.channels(l, h)[heavy[i]]);
+      }
+    }
+  }
+  EXPECT_NE(*std::min_element(c.channel_importance.begin(), c.channel_importance.end()),
+            *std::max_element(c.channel_importance.begin(), c.channel_importance.end()));
+}
+
+// Version 3 files carry the channel importance; version 2 files (without it) still load and
+// serve fasa, and double-sparsity asks for a new calibration.
+TEST(Calibration, VersionTwoFilesServeFasaButNotDoubleSparsity) {
+  auto m = tiny("calib_v2.gguf");
+  const Calibration c = calibrate(m, text_tokens(200), small_opts(), nullptr);
+  const std::string path = ::testing::TempDir() + "/calib_v3.json";
+  save_calibration(c, path);
+  nlohmann::json j = read_json(path);
+  EXPECT_EQ(j["version"], 3);
+  EXPECT_EQ(load_calibration(path).channel_importance, c.channel_importance);
+  const PolicyContext ctx = policy_context(m);
+  EXPECT_NO_THROW(make_policy("double-sparsity", ctx, {{"calib", path}, {"budget", "8"}}));
+  j["version"] = 2;
+  for (auto& e : j["heads"]) e.erase("channel_importance");
+  const std::string v2 = ::testing::TempDir() + "/calib_v2.json";
+  std::ofstream(v2) << j.dump();
+  const Calibration back = load_calibration(v2);
+  EXPECT_FALSE(back.has_channel_importance());
+  EXPECT_EQ(back.mean_ca, c.mean_ca);
+  EXPECT_NO_THROW(make_policy("fasa", ctx, {{"calib", v2}, {"budget", "8"}}));
+  const std::string err =
+      error_of([&] { make_policy("double-sparsity", ctx, {{"calib", v2}, {"budget", "8"}}); });
+  EXPECT_NE(err.find("re-calibrate with `fasa calibrate`"), std::string::npos) << err;
+  // A version 3 file must have them.
+  j["version"] = 3;
+  std::ofstream(v2) << j.dump();
+  EXPECT_THROW(load_calibration(v2), Error);
+  // `calib show` lists the heavy channels of a version 3 file.
+  const auto show = test::run_cli({"calib", "show", path, "--n-tip", "2"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("Double Sparsity's 4 heavy channels"), std::string::npos) << show.out;
+  const auto js = test::run_cli({"calib", "show", path, "--n-tip", "2", "--json"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  EXPECT_EQ(nlohmann::json::parse(js.out)["layers"][1][0]["heavy_channels"].size(), 4u);
 }
 
 // A hand-made calibration of the given shape, CA rising with the FC id.

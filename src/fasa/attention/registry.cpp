@@ -26,6 +26,8 @@ const std::vector<PolicyEntry>& entries() {
                 "dense_layers=0+1)", make_quest_policy},
       {"sparq", "SparQ: r largest |q| dims approximate the scores, top-B per query head, mean-value "
                 "reallocation (budget=, r=head_dim/8, mean_correction=on)", make_sparq_policy},
+      {"double-sparsity", "Double Sparsity: calibrated heavy channels score tokens (calib=, "
+                          "budget=, channels=, gqa=, dense_layers=)", make_double_sparsity_policy},
   };
   return kEntries;
 }

@@ -25,5 +25,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext&, const Po
 std::unique_ptr<AttentionPolicy> make_streaming_policy(const PolicyContext&, const PolicyOptions&);
 std::unique_ptr<AttentionPolicy> make_quest_policy(const PolicyContext&, const PolicyOptions&);
 std::unique_ptr<AttentionPolicy> make_sparq_policy(const PolicyContext&, const PolicyOptions&);
+std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext&,
+                                                             const PolicyOptions&);
 
 }  // namespace fasa

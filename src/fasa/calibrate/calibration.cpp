@@ -47,6 +47,15 @@ void Calibration::rank_all() {
   }
 }
 
+std::vector<int> Calibration::heavy_channels(int layer, int head, int n) const {
+  const float* imp = channels(layer, head);
+  std::vector<int> dims(head_dim);
+  std::iota(dims.begin(), dims.end(), 0);
+  std::stable_sort(dims.begin(), dims.end(), [&](int a, int b) { return imp[a] > imp[b]; });
+  dims.resize(std::clamp(n, 0, head_dim));
+  return dims;
+}
+
 std::string model_identity(const Model& model) {
   return hub::sha256_file_hex(model.file().path());
 }
@@ -54,10 +63,12 @@ std::string model_identity(const Model& model) {
 void save_calibration(const Calibration& c, const std::string& path) {
   FASA_CHECK(!c.layers.empty() && std::is_sorted(c.layers.begin(), c.layers.end()) &&
              c.layers.front() >= 0 && c.layers.back() < c.n_layers &&
-             c.mean_ca.size() == c.layers.size() * c.n_heads * c.n_fc());
+             c.mean_ca.size() == c.layers.size() * c.n_heads * c.n_fc() &&
+             (!c.has_channel_importance() ||
+              c.channel_importance.size() == c.layers.size() * c.n_heads * c.head_dim));
   nlohmann::ordered_json j;
   j["format"] = "fasa-calibration";
-  j["version"] = kCalibrationVersion;
+  j["version"] = c.has_channel_importance() ? kCalibrationVersion : 2;
   j["model"] = {{"sha256", c.model_sha256}, {"name", c.model_name},   {"arch", c.arch},
                 {"n_layers", c.n_layers},   {"n_heads", c.n_heads},   {"n_kv_heads", c.n_kv_heads},
                 {"head_dim", c.head_dim},   {"rope_layout", rope_layout_name(c.rope_layout)}};
@@ -76,7 +87,12 @@ void save_calibration(const Calibration& c, const std::string& path) {
     for (int h = 0; h < c.n_heads; ++h) {
       std::vector<float> ca(c.ca(l, h), c.ca(l, h) + c.n_fc());
       std::vector<int32_t> rk(c.rank(l, h), c.rank(l, h) + c.n_fc());
-      heads.push_back({{"layer", l}, {"head", h}, {"mean_ca", ca}, {"ranked", rk}});
+      nlohmann::ordered_json e = {{"layer", l}, {"head", h}, {"mean_ca", ca}, {"ranked", rk}};
+      if (c.has_channel_importance()) {
+        e["channel_importance"] =
+            std::vector<float>(c.channels(l, h), c.channels(l, h) + c.head_dim);
+      }
+      heads.push_back(e);
     }
   }
   j["heads"] = heads;
@@ -99,8 +115,8 @@ Calibration load_calibration(const std::string& path) {
   try {
     if (j.at("format") != "fasa-calibration") fail("'{}' is not a fasa calibration file", path);
     const int version = j.at("version");
-    if (version != 1 && version != kCalibrationVersion) {
-      fail("calibration file '{}' has version {}, this fasa reads versions 1 and {}", path,
+    if (version < 1 || version > kCalibrationVersion) {
+      fail("calibration file '{}' has version {}, this fasa reads versions 1 to {}", path,
            version, kCalibrationVersion);
     }
     const auto& m = j.at("model");
@@ -157,6 +173,7 @@ Calibration load_calibration(const std::string& path) {
       fail("calibration '{}': {} head entries, expected {}", path, heads.size(), n_heads_total);
     }
     c.mean_ca.assign(n_heads_total * c.n_fc(), 0.0f);
+    if (version >= 3) c.channel_importance.assign(n_heads_total * c.head_dim, 0.0f);
     std::vector<char> seen(n_heads_total, 0);
     for (const auto& e : heads) {
       const int l = e.at("layer"), h = e.at("head");
@@ -170,6 +187,16 @@ Calibration load_calibration(const std::string& path) {
       seen[static_cast<size_t>(r) * c.n_heads + h] = 1;
       std::copy(ca.begin(), ca.end(),
                 c.mean_ca.begin() + (static_cast<size_t>(r) * c.n_heads + h) * c.n_fc());
+      if (version >= 3) {
+        const auto imp = e.at("channel_importance").get<std::vector<float>>();
+        if (static_cast<int>(imp.size()) != c.head_dim) {
+          fail("calibration '{}': layer {} head {} has {} channel importances, expected head_dim "
+               "= {}", path, l, h, imp.size(), c.head_dim);
+        }
+        std::copy(imp.begin(), imp.end(),
+                  c.channel_importance.begin() +
+                      (static_cast<size_t>(r) * c.n_heads + h) * c.head_dim);
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     fail("calibration file '{}' is malformed: {}", path, e.what());

@@ -7,6 +7,12 @@
 // calibrated. Version 2 files list the covered layers ("layers"); version 1 files, which
 // predate hybrid models, covered every layer and still load as such (a hybrid model refuses
 // them in check_calibration).
+//
+// Version 3 adds, per (layer, query head), Double Sparsity's channel importance (Yang et al.,
+// arXiv 2408.07092): the mean of |q_c * k_c| per key dim c over the calibration queries, each
+// paired with its own token's key (post-RoPE, the authors' offline calibration), measured by the
+// same `fasa calibrate` run on the same text. Older files load without it (FASA does not need
+// it; `double-sparsity` asks for a new calibration).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +26,7 @@ namespace fasa {
 
 class Model;
 
-inline constexpr int kCalibrationVersion = 2;
+inline constexpr int kCalibrationVersion = 3;
 
 struct Calibration {
   // Identity of what it was made for.
@@ -46,6 +52,8 @@ struct Calibration {
   std::vector<int> layers;      // [n_covered] the calibrated (global) layers, ascending
   std::vector<float> mean_ca;   // [n_covered, n_heads, n_fc]
   std::vector<int32_t> ranked;  // [n_covered, n_heads, n_fc] FC ids, highest mean CA first
+  // Double Sparsity channel importance (version >= 3; empty for older files).
+  std::vector<float> channel_importance;  // [n_covered, n_heads, head_dim]
 
   int n_fc() const { return static_cast<int>(fcs.size()); }
   // Index of `layer` in `layers`, or -1 when the calibration does not cover it.
@@ -58,6 +66,13 @@ struct Calibration {
   const int32_t* rank(int layer, int head) const {
     return ranked.data() + (static_cast<size_t>(covered_row(layer)) * n_heads + head) * n_fc();
   }
+  bool has_channel_importance() const { return !channel_importance.empty(); }
+  const float* channels(int layer, int head) const {  // [head_dim]
+    return channel_importance.data() +
+           (static_cast<size_t>(covered_row(layer)) * n_heads + head) * head_dim;
+  }
+  // The n most important key dims of (layer, head), most important first (ties: the lower dim).
+  std::vector<int> heavy_channels(int layer, int head, int n) const;
   // Fills `ranked` from `mean_ca` (ties by the lower FC id).
   void rank_all();
 

@@ -1,6 +1,7 @@
 #include "fasa/calibrate/calibrator.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
@@ -21,6 +22,7 @@ class AgreementObserver final : public AttentionPolicy {
       : shape_(shape), fcs_(std::move(fcs)), k_(k), layers_(shape.global_layers()),
         row_of_layer_(shape.n_layers, -1),
         sums_(layers_.size() * shape.n_heads * fcs_.size(), 0.0),
+        channel_sums_(layers_.size() * shape.n_heads * shape.head_dim, 0.0),
         counts_(layers_.size() * shape.n_heads, 0) {
     for (size_t i = 0; i < layers_.size(); ++i) row_of_layer_[layers_[i]] = static_cast<int>(i);
   }
@@ -44,30 +46,40 @@ class AgreementObserver final : public AttentionPolicy {
       fc_agreement(q.q + g * hd, keys, q.n_visible, hd, fcs_, k_, ca.data());
       const size_t row = static_cast<size_t>(layer_row) * shape_.n_heads + head;
       for (int i = 0; i < n_fc; ++i) sums_[row * n_fc + i] += ca[i];
+      const float* qh = q.q + g * hd;
+      const float* own = keys + static_cast<size_t>(q.n_visible - 1) * hd;  // the token's key
+      for (int c = 0; c < hd; ++c) channel_sums_[row * hd + c] += std::fabs(qh[c] * own[c]);
       counts_[row] += 1;
     }
   }
 
   // Mean CA per (global layer, head, fc).  [n_global, n_heads, n_fc]
-  std::vector<float> means() const {
-    const size_t n_fc = fcs_.size();
-    std::vector<float> m(sums_.size());
+  std::vector<float> means() const { return per_query_means(sums_, fcs_.size()); }
+  // Mean |q_c k_c| per (global layer, head, key dim).  [n_global, n_heads, head_dim]
+  std::vector<float> channel_means() const {
+    return per_query_means(channel_sums_, shape_.head_dim);
+  }
+
+ private:
+  // sums [rows, width] divided by each row's query count.
+  std::vector<float> per_query_means(const std::vector<double>& sums, size_t width) const {
+    std::vector<float> m(sums.size());
     for (size_t row = 0; row < counts_.size(); ++row) {
-      for (size_t i = 0; i < n_fc; ++i) {
-        m[row * n_fc + i] =
-            counts_[row] ? static_cast<float>(sums_[row * n_fc + i] / counts_[row]) : 0.0f;
+      for (size_t i = 0; i < width; ++i) {
+        m[row * width + i] =
+            counts_[row] ? static_cast<float>(sums[row * width + i] / counts_[row]) : 0.0f;
       }
     }
     return m;
   }
 
- private:
   AttnShape shape_;
   std::vector<FcDims> fcs_;
   int k_;
   std::vector<int> layers_;        // [n_global] the layers measured
   std::vector<int> row_of_layer_;  // [n_layers] index in layers_, -1 for sliding-window layers
   std::vector<double> sums_;       // [n_global, n_heads, n_fc]
+  std::vector<double> channel_sums_;  // [n_global, n_heads, head_dim] sum of |q_c k_c|
   std::vector<int64_t> counts_;    // [n_global, n_heads]
 };
 
@@ -132,6 +144,7 @@ Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int3
   }
   c.layers = observer.layers();
   c.mean_ca = observer.means();
+  c.channel_importance = observer.channel_means();
   c.rank_all();
   return c;
 }

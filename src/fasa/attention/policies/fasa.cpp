@@ -18,6 +18,8 @@
 // Hybrid stacks (gemma3): only the global layers are FASA's. Sliding-window layers attend over
 // their window without a policy, so the policy keeps no state for them (no packed slice, no
 // groups), FASA-M never offloads them, and dense_layers may name global layers only.
+// The selection class below is generic over the dims each head scores with (packed_dims.h):
+// `double-sparsity` uses it with calibrated heavy channels instead of FC dim pairs.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include <set>
 #include <vector>
 
+#include "fasa/attention/policies/packed_dims.h"
 #include "fasa/attention/policies/policy_options.h"
 #include "fasa/attention/registry.h"
 #include "fasa/calibrate/calibration.h"
@@ -43,71 +46,38 @@ namespace fasa {
 namespace {
 
 struct FasaOptions {
+  PackedDimsOptions sel;  // what the shared selection needs (budget, gqa, dense layers, ...)
   std::string calib_path;
-  double budget = 0.0;
   double n_tip = 0.25;
-  bool per_head = false;
-  std::set<int> dense_layers = {0};
-  int sink = 0;
-  int recent = 0;
   std::string fcs = "calibrated";
-  bool variant_m = false;
-  std::string offload_dir = "/var/tmp";
 };
 
-// A dominant FC of one query head, as positions inside its kv head's packed row.
-struct PackedFc {
-  int qa, qb;  // dims of the query
-  int pa, pb;  // columns of the packed K_dom row
+// One scoring dim of a query head, as positions inside its kv head's packed row.
+struct PackedDim {
+  int q;    // dim of the query (and of the key)
+  int col;  // column of the packed K_dom row
 };
 
 class FasaPolicy final : public AttentionPolicy {
  public:
-  FasaPolicy(const PolicyContext& ctx, FasaOptions o, const Calibration& c)
-      : shape_(ctx.shape), o_(std::move(o)), layers_(shape_.global_layers()),
-        layer_row_(shape_.n_layers, -1) {
+  FasaPolicy(std::string name, const PolicyContext& ctx, PackedDimsOptions o,
+             const std::vector<std::vector<int>>& head_dims)
+      : name_(std::move(name)), shape_(ctx.shape), o_(std::move(o)),
+        layers_(shape_.global_layers()), layer_row_(shape_.n_layers, -1) {
     for (size_t i = 0; i < layers_.size(); ++i) layer_row_[layers_[i]] = static_cast<int>(i);
-    const int n_fc = c.n_fc();
-    n_tip_ = std::clamp(o_.n_tip < 1.0 ? static_cast<int>(std::lround(o_.n_tip * n_fc))
-                                       : static_cast<int>(o_.n_tip),
-                        1, n_fc);
     const int n_group = shape_.n_group();
-    // The FCs TIP uses for each (global layer, head): [n_global * n_heads][n_tip]
-    std::vector<std::vector<int32_t>> chosen(layers_.size() * shape_.n_heads);
-    for (int l : layers_) {
-      for (int h = 0; h < shape_.n_heads; ++h) {
-        std::vector<int32_t>& fc = chosen[static_cast<size_t>(layer_row_[l]) * shape_.n_heads + h];
-        if (o_.fcs == "calibrated") {
-          fc.assign(c.rank(l, h), c.rank(l, h) + n_tip_);
-        } else if (o_.fcs == "high") {  // FC 0 rotates fastest
-          fc.resize(n_tip_);
-          std::iota(fc.begin(), fc.end(), 0);
-        } else if (o_.fcs == "low") {
-          fc.resize(n_tip_);
-          std::iota(fc.begin(), fc.end(), n_fc - n_tip_);
-        } else {  // random, seeded per (layer, head)
-          std::vector<int32_t> all(n_fc);
-          std::iota(all.begin(), all.end(), 0);
-          std::mt19937 rng(static_cast<uint32_t>(l * 7919 + h));
-          std::shuffle(all.begin(), all.end(), rng);
-          fc.assign(all.begin(), all.begin() + n_tip_);
-        }
-      }
-    }
-    auto dominant = [&](int l, int h) -> const std::vector<int32_t>& {
-      return chosen[static_cast<size_t>(layer_row_[l]) * shape_.n_heads + h];
+    FASA_CHECK(head_dims.size() == layers_.size() * shape_.n_heads);
+    auto dims_of = [&](int l, int h) -> const std::vector<int>& {
+      return head_dims[static_cast<size_t>(layer_row_[l]) * shape_.n_heads + h];
     };
     groups_.resize(layers_.size() * shape_.n_kv_heads);
     for (int l : layers_) {
       for (int g = 0; g < shape_.n_kv_heads; ++g) {
         Group& gr = group(l, g);
-        // Packed dims: the union of the group's heads' dominant FC dims, in dim order.
+        // Packed dims: the union of the group's heads' scoring dims, in dim order.
         std::set<int> dims;
         for (int j = 0; j < n_group; ++j) {
-          for (int32_t fc : dominant(l, g * n_group + j)) {
-            dims.insert(c.fcs[fc].a);
-            dims.insert(c.fcs[fc].b);
-          }
+          for (int d : dims_of(l, g * n_group + j)) dims.insert(d);
         }
         gr.dims.assign(dims.begin(), dims.end());
         auto col = [&](int d) {
@@ -116,10 +86,7 @@ class FasaPolicy final : public AttentionPolicy {
         };
         gr.heads.resize(n_group);
         for (int j = 0; j < n_group; ++j) {
-          for (int32_t fc : dominant(l, g * n_group + j)) {
-            const FcDims& f = c.fcs[fc];
-            gr.heads[j].push_back(PackedFc{f.a, f.b, col(f.a), col(f.b)});
-          }
+          for (int d : dims_of(l, g * n_group + j)) gr.heads[j].push_back(PackedDim{d, col(d)});
         }
       }
     }
@@ -142,7 +109,7 @@ class FasaPolicy final : public AttentionPolicy {
 
   const KvTiering* tiering() const override { return o_.variant_m ? &tiering_ : nullptr; }
 
-  std::string_view name() const override { return "fasa"; }
+  std::string_view name() const override { return name_; }
 
   // Keep the packed dominant-dim slice of K up to date, in the cache's element type.
   // kdom: [|dims|, capacity] column-major (dim dims[i] of slot t at i * capacity + t)
@@ -260,16 +227,13 @@ class FasaPolicy final : public AttentionPolicy {
     const auto* packed = static_cast<const uint8_t*>(
         o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
                      : static_cast<const void*>(gr.kdom.data()));
-    thread_local std::vector<TipTerm> terms;  // [n_group, 2 * n_tip]
+    thread_local std::vector<TipTerm> terms;  // [n_group, scoring dims of a head]
     thread_local std::vector<int> first;      // [n_group + 1] each head's terms
     terms.clear();
     first.assign(1, 0);
     for (int j = 0; j < q.n_group; ++j) {
       const float* qh = q.q + j * shape_.head_dim;
-      for (const PackedFc& f : gr.heads[j]) {
-        terms.push_back(TipTerm{f.pa, qh[f.qa]});
-        terms.push_back(TipTerm{f.pb, qh[f.qb]});
-      }
+      for (const PackedDim& d : gr.heads[j]) terms.push_back(TipTerm{d.col, qh[d.q]});
       first.push_back(static_cast<int>(terms.size()));
     }
     // A slot's score does not depend on where a call starts: column c of the tile starting at
@@ -286,7 +250,7 @@ class FasaPolicy final : public AttentionPolicy {
 
   struct Group {
     std::vector<int> dims;                     // packed K dims (ascending)
-    std::vector<std::vector<PackedFc>> heads;  // [n_group][n_tip]
+    std::vector<std::vector<PackedDim>> heads;  // [n_group][scoring dims of the head]
     std::vector<uint8_t> kdom;                 // [dims.size(), capacity] of the cache's type
   };
   Group& group(int layer, int g) {
@@ -313,11 +277,11 @@ class FasaPolicy final : public AttentionPolicy {
     std::sort(out.begin(), out.end());
   }
 
+  std::string name_;
   AttnShape shape_;
-  FasaOptions o_;
+  PackedDimsOptions o_;
   std::vector<int> layers_;     // [n_global] the global layers, FASA's
   std::vector<int> layer_row_;  // [n_layers] index in layers_, -1 for a sliding-window layer
-  int n_tip_ = 0;
   size_t elem_bytes_ = 2;  // of the cache (and so of kdom)
   bool f16_ = true;
   int n_slots_ = 0;        // slots written so far (the packed slices' used length)
@@ -325,17 +289,54 @@ class FasaPolicy final : public AttentionPolicy {
   KvTiering tiering_;          // variant m: the cache layout asked of the session
 };
 
+// The dims TIP scores each (global layer, head) with: the FCs `o.fcs` names, n_tip of them, each
+// FC's two dims in turn. [n_global * n_heads][2 * n_tip]
+std::vector<std::vector<int>> fasa_head_dims(const PolicyContext& ctx, const FasaOptions& o,
+                                             const Calibration& c) {
+  const AttnShape& shape = ctx.shape;
+  const int n_fc = c.n_fc();
+  const int n_tip = std::clamp(o.n_tip < 1.0 ? static_cast<int>(std::lround(o.n_tip * n_fc))
+                                              : static_cast<int>(o.n_tip),
+                               1, n_fc);
+  std::vector<std::vector<int>> dims;
+  std::vector<int32_t> fc(n_tip);
+  for (int l : shape.global_layers()) {
+    for (int h = 0; h < shape.n_heads; ++h) {
+      if (o.fcs == "calibrated") {
+        fc.assign(c.rank(l, h), c.rank(l, h) + n_tip);
+      } else if (o.fcs == "high") {  // FC 0 rotates fastest
+        std::iota(fc.begin(), fc.end(), 0);
+      } else if (o.fcs == "low") {
+        std::iota(fc.begin(), fc.end(), n_fc - n_tip);
+      } else {  // random, seeded per (layer, head)
+        std::vector<int32_t> all(n_fc);
+        std::iota(all.begin(), all.end(), 0);
+        std::mt19937 rng(static_cast<uint32_t>(l * 7919 + h));
+        std::shuffle(all.begin(), all.end(), rng);
+        fc.assign(all.begin(), all.begin() + n_tip);
+      }
+      std::vector<int>& d = dims.emplace_back();
+      for (int32_t f : fc) {
+        d.push_back(c.fcs[f].a);
+        d.push_back(c.fcs[f].b);
+      }
+    }
+  }
+  return dims;
+}
+
 }  // namespace
 
 std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
                                                   const PolicyOptions& opts) {
   FasaOptions o;
+  o.sel.dense_layers = {0};
   bool have_budget = false, have_offload_dir = false;
   for (const auto& [key, value] : opts) {
     if (key == "calib") {
       o.calib_path = value;
     } else if (key == "budget") {
-      o.budget = parse_budget("fasa", value);
+      o.sel.budget = parse_budget("fasa", value);
       have_budget = true;
     } else if (key == "n_tip") {
       char* end = nullptr;
@@ -349,16 +350,16 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
       if (value != "shared" && value != "per-head") {
         fail("policy 'fasa': gqa must be 'shared' or 'per-head' (got '{}')", value);
       }
-      o.per_head = value == "per-head";
+      o.sel.per_head = value == "per-head";
     } else if (key == "dense_layers") {
-      o.dense_layers = parse_dense_layers("fasa", value, ctx.shape);
+      o.sel.dense_layers = parse_dense_layers("fasa", value, ctx.shape);
     } else if (key == "sink") {
-      o.sink = parse_policy_count("fasa", "sink", value);
+      o.sel.sink = parse_policy_count("fasa", "sink", value);
     } else if (key == "recent") {
-      o.recent = parse_policy_count("fasa", "recent", value);
+      o.sel.recent = parse_policy_count("fasa", "recent", value);
     } else if (key == "variant") {
       if (value != "c" && value != "m") fail("policy 'fasa': variant must be c or m (got '{}')", value);
-      o.variant_m = value == "m";
+      o.sel.variant_m = value == "m";
     } else if (key == "fcs") {
       if (value != "calibrated" && value != "random" && value != "high" && value != "low") {
         fail("policy 'fasa': fcs must be calibrated, random, high or low (got '{}')", value);
@@ -366,7 +367,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
       o.fcs = value;
     } else if (key == "offload_dir") {
       if (value.empty()) fail("policy 'fasa': offload_dir must name a directory");
-      o.offload_dir = value;
+      o.sel.offload_dir = value;
       have_offload_dir = true;
     } else {
       fail("policy 'fasa' has no option '{}' (options: calib, budget, n_tip, gqa, dense_layers, "
@@ -377,22 +378,28 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
     fail("policy 'fasa' needs a calibration file (calib=PATH; make one with `fasa calibrate`)");
   }
   if (!have_budget) fail("policy 'fasa' needs a budget (e.g. budget=256 or budget=0.1)");
-  if (have_offload_dir && !o.variant_m) {
+  if (have_offload_dir && !o.sel.variant_m) {
     fail("policy 'fasa': offload_dir applies to variant m only (add variant=m / --variant m)");
   }
-  if (o.variant_m) {
+  if (o.sel.variant_m) {
     struct stat st {};
-    if (::stat(o.offload_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (::stat(o.sel.offload_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       fail("policy 'fasa': offload directory '{}' does not exist or is not a directory",
-           o.offload_dir);
+           o.sel.offload_dir);
     }
   }
   // The default dense layer 0 is a sliding-window layer on some hybrid stacks (gemma3): there
   // it is no concern of FASA's, and every global layer is sparse.
-  drop_sliding_window_layers(o.dense_layers, ctx.shape);
+  drop_sliding_window_layers(o.sel.dense_layers, ctx.shape);
   const Calibration c = load_calibration(o.calib_path);
   check_calibration(c, ctx, o.calib_path);
-  return std::make_unique<FasaPolicy>(ctx, std::move(o), c);
+  return std::make_unique<FasaPolicy>("fasa", ctx, std::move(o.sel), fasa_head_dims(ctx, o, c));
+}
+
+std::unique_ptr<AttentionPolicy> make_packed_dims_policy(std::string name, const PolicyContext& ctx,
+                                                         PackedDimsOptions o,
+                                                         std::vector<std::vector<int>> head_dims) {
+  return std::make_unique<FasaPolicy>(std::move(name), ctx, std::move(o), head_dims);
 }
 
 }  // namespace fasa

@@ -1,0 +1,98 @@
+// `double-sparsity`: Double Sparsity (Yang, Sheng, Gonzalez, Stoica, Zheng, "Post-Training Sparse
+// Attention with Double Sparsity", arXiv 2408.07092, 2024). Channel sparsity finds the tokens,
+// token sparsity attends to them: each query head scores every cached token with its R heavy
+// channels only (q_c * K_tc summed over those key dims, read from a "label cache": a packed copy
+// of the channels of every key), and exact attention reads the top-B slots.
+//
+// The heavy channels are calibrated offline, per (layer, query head), by the same `fasa calibrate`
+// run (same command, same text) that calibrates FASA: a channel's importance is the mean of
+// |q_c * k_c| over the calibration queries, each paired with its own token's key, both after RoPE
+// (the authors' offline calibration ranks channels by that statistic of the post-RoPE q and k).
+// Options:
+//   calib=PATH (required; a calibration of format version >= 3)   budget=B (required)
+//   channels=R (heavy channels per head; default 2 x FASA's default n_tip FCs, so both policies
+//     read the same key bytes per token: one FC is a pair of dims, so n_tip FCs = 2 n_tip dims)
+//   gqa=shared|per-head (shared)   dense_layers=L1+L2|none (default 0, as for `fasa`)
+// The label cache, the scoring kernel, the GQA handling and the pick are FASA's (packed_dims.h):
+// per kv head the union of its query heads' channels is packed column-major; `shared` sums the
+// heads' softmax shares per slot. The authors keep the label cache in 4 bits; here it holds the
+// keys' own values (the cache's element type), like FASA's packed slice, so the comparison is of
+// the channel choice alone.
+// Cost per decode step per kv-head group: the packed channels of every visible slot (bytes_read,
+// = n x |union| x element size), an O(n) top-k, then B K/V rows; side data: the label cache.
+#include <algorithm>
+#include <cmath>
+
+#include "fasa/attention/policies/packed_dims.h"
+#include "fasa/attention/policies/policy_options.h"
+#include "fasa/attention/registry.h"
+#include "fasa/calibrate/calibration.h"
+#include "fasa/core/error.h"
+
+namespace fasa {
+
+namespace {
+
+// FASA's default n_tip (0.25 of the FCs, as fasa.cpp resolves it) in dims: 2 per FC.
+int default_channels(int head_dim) {
+  const int n_fc = head_dim / 2;
+  return 2 * std::clamp(static_cast<int>(std::lround(0.25 * n_fc)), 1, n_fc);
+}
+
+}  // namespace
+
+std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext& ctx,
+                                                             const PolicyOptions& opts) {
+  const int hd = ctx.shape.head_dim;
+  PackedDimsOptions o;
+  o.dense_layers = {0};
+  std::string calib_path;
+  bool have_budget = false;
+  int channels = default_channels(hd);
+  for (const auto& [key, value] : opts) {
+    if (key == "calib") {
+      calib_path = value;
+    } else if (key == "budget") {
+      o.budget = parse_budget("double-sparsity", value);
+      have_budget = true;
+    } else if (key == "channels") {
+      channels = parse_policy_count("double-sparsity", "channels", value);
+      if (channels < 1 || channels > hd) {
+        fail("policy 'double-sparsity': channels must be in [1, head_dim = {}] (got '{}')", hd,
+             value);
+      }
+    } else if (key == "gqa") {
+      if (value != "shared" && value != "per-head") {
+        fail("policy 'double-sparsity': gqa must be 'shared' or 'per-head' (got '{}')", value);
+      }
+      o.per_head = value == "per-head";
+    } else if (key == "dense_layers") {
+      o.dense_layers = parse_dense_layers("double-sparsity", value, ctx.shape);
+    } else {
+      fail("policy 'double-sparsity' has no option '{}' (options: calib, budget, channels, gqa, "
+           "dense_layers)", key);
+    }
+  }
+  if (calib_path.empty()) {
+    fail("policy 'double-sparsity' needs a calibration file (calib=PATH; make one with "
+         "`fasa calibrate`, the same run that calibrates fasa)");
+  }
+  if (!have_budget) fail("policy 'double-sparsity' needs a budget (e.g. budget=256 or budget=0.1)");
+  if (!opts.count("dense_layers")) drop_sliding_window_layers(o.dense_layers, ctx.shape);
+  const Calibration c = load_calibration(calib_path);
+  check_calibration(c, ctx, calib_path);
+  if (!c.has_channel_importance()) {
+    fail("calibration '{}' predates Double Sparsity's channel statistics (format version < 3): "
+         "re-calibrate with `fasa calibrate` (the same command and text; the new file serves "
+         "both fasa and double-sparsity)", calib_path);
+  }
+  std::vector<std::vector<int>> head_dims;  // [n_global * n_heads][channels], heaviest first
+  for (int l : ctx.shape.global_layers()) {
+    for (int h = 0; h < ctx.shape.n_heads; ++h) {
+      head_dims.push_back(c.heavy_channels(l, h, channels));
+    }
+  }
+  return make_packed_dims_policy("double-sparsity", ctx, std::move(o), std::move(head_dims));
+}
+
+}  // namespace fasa

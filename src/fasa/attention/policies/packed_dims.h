@@ -1,0 +1,35 @@
+// The token selection FASA and Double Sparsity share (implemented in fasa.cpp): each query head
+// scores every cached token with a few key dims of its own — FASA: the dim pairs of its dominant
+// frequency chunks; Double Sparsity: its heavy channels — read from a packed, column-major copy of
+// the union of its kv-head group's dims (kept up to date by on_append; FASA-M's lives in the
+// cache's RAM tier instead). The scores only rank tokens: the top-B slots are attended exactly,
+// shared by the group (each head's scores turned into softmax shares at 1/sqrt(head_dim), summed
+// per slot) or per query head. Sinks and recent slots are taken first, inside the budget.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fasa/attention/policy.h"
+
+namespace fasa {
+
+struct PackedDimsOptions {
+  double budget = 0.0;          // resolve_budget semantics
+  bool per_head = false;        // gqa=per-head
+  std::set<int> dense_layers;   // global layers attended densely
+  int sink = 0;
+  int recent = 0;
+  bool variant_m = false;       // FASA-M: the packed dims in RAM, the rest in a file tier
+  std::string offload_dir = "/var/tmp";
+};
+
+// head_dims: [n_global * n_heads] (the global layers ascending, then the query heads) the key
+// dims each head scores with, in the order its terms are summed. `name` is the policy's name().
+std::unique_ptr<AttentionPolicy> make_packed_dims_policy(std::string name, const PolicyContext& ctx,
+                                                         PackedDimsOptions o,
+                                                         std::vector<std::vector<int>> head_dims);
+
+}  // namespace fasa
