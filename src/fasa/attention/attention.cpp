@@ -319,6 +319,9 @@ void attention_forward(const AttnStep& s, const KvCache& cache, AttentionPolicy&
     return;
   }
   prefill_step(s, cache);
+  if (policy.wants_prefill_queries()) {
+    policy.on_prefill_queries(cache, s.layer, s.first_slot, s.n_tok, s.q);
+  }
 }
 
 }  // namespace fasa

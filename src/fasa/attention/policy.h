@@ -88,6 +88,22 @@ class AttentionPolicy {
   // the session creates its cache (FASA-M keeps only its key slice in RAM).
   virtual const KvTiering* tiering() const { return nullptr; }
   virtual void on_probs(int layer, int head, const Selection& sel, const float* probs, int n) {}
+
+  // Prefill-aware policies (SnapKV's observation window, H2O's accumulated attention) return
+  // true and get each dense prefill chunk's queries: on_prefill_queries after the chunk's keys
+  // are stored (slots [first_slot, first_slot + n_tok) of `layer`, every kv head; not committed
+  // yet, so read them through k_rows, not n_used). Global layers only, chunks in order. The
+  // driver does nothing more for policies that return false.
+  virtual bool wants_prefill_queries() const { return false; }
+  // q: [n_tok, n_heads, head_dim] post-RoPE, exactly what the chunk's attention used.
+  virtual void on_prefill_queries(const KvCache& cache, int layer, int first_slot, int n_tok,
+                                  const float* q) {}
+  // Prefix forking (Session::copy_prefix_from): a policy that wants prefill queries takes the
+  // budget-independent statistics it gathered over the prefill from `src`, a policy of the same
+  // name that saw the same dense prefill and no decode step yet (so one dense prefill serves
+  // several budgets of one policy). Throws fasa::Error otherwise. Policies that do not want
+  // prefill queries keep nothing from prefill and inherit this no-op.
+  virtual void copy_prefill_state_from(const AttentionPolicy& src) {}
 };
 
 using PolicyOptions = std::map<std::string, std::string>;  // "key=value" knobs from the user

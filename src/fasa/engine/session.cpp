@@ -80,11 +80,25 @@ void Session::reset() {
 
 void Session::copy_prefix_from(const Session& src) {
   if (src.model_ != model_) fail("cannot copy a prefix between sessions of different models");
+  if (!can_copy_prefix_from(src)) {
+    fail("policy '{}' learns from the prefill queries, which a copy of a '{}' session's cache "
+         "does not carry: prefill it itself, or copy from a '{}' session",
+         active_policy_->name(), src.active_policy_->name(), active_policy_->name());
+  }
+  // First, so that a refusal (a source that has decoded already) leaves this session unchanged.
+  if (active_policy_->wants_prefill_queries()) {
+    active_policy_->copy_prefill_state_from(*src.active_policy_);
+  }
   cache_.copy_from(src.cache_);
   for (int l : shape_.global_layers()) {  // as forward: sliding-window layers are no policy's
     active_policy_->on_append(cache_, l, 0, cache_.n_used());
   }
   logits_ = src.logits_;
+}
+
+bool Session::can_copy_prefix_from(const Session& src) const {
+  return !active_policy_->wants_prefill_queries() ||
+         active_policy_->name() == src.active_policy_->name();
 }
 
 void Session::check_tokens(const int32_t* tokens, int n) const {

@@ -55,7 +55,11 @@ class Session {
   // Continues from `src`'s tokens: copies its cache and shows every row to this session's policy,
   // exactly as if it had prefilled them itself (prefill is dense, so the state is identical).
   // Both sessions must share the model, context size and KV type; tiered caches cannot be copied.
+  // A policy that learns from the prefill queries (wants_prefill_queries: SnapKV, H2O) takes its
+  // prefill statistics from src's policy, which must have the same name and no decode step yet
+  // (fasa::Error otherwise; can_copy_prefix_from says beforehand whether the names allow it).
   void copy_prefix_from(const Session& src);
+  bool can_copy_prefix_from(const Session& src) const;
   const std::vector<float>& last_logits() const { return logits_; }  // [n_vocab]
 
  private:

@@ -74,10 +74,20 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
     if (o.n_decode > 0) {
       // Dense prefill of the prefix (once: every other policy's session copies it, which is
       // exactly what its own dense prefill would compute), then D policy-driven decode steps
-      // per policy, each scored.
+      // per policy, each scored. A policy that learns from the prefill queries (SnapKV, H2O)
+      // copies from an earlier session of the same policy, or prefills itself.
       const int n_prefix = o.n_ctx - o.n_decode;
-      sessions[0]->prefill(std::vector<int32_t>(chunk.begin(), chunk.begin() + n_prefix));
-      for (size_t p = 1; p < sessions.size(); ++p) sessions[p]->copy_prefix_from(*sessions[0]);
+      const std::vector<int32_t> prefix(chunk.begin(), chunk.begin() + n_prefix);
+      sessions[0]->prefill(prefix);
+      for (size_t p = 1; p < sessions.size(); ++p) {
+        size_t src = 0;
+        while (src < p && !sessions[p]->can_copy_prefix_from(*sessions[src])) ++src;
+        if (src < p) {
+          sessions[p]->copy_prefix_from(*sessions[src]);
+        } else {
+          sessions[p]->prefill(prefix);
+        }
+      }
       for (size_t p = 0; p < sessions.size(); ++p) {
         Session& session = *sessions[p];
         const std::vector<float>* logits = &session.last_logits();

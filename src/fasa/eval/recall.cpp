@@ -27,7 +27,16 @@ class SelectionProbe final : public AttentionPolicy {
     for (size_t i = 0; i < layers_.size(); ++i) layer_row_[layers_[i]] = static_cast<int>(i);
   }
 
-  std::string_view name() const override { return "probe"; }
+  // The inner policy's name, so that prefix copies between probes follow its rules.
+  std::string_view name() const override { return inner_->name(); }
+  bool wants_prefill_queries() const override { return inner_->wants_prefill_queries(); }
+  void on_prefill_queries(const KvCache& c, int layer, int first, int n, const float* q) override {
+    inner_->on_prefill_queries(c, layer, first, n, q);
+  }
+  void copy_prefill_state_from(const AttentionPolicy& src) override {
+    const auto* probe = dynamic_cast<const SelectionProbe*>(&src);
+    inner_->copy_prefill_state_from(probe ? *probe->inner_ : src);
+  }
   void on_append(const KvCache& c, int layer, int first, int n) override {
     inner_->on_append(c, layer, first, n);
   }
@@ -126,7 +135,19 @@ std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + o.n_ctx);
   full.prefill(prefix);  // dense, so every policy's session starts from a copy of it
-  for (auto& s : sparse) s->copy_prefix_from(full);
+  // ... except a policy that learns from the prefill queries (SnapKV, H2O): it copies from an
+  // earlier session of the same policy, or prefills itself.
+  for (size_t p = 0; p < sparse.size(); ++p) {
+    Session* src = sparse[p]->can_copy_prefix_from(full) ? &full : nullptr;
+    for (size_t q = 0; q < p && !src; ++q) {
+      if (sparse[p]->can_copy_prefix_from(*sparse[q])) src = sparse[q].get();
+    }
+    if (src) {
+      sparse[p]->copy_prefix_from(*src);
+    } else {
+      sparse[p]->prefill(prefix);
+    }
+  }
   const int n_vocab = mc.n_vocab;
   std::vector<RecallResult> results(specs.size());
   std::vector<double> lpf(n_vocab);
