@@ -181,7 +181,10 @@ std::vector<std::string> specs() {
           d + ",budget=8,dense_layers=none",
           d + ",budget=0.25,gqa=per-head,channels=3,dense_layers=none",
           d + ",budget=5,channels=16",
-          d + ",budget=6,channels=1,dense_layers=none"};
+          d + ",budget=6,channels=1,dense_layers=none",
+          "snapkv:budget=8,window=4",
+          "snapkv:budget=0.25,window=2,kernel=3",
+          "snapkv:budget=12,window=3,gqa=per-head,recompress=2"};
 }
 
 TEST(PolicyInvariants, EveryRegisteredPolicyIsCovered) {
@@ -213,6 +216,13 @@ TEST(PolicyInvariants, SortedUniqueInRangeWithinBudgetDeterministic) {
       Fixture f(n);
       auto p = policy_from(spec);
       for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
+      if (p->wants_prefill_queries() && n > 1) {  // slots [0, n - 1) were a dense prefill
+        std::mt19937 rng(n);
+        std::normal_distribution<float> normal(0.0f, 2.0f);
+        std::vector<float> pq(static_cast<size_t>(n - 1) * kShape.n_heads * kShape.head_dim);
+        for (auto& x : pq) x = normal(rng);
+        for (int l = 0; l < kShape.n_layers; ++l) p->on_prefill_queries(f.cache, l, 0, n - 1, pq.data());
+      }
       for (int l = 0; l < kShape.n_layers; ++l) {
         expect_layer_equals_groups(*p, f, l, spec);
         for (int g = 0; g < kShape.n_kv_heads; ++g) {
@@ -280,11 +290,46 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
         "fasa:calib=" + calib + ",budget=64,dense_layers=none",
         "fasa:calib=" + calib + ",budget=30,gqa=per-head,sink=4",
         "double-sparsity:calib=" + calib + ",budget=64,dense_layers=none",
-        "double-sparsity:calib=" + calib + ",budget=30,gqa=per-head,channels=2"}) {
+        "double-sparsity:calib=" + calib + ",budget=30,gqa=per-head,channels=2",
+        std::string("snapkv:budget=30,window=4,gqa=per-head")}) {
     so.policy = p;
     Session s(model, so);
     EXPECT_EQ(s.eval_all(tokens, 1), want) << p;
   }
+  // Policies that evict after a prefill: a dense prefill of 20 tokens, then decode steps.
+  const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 20);
+  auto prefill_then_decode = [&](Session& s) {
+    std::vector<float> out = s.prefill(prompt);
+    for (size_t i = 20; i < tokens.size(); ++i) {
+      const auto& l = s.decode(tokens[i]);
+      out.insert(out.end(), l.begin(), l.end());
+    }
+    return out;
+  };
+  so.policy = "full";
+  so.prefill_chunk = 8;
+  Session full_pd(model, so);
+  const auto want_pd = prefill_then_decode(full_pd);
+  for (const std::string& p : {"snapkv:budget=30,window=4", "snapkv:budget=64,gqa=per-head"}) {
+    so.policy = p;
+    Session s(model, so);
+    EXPECT_EQ(prefill_then_decode(s), want_pd) << p;
+  }
+  for (const std::string& p : {"snapkv:budget=8,window=4", "snapkv:budget=9,window=2,recompress=3"}) {
+    so.policy = p;
+    Session sparse(model, so);
+    EXPECT_NE(prefill_then_decode(sparse), want_pd) << p;
+    EXPECT_LT(sparse.attn_stats().slots_read, sparse.attn_stats().slots_visible) << p;
+    set_num_threads(1);
+    Session one(model, so);
+    const auto a = prefill_then_decode(one);
+    set_num_threads(2);
+    Session two(model, so);
+    const auto b = prefill_then_decode(two);
+    set_num_threads(0);
+    EXPECT_EQ(a, b) << p;
+  }
+  so.prefill_chunk = 256;
   // A small budget really changes the computation (the selective path is taken) and does not
   // depend on the thread count.
   for (const std::string& p : {std::string("oracle:budget=2"), std::string("streaming:budget=3"),

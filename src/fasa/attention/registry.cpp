@@ -28,6 +28,8 @@ const std::vector<PolicyEntry>& entries() {
                 "reallocation (budget=, r=head_dim/8, mean_correction=on)", make_sparq_policy},
       {"double-sparsity", "Double Sparsity: calibrated heavy channels score tokens (calib=, "
                           "budget=, channels=, gqa=, dense_layers=)", make_double_sparsity_policy},
+      {"snapkv", "SnapKV: observation-window votes keep prompt slots (budget=, window=32, kernel=7)",
+       make_snapkv_policy},
   };
   return kEntries;
 }

@@ -1,0 +1,355 @@
+// The attention-probability-driven eviction policies (snapkv, pyramidkv, h2o) against
+// brute-force references computed here, prefix forking, and their bad options.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "fasa/attention/kv_cache.h"
+#include "fasa/attention/policy.h"
+#include "fasa/core/error.h"
+#include "fasa/engine/session.h"
+#include "fasa/eval/perplexity.h"
+#include "fasa/model/model.h"
+#include "support/tiny_model.h"
+
+namespace fasa {
+namespace {
+
+const AttnShape kShape{2, 4, 2, 16, {}};  // n_layers, n_heads, n_kv_heads, head_dim
+constexpr int kHd = 16, kGroup = 2;
+
+// n random tokens (f32) and random queries for every one of them: q[t] is token t's
+// [n_heads, head_dim] query, as prefill and decode would pass them.
+struct Data {
+  KvCache cache;
+  std::vector<float> q;  // [n, n_heads, head_dim]
+  explicit Data(int n, uint32_t seed = 3) : cache(kShape, KvType::F32, std::max(64, n)) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> k(kHd), v(kHd);
+    std::vector<int32_t> pos(n);
+    std::iota(pos.begin(), pos.end(), 0);
+    for (int t = 0; t < n; ++t) {
+      for (int l = 0; l < kShape.n_layers; ++l) {
+        for (int g = 0; g < kShape.n_kv_heads; ++g) {
+          for (auto& x : k) x = normal(rng);
+          for (auto& x : v) x = normal(rng);
+          cache.store(l, g, t, k.data(), v.data());
+        }
+      }
+    }
+    cache.commit(n, pos.data());
+    q.resize(static_cast<size_t>(n) * kShape.n_heads * kHd);
+    for (auto& x : q) x = 2.0f * normal(rng);
+  }
+  const float* q_of(int t, int head) const {
+    return q.data() + (static_cast<size_t>(t) * kShape.n_heads + head) * kHd;
+  }
+  // The decode step of token n_visible - 1.
+  AttnQuery step(int layer, int kv_head, int n_visible) const {
+    AttnQuery a;
+    a.layer = layer;
+    a.kv_head = kv_head;
+    a.q = q_of(n_visible - 1, kv_head * kGroup);
+    a.n_group = kGroup;
+    a.pos = n_visible - 1;
+    a.n_visible = n_visible;
+    a.cache = &cache;
+    return a;
+  }
+  // Feeds tokens [0, n_prompt) as prefill chunks of `chunk` to every layer.
+  void prefill(AttentionPolicy& p, int n_prompt, int chunk) const {
+    for (int t0 = 0; t0 < n_prompt; t0 += chunk) {
+      const int m = std::min(chunk, n_prompt - t0);
+      for (int l = 0; l < kShape.n_layers; ++l) {
+        p.on_append(cache, l, t0, m);
+        p.on_prefill_queries(cache, l, t0, m, q_of(t0, 0));
+      }
+    }
+  }
+  // Softmax probabilities (double) of head's query of token t over `keys` (slots).
+  std::vector<double> probs(int layer, int head, int t, const std::vector<int32_t>& keys) const {
+    const auto* K = static_cast<const float*>(cache.k_rows(layer, head / kGroup));
+    std::vector<double> p(keys.size());
+    double mx = -INFINITY;
+    for (size_t j = 0; j < keys.size(); ++j) {
+      double d = 0.0;
+      for (int i = 0; i < kHd; ++i) d += static_cast<double>(q_of(t, head)[i]) * K[keys[j] * kHd + i];
+      p[j] = d / std::sqrt(static_cast<double>(kHd));
+      mx = std::max(mx, p[j]);
+    }
+    double z = 0.0;
+    for (double& x : p) z += (x = std::exp(x - mx));
+    for (double& x : p) x /= z;
+    return p;
+  }
+};
+
+std::unique_ptr<AttentionPolicy> policy_from(const std::string& spec,
+                                             const AttnShape& shape = kShape) {
+  PolicyContext ctx;
+  ctx.shape = shape;
+  ctx.arch = "llama";
+  ctx.rope_dim = shape.head_dim;
+  ctx.model_sha256 = [] { return std::string("tiny"); };
+  std::string name;
+  PolicyOptions opts;
+  parse_policy_spec(spec, &name, &opts);
+  return make_policy(name, ctx, opts);
+}
+
+// Indices of the `keep` largest scores (ties: the lower index), ascending; *margin = the gap
+// between the last one kept and the first one left out (infinite when nothing is left out).
+std::vector<int> top_of(const std::vector<double>& s, int keep, double* margin) {
+  std::vector<int> idx(s.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return s[a] > s[b]; });
+  keep = std::min<int>(keep, s.size());
+  *margin = keep < static_cast<int>(s.size()) ? s[idx[keep - 1]] - s[idx[keep]] : INFINITY;
+  std::vector<int> out(idx.begin(), idx.begin() + keep);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// SnapKV's vote, brute force: the window's queries (tokens [s_w, s_w + w)) attend causally over
+// `alive` (ascending, the slots they may see); votes at the alive slots older than s_w, max-pooled
+// over that list. Returns the kept slots per list (one shared list, or one per head), or an
+// empty result when a near-tie makes the float answer ambiguous.
+std::vector<std::vector<int32_t>> snap_reference(const Data& d, int layer, int kv, int s_w, int w,
+                                                 const std::vector<int32_t>& alive, int kernel,
+                                                 int keep, bool per_head, bool* clear) {
+  const int n_cand = static_cast<int>(std::lower_bound(alive.begin(), alive.end(), s_w) - alive.begin());
+  std::vector<double> total(n_cand, 0.0);
+  std::vector<std::vector<int32_t>> out;
+  *clear = true;
+  for (int j = 0; j < kGroup; ++j) {
+    std::vector<double> votes(n_cand, 0.0);
+    for (int t = s_w; t < s_w + w; ++t) {
+      std::vector<int32_t> seen;
+      for (int32_t s : alive) {
+        if (s <= t) seen.push_back(s);
+      }
+      const std::vector<double> p = d.probs(layer, kv * kGroup + j, t, seen);
+      for (int c = 0; c < n_cand; ++c) votes[c] += p[c];
+    }
+    std::vector<double> pooled(n_cand);
+    for (int c = 0; c < n_cand; ++c) {
+      pooled[c] = votes[c];
+      for (int e = std::max(0, c - kernel / 2); e <= std::min(n_cand - 1, c + kernel / 2); ++e) {
+        pooled[c] = std::max(pooled[c], votes[e]);
+      }
+      total[c] += pooled[c];
+    }
+    if (per_head) {
+      double margin = 0.0;
+      std::vector<int32_t> slots;
+      for (int c : top_of(pooled, keep, &margin)) slots.push_back(alive[c]);
+      out.push_back(slots);
+      *clear = *clear && (margin == 0.0 || margin > 1e-5);  // exact ties: pooled copies
+    }
+  }
+  if (!per_head) {
+    double margin = 0.0;
+    std::vector<int32_t> slots;
+    for (int c : top_of(total, keep, &margin)) slots.push_back(alive[c]);
+    out.push_back(slots);
+    *clear = margin == 0.0 || margin > 1e-5;
+  }
+  return out;
+}
+
+std::vector<int32_t> with_range(std::vector<int32_t> v, int lo, int hi) {
+  for (int s = lo; s < hi; ++s) v.push_back(s);
+  return v;
+}
+
+// The first decode step after a 39-token prompt keeps the top B - 1 - window voted slots of the
+// prompt before the window, the window and the current token; the next step slides the recent
+// part by one; recompress=1 re-votes over the kept slots with the newest window (the decode
+// query included) and never brings an evicted slot back.
+TEST(SnapKvPolicy, KeepsTheVotedSlotsTheWindowAndTheCurrentToken) {
+  const int P = 39, W = 8, B = 20, K = 3;
+  Data d(P + 3);
+  int checked = 0;
+  for (const char* gqa : {"shared", "per-head"}) {
+    const bool per_head = std::string(gqa) == "per-head";
+    for (int recompress : {0, 1}) {
+      auto p = policy_from("snapkv:budget=20,window=8,kernel=3,gqa=" + std::string(gqa) +
+                           ",recompress=" + std::to_string(recompress));
+      d.prefill(*p, P, 16);  // chunks of 16, 16 and 7
+      for (int l = 0; l < kShape.n_layers; ++l) {
+        for (int g = 0; g < kShape.n_kv_heads; ++g) {
+          Selection s1;
+          p->select(d.step(l, g, P + 1), s1);
+          ASSERT_FALSE(s1.all);
+          ASSERT_EQ(s1.per_head, per_head);
+          std::vector<int32_t> prompt(P);
+          std::iota(prompt.begin(), prompt.end(), 0);
+          bool clear = false;
+          const auto want = snap_reference(d, l, g, P - W, W, prompt, K, B - 1 - W, per_head, &clear);
+          for (size_t j = 0; j < want.size(); ++j) {
+            const auto& got = s1.slots_for(static_cast<int>(j));
+            EXPECT_EQ(got.size(), static_cast<size_t>(B));
+            if (clear) EXPECT_EQ(got, with_range(want[j], P - W, P + 1)) << gqa << " layer " << l;
+          }
+          checked += clear;
+          // The next step: the recent part slides (slot P - W leaves), or a new vote.
+          Selection s2;
+          p->select(d.step(l, g, P + 2), s2);
+          for (size_t j = 0; j < want.size(); ++j) {
+            const auto& a = s1.slots_for(static_cast<int>(j));
+            const auto& b = s2.slots_for(static_cast<int>(j));
+            EXPECT_EQ(b.size(), static_cast<size_t>(B));
+            for (int32_t s : b) {  // nothing evicted comes back
+              EXPECT_TRUE(s == P + 1 || std::binary_search(a.begin(), a.end(), s)) << s;
+            }
+            if (recompress == 0) {
+              std::vector<int32_t> voted(a.begin(), a.begin() + (B - 1 - W));
+              EXPECT_EQ(b, with_range(voted, P - W + 1, P + 2));
+            } else {
+              // Window: tokens P - W + 1 .. P (the last query is the decode step's); candidates:
+              // the slots kept before, older than the window.
+              std::vector<int32_t> alive(a.begin(), a.end());
+              bool clear2 = false;
+              const auto want2 =
+                  snap_reference(d, l, g, P - W + 1, W, alive, K, B - 1 - W, per_head, &clear2);
+              if (clear2) EXPECT_EQ(b, with_range(want2[j], P - W + 1, P + 2)) << gqa;
+              checked += clear2;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 22);  // 24 cases, (nearly) all clear of near-ties
+}
+
+TEST(SnapKvPolicy, SmallBudgetsKeepTheNewestSlots) {
+  Data d(30);
+  auto p = policy_from("snapkv:budget=5,window=4");  // B <= window + 1: no vote
+  d.prefill(*p, 29, 8);
+  Selection s;
+  p->select(d.step(1, 0, 30), s);
+  EXPECT_EQ(s.slots, (std::vector<int32_t>{25, 26, 27, 28, 29}));
+  // Without any prefill (decode steps only) nothing is voted either: the newest slots.
+  auto q = policy_from("snapkv:budget=6,window=2");
+  for (int n = 1; n <= 30; ++n) q->select(d.step(0, 1, n), s);
+  EXPECT_EQ(s.slots, (std::vector<int32_t>{24, 25, 26, 27, 28, 29}));
+  // A budget covering the cache is dense until something has to go.
+  auto r = policy_from("snapkv:budget=30,window=4");
+  d.prefill(*r, 29, 8);
+  r->select(d.step(0, 0, 30), s);
+  EXPECT_TRUE(s.all);
+}
+
+// One dense prefill forked into several sessions of the same policy (other budgets) equals each
+// session's own prefill, bit for bit; forking from another policy, or from a session that has
+// decoded, is refused; eval ppl --decode gives such policies the same numbers.
+TEST(SnapKvPolicy, ForkedPrefillEqualsOwnPrefill) {
+  const std::string path = ::testing::TempDir() + "/eviction_fork_tiny.gguf";
+  test::TinySpec spec;
+  spec.wtype = DType::Q8_0;
+  test::write_tiny_model(path, spec);
+  auto model = Model::load(path);
+  std::mt19937 rng(12);
+  std::vector<int32_t> tokens(48);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 36);
+  SessionOptions so;
+  so.n_ctx = 64;
+  so.prefill_chunk = 16;
+  auto run_decode = [&](Session& s) {
+    std::vector<float> out = s.last_logits();
+    for (size_t i = 36; i < tokens.size(); ++i) {
+      const auto& l = s.decode(tokens[i]);
+      out.insert(out.end(), l.begin(), l.end());
+    }
+    return out;
+  };
+  for (const std::string& base : {std::string("snapkv:window=4,budget=")}) {
+    so.policy = base + "20";
+    Session source(model, so);
+    source.prefill(prompt);
+    for (const char* b : {"9", "12", "0.3"}) {
+      so.policy = base + b;
+      Session own(model, so);
+      own.prefill(prompt);
+      Session forked(model, so);
+      ASSERT_TRUE(forked.can_copy_prefix_from(source));
+      forked.copy_prefix_from(source);
+      EXPECT_EQ(run_decode(own), run_decode(forked)) << so.policy;
+    }
+    // A dense session's copy carries no queries: refused, with a clear message.
+    so.policy = "full";
+    Session dense(model, so);
+    dense.prefill(prompt);
+    so.policy = base + "9";
+    Session fork(model, so);
+    EXPECT_FALSE(fork.can_copy_prefix_from(dense));
+    try {
+      fork.copy_prefix_from(dense);
+      ADD_FAILURE() << "forked from a dense session";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("learns from the prefill queries"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(fork.n_past(), 0);  // unchanged
+    // A source that has decoded is no longer a prefill.
+    source.decode(tokens[36]);
+    EXPECT_THROW(fork.copy_prefix_from(source), Error);
+  }
+  // Another observation window is another state.
+  so.policy = "snapkv:budget=9,window=4";
+  Session w4(model, so);
+  w4.prefill(prompt);
+  so.policy = "snapkv:budget=9,window=5";
+  Session w5(model, so);
+  EXPECT_THROW(w5.copy_prefix_from(w4), Error);
+
+  // eval ppl --decode: the snapkv sessions prefill themselves (or copy each other): the same
+  // numbers as a session that prefilled the chunk's prefix itself.
+  PplOptions o;
+  o.n_ctx = 48;
+  o.n_decode = 12;
+  o.batch = 16;
+  o.compare = {"snapkv:budget=9,window=4", "snapkv:budget=12,window=4"};
+  const auto results = perplexity_all(model, tokens, o, nullptr);
+  for (size_t p = 1; p < results.size(); ++p) {
+    so.policy = o.compare[p - 1];
+    Session s(model, so);
+    s.prefill(prompt);
+    const std::vector<float> logits = run_decode(s);
+    double nll = 0.0;
+    for (int i = 0; i < 12; ++i) {
+      nll -= log_prob(logits.data() + static_cast<size_t>(i) * spec.n_vocab, spec.n_vocab,
+                      tokens[36 + i]);
+    }
+    EXPECT_DOUBLE_EQ(results[p].mean_nll, nll / 12) << o.compare[p - 1];
+  }
+}
+
+TEST(EvictionPolicyOptions, BadOptionsAreErrors) {
+  auto message = [](const std::string& spec) -> std::string {
+    try {
+      policy_from(spec);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_NE(message("snapkv").find("needs a budget"), std::string::npos);
+  EXPECT_NE(message("snapkv:budget=0").find("budget"), std::string::npos);
+  EXPECT_NE(message("snapkv:budget=8,window=0").find("window must be"), std::string::npos);
+  EXPECT_NE(message("snapkv:budget=8,kernel=4").find("kernel must be odd"), std::string::npos);
+  EXPECT_NE(message("snapkv:budget=8,kernel=x").find("kernel must be"), std::string::npos);
+  EXPECT_NE(message("snapkv:budget=8,gqa=some").find("gqa must be"), std::string::npos);
+  EXPECT_NE(message("snapkv:budget=8,recompress=-1").find("recompress must be"), std::string::npos);
+  EXPECT_NE(message("snapkv:budget=8,beta=20").find("no option 'beta'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fasa
