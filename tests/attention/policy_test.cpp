@@ -184,7 +184,9 @@ std::vector<std::string> specs() {
           d + ",budget=6,channels=1,dense_layers=none",
           "snapkv:budget=8,window=4",
           "snapkv:budget=0.25,window=2,kernel=3",
-          "snapkv:budget=12,window=3,gqa=per-head,recompress=2"};
+          "snapkv:budget=12,window=3,gqa=per-head,recompress=2",
+          "pyramidkv:budget=8,window=2,beta=4",
+          "pyramidkv:budget=0.5,window=1,kernel=1,gqa=per-head"};
 }
 
 TEST(PolicyInvariants, EveryRegisteredPolicyIsCovered) {
@@ -208,6 +210,53 @@ void expect_layer_equals_groups(AttentionPolicy& p, const Fixture& f, int layer,
     EXPECT_EQ(a.head_slots, together[g].head_slots) << spec;
     EXPECT_EQ(a.bytes_read, together[g].bytes_read) << spec;
   }
+}
+
+// PyramidKV's budget of layer `row` at the first decode step after a prefill of n - 1 tokens:
+// its paper's line from the bottom layer (hi) to the top one (lo), voted parts summing to
+// L (k - 1 - window), plus window + 1 (computed here in doubles, apart from the policy's code).
+int pyramid_reference(int k, int n, int window, int beta, int n_layers, int row) {
+  const int v = k - 1 - window, prompt = n - 1;
+  if (v <= 0 || n_layers == 1 || prompt < 2 * v) return k;
+  int lo = v / beta, hi = 2 * v - lo;
+  if (hi >= prompt - window) {
+    hi = prompt - window;
+    lo = 2 * v - hi;
+  }
+  std::vector<double> x(n_layers);
+  std::vector<int> b(n_layers);
+  int left = n_layers * v;
+  for (int l = 0; l < n_layers; ++l) {
+    x[l] = hi - (hi - lo) * static_cast<double>(l) / (n_layers - 1);
+    b[l] = static_cast<int>(std::floor(x[l] + 1e-9));
+    left -= b[l];
+  }
+  for (; left > 0; --left) {  // one more slot to the largest fraction (ties: the lower layer)
+    int best = -1;
+    for (int l = 0; l < n_layers; ++l) {
+      if (b[l] < x[l] - 1e-9 && (best < 0 || x[l] - b[l] > x[best] - b[best] + 1e-9)) best = l;
+    }
+    b[best] += 1;
+  }
+  return b[row] + window + 1;
+}
+
+// The budget a selection of `layer` must stay within: the shared budget, or for pyramidkv the
+// layer's own, whose mean over the layers is the shared budget.
+int layer_budget(const std::string& spec, double budget, int n, int layer) {
+  const int k = resolve_budget(budget, n);
+  if (spec.rfind("pyramidkv:", 0) != 0) return k;
+  std::string name;
+  PolicyOptions o;
+  parse_policy_spec(spec, &name, &o);
+  const int window = o.count("window") ? std::stoi(o["window"]) : 32;
+  const int beta = o.count("beta") ? std::stoi(o["beta"]) : 20;
+  int sum = 0;
+  for (int l = 0; l < kShape.n_layers; ++l) {
+    sum += pyramid_reference(k, n, window, beta, kShape.n_layers, l);
+  }
+  EXPECT_EQ(sum, k * kShape.n_layers) << spec << " n=" << n;  // the mean is the budget
+  return pyramid_reference(k, n, window, beta, kShape.n_layers, layer);
 }
 
 TEST(PolicyInvariants, SortedUniqueInRangeWithinBudgetDeterministic) {
@@ -242,7 +291,7 @@ TEST(PolicyInvariants, SortedUniqueInRangeWithinBudgetDeterministic) {
             EXPECT_LT(s.back(), n);
             const std::string b_str = spec.substr(spec.find("budget=") + 7);
             const double budget = std::stod(b_str);
-            EXPECT_LE(static_cast<int>(s.size()), resolve_budget(budget, n)) << spec;
+            EXPECT_LE(static_cast<int>(s.size()), layer_budget(spec, budget, n, l)) << spec;
           }
         }
       }
@@ -310,12 +359,14 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   so.prefill_chunk = 8;
   Session full_pd(model, so);
   const auto want_pd = prefill_then_decode(full_pd);
-  for (const std::string& p : {"snapkv:budget=30,window=4", "snapkv:budget=64,gqa=per-head"}) {
+  for (const std::string& p : {"snapkv:budget=30,window=4", "snapkv:budget=64,gqa=per-head",
+                               "pyramidkv:budget=30,window=4"}) {
     so.policy = p;
     Session s(model, so);
     EXPECT_EQ(prefill_then_decode(s), want_pd) << p;
   }
-  for (const std::string& p : {"snapkv:budget=8,window=4", "snapkv:budget=9,window=2,recompress=3"}) {
+  for (const std::string& p : {"snapkv:budget=8,window=4", "snapkv:budget=9,window=2,recompress=3",
+                               "pyramidkv:budget=8,window=2,beta=2"}) {
     so.policy = p;
     Session sparse(model, so);
     EXPECT_NE(prefill_then_decode(sparse), want_pd) << p;

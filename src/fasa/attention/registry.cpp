@@ -30,6 +30,8 @@ const std::vector<PolicyEntry>& entries() {
                           "budget=, channels=, gqa=, dense_layers=)", make_double_sparsity_policy},
       {"snapkv", "SnapKV: observation-window votes keep prompt slots (budget=, window=32, kernel=7)",
        make_snapkv_policy},
+      {"pyramidkv", "PyramidKV: SnapKV's votes, per-layer budgets falling bottom to top (beta=20)",
+       make_pyramidkv_policy},
   };
   return kEntries;
 }

@@ -170,7 +170,8 @@ class SnapPolicy final : public AttentionPolicy {
   // The budget of `layer` when the mean over the global layers is k.
   int layer_budget(int k, int n, int layer) const {
     if (o_.beta <= 0) return k;
-    return k;  // PYRAMID
+    return pyramid_layer_budget(k, n, o_.window, o_.beta, static_cast<int>(layers_.size()),
+                                layer_row_[layer]);
   }
 
   // The vote of the window's queries at the step of q (budget kl): replaces st.voted by the

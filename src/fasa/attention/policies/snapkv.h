@@ -25,6 +25,9 @@ bool parse_snap_option(const std::string& policy, const std::string& key, const 
 // Parses a whole number in [lo, hi] for option `key`, or throws one clear fasa::Error.
 int parse_whole(const std::string& policy, const std::string& key, const std::string& value,
                 int lo, int hi);
+// PyramidKV's budget of global layer `row` of n_layers when the mean budget is k and the vote
+// happens at n_visible slots (pyramidkv.cpp; the mean over the layers is exactly k).
+int pyramid_layer_budget(int k, int n_visible, int window, int beta, int n_layers, int row);
 // `name` is "snapkv" or "pyramidkv" (with o.beta > 0).
 std::unique_ptr<AttentionPolicy> make_snap_policy(const PolicyContext& ctx, const SnapOptions& o,
                                                   const std::string& name);
