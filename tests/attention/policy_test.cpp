@@ -186,7 +186,10 @@ std::vector<std::string> specs() {
           "snapkv:budget=0.25,window=2,kernel=3",
           "snapkv:budget=12,window=3,gqa=per-head,recompress=2",
           "pyramidkv:budget=8,window=2,beta=4",
-          "pyramidkv:budget=0.5,window=1,kernel=1,gqa=per-head"};
+          "pyramidkv:budget=0.5,window=1,kernel=1,gqa=per-head",
+          "h2o:budget=8",
+          "h2o:budget=0.25,recent=0.25,gqa=per-head",
+          "h2o:budget=6,recent=0"};
 }
 
 TEST(PolicyInvariants, EveryRegisteredPolicyIsCovered) {
@@ -340,7 +343,8 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
         "fasa:calib=" + calib + ",budget=30,gqa=per-head,sink=4",
         "double-sparsity:calib=" + calib + ",budget=64,dense_layers=none",
         "double-sparsity:calib=" + calib + ",budget=30,gqa=per-head,channels=2",
-        std::string("snapkv:budget=30,window=4,gqa=per-head")}) {
+        std::string("snapkv:budget=30,window=4,gqa=per-head"),
+        std::string("snapkv:budget=30,window=4,gqa=per-head"), std::string("h2o:budget=30")}) {
     so.policy = p;
     Session s(model, so);
     EXPECT_EQ(s.eval_all(tokens, 1), want) << p;
@@ -360,13 +364,14 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   Session full_pd(model, so);
   const auto want_pd = prefill_then_decode(full_pd);
   for (const std::string& p : {"snapkv:budget=30,window=4", "snapkv:budget=64,gqa=per-head",
-                               "pyramidkv:budget=30,window=4"}) {
+                               "pyramidkv:budget=30,window=4", "h2o:budget=30,gqa=per-head"}) {
     so.policy = p;
     Session s(model, so);
     EXPECT_EQ(prefill_then_decode(s), want_pd) << p;
   }
   for (const std::string& p : {"snapkv:budget=8,window=4", "snapkv:budget=9,window=2,recompress=3",
-                               "pyramidkv:budget=8,window=2,beta=2"}) {
+                               "pyramidkv:budget=8,window=2,beta=2", "h2o:budget=8",
+                               "h2o:budget=6,recent=0.2,gqa=per-head"}) {
     so.policy = p;
     Session sparse(model, so);
     EXPECT_NE(prefill_then_decode(sparse), want_pd) << p;

@@ -32,6 +32,8 @@ const std::vector<PolicyEntry>& entries() {
        make_snapkv_policy},
       {"pyramidkv", "PyramidKV: SnapKV's votes, per-layer budgets falling bottom to top (beta=20)",
        make_pyramidkv_policy},
+      {"h2o", "H2O: newest slots + heavy hitters by accumulated attention (budget=, recent=0.5)",
+       make_h2o_policy},
   };
   return kEntries;
 }

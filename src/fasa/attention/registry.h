@@ -29,5 +29,6 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
                                                              const PolicyOptions&);
 std::unique_ptr<AttentionPolicy> make_snapkv_policy(const PolicyContext&, const PolicyOptions&);
 std::unique_ptr<AttentionPolicy> make_pyramidkv_policy(const PolicyContext&, const PolicyOptions&);
+std::unique_ptr<AttentionPolicy> make_h2o_policy(const PolicyContext&, const PolicyOptions&);
 
 }  // namespace fasa
