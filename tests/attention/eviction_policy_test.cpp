@@ -2,6 +2,8 @@
 // brute-force references computed here, prefix forking, and their bad options.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -10,6 +12,8 @@
 
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policies/snapkv.h"
+#include "fasa/calibrate/calibration.h"
+#include "fasa/calibrate/calibrator.h"
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
 #include "fasa/engine/session.h"
@@ -457,6 +461,120 @@ TEST(H2oPolicy, KeepsTheHeavyHittersOfTheAccumulatedAttention) {
   EXPECT_GE(checked, 250);  // of 2 layers x 30 steps x (2 shared + 4 per-head lists) = 360
 }
 
+// A calibration for kShape with random agreements (what matters here is the FC ranking).
+const std::string& shape_calib() {
+  static const std::string path = [] {
+    Calibration c;
+    c.model_sha256 = "tiny";
+    c.arch = "llama";
+    c.n_layers = kShape.n_layers;
+    c.n_heads = kShape.n_heads;
+    c.n_kv_heads = kShape.n_kv_heads;
+    c.head_dim = kHd;
+    c.fcs = fc_dims(RopeLayout::Norm, FcLayout::Rope, kHd, kHd);
+    c.layers = {0, 1};
+    std::mt19937 rng(6);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    c.mean_ca.resize(static_cast<size_t>(c.n_layers) * c.n_heads * c.n_fc());
+    for (auto& x : c.mean_ca) x = u(rng);
+    c.rank_all();
+    const std::string p =
+        ::testing::TempDir() + "/eviction_calib_" + std::to_string(getpid()) + ".json";
+    save_calibration(c, p);
+    return p;
+  }();
+  return path;
+}
+
+// pyramidkv+fasa: FASA chooses among PyramidKV's kept slots only; TIP over a candidate list
+// scores each slot as plain FASA does (every slot as candidates = plain FASA's selection).
+TEST(PyramidKvFasaPolicy, ChoosesAmongTheKeptSlots) {
+  const int P = 40;
+  Data d(P + 2, 13);
+  const std::string c = "calib=" + shape_calib() + ",dense_layers=none";
+  for (const char* gqa : {"shared", "per-head"}) {
+    auto both = policy_from("pyramidkv+fasa:" + c + ",budget=6,keep=14,window=3,beta=4,gqa=" + gqa);
+    auto pyramid = policy_from("pyramidkv:budget=14,window=3,beta=4");
+    auto fasa = policy_from("fasa:" + c + ",budget=6,gqa=" + gqa);
+    d.prefill(*both, P, 16);
+    d.prefill(*pyramid, P, 16);
+    d.prefill(*fasa, P, 16);
+    int narrowed = 0;
+    for (int n = P + 1; n <= P + 2; ++n) {
+      for (int l = 0; l < kShape.n_layers; ++l) {
+        for (int g = 0; g < kShape.n_kv_heads; ++g) {
+          Selection s, kept, plain, all_cand;
+          const AttnQuery q = d.step(l, g, n);
+          both->select(q, s);
+          pyramid->select(q, kept);
+          ASSERT_FALSE(s.all);
+          ASSERT_FALSE(kept.all);
+          for (int j = 0; j < kGroup; ++j) {
+            const auto& chosen = s.slots_for(j);
+            EXPECT_EQ(chosen.size(), 6u);
+            EXPECT_TRUE(std::includes(kept.slots.begin(), kept.slots.end(), chosen.begin(),
+                                      chosen.end())) << gqa << " layer " << l;
+          }
+          // Plain FASA would pick evicted slots somewhere.
+          fasa->select(q, plain);
+          for (int j = 0; j < kGroup; ++j) {
+            const auto& p = plain.slots_for(j);
+            narrowed += !std::includes(kept.slots.begin(), kept.slots.end(), p.begin(), p.end());
+          }
+          // Every visible slot as candidates: exactly plain FASA.
+          std::vector<int32_t> every(n);
+          std::iota(every.begin(), every.end(), 0);
+          AttnQuery qa = q;
+          qa.candidates = every.data();
+          qa.n_candidates = n;
+          fasa->select(qa, all_cand);
+          EXPECT_EQ(all_cand.slots, plain.slots);
+          EXPECT_EQ(all_cand.head_slots, plain.head_slots);
+        }
+      }
+    }
+    EXPECT_GT(narrowed, 0) << gqa;
+  }
+}
+
+// keep covering the context: PyramidKV keeps everything and the pair is plain FASA, bit for bit.
+TEST(PyramidKvFasaPolicy, KeepCoveringTheContextIsPlainFasa) {
+  const std::string path = ::testing::TempDir() + "/eviction_pf_tiny.gguf";
+  test::TinySpec spec;
+  spec.wtype = DType::Q8_0;
+  test::write_tiny_model(path, spec);
+  auto model = Model::load(path);
+  std::mt19937 rng(14);
+  std::vector<int32_t> text(80), tokens(48);
+  for (auto& t : text) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  CalibrateOptions co;
+  co.k = 8;
+  co.samples = 2;
+  co.tokens = 30;
+  co.steps = 3;
+  const std::string calib = ::testing::TempDir() + "/eviction_pf_calib.json";
+  save_calibration(calibrate(model, text, co, nullptr), calib);
+  SessionOptions so;
+  so.n_ctx = 64;
+  so.prefill_chunk = 16;
+  auto run = [&](const std::string& policy) {
+    so.policy = policy;
+    Session s(model, so);
+    std::vector<float> out = s.prefill(std::vector<int32_t>(tokens.begin(), tokens.begin() + 30));
+    for (size_t i = 30; i < tokens.size(); ++i) {
+      const auto& l = s.decode(tokens[i]);
+      out.insert(out.end(), l.begin(), l.end());
+    }
+    return out;
+  };
+  for (const std::string opts : {",budget=5", ",budget=0.2,gqa=per-head,sink=2,recent=2"}) {
+    const auto plain = run("fasa:calib=" + calib + opts);
+    EXPECT_EQ(run("pyramidkv+fasa:calib=" + calib + opts + ",keep=64"), plain) << opts;
+    EXPECT_NE(run("pyramidkv+fasa:calib=" + calib + opts + ",keep=12,window=4"), plain) << opts;
+  }
+}
+
 TEST(EvictionPolicyOptions, BadOptionsAreErrors) {
   auto message = [](const std::string& spec) -> std::string {
     try {
@@ -484,6 +602,17 @@ TEST(EvictionPolicyOptions, BadOptionsAreErrors) {
   EXPECT_NE(message("h2o:budget=8,recent=x").find("recent must be"), std::string::npos);
   EXPECT_NE(message("h2o:budget=8,gqa=x").find("gqa must be"), std::string::npos);
   EXPECT_NE(message("h2o:budget=8,window=3").find("no option 'window'"), std::string::npos);
+  const std::string pf = "pyramidkv+fasa:calib=" + shape_calib() + ",budget=4";
+  EXPECT_NE(message(pf).find("needs keep=K"), std::string::npos);
+  EXPECT_NE(message(pf + ",keep=abc").find("'pyramidkv': budget"), std::string::npos);
+  EXPECT_NE(message(pf + ",keep=16,variant=m").find("FASA-C only"), std::string::npos);
+  EXPECT_NE(message(pf + ",keep=16,beta=0").find("beta must be"), std::string::npos);
+  EXPECT_NE(message(pf + ",keep=16,speed=2").find("policy 'fasa' has no option 'speed'"),
+            std::string::npos);
+  EXPECT_NE(message("pyramidkv+fasa:budget=4,keep=16").find("calibration"), std::string::npos);
+  EXPECT_NE(message("snapkv+fasa:budget=4").find("combination 'snapkv+fasa' is not supported "
+                                                 "(supported: pyramidkv+fasa)"),
+            std::string::npos);
 }
 
 }  // namespace

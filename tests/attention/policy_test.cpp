@@ -189,7 +189,9 @@ std::vector<std::string> specs() {
           "pyramidkv:budget=0.5,window=1,kernel=1,gqa=per-head",
           "h2o:budget=8",
           "h2o:budget=0.25,recent=0.25,gqa=per-head",
-          "h2o:budget=6,recent=0"};
+          "h2o:budget=6,recent=0",
+          "pyramidkv+fasa:calib=" + calib_path() + ",budget=5,keep=12,window=2,dense_layers=none",
+          "pyramidkv+fasa:calib=" + calib_path() + ",budget=0.2,keep=0.5,window=1,gqa=per-head,dense_layers=none"};
 }
 
 TEST(PolicyInvariants, EveryRegisteredPolicyIsCovered) {
@@ -363,15 +365,23 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   so.prefill_chunk = 8;
   Session full_pd(model, so);
   const auto want_pd = prefill_then_decode(full_pd);
-  for (const std::string& p : {"snapkv:budget=30,window=4", "snapkv:budget=64,gqa=per-head",
-                               "pyramidkv:budget=30,window=4", "h2o:budget=30,gqa=per-head"}) {
+  for (const std::string& p : {std::string("snapkv:budget=30,window=4"),
+                               std::string("snapkv:budget=64,gqa=per-head"),
+                               std::string("pyramidkv:budget=30,window=4"),
+                               std::string("h2o:budget=30,gqa=per-head"),
+                               "pyramidkv+fasa:calib=" + calib + ",budget=64,keep=30,window=4,"
+                               "dense_layers=none"}) {
     so.policy = p;
     Session s(model, so);
     EXPECT_EQ(prefill_then_decode(s), want_pd) << p;
   }
-  for (const std::string& p : {"snapkv:budget=8,window=4", "snapkv:budget=9,window=2,recompress=3",
-                               "pyramidkv:budget=8,window=2,beta=2", "h2o:budget=8",
-                               "h2o:budget=6,recent=0.2,gqa=per-head"}) {
+  for (const std::string& p : {std::string("snapkv:budget=8,window=4"),
+                               std::string("snapkv:budget=9,window=2,recompress=3"),
+                               std::string("pyramidkv:budget=8,window=2,beta=2"),
+                               std::string("h2o:budget=8"),
+                               std::string("h2o:budget=6,recent=0.2,gqa=per-head"),
+                               "pyramidkv+fasa:calib=" + calib + ",budget=3,keep=8,window=2,"
+                               "dense_layers=none"}) {
     so.policy = p;
     Session sparse(model, so);
     EXPECT_NE(prefill_then_decode(sparse), want_pd) << p;

@@ -25,6 +25,11 @@ struct AttnQuery {
   int32_t pos = 0;           // position of the query token
   int n_visible = 0;         // slots [0, n_visible) hold keys this query may read
   const KvCache* cache = nullptr;
+  // Optional: the only slots the policy may choose from (ascending, in [0, n_visible)); null =
+  // every visible slot. Set by a composite policy (pyramidkv+fasa: the slots PyramidKV keeps)
+  // for a policy that honours it (fasa); the driver never sets it.
+  const int32_t* candidates = nullptr;
+  int n_candidates = 0;
 };
 
 // Which slots to read. `all` means every visible slot (dense). Otherwise either one slot list

@@ -34,6 +34,8 @@ const std::vector<PolicyEntry>& entries() {
        make_pyramidkv_policy},
       {"h2o", "H2O: newest slots + heavy hitters by accumulated attention (budget=, recent=0.5)",
        make_h2o_policy},
+      {"pyramidkv+fasa", "PyramidKV evicts to keep= slots, FASA-C picks budget= of them per step",
+       make_pyramidkv_fasa_policy},
   };
   return kEntries;
 }
@@ -51,8 +53,14 @@ std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const Poli
   for (const auto& e : entries()) {
     if (name == e.name) return e.make(ctx, opts);
   }
-  std::string known;
-  for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
+  std::string known, pairs;
+  for (const auto& n : policy_names()) {
+    std::string& list = n.find('+') == std::string::npos ? known : pairs;
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  if (name.find('+') != std::string::npos) {
+    fail("policy combination '{}' is not supported (supported: {})", name, pairs);
+  }
   fail("unknown attention policy '{}' (known: {})", name, known);
 }
 

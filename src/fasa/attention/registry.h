@@ -30,5 +30,7 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
 std::unique_ptr<AttentionPolicy> make_snapkv_policy(const PolicyContext&, const PolicyOptions&);
 std::unique_ptr<AttentionPolicy> make_pyramidkv_policy(const PolicyContext&, const PolicyOptions&);
 std::unique_ptr<AttentionPolicy> make_h2o_policy(const PolicyContext&, const PolicyOptions&);
+std::unique_ptr<AttentionPolicy> make_pyramidkv_fasa_policy(const PolicyContext&,
+                                                            const PolicyOptions&);
 
 }  // namespace fasa

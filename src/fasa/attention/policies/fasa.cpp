@@ -147,12 +147,21 @@ class FasaPolicy final : public AttentionPolicy {
     return n;
   }
 
-  void select(const AttnQuery& q, Selection& out) override { select_staged(&q, 1, &out); }
+  void select(const AttnQuery& q, Selection& out) override {
+    if (q.candidates) {
+      select_candidates(q, out);
+      return;
+    }
+    select_staged(&q, 1, &out);
+  }
 
   // Short contexts: one job per kv head does all of its group's work (three stages of barriers
   // cost more than the imbalance of 3 kv heads on 2 threads); long ones: the staged split.
+  // A candidate list (pyramidkv+fasa) is short: one job per kv head.
   void select_layer(const AttnQuery* qs, int n_kv, Selection* outs) override {
-    if (qs[0].n_visible < kStagedMinSlots) {
+    if (qs[0].candidates) {
+      parallel_for(n_kv, [&](int64_t g) { select_candidates(qs[g], outs[g]); });
+    } else if (qs[0].n_visible < kStagedMinSlots) {
       parallel_for(n_kv, [&](int64_t g) { select_staged(&qs[g], 1, &outs[g]); });
     } else {
       select_staged(qs, n_kv, outs);
@@ -246,6 +255,73 @@ class FasaPolicy final : public AttentionPolicy {
                    scores + static_cast<size_t>(j) * q.n_visible + a);
       }
     }
+  }
+
+  // TIP over the candidate slots only (q.candidates, m of them): their packed columns are
+  // gathered into [dims, m] and scored as select_staged scores any slot (the same bits per
+  // slot); the softmax (shared) runs over the candidates, and sinks/recent are the first/last
+  // candidates. A dense layer, or a budget covering the candidates, takes them all.
+  void select_candidates(const AttnQuery& q, Selection& out) {
+    const int m = q.n_candidates, ng = q.n_group;
+    const int budget = resolve_budget(o_.budget, q.n_visible);
+    const std::vector<int32_t> cand(q.candidates, q.candidates + m);
+    out.all = false;
+    out.per_head = o_.per_head;
+    out.bytes_read = 0;
+    if (budget >= m || o_.dense_layers.count(q.layer)) {
+      if (o_.per_head) {
+        out.head_slots.assign(ng, cand);
+      } else {
+        out.slots = cand;
+      }
+      return;
+    }
+    const Group& gr = group(q.layer, q.kv_head);
+    const size_t w = gr.dims.size(), cap = q.cache->capacity(), eb = elem_bytes_;
+    const auto* packed = static_cast<const uint8_t*>(
+        o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
+                     : static_cast<const void*>(gr.kdom.data()));
+    thread_local std::vector<uint8_t> cols;  // [dims, m] the candidates' packed columns
+    thread_local std::vector<float> scores;  // [n_group, m]
+    thread_local std::vector<TipTerm> terms;
+    thread_local std::vector<int32_t> picked;
+    cols.resize(w * m * eb);
+    for (size_t i = 0; i < w; ++i) {
+      for (int c = 0; c < m; ++c) {
+        std::memcpy(cols.data() + (i * m + c) * eb, packed + (i * cap + cand[c]) * eb, eb);
+      }
+    }
+    out.bytes_read = static_cast<uint64_t>(m) * w * eb;
+    scores.resize(static_cast<size_t>(ng) * m);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
+    if (o_.per_head) out.head_slots.resize(ng);
+    for (int j = 0; j < ng; ++j) {
+      const float* qh = q.q + j * shape_.head_dim;
+      terms.clear();
+      for (const PackedDim& d : gr.heads[j]) terms.push_back(TipTerm{d.col, qh[d.q]});
+      float* score = scores.data() + static_cast<size_t>(j) * m;
+      for (int a = 0; a < m; a += kTipTile) {
+        tip_scores(cols.data() + a * eb, f16_, m, terms.data(), static_cast<int>(terms.size()),
+                   std::min(kTipTile, m - a), score + a);
+      }
+      if (o_.per_head) {
+        pick(score, m, budget, picked);
+        out.head_slots[j].clear();
+        for (int32_t c : picked) out.head_slots[j].push_back(cand[c]);
+        continue;
+      }
+      for (int c = 0; c < m; ++c) score[c] *= scale;
+      softmax_inplace(score, m);
+    }
+    if (o_.per_head) return;
+    thread_local std::vector<float> mass;  // [m]
+    mass.assign(m, 0.0f);
+    for (int j = 0; j < ng; ++j) {
+      for (int c = 0; c < m; ++c) mass[c] += scores[static_cast<size_t>(j) * m + c];
+    }
+    pick(mass.data(), m, budget, picked);
+    out.slots.clear();
+    for (int32_t c : picked) out.slots.push_back(cand[c]);
   }
 
   struct Group {

@@ -1,0 +1,93 @@
+// `pyramidkv+fasa`: eviction, then selection. PyramidKV (pyramidkv.cpp) evicts after the prefill
+// to a per-layer pyramid of `keep` slots on average (its kept set slides with generation as
+// usual), and FASA-C (fasa.cpp) then selects `budget` of the kept slots per step: TIP scores the
+// kept slots only (AttnQuery::candidates). Options: keep=K (required), window, kernel, beta and
+// recompress go to pyramidkv (keep as its budget; gqa=shared there, one kept list per kv head);
+// every other option goes to fasa (calib and budget required; variant=c only, as PyramidKV's
+// votes read whole keys from RAM). When PyramidKV keeps every slot (keep covering the context)
+// this is plain fasa, bit for bit.
+#include <vector>
+
+#include "fasa/attention/registry.h"
+#include "fasa/core/error.h"
+
+namespace fasa {
+
+namespace {
+
+class EvictThenSelect final : public AttentionPolicy {
+ public:
+  EvictThenSelect(std::unique_ptr<AttentionPolicy> evict, std::unique_ptr<AttentionPolicy> pick)
+      : evict_(std::move(evict)), pick_(std::move(pick)) {}
+
+  std::string_view name() const override { return "pyramidkv+fasa"; }
+  void on_append(const KvCache& c, int layer, int first, int n) override {
+    evict_->on_append(c, layer, first, n);
+    pick_->on_append(c, layer, first, n);
+  }
+  bool wants_prefill_queries() const override { return evict_->wants_prefill_queries(); }
+  void on_prefill_queries(const KvCache& c, int layer, int first, int n, const float* q) override {
+    evict_->on_prefill_queries(c, layer, first, n, q);
+  }
+  void copy_prefill_state_from(const AttentionPolicy& src) override {
+    const auto* s = dynamic_cast<const EvictThenSelect*>(&src);
+    if (!s) fail("policy 'pyramidkv+fasa' cannot take the prefill state of policy '{}'", src.name());
+    evict_->copy_prefill_state_from(*s->evict_);
+  }
+  uint64_t resident_bytes() const override {
+    return evict_->resident_bytes() + pick_->resident_bytes();
+  }
+
+  void select(const AttnQuery& q, Selection& out) override {
+    Selection kept;
+    evict_->select(q, kept);
+    AttnQuery c = q;
+    restrict_to(kept, c);
+    pick_->select(c, out);
+  }
+
+  void select_layer(const AttnQuery* qs, int n, Selection* outs) override {
+    std::vector<Selection> kept(n);  // [n_kv_heads]
+    evict_->select_layer(qs, n, kept.data());
+    std::vector<AttnQuery> cs(qs, qs + n);
+    for (int g = 0; g < n; ++g) restrict_to(kept[g], cs[g]);
+    pick_->select_layer(cs.data(), n, outs);
+  }
+
+ private:
+  // PyramidKV keeping every slot leaves the choice free (plain fasa).
+  static void restrict_to(const Selection& kept, AttnQuery& q) {
+    if (kept.all) return;
+    q.candidates = kept.slots.data();
+    q.n_candidates = static_cast<int>(kept.slots.size());
+  }
+
+  std::unique_ptr<AttentionPolicy> evict_, pick_;
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionPolicy> make_pyramidkv_fasa_policy(const PolicyContext& ctx,
+                                                            const PolicyOptions& opts) {
+  PolicyOptions pyramid, fasa;
+  for (const auto& [key, value] : opts) {
+    if (key == "keep") {
+      pyramid["budget"] = value;
+    } else if (key == "window" || key == "kernel" || key == "beta" || key == "recompress") {
+      pyramid[key] = value;
+    } else if (key == "variant" && value != "c") {
+      fail("policy 'pyramidkv+fasa' runs FASA-C only (variant=c): PyramidKV's votes read whole "
+           "keys from RAM");
+    } else {
+      fasa[key] = value;
+    }
+  }
+  if (!pyramid.count("budget")) {
+    fail("policy 'pyramidkv+fasa' needs keep=K, the slots PyramidKV keeps per layer on average "
+         "(e.g. keep=512,budget=128)");
+  }
+  return std::make_unique<EvictThenSelect>(make_pyramidkv_policy(ctx, pyramid),
+                                           make_fasa_policy(ctx, fasa));
+}
+
+}  // namespace fasa
