@@ -83,7 +83,9 @@ struct Data {
     double mx = -INFINITY;
     for (size_t j = 0; j < keys.size(); ++j) {
       double d = 0.0;
-      for (int i = 0; i < kHd; ++i) d += static_cast<double>(q_of(t, head)[i]) * K[keys[j] * kHd + i];
+      for (int i = 0; i < kHd; ++i) {
+        d += static_cast<double>(q_of(t, head)[i]) * K[keys[j] * kHd + i];
+      }
       p[j] = d / std::sqrt(static_cast<double>(kHd));
       mx = std::max(mx, p[j]);
     }
@@ -127,7 +129,8 @@ std::vector<int> top_of(const std::vector<double>& s, int keep, double* margin) 
 std::vector<std::vector<int32_t>> snap_reference(const Data& d, int layer, int kv, int s_w, int w,
                                                  const std::vector<int32_t>& alive, int kernel,
                                                  int keep, bool per_head, bool* clear) {
-  const int n_cand = static_cast<int>(std::lower_bound(alive.begin(), alive.end(), s_w) - alive.begin());
+  const int n_cand =
+      static_cast<int>(std::lower_bound(alive.begin(), alive.end(), s_w) - alive.begin());
   std::vector<double> total(n_cand, 0.0);
   std::vector<std::vector<int32_t>> out;
   *clear = true;
@@ -195,7 +198,8 @@ TEST(SnapKvPolicy, KeepsTheVotedSlotsTheWindowAndTheCurrentToken) {
           std::vector<int32_t> prompt(P);
           std::iota(prompt.begin(), prompt.end(), 0);
           bool clear = false;
-          const auto want = snap_reference(d, l, g, P - W, W, prompt, K, B - 1 - W, per_head, &clear);
+          const auto want =
+              snap_reference(d, l, g, P - W, W, prompt, K, B - 1 - W, per_head, &clear);
           for (size_t j = 0; j < want.size(); ++j) {
             const auto& got = s1.slots_for(static_cast<int>(j));
             EXPECT_EQ(got.size(), static_cast<size_t>(B));

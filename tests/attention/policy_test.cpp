@@ -275,7 +275,9 @@ TEST(PolicyInvariants, SortedUniqueInRangeWithinBudgetDeterministic) {
         std::normal_distribution<float> normal(0.0f, 2.0f);
         std::vector<float> pq(static_cast<size_t>(n - 1) * kShape.n_heads * kShape.head_dim);
         for (auto& x : pq) x = normal(rng);
-        for (int l = 0; l < kShape.n_layers; ++l) p->on_prefill_queries(f.cache, l, 0, n - 1, pq.data());
+        for (int l = 0; l < kShape.n_layers; ++l) {
+          p->on_prefill_queries(f.cache, l, 0, n - 1, pq.data());
+        }
       }
       for (int l = 0; l < kShape.n_layers; ++l) {
         expect_layer_equals_groups(*p, f, l, spec);

@@ -31,7 +31,9 @@ class EvictThenSelect final : public AttentionPolicy {
   }
   void copy_prefill_state_from(const AttentionPolicy& src) override {
     const auto* s = dynamic_cast<const EvictThenSelect*>(&src);
-    if (!s) fail("policy 'pyramidkv+fasa' cannot take the prefill state of policy '{}'", src.name());
+    if (!s) {
+      fail("policy 'pyramidkv+fasa' cannot take the prefill state of policy '{}'", src.name());
+    }
     evict_->copy_prefill_state_from(*s->evict_);
   }
   uint64_t resident_bytes() const override {
