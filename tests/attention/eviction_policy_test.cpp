@@ -203,7 +203,9 @@ TEST(SnapKvPolicy, KeepsTheVotedSlotsTheWindowAndTheCurrentToken) {
           for (size_t j = 0; j < want.size(); ++j) {
             const auto& got = s1.slots_for(static_cast<int>(j));
             EXPECT_EQ(got.size(), static_cast<size_t>(B));
-            if (clear) EXPECT_EQ(got, with_range(want[j], P - W, P + 1)) << gqa << " layer " << l;
+            if (clear) {
+              EXPECT_EQ(got, with_range(want[j], P - W, P + 1)) << gqa << " layer " << l;
+            }
           }
           checked += clear;
           // The next step: the recent part slides (slot P - W leaves), or a new vote.
@@ -226,7 +228,7 @@ TEST(SnapKvPolicy, KeepsTheVotedSlotsTheWindowAndTheCurrentToken) {
               bool clear2 = false;
               const auto want2 =
                   snap_reference(d, l, g, P - W + 1, W, alive, K, B - 1 - W, per_head, &clear2);
-              if (clear2) EXPECT_EQ(b, with_range(want2[j], P - W + 1, P + 2)) << gqa;
+              if (clear2) { EXPECT_EQ(b, with_range(want2[j], P - W + 1, P + 2)) << gqa; }
               checked += clear2;
             }
           }
@@ -352,7 +354,7 @@ TEST(PyramidKvPolicy, LayerBudgetsFormAPyramidAroundTheBudget) {
   for (int l = 0; l < 30; ++l) {
     const int b = pyramid_layer_budget(128, 1025, 32, 20, 30, l);
     EXPECT_GE(b, 33);
-    if (l > 0) EXPECT_LE(b, pyramid_layer_budget(128, 1025, 32, 20, 30, l - 1));
+    if (l > 0) { EXPECT_LE(b, pyramid_layer_budget(128, 1025, 32, 20, 30, l - 1)); }
     sum += b;
   }
   EXPECT_EQ(pyramid_layer_budget(128, 1025, 32, 20, 30, 0), 186 + 33);
@@ -383,7 +385,7 @@ TEST(PyramidKvPolicy, LayerBudgetsFormAPyramidAroundTheBudget) {
       std::iota(prompt.begin(), prompt.end(), 0);
       bool clear = false;
       const auto want = snap_reference(d, l, g, P - W, W, prompt, K, kl - 1 - W, false, &clear);
-      if (clear) EXPECT_EQ(s.slots, with_range(want[0], P - W, P + 1)) << l;
+      if (clear) { EXPECT_EQ(s.slots, with_range(want[0], P - W, P + 1)) << l; }
       checked += clear;
     }
   }

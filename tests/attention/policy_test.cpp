@@ -347,7 +347,6 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
         "fasa:calib=" + calib + ",budget=30,gqa=per-head,sink=4",
         "double-sparsity:calib=" + calib + ",budget=64,dense_layers=none",
         "double-sparsity:calib=" + calib + ",budget=30,gqa=per-head,channels=2",
-        std::string("snapkv:budget=30,window=4,gqa=per-head"),
         std::string("snapkv:budget=30,window=4,gqa=per-head"), std::string("h2o:budget=30")}) {
     so.policy = p;
     Session s(model, so);
