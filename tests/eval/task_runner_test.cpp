@@ -155,11 +155,13 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
   std::vector<Task> tasks;
   for (auto& t : generate_tasks(g, hay, "hay", count, nullptr)) {
     t.task.metric = TaskMetric::Exact;  // runs to max_new_tokens (no early stop)
-    t.task.max_new_tokens = 6;
+    t.task.max_new_tokens = 5;
     tasks.push_back(t.task);
   }
   TaskRunOptions o;
-  o.policies = {"full", "oracle:budget=100000", "streaming:budget=16"};
+  // snapkv learns from its own prefill: its first budget prefills, the second copies that.
+  o.policies = {"full", "oracle:budget=100000", "streaming:budget=16", "snapkv:budget=16,window=4",
+                "snapkv:budget=24,window=4"};
   o.prefill_chunk = 64;
   const TaskRunResult r = run_tasks(model, tasks, o, nullptr);
   ASSERT_EQ(r.outcome.size(), 2u);
@@ -169,7 +171,7 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
     so.prefill_chunk = 64;
     Session own(model, so);
     GenerateOptions go;
-    go.n_predict = 6;
+    go.n_predict = 5;
     go.sampler.temp = 0.0f;
     const auto want = generate(own, tok.encode(tasks[i].prompt, true, false), go, nullptr);
     EXPECT_EQ(r.outcome[i][0].output, want.text);
@@ -178,6 +180,13 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
     EXPECT_EQ(r.outcome[i][0].attn.slots_read, r.outcome[i][0].attn.slots_visible);
     EXPECT_LT(r.outcome[i][2].attn.slots_read, r.outcome[i][2].attn.slots_visible);
     EXPECT_EQ(r.outcome[i][0].score, score_output(TaskMetric::Exact, want.text, tasks[i].answers));
+    for (size_t p : {3, 4}) {
+      so.policy = o.policies[p];
+      Session self(model, so);
+      const auto w = generate(self, tok.encode(tasks[i].prompt, true, false), go, nullptr);
+      EXPECT_EQ(r.outcome[i][p].output, w.text) << o.policies[p];
+      EXPECT_LT(r.outcome[i][p].attn.slots_read, r.outcome[i][p].attn.slots_visible);
+    }
   }
   // With contains, generation stops once the answer is out: same score, never more tokens.
   for (auto& t : tasks) t.metric = TaskMetric::Contains;

@@ -102,6 +102,7 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
     const auto t0 = std::chrono::steady_clock::now();
     dense.reset();
     dense.prefill(prompts[i]);
+    std::vector<std::unique_ptr<Session>> own;  // this prompt's prefills by prefill-aware policies
     r.prefill_seconds += seconds_since(t0);
     GenerateOptions go;
     go.n_predict = tasks[i].max_new_tokens;
@@ -117,7 +118,21 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
     for (size_t p = 0; p < opts.policies.size(); ++p) {
       const auto session = make_session(opts.policies[p]);
       Session& s = *session;
-      s.copy_prefix_from(dense);
+      // A prefill-aware policy (SnapKV, H2O: statistics of the prefill queries) cannot start
+      // from the dense cache: the first setting of such a policy prefills a pristine source
+      // session of its own, and its other budgets copy that (cache and prefill statistics).
+      const Session* src = s.can_copy_prefix_from(dense) ? &dense : nullptr;
+      for (size_t k = 0; !src && k < own.size(); ++k) {
+        if (s.can_copy_prefix_from(*own[k])) src = own[k].get();
+      }
+      if (!src) {
+        const auto t1 = std::chrono::steady_clock::now();
+        own.push_back(make_session(opts.policies[p]));
+        own.back()->prefill(prompts[i]);
+        r.prefill_seconds += seconds_since(t1);
+        src = own.back().get();
+      }
+      s.copy_prefix_from(*src);
       const AttnStats before = s.attn_stats();
       const GenerateResult g = generate_from_prefilled(s, go, nullptr);
       TaskOutcome o;

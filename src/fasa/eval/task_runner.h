@@ -1,7 +1,8 @@
 // Runs long-context tasks (eval/tasks.h) under several attention policies. Each prompt's dense
 // prefill is computed once and its KV cache copied into a fresh session per policy
 // (Session::copy_prefix_from: exactly the state the policy's own dense prefill would give), so
-// N policies cost one prefill and N generations. Generation is greedy.
+// N policies cost one prefill and N generations. A prefill-aware policy (SnapKV, PyramidKV,
+// H2O) prefills once per prompt itself, and its other budgets copy that. Generation is greedy.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +39,7 @@ struct TaskRunResult {
   std::vector<int> n_prompt;                      // [n_tasks] prompt tokens (chat-wrapped)
   std::vector<std::vector<TaskOutcome>> outcome;  // [n_tasks][n_policies]
   int n_ctx = 0;
-  double prefill_seconds = 0.0;                   // the shared dense prefills
+  double prefill_seconds = 0.0;  // the shared dense prefills and prefill-aware policies' own
   double seconds = 0.0;
 };
 
