@@ -116,7 +116,8 @@ void add_policy_options(CLI::App* cmd, PolicyArgs& p, bool with_compare) {
         ->allow_extra_args(false);
   }
   cmd->add_option("--policy", p.policy,
-                  "attention policy: full, oracle, fasa (or name:key=value,...)")
+                  "attention policy: full, oracle, fasa, streaming, h2o, snapkv, pyramidkv, "
+                  "pyramidkv+fasa, quest, sparq, double-sparsity (or name:key=value,...)")
       ->capture_default_str();
   cmd->add_option("--calib", p.calib, "fasa: calibration file from `fasa calibrate`");
   cmd->add_option("--budget", p.budget,
