@@ -185,6 +185,7 @@ void run_sweep(const SweepArgs& a) {
   m.kv_type = a.kv_type;
   m.threads = num_threads();
   TaskRunOptions o;
+  o.policies.clear();  // (the default is {"full"})
   for (const auto& e : entries) o.policies.push_back(e.spec);
   o.chat = a.chat;
   o.n_ctx = a.n_ctx;

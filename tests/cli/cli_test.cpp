@@ -579,7 +579,14 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
                "--budgets", "16,32", "-o", dir});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto s = nlohmann::json::parse(std::ifstream(dir + "/results.json"));
-  EXPECT_EQ(s["results"].size(), 3u);
+  ASSERT_EQ(s["results"].size(), 3u);
+  // Each result is its own setting's: full reads every row, streaming at 16 fewer than at 32.
+  EXPECT_EQ(s["results"][0]["spec"], "full");
+  EXPECT_EQ(s["results"][0]["rows_read_fraction"].get<double>(), 1.0);
+  EXPECT_EQ(s["results"][1]["spec"], "streaming:budget=16");
+  EXPECT_LT(s["results"][1]["rows_read_fraction"].get<double>(),
+            s["results"][2]["rows_read_fraction"].get<double>());
+  EXPECT_LT(s["results"][2]["rows_read_fraction"].get<double>(), 1.0);
   EXPECT_EQ(s["model_sha256"].get<std::string>().size(), 64u);
   EXPECT_TRUE(std::filesystem::exists(dir + "/results.md"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget.svg"));

@@ -106,6 +106,10 @@ TEST(Sweep, ScoreTableAndReports) {
   const std::string md = sweep_markdown(m, f.tasks, f.entries, f.r);
   EXPECT_NE(md.find("| oracle | 128 | 0.750 | 75.0% | 0.50 | 1.00 | 25.0% | 2 KiB |"),
             std::string::npos) << md;
+  // Results that do not line up with the settings are refused, not mislabelled.
+  TaskRunResult shifted = f.r;
+  shifted.policies.insert(shifted.policies.begin(), "full");
+  expect_error([&] { sweep_json(m, f.tasks, f.entries, shifted); }, "do not match");
   const auto plots = sweep_plots(f.tasks, f.entries, f.r);
   ASSERT_EQ(plots.size(), 3u);
   EXPECT_EQ(plots[0].first, "score_vs_budget.svg");

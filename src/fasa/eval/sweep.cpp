@@ -36,6 +36,14 @@ std::pair<double, double> reads(const TaskRunResult& r, size_t p) {
           visible ? static_cast<double>(read) / visible : 1.0};
 }
 
+void check_aligned(const std::vector<Task>& tasks, const std::vector<SweepEntry>& entries,
+                   const TaskRunResult& r) {
+  bool ok = r.policies.size() == entries.size() && r.outcome.size() == tasks.size();
+  for (size_t p = 0; ok && p < entries.size(); ++p) ok = r.policies[p] == entries[p].spec;
+  for (size_t i = 0; ok && i < tasks.size(); ++i) ok = r.outcome[i].size() == entries.size();
+  if (!ok) fail("sweep report: the results do not match the sweep's settings (internal error)");
+}
+
 }  // namespace
 
 std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& policies,
@@ -77,6 +85,7 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& policies,
 
 std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
                        const std::vector<SweepEntry>& entries, const TaskRunResult& r) {
+  check_aligned(tasks, entries, r);
   const TaskScoreTable t = score_table(tasks, r);
   nlohmann::ordered_json j;
   j["fasa_version"] = meta.version;
@@ -132,6 +141,7 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
 
 std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks,
                            const std::vector<SweepEntry>& entries, const TaskRunResult& r) {
+  check_aligned(tasks, entries, r);
   const TaskScoreTable t = score_table(tasks, r);
   std::string s = fmt::format(
       "# Task sweep\n\nmodel `{}` (sha256 `{}`), tasks `{}` ({} tasks, {} kinds), context {} "
@@ -164,6 +174,7 @@ std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks
 std::vector<std::pair<std::string, std::string>> sweep_plots(
     const std::vector<Task>& tasks, const std::vector<SweepEntry>& entries,
     const TaskRunResult& r) {
+  check_aligned(tasks, entries, r);
   const TaskScoreTable t = score_table(tasks, r);
   auto plot = [&](const std::string& title, auto&& score_of) {
     LinePlot lp;
