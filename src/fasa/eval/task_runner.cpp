@@ -99,11 +99,8 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
   int done = 0;
   r.outcome.resize(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    dense.reset();
-    dense.prefill(prompts[i]);
+    dense.reset();  // prefilled when a policy first needs it (none may: all prefill-aware)
     std::vector<std::unique_ptr<Session>> own;  // this prompt's prefills by prefill-aware policies
-    r.prefill_seconds += seconds_since(t0);
     GenerateOptions go;
     go.n_predict = tasks[i].max_new_tokens;
     go.sampler.temp = 0.0f;
@@ -121,7 +118,15 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
       // A prefill-aware policy (SnapKV, H2O: statistics of the prefill queries) cannot start
       // from the dense cache: the first setting of such a policy prefills a pristine source
       // session of its own, and its other budgets copy that (cache and prefill statistics).
-      const Session* src = s.can_copy_prefix_from(dense) ? &dense : nullptr;
+      const Session* src = nullptr;
+      if (s.can_copy_prefix_from(dense)) {
+        if (dense.n_past() == 0) {
+          const auto t0 = std::chrono::steady_clock::now();
+          dense.prefill(prompts[i]);
+          r.prefill_seconds += seconds_since(t0);
+        }
+        src = &dense;
+      }
       for (size_t k = 0; !src && k < own.size(); ++k) {
         if (s.can_copy_prefix_from(*own[k])) src = own[k].get();
       }
