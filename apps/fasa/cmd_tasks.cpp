@@ -72,6 +72,7 @@ struct TasksArgs {
   std::string model, tasks;
   int n_ctx = 0;
   int threads = 0;
+  int jobs = 1;
   std::string kv_type = "f16";
   bool chat = false;
   bool json = false;
@@ -105,6 +106,7 @@ void run_tasks_cmd(const TasksArgs& a) {
   auto model = load_model(a.model);
   TaskRunOptions o;
   o.policies = a.policy.specs();
+  o.jobs = a.jobs;
   o.chat = a.chat;
   o.n_ctx = a.n_ctx;
   o.kv_type = parse_kv_type(a.kv_type);
@@ -153,6 +155,7 @@ struct SweepArgs {
   std::vector<std::string> policies, budgets;
   int n_ctx = 0;
   int threads = 0;
+  int jobs = 1;
   std::string kv_type = "f16";
   bool chat = false;
 };
@@ -188,6 +191,7 @@ void run_sweep(const SweepArgs& a) {
   o.policies.clear();  // (the default is {"full"})
   for (const auto& e : entries) o.policies.push_back(e.spec);
   o.chat = a.chat;
+  o.jobs = a.jobs;
   o.n_ctx = a.n_ctx;
   o.kv_type = parse_kv_type(a.kv_type);
   std::fprintf(stderr, "fasa: sweep of %zu policy settings on %zu tasks -> %s\n", entries.size(),
@@ -262,6 +266,9 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   tc->add_option("--ctx", t->n_ctx, "context size (0 = the longest prompt + its new tokens)")
       ->capture_default_str();
   tc->add_option("-t,--threads", t->threads, "threads (0 = all cores)")->capture_default_str();
+  tc->add_option("-j,--jobs", t->jobs,
+                  "tasks run in parallel, one thread each (faster on few cores; same results)")
+      ->capture_default_str();
   tc->add_option("--kv-type", t->kv_type, "KV cache type: f16 or f32")->capture_default_str();
   tc->add_flag("--chat", t->chat, "wrap each prompt as a user turn of the model's chat format");
   add_policy_options(tc, t->policy, /*with_compare=*/true);
@@ -281,6 +288,9 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   sc->add_option("--ctx", s->n_ctx, "context size (0 = the longest prompt + its new tokens)")
       ->capture_default_str();
   sc->add_option("-t,--threads", s->threads, "threads (0 = all cores)")->capture_default_str();
+  sc->add_option("-j,--jobs", s->jobs,
+                  "tasks run in parallel, one thread each (faster on few cores; same results)")
+      ->capture_default_str();
   sc->add_option("--kv-type", s->kv_type, "KV cache type: f16 or f32")->capture_default_str();
   sc->add_flag("--chat", s->chat, "wrap each prompt as a user turn of the model's chat format");
   sc->callback([s] { run_sweep(*s); });

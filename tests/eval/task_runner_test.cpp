@@ -192,6 +192,16 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
       EXPECT_LT(r.outcome[i][p].attn.slots_read, r.outcome[i][p].attn.slots_visible);
     }
   }
+  // Tasks in parallel (one thread each) give the same outcomes.
+  o.jobs = 2;
+  const TaskRunResult par = run_tasks(model, tasks, o, nullptr);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    for (size_t p = 0; p < o.policies.size(); ++p) {
+      EXPECT_EQ(par.outcome[i][p].output, r.outcome[i][p].output) << o.policies[p];
+      EXPECT_EQ(par.outcome[i][p].attn.bytes_read(), r.outcome[i][p].attn.bytes_read());
+    }
+  }
+  o.jobs = 1;
   // With contains, generation stops once the answer is out: same score, never more tokens.
   for (auto& t : tasks) t.metric = TaskMetric::Contains;
   const TaskRunResult c = run_tasks(model, tasks, o, nullptr);

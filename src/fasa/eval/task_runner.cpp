@@ -85,20 +85,25 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
   so.n_ctx = r.n_ctx;
   so.kv_type = opts.kv_type;
   so.prefill_chunk = opts.prefill_chunk;
-  so.policy = "full";
-  Session dense(model, so);
   // A bad spec fails here, before any work. Sessions are made per (task, policy) so memory
-  // stays at two caches whatever the number of policies.
+  // stays at two caches per worker whatever the number of policies.
   auto make_session = [&](const std::string& spec) {
     SessionOptions o = so;
     o.policy = spec;
     return std::make_unique<Session>(model, o);
   };
   for (const std::string& spec : opts.policies) make_session(spec);
+  if (opts.jobs < 1) fail("--jobs must be >= 1 (got {})", opts.jobs);
   const int total = static_cast<int>(tasks.size() * opts.policies.size());
   int done = 0;
   r.outcome.resize(tasks.size());
-  for (size_t i = 0; i < tasks.size(); ++i) {
+  auto report = [&] {  // one call per finished generation, never concurrently
+    if (progress) progress(++done, total);
+  };
+
+  // Task i under every policy; returns the seconds spent prefilling.
+  auto run_one = [&](size_t i, Session& dense) {
+    double prefill_s = 0.0;
     dense.reset();  // prefilled when a policy first needs it (none may: all prefill-aware)
     std::vector<std::unique_ptr<Session>> own;  // this prompt's prefills by prefill-aware policies
     GenerateOptions go;
@@ -123,7 +128,7 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
         if (dense.n_past() == 0) {
           const auto t0 = std::chrono::steady_clock::now();
           dense.prefill(prompts[i]);
-          r.prefill_seconds += seconds_since(t0);
+          prefill_s += seconds_since(t0);
         }
         src = &dense;
       }
@@ -134,7 +139,7 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
         const auto t1 = std::chrono::steady_clock::now();
         own.push_back(make_session(opts.policies[p]));
         own.back()->prefill(prompts[i]);
-        r.prefill_seconds += seconds_since(t1);
+        prefill_s += seconds_since(t1);
         src = own.back().get();
       }
       s.copy_prefix_from(*src);
@@ -147,8 +152,39 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
       o.attn = stats_delta(before, s.attn_stats());
       o.decode_ms = g.decode_ms;
       r.outcome[i].push_back(std::move(o));
-      if (progress) progress(++done, total);
+#pragma omp critical(fasa_task_progress)
+      report();
     }
+    return prefill_s;
+  };
+
+  const int jobs = std::min<int>(opts.jobs, static_cast<int>(tasks.size()));
+  if (jobs <= 1) {
+    so.policy = "full";
+    Session dense(model, so);
+    for (size_t i = 0; i < tasks.size(); ++i) r.prefill_seconds += run_one(i, dense);
+  } else {
+    // Tasks in parallel, one thread each: inside a parallel region every kernel runs on its
+    // calling thread (parallel_for), and results do not depend on the thread count.
+    std::string error;
+#pragma omp parallel num_threads(jobs)
+    {
+      SessionOptions dso = so;
+      dso.policy = "full";
+      Session dense(model, dso);
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t i = 0; i < static_cast<int64_t>(tasks.size()); ++i) {
+        try {
+          const double s = run_one(static_cast<size_t>(i), dense);
+#pragma omp critical(fasa_task_progress)
+          r.prefill_seconds += s;
+        } catch (const std::exception& e) {
+#pragma omp critical(fasa_task_progress)
+          if (error.empty()) error = e.what();
+        }
+      }
+    }
+    if (!error.empty()) fail("{}", error);
   }
   r.seconds = seconds_since(t_start);
   return r;
