@@ -215,12 +215,7 @@ struct GenArgs {
 };
 
 void run_gen(const GenArgs& a) {
-  const auto& kinds = task_kinds();
-  if (std::find(kinds.begin(), kinds.end(), a.kind) == kinds.end()) {
-    std::string known;
-    for (const auto& k : kinds) known += (known.empty() ? "" : ", ") + k;
-    fail("unknown task kind '{}' (known: {})", a.kind, known);
-  }
+  check_task_kind(a.kind);  // before reading files or loading the model
   const std::string text = read_text_file(a.haystack);
   auto model = load_model(a.model);
   const Tokenizer& tok = model->require_tokenizer();

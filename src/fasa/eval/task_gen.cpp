@@ -317,17 +317,20 @@ const std::vector<std::string>& task_kinds() {
   return kinds;
 }
 
+void check_task_kind(const std::string& kind) {
+  const auto& kinds = task_kinds();
+  if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end()) return;
+  std::string known;
+  for (const auto& k : kinds) known += (known.empty() ? "" : ", ") + k;
+  fail("unknown task kind '{}' (known: {})", kind, known);
+}
+
 std::vector<GeneratedTask> generate_tasks(const TaskGenOptions& opts,
                                           const std::string& haystack_text,
                                           const std::string& haystack_name,
                                           const std::function<int64_t(const std::string&)>& count_tokens,
                                           const std::function<void(int, int)>& progress) {
-  const auto& kinds = task_kinds();
-  if (std::find(kinds.begin(), kinds.end(), opts.kind) == kinds.end()) {
-    std::string known;
-    for (const auto& k : kinds) known += (known.empty() ? "" : ", ") + k;
-    fail("unknown task kind '{}' (known: {})", opts.kind, known);
-  }
+  check_task_kind(opts.kind);
   if (opts.count < 1) fail("--n must be >= 1 (got {})", opts.count);
   if (opts.n_ctx < 64) fail("--ctx must be >= 64 (got {})", opts.n_ctx);
   const Haystack hay(haystack_text, haystack_name);

@@ -25,6 +25,8 @@ struct GeneratedTask {
 };
 
 const std::vector<std::string>& task_kinds();
+// Throws fasa::Error naming the known kinds when `kind` is not one of them.
+void check_task_kind(const std::string& kind);
 
 // `haystack_text` is the real text the context is cut from (named `haystack_name` in errors);
 // `count_tokens` measures a prompt the way the runner will (e.g. BOS + tokens, or the chat
