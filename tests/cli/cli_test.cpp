@@ -448,6 +448,11 @@ TEST(CliTest, TaskCommandsRejectBadInput) {
                      "cli_bad_tasks.jsonl:2: missing field \"task\"");
   expect_clean_error(run_cli({"eval", "tasks", "-m", model, "--tasks", "/nonexistent.jsonl"}),
                      "cannot open task file");
+  const std::string good = temp_file("cli_good_tasks.jsonl");
+  std::ofstream(good) << R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})"
+                      << "\n";
+  expect_clean_error(run_cli({"eval", "tasks", "-m", model, "--tasks", good, "--jobs", "0"}),
+                     "--jobs must be >= 1 (got 0)");
   expect_clean_error(run_cli({"eval", "sweep", "-m", model, "--tasks", bad, "--policies",
                               "oracle", "--budgets", "x", "-o", temp_file("sweep_bad")}),
                      "budget must be a positive number");

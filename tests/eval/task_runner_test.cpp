@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
+#include "support/expect_error.h"
 #include "fasa/engine/generate.h"
 #include "fasa/engine/session.h"
 #include "fasa/eval/line_plot.h"
@@ -17,14 +18,7 @@
 namespace fasa {
 namespace {
 
-void expect_error(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; wanted '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 TEST(Sweep, EntriesExpandPoliciesTimesBudgets) {
   const auto e = sweep_entries({"full", "oracle", "fasa:n_tip=0.5", "streaming:budget=32",

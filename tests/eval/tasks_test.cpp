@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "fasa/core/error.h"
+#include "support/expect_error.h"
 #include "fasa/eval/haystack.h"
 #include "fasa/eval/task_gen.h"
 #include "fasa/eval/tasks.h"
@@ -14,14 +15,7 @@
 namespace fasa {
 namespace {
 
-void expect_error(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; wanted '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 const char* kGood =
     R"({"id": "a", "task": "passkey", "prompt": "P1", "answers": ["123"], "max_new_tokens": 8, "metric": "contains", "length": 4096})"

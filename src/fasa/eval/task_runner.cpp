@@ -65,6 +65,7 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
   if (tasks.empty()) fail("no tasks to run");
   if (opts.policies.empty()) fail("no policies to run");
   if (opts.n_ctx < 0) fail("--ctx must be >= 0 (got {})", opts.n_ctx);
+  if (opts.jobs < 1) fail("--jobs must be >= 1 (got {})", opts.jobs);
   const auto t_start = std::chrono::steady_clock::now();
   TaskRunResult r;
   r.policies = opts.policies;
@@ -93,7 +94,6 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
     return std::make_unique<Session>(model, o);
   };
   for (const std::string& spec : opts.policies) make_session(spec);
-  if (opts.jobs < 1) fail("--jobs must be >= 1 (got {})", opts.jobs);
   const int total = static_cast<int>(tasks.size() * opts.policies.size());
   int done = 0;
   r.outcome.resize(tasks.size());
