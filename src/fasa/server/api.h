@@ -1,0 +1,97 @@
+// The OpenAI-compatible request and response bodies: strict parsing of /v1/completions and
+// /v1/chat/completions requests (with fasa's per-request KV-policy extension) and rendering of
+// responses, stream chunks (server-sent events) and the model list. Pure functions: no engine,
+// no sockets.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fasa/attention/policy.h"
+#include "fasa/engine/sampler.h"
+#include "fasa/tokenizer/chat.h"
+
+namespace fasa::server {
+
+// A request the client got wrong (or a limit it hit): answered with `status` and
+// http::error_json(status, what()). `param` names the offending field ("" if none), e.g.
+// "temperature", "messages[1].content", "fasa.budget".
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, const std::string& message, std::string param = "")
+      : std::runtime_error(message), status(status), param(std::move(param)) {}
+  int status;
+  std::string param;
+};
+
+enum class Endpoint { Completions, Chat };
+
+// The "fasa" extension object: {"policy": "fasa", "budget": 256, "n_tip": 0.25, ...}.
+struct PolicyRequest {
+  std::string policy;     // a policy name or full spec "name:key=value,..."; "" = server default
+  PolicyOptions options;  // every other key, its value as a string (256 -> "256", 0.1 -> "0.1",
+                          // true -> "on", false -> "off", [0, 1] -> "0+1")
+  bool given() const { return !policy.empty() || !options.empty(); }
+};
+
+struct GenRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string model;                  // "" when absent
+  std::string prompt;                 // completions
+  std::vector<ChatMessage> messages;  // chat ("developer" is taken as "system")
+  int max_tokens = -1;                // -1: absent (the server's default applies)
+  SamplerParams sampler;              // OpenAI defaults: temp 1, top_p 1, top_k 0, min_p 0
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;      // at most 4, none empty
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage (stream only)
+  PolicyRequest fasa;
+};
+
+// Throw ApiError(400, ...) naming the field for: a body that is not a JSON object, malformed
+// JSON (with the byte offset), an unknown field, a wrong type, a value out of range, or a
+// feature this server does not support (n != 1, logprobs, echo, non-zero penalties,
+// logit_bias, tools, ...). Per-request "fasa.calib" and "fasa.offload_dir" are refused (they
+// name server-side files: start the server with --calib / --offload-dir).
+GenRequest parse_completion_request(std::string_view body);
+GenRequest parse_chat_request(std::string_view body);
+
+// What the engine did for one request.
+struct GenOutcome {
+  std::string id;          // "cmpl-..." / "chatcmpl-..."
+  int64_t created = 0;     // unix seconds
+  std::string model;
+  std::string text;
+  std::string finish_reason;  // "stop" | "length"
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  std::string policy;      // the policy spec actually used
+  uint64_t kv_bytes_read = 0;        // K/V (and selection side data) bytes read at decode steps
+  double kv_bytes_read_per_token = 0.0;
+};
+
+// Non-streamed bodies. Both carry "usage" {prompt_tokens, completion_tokens, total_tokens} and
+// "fasa" {policy, kv_bytes_read, kv_bytes_read_per_token}.
+std::string render_completion(const GenOutcome& o);       // "object": "text_completion"
+std::string render_chat_completion(const GenOutcome& o);  // "object": "chat.completion"
+
+// Server-sent events, each "data: {json}\n\n". A chunk carries a text delta and/or a finish
+// reason (null while generating). Chat: the first chunk of a stream has delta {"role":
+// "assistant", "content": ""}; `first` selects it.
+std::string sse_completion_chunk(const GenOutcome& o, std::string_view delta,
+                                 std::string_view finish_reason);
+std::string sse_chat_chunk(const GenOutcome& o, std::string_view delta,
+                           std::string_view finish_reason, bool first);
+// The final usage chunk (stream_options.include_usage): "choices": [], "usage", "fasa".
+std::string sse_usage_chunk(const GenOutcome& o, Endpoint endpoint);
+std::string sse_done();  // "data: [DONE]\n\n"
+
+// GET /v1/models: {"object": "list", "data": [{"id", "object": "model", "created",
+// "owned_by": "fasa"}]}.
+std::string render_models(const std::vector<std::string>& ids, int64_t created);
+
+}  // namespace fasa::server
