@@ -65,52 +65,68 @@ GenerateResult generate_from_prefilled(Session& session, const GenerateOptions& 
   const Tokenizer& tok = session.model().require_tokenizer();
   const int n_vocab = session.model().config().n_vocab;
   if (session.n_past() == 0) fail("nothing to continue from: the session holds no tokens");
-  Sampler sampler(opts.sampler);
   GenerateResult r;
   r.n_prompt = session.n_past();
   const std::vector<float>* logits = &session.last_logits();
-
-  StreamDecoder dec(tok);
-  std::string pending;
-  auto emit = [&](const std::string& s) {
-    if (s.empty()) return;
-    r.text += s;
-    if (on_text) on_text(s);
-  };
+  Generation gen(tok, opts);
   const auto t0 = std::chrono::steady_clock::now();
-  r.stop_reason = "length";
-  for (int i = 0; opts.n_predict < 0 || i < opts.n_predict; ++i) {
-    const int32_t id = sampler.sample(logits->data(), n_vocab);
-    if (opts.stop_at_eog && tok.is_eog(id)) {
-      r.stop_reason = "eos";
-      break;
-    }
-    r.tokens.push_back(id);
-    pending += dec.push(id);
-    std::string ready;
-    if (scan_stop_strings(pending, opts.stop, &ready)) {
-      emit(ready);
-      r.stop_reason = "stop";
-      break;
-    }
-    emit(ready);
-    if (opts.stop_when && opts.stop_when(r.text)) {
-      r.stop_reason = "done";
-      break;
-    }
-    if (opts.n_predict >= 0 && i + 1 >= opts.n_predict) break;
-    if (session.n_past() >= session.n_ctx()) {
-      r.stop_reason = "context";
-      break;
-    }
-    logits = &session.decode(id);
+  for (;;) {
+    const std::string piece = gen.step(logits->data(), n_vocab, session.n_past() < session.n_ctx());
+    if (!piece.empty() && on_text) on_text(piece);
+    if (gen.done()) break;
+    logits = &session.decode(gen.next_token());
   }
-  if (r.stop_reason != "stop") {
-    pending += dec.flush();
-    emit(pending);
-  }
+  r.tokens = gen.tokens();
+  r.text = gen.text();
+  r.stop_reason = gen.stop_reason();
   r.decode_ms = ms_since(t0);
   return r;
+}
+
+Generation::Generation(const Tokenizer& tok, const GenerateOptions& opts)
+    : tok_(tok), opts_(opts), sampler_(opts.sampler), dec_(tok) {}
+
+void Generation::finish(const char* reason, std::string* out) {
+  stop_reason_ = reason;
+  done_ = true;
+  pending_ += dec_.flush();
+  *out += pending_;
+  text_ += pending_;
+  pending_.clear();
+}
+
+std::string Generation::step(const float* logits, int n_vocab, bool room) {
+  FASA_CHECK(!done_);
+  std::string out;
+  const int n_max = opts_.n_predict;
+  if (n_max >= 0 && static_cast<int>(tokens_.size()) >= n_max) {  // only when n_predict == 0
+    finish("length", &out);
+    return out;
+  }
+  const int32_t id = sampler_.sample(logits, n_vocab);
+  if (opts_.stop_at_eog && tok_.is_eog(id)) {
+    finish("eos", &out);
+    return out;
+  }
+  tokens_.push_back(id);
+  pending_ += dec_.push(id);
+  if (scan_stop_strings(pending_, opts_.stop, &out)) {  // the stop string itself is dropped
+    text_ += out;
+    stop_reason_ = "stop";
+    done_ = true;
+    return out;
+  }
+  text_ += out;
+  if (opts_.stop_when && opts_.stop_when(text_)) {
+    finish("done", &out);
+  } else if (n_max >= 0 && static_cast<int>(tokens_.size()) >= n_max) {
+    finish("length", &out);
+  } else if (!room) {
+    finish("context", &out);
+  } else {
+    next_ = id;
+  }
+  return out;
 }
 
 }  // namespace fasa

@@ -10,6 +10,7 @@
 
 #include "fasa/engine/sampler.h"
 #include "fasa/engine/session.h"
+#include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa {
 
@@ -32,6 +33,39 @@ struct GenerateResult {
   int n_prompt = 0;
   double prefill_ms = 0.0;
   double decode_ms = 0.0;
+};
+
+// The token-by-token part of generation, one step at a time, for callers that run the forward
+// passes themselves (the server's batch loop): sampling, end of generation, stop strings, and
+// text that never splits a UTF-8 character.
+//   Generation g(tokenizer, opts);
+//   for (;;) { emit(g.step(logits, n_vocab, room)); if (g.done()) break; append g.next_token(); }
+class Generation {
+ public:
+  Generation(const Tokenizer& tok, const GenerateOptions& opts);
+  // `logits` ([n_vocab]) follow the last token appended; `room` says whether the context can
+  // take one more. Samples the next token and returns the text that became final (may be "").
+  // Afterwards either done(), or next_token() must be appended before the next step.
+  std::string step(const float* logits, int n_vocab, bool room);
+  bool done() const { return done_; }
+  int32_t next_token() const { return next_; }
+  const std::string& stop_reason() const { return stop_reason_; }  // once done()
+  const std::vector<int32_t>& tokens() const { return tokens_; }  // generated ids
+  const std::string& text() const { return text_; }                 // emitted so far
+
+ private:
+  void finish(const char* reason, std::string* out);  // flushes held-back text into *out
+
+  const Tokenizer& tok_;
+  GenerateOptions opts_;
+  Sampler sampler_;
+  StreamDecoder dec_;
+  std::string pending_;  // decoded text held back: it may still grow into a stop string
+  std::string text_;
+  std::vector<int32_t> tokens_;
+  std::string stop_reason_;
+  int32_t next_ = -1;
+  bool done_ = false;
 };
 
 // `on_text` receives each piece of text as soon as it is final (may be null).

@@ -56,10 +56,14 @@ std::unique_ptr<AttentionPolicy> policy_from_spec(const std::string& spec,
 }  // namespace
 
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
+    : Session(model, opts, policy_context(model)) {}
+
+Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts,
+                 const PolicyContext& policy_ctx)
     : model_(std::move(model)),
       opts_(opts),
       shape_(shape_of(model_->config())),
-      policy_ctx_(policy_context(model_)),
+      policy_ctx_(policy_ctx),
       policy_(opts.external_policy ? nullptr : policy_from_spec(opts.policy, policy_ctx_)),
       active_policy_(opts.external_policy ? opts.external_policy : policy_.get()),
       cache_(shape_, opts.kv_type, resolve_ctx(model_->config(), opts.n_ctx),
@@ -138,6 +142,29 @@ const std::vector<float>& Session::decode(int32_t token) {
   check_tokens(&token, 1);
   run(&token, 1, false, logits_.data());
   return logits_;
+}
+
+void Session::forward_many(const std::vector<SessionChunk>& chunks, ForwardScratch& scratch) {
+  if (chunks.empty()) return;
+  const Model* model = chunks[0].session->model_.get();
+  std::vector<SeqChunk> seqs;  // [n_seq]
+  seqs.reserve(chunks.size());
+  for (const SessionChunk& ch : chunks) {
+    Session& s = *ch.session;
+    if (s.model_.get() != model) fail("a batch may only hold sessions of one model");
+    if (ch.n_tok < 1 || ch.n_tok > s.opts_.prefill_chunk) {
+      fail("a batch chunk must hold 1 to {} tokens (got {})", s.opts_.prefill_chunk, ch.n_tok);
+    }
+    for (const SeqChunk& other : seqs) {
+      if (other.cache == &s.cache_) fail("a session may appear only once in a batch");
+    }
+    s.check_tokens(ch.tokens, ch.n_tok);
+    s.pos_.resize(ch.n_tok);
+    for (int i = 0; i < ch.n_tok; ++i) s.pos_[i] = s.n_past() + i;
+    seqs.push_back(SeqChunk{&s.cache_, s.active_policy_, ch.tokens, s.pos_.data(), ch.n_tok,
+                            false, s.logits_.data(), &s.attn_stats_});
+  }
+  forward_batch(*model, seqs.data(), static_cast<int>(seqs.size()), scratch);
 }
 
 std::vector<float> Session::eval_all(const std::vector<int32_t>& tokens, int chunk) {

@@ -29,9 +29,23 @@ struct SessionOptions {
 // The policy context of a model (shape, RoPE layout, identity).
 PolicyContext policy_context(std::shared_ptr<const Model> model);
 
+class Session;
+
+// One session's part of Session::forward_many: tokens to append (a prefill chunk or a decode
+// token).
+struct SessionChunk {
+  Session* session = nullptr;
+  const int32_t* tokens = nullptr;  // [n_tok]
+  int n_tok = 0;                    // 1 .. the session's prefill chunk
+};
+
 class Session {
  public:
   Session(std::shared_ptr<const Model> model, const SessionOptions& opts);
+  // The same, with the model's policy context made once by the caller (policy_context(model)):
+  // many sessions then share one memoized model hash instead of hashing the file each.
+  Session(std::shared_ptr<const Model> model, const SessionOptions& opts,
+          const PolicyContext& policy_ctx);
 
   const Model& model() const { return *model_; }
   int n_ctx() const { return cache_.capacity(); }
@@ -50,6 +64,14 @@ class Session {
   // Appends tokens and returns logits for every one of them: [n_tok, n_vocab]
   // (chunked; `chunk` tokens per forward, 1 = token-by-token decode steps).
   std::vector<float> eval_all(const std::vector<int32_t>& tokens, int chunk);
+
+  // Appends each chunk to its session in one forward pass (weights read once for all of them:
+  // continuous batching); each session's last_logits() become those after its chunk's last
+  // token. Results equal, bit for bit, each session's own prefill/decode of the same chunks
+  // (decode for n_tok = 1). All sessions share one model; each appears once. Throws fasa::Error
+  // (changing nothing) for a token out of range, a chunk over the prefill chunk size or one
+  // that overflows its context. `scratch` holds the batch's activations between calls.
+  static void forward_many(const std::vector<SessionChunk>& chunks, ForwardScratch& scratch);
 
   void reset();  // empties the cache (and makes a fresh policy)
   // Continues from `src`'s tokens: copies its cache and shows every row to this session's policy,

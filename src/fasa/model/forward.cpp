@@ -41,44 +41,78 @@ void ForwardScratch::reserve(const ModelConfig& c, int n_tok) {
   }
 }
 
-void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const int32_t* tokens,
-             const int32_t* pos, int n_tok, bool all_logits, float* logits,
-             ForwardScratch& s, AttnStats* stats) {
-  const int max_batch = cache.max_batch();
-  if (n_tok > max_batch) {  // sliding-window rings hold one call of up to max_batch tokens
-    const size_t n_vocab = model.config().n_vocab;
-    for (int i = 0; i < n_tok; i += max_batch) {
-      const int m = std::min(max_batch, n_tok - i);
-      const bool last = i + m == n_tok;
-      if (!all_logits && !last) {
-        thread_local std::vector<float> unused;  // logits of a piece nobody asked for
-        unused.resize(n_vocab);
-        forward(model, cache, policy, tokens + i, pos + i, m, false, unused.data(), s, stats);
-        continue;
-      }
-      forward(model, cache, policy, tokens + i, pos + i, m, all_logits,
-              all_logits ? logits + static_cast<size_t>(i) * n_vocab : logits, s, stats);
-    }
-    return;
-  }
+namespace {
+
+// Output head over the rows that need logits: each sequence's last row, or all of its rows.
+// Batched calls compute into scratch and scatter; a single sequence writes in place.
+void output_logits(const Model& model, const SeqChunk* seqs, int n_seq, ForwardScratch& s) {
   const ModelConfig& c = model.config();
   const ModelWeights& w = model.weights();
-  FASA_CHECK(n_tok > 0 && cache.n_used() + n_tok <= cache.capacity());
-  s.reserve(c, n_tok);
+  const int d = c.d_model;
+  const size_t n_vocab = c.n_vocab;
+  int n_out = 0;  // rows gathered into xn: [n_out, d_model]
+  int row = 0;    // first row of the sequence in x
+  for (int i = 0; i < n_seq; ++i) {
+    const SeqChunk& q = seqs[i];
+    for (int t = q.all_logits ? 0 : q.n_tok - 1; t < q.n_tok; ++t, ++n_out) {
+      rmsnorm(s.x.data() + static_cast<size_t>(row + t) * d, w.output_norm, c.rms_eps, d,
+              s.xn.data() + static_cast<size_t>(n_out) * d);
+    }
+    row += q.n_tok;
+  }
+  float* out = seqs[0].logits;
+  if (n_seq > 1) {
+    s.logits.resize(static_cast<size_t>(n_out) * n_vocab);
+    out = s.logits.data();
+  }
+  matmul_w(w.output, s.xn.data(), n_out, out);  // [n_out, n_vocab]
+  if (c.final_logit_softcap > 0.0f) {
+    const float cap = c.final_logit_softcap;
+    const size_t n = static_cast<size_t>(n_out) * n_vocab;
+    for (size_t i = 0; i < n; ++i) out[i] = cap * std::tanh(out[i] / cap);
+  }
+  if (n_seq == 1) return;
+  const float* src = out;
+  for (int i = 0; i < n_seq; ++i) {
+    const size_t n = (seqs[i].all_logits ? seqs[i].n_tok : 1) * n_vocab;
+    std::copy(src, src + n, seqs[i].logits);
+    src += n;
+  }
+}
+
+}  // namespace
+
+void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardScratch& s) {
+  const ModelConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  FASA_CHECK(n_seq > 0);
+  std::vector<int> row0(n_seq + 1, 0);  // [n_seq + 1] first row of each sequence in x
+  std::vector<int> first_slot(n_seq);   // [n_seq] where its new tokens go in its cache
+  for (int i = 0; i < n_seq; ++i) {
+    const SeqChunk& q = seqs[i];
+    FASA_CHECK(q.n_tok > 0 && q.n_tok <= q.cache->max_batch());
+    FASA_CHECK(q.cache->n_used() + q.n_tok <= q.cache->capacity());
+    first_slot[i] = q.cache->n_used();
+    row0[i + 1] = row0[i] + q.n_tok;
+  }
+  const int n_rows = row0[n_seq];
+  s.reserve(c, n_rows);
   const int d = c.d_model, hd = c.head_dim;
   const int q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
-  const int first_slot = cache.n_used();
   // The attention kernels scale q.k by 1/sqrt(head_dim); another model scale is folded into q.
   const float q_fold = c.attn_scale * std::sqrt(static_cast<float>(hd));
 
-  // Embedding rows.  x: [n_tok, d_model]
+  // Embedding rows.  x: [n_rows, d_model]
   const size_t emb_row_bytes = w.tok_embd.n_bytes / static_cast<size_t>(w.tok_embd.n_out);
-  for (int t = 0; t < n_tok; ++t) {
-    const auto* row = static_cast<const uint8_t*>(w.tok_embd.data) + tokens[t] * emb_row_bytes;
-    float* xt = s.x.data() + static_cast<size_t>(t) * d;
-    dequantize_row(w.tok_embd.type, row, xt, d);
-    if (c.embd_scale != 1.0f) {
-      for (int i = 0; i < d; ++i) xt[i] *= c.embd_scale;
+  for (int i = 0; i < n_seq; ++i) {
+    for (int t = 0; t < seqs[i].n_tok; ++t) {
+      const auto* row =
+          static_cast<const uint8_t*>(w.tok_embd.data) + seqs[i].tokens[t] * emb_row_bytes;
+      float* xt = s.x.data() + static_cast<size_t>(row0[i] + t) * d;
+      dequantize_row(w.tok_embd.type, row, xt, d);
+      if (c.embd_scale != 1.0f) {
+        for (int j = 0; j < d; ++j) xt[j] *= c.embd_scale;
+      }
     }
   }
 
@@ -87,88 +121,102 @@ void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const 
     const bool windowed = c.windowed(l);
     const float* freqs = windowed ? s.freqs_local.data() : s.freqs.data();
     // Attention block.
-    for (int t = 0; t < n_tok; ++t) {
+    for (int t = 0; t < n_rows; ++t) {
       rmsnorm(s.x.data() + t * d, L.attn_norm, c.rms_eps, d, s.xn.data() + t * d);
     }
-    matmul_w(L.wq, s.xn.data(), n_tok, s.q.data());  // [n_tok, n_heads * head_dim]
-    matmul_w(L.wk, s.xn.data(), n_tok, s.k.data());  // [n_tok, n_kv_heads * head_dim]
-    matmul_w(L.wv, s.xn.data(), n_tok, s.v.data());  // [n_tok, n_kv_heads * head_dim]
+    matmul_w(L.wq, s.xn.data(), n_rows, s.q.data());  // [n_rows, n_heads * head_dim]
+    matmul_w(L.wk, s.xn.data(), n_rows, s.k.data());  // [n_rows, n_kv_heads * head_dim]
+    matmul_w(L.wv, s.xn.data(), n_rows, s.v.data());  // [n_rows, n_kv_heads * head_dim]
     if (c.qkv_bias) {
-      for (int t = 0; t < n_tok; ++t) {
+      for (int t = 0; t < n_rows; ++t) {
         add_inplace(s.q.data() + t * q_dim, L.bq, q_dim);
         add_inplace(s.k.data() + t * kv_dim, L.bk, kv_dim);
         add_inplace(s.v.data() + t * kv_dim, L.bv, kv_dim);
       }
     }
-    for (int t = 0; t < n_tok; ++t) {
-      for (int h = 0; h < c.n_heads; ++h) {
-        float* qr = s.q.data() + t * q_dim + h * hd;
-        if (c.qk_norm) rmsnorm(qr, L.q_norm, c.rms_eps, hd, qr);
-        rope_apply(qr, hd, c.rope_dim, c.rope_layout, pos[t], freqs);
-        if (q_fold != 1.0f) {
-          for (int i = 0; i < hd; ++i) qr[i] *= q_fold;
+    for (int i = 0; i < n_seq; ++i) {
+      const SeqChunk& sq = seqs[i];
+      for (int t = 0; t < sq.n_tok; ++t) {
+        const int r = row0[i] + t;
+        for (int h = 0; h < c.n_heads; ++h) {
+          float* qr = s.q.data() + r * q_dim + h * hd;
+          if (c.qk_norm) rmsnorm(qr, L.q_norm, c.rms_eps, hd, qr);
+          rope_apply(qr, hd, c.rope_dim, c.rope_layout, sq.pos[t], freqs);
+          if (q_fold != 1.0f) {
+            for (int j = 0; j < hd; ++j) qr[j] *= q_fold;
+          }
+        }
+        for (int g = 0; g < c.n_kv_heads; ++g) {
+          float* kr = s.k.data() + r * kv_dim + g * hd;
+          if (c.qk_norm) rmsnorm(kr, L.k_norm, c.rms_eps, hd, kr);
+          rope_apply(kr, hd, c.rope_dim, c.rope_layout, sq.pos[t], freqs);
+          sq.cache->store(l, g, first_slot[i] + t, kr, s.v.data() + r * kv_dim + g * hd);
         }
       }
-      for (int g = 0; g < c.n_kv_heads; ++g) {
-        float* kr = s.k.data() + t * kv_dim + g * hd;
-        if (c.qk_norm) rmsnorm(kr, L.k_norm, c.rms_eps, hd, kr);
-        rope_apply(kr, hd, c.rope_dim, c.rope_layout, pos[t], freqs);
-        cache.store(l, g, first_slot + t, kr, s.v.data() + t * kv_dim + g * hd);
-      }
+      // Sliding-window layers attend over their window, outside any policy.
+      if (!windowed) sq.policy->on_append(*sq.cache, l, first_slot[i], sq.n_tok);
+      AttnStep step;
+      step.layer = l;
+      step.n_tok = sq.n_tok;
+      step.first_slot = first_slot[i];
+      step.pos = sq.pos;
+      step.q = s.q.data() + static_cast<size_t>(row0[i]) * q_dim;
+      step.out = s.att.data() + static_cast<size_t>(row0[i]) * q_dim;
+      attention_forward(step, *sq.cache, *sq.policy, sq.stats);
     }
-    // Sliding-window layers attend over their window, outside any policy.
-    if (!windowed) policy.on_append(cache, l, first_slot, n_tok);
-    AttnStep step;
-    step.layer = l;
-    step.n_tok = n_tok;
-    step.first_slot = first_slot;
-    step.pos = pos;
-    step.q = s.q.data();
-    step.out = s.att.data();
-    attention_forward(step, cache, policy, stats);
-    matmul_w(L.wo, s.att.data(), n_tok, s.proj.data());  // [n_tok, d_model]
+    matmul_w(L.wo, s.att.data(), n_rows, s.proj.data());  // [n_rows, d_model]
     if (c.post_norms) {
-      for (int t = 0; t < n_tok; ++t) {
+      for (int t = 0; t < n_rows; ++t) {
         float* pt = s.proj.data() + t * d;
         rmsnorm(pt, L.attn_post_norm, c.rms_eps, d, pt);
       }
     }
-    add_inplace(s.x.data(), s.proj.data(), static_cast<int64_t>(n_tok) * d);
+    add_inplace(s.x.data(), s.proj.data(), static_cast<int64_t>(n_rows) * d);
 
     // Feed-forward block: act(gate) * up, act = SiLU (SwiGLU) or tanh-GELU (GeGLU).
-    for (int t = 0; t < n_tok; ++t) {
+    for (int t = 0; t < n_rows; ++t) {
       rmsnorm(s.x.data() + t * d, L.ffn_norm, c.rms_eps, d, s.xn.data() + t * d);
     }
-    matmul_w(L.w_gate, s.xn.data(), n_tok, s.gate.data());  // [n_tok, d_ff]
-    matmul_w(L.w_up, s.xn.data(), n_tok, s.up.data());      // [n_tok, d_ff]
-    const int64_t n_ff = static_cast<int64_t>(n_tok) * c.d_ff;
+    matmul_w(L.w_gate, s.xn.data(), n_rows, s.gate.data());  // [n_rows, d_ff]
+    matmul_w(L.w_up, s.xn.data(), n_rows, s.up.data());      // [n_rows, d_ff]
+    const int64_t n_ff = static_cast<int64_t>(n_rows) * c.d_ff;
     if (c.ffn_act == FfnAct::GeluTanh) {
       gelu_tanh_mul(s.gate.data(), s.up.data(), n_ff, s.gate.data());
     } else {
       silu_mul(s.gate.data(), s.up.data(), n_ff, s.gate.data());
     }
-    matmul_w(L.w_down, s.gate.data(), n_tok, s.proj.data());  // [n_tok, d_model]
+    matmul_w(L.w_down, s.gate.data(), n_rows, s.proj.data());  // [n_rows, d_model]
     if (c.post_norms) {
-      for (int t = 0; t < n_tok; ++t) {
+      for (int t = 0; t < n_rows; ++t) {
         float* pt = s.proj.data() + t * d;
         rmsnorm(pt, L.ffn_post_norm, c.rms_eps, d, pt);
       }
     }
-    add_inplace(s.x.data(), s.proj.data(), static_cast<int64_t>(n_tok) * d);
+    add_inplace(s.x.data(), s.proj.data(), static_cast<int64_t>(n_rows) * d);
   }
-  cache.commit(n_tok, pos);
+  for (int i = 0; i < n_seq; ++i) seqs[i].cache->commit(seqs[i].n_tok, seqs[i].pos);
+  output_logits(model, seqs, n_seq, s);
+}
 
-  // Output head over the rows that need logits.  logits: [n_out, n_vocab]
-  const int first_out = all_logits ? 0 : n_tok - 1;
-  const int n_out = n_tok - first_out;
-  for (int t = first_out; t < n_tok; ++t) {
-    rmsnorm(s.x.data() + t * d, w.output_norm, c.rms_eps, d, s.xn.data() + (t - first_out) * d);
-  }
-  matmul_w(w.output, s.xn.data(), n_out, logits);
-  if (c.final_logit_softcap > 0.0f) {
-    const float cap = c.final_logit_softcap;
-    const size_t n = static_cast<size_t>(n_out) * c.n_vocab;
-    for (size_t i = 0; i < n; ++i) logits[i] = cap * std::tanh(logits[i] / cap);
+void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const int32_t* tokens,
+             const int32_t* pos, int n_tok, bool all_logits, float* logits,
+             ForwardScratch& s, AttnStats* stats) {
+  FASA_CHECK(n_tok > 0);
+  // Sliding-window rings hold one call of up to max_batch tokens: longer runs are split.
+  const int max_batch = cache.max_batch();
+  const size_t n_vocab = model.config().n_vocab;
+  for (int i = 0; i < n_tok; i += max_batch) {
+    const int m = std::min(max_batch, n_tok - i);
+    const bool last = i + m == n_tok;
+    SeqChunk q{&cache, &policy, tokens + i, pos + i, m, all_logits, logits, stats};
+    if (all_logits) {
+      q.logits = logits + static_cast<size_t>(i) * n_vocab;
+    } else if (!last) {
+      thread_local std::vector<float> unused;  // logits of a piece nobody asked for
+      unused.resize(n_vocab);
+      q.logits = unused.data();
+    }
+    forward_batch(model, &q, 1, s);
   }
 }
 

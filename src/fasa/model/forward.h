@@ -25,10 +25,30 @@ struct ForwardScratch {
   std::vector<float> proj;   // [n_tok, d_model]
   std::vector<float> gate;   // [n_tok, d_ff]
   std::vector<float> up;     // [n_tok, d_ff]
+  std::vector<float> logits;  // [n_seq_out, n_vocab] batched calls' logits before they are scattered
   std::vector<float> freqs;        // [rope_dim / 2] global layers
   std::vector<float> freqs_local;  // [rope_dim / 2] sliding-window layers
   void reserve(const ModelConfig& c, int n_tok);
 };
+
+// One sequence's part of a batched forward call: its cache, policy and new tokens.
+struct SeqChunk {
+  KvCache* cache = nullptr;
+  AttentionPolicy* policy = nullptr;
+  const int32_t* tokens = nullptr;  // [n_tok]
+  const int32_t* pos = nullptr;     // [n_tok]
+  int n_tok = 0;                    // 1 .. cache->max_batch()
+  bool all_logits = false;
+  float* logits = nullptr;          // [n_vocab], or [n_tok, n_vocab] with all_logits
+  AttnStats* stats = nullptr;       // may be null
+};
+
+// Runs several sequences' chunks in one pass: the token-wise work (norms, projections, the
+// feed-forward block, the output head) runs over all their rows at once, so the weights are read
+// once per call; attention runs per sequence, over its own cache with its own policy. Each
+// sequence's results equal, bit for bit, a forward() of its chunk alone (matmul rows do not
+// depend on the other rows: kernels/matmul.h). Chunks must fit their caches (callers check).
+void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardScratch& scratch);
 
 // Runs tokens[0..n_tok) at positions pos[0..n_tok): appends their K/V to `cache` (slots from
 // cache.n_used()) and commits them. Writes logits of the last token ([n_vocab]) or, with
