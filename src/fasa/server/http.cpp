@@ -1,0 +1,256 @@
+#include "fasa/server/http.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fasa/core/error.h"
+#include "fasa/server/http_connection.h"
+
+namespace fasa::http {
+
+namespace {
+
+// A listening IPv4 socket on host:port (non-blocking: accept never waits once poll said ready).
+int listen_on(const std::string& host, int port) {
+  const std::string where = fmt::format("{}:{}", host, port);
+  if (port < 0 || port > 65535) fail("cannot listen on {}: the port must be 0..65535", where);
+  in_addr addr{};
+  const std::string ip = host == "localhost" ? "127.0.0.1" : host;
+  if (inet_pton(AF_INET, ip.c_str(), &addr) != 1)
+    fail("cannot listen on {}: '{}' is not an IPv4 address", where, host);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) fail("cannot listen on {}: {}", where, std::strerror(errno));
+  // A restarted server may bind while connections of the last one linger in TIME_WAIT.
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr = addr;
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) < 0 ||
+      ::listen(fd, SOMAXCONN) < 0) {
+    const int err = errno;
+    ::close(fd);
+    fail("cannot listen on {}: {}", where, std::strerror(err));
+  }
+  return fd;
+}
+
+int bound_port(int fd) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) < 0)
+    fail("cannot read the bound port: {}", std::strerror(errno));
+  return ntohs(sa.sin_port);
+}
+
+std::string peer_name(const sockaddr_in& sa) {
+  char ip[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+  return fmt::format("{}:{}", ip, ntohs(sa.sin_port));
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions opts;
+  Handler handler;
+  int listen_fd = -1;
+  int wake_read = -1;  // the self-pipe: stop() writes a byte, every wait in every thread sees it
+  int wake_write = -1;
+  int port = 0;
+  std::atomic<bool> stopping{false};
+  std::atomic<int> open{0};
+  std::thread acceptor;
+  std::mutex lifecycle;  // serializes start() and stop()
+
+  std::mutex mu;  // guards the connection threads below
+  std::condition_variable all_ended;
+  uint64_t next_id = 0;
+  std::unordered_map<uint64_t, std::thread> running;
+  std::vector<std::thread> ended;  // threads whose connection is over, not yet joined
+
+  detail::ConnectionContext context() { return {opts, handler, wake_read, stopping}; }
+  void accept_loop();
+  void accept_one();
+  void admit(int fd, std::string peer);
+  void connection_main(uint64_t id, int fd, const std::string& peer);
+  void join_ended();
+  void close_fds();
+};
+
+void Server::Impl::accept_loop() {
+  while (!stopping.load()) {
+    join_ended();
+    pollfd fds[2] = {{listen_fd, POLLIN, 0}, {wake_read, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (fds[1].revents != 0) return;
+    if (fds[0].revents != 0) accept_one();
+  }
+}
+
+void Server::Impl::accept_one() {
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  const int fd =
+      ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    // Out of descriptors or memory, the pending connection stays queued and poll reports it
+    // again at once: pause (still waking for stop) instead of spinning.
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+      pollfd wake{wake_read, POLLIN, 0};
+      ::poll(&wake, 1, 100);
+    }
+    return;
+  }
+  // Stream chunks (one token each) must leave at once, not wait for Nagle's algorithm.
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (open.load() >= opts.max_connections) {
+    detail::refuse_connection(fd, 503,
+                              fmt::format("too many connections (the limit is {}); "
+                                          "retry later",
+                                          opts.max_connections));
+    return;
+  }
+  admit(fd, peer_name(sa));
+}
+
+void Server::Impl::admit(int fd, std::string peer) {
+  ++open;
+  std::lock_guard lock(mu);
+  const uint64_t id = next_id++;
+  try {
+    // Created under the lock, so the thread finds itself in `running` when it ends.
+    running.emplace(
+        id, std::thread([this, id, fd, peer = std::move(peer)] { connection_main(id, fd, peer); }));
+  } catch (const std::system_error&) {
+    --open;
+    detail::refuse_connection(fd, 503, "the server cannot start another connection thread");
+  }
+}
+
+void Server::Impl::connection_main(uint64_t id, int fd, const std::string& peer) {
+  try {
+    detail::serve_connection(fd, peer, context());
+  } catch (const std::exception&) {
+    // Out of memory mid-request: this connection is dropped (its socket closed), the server
+    // goes on, and the bookkeeping below still runs so stop() never waits for it.
+  }
+  --open;
+  std::lock_guard lock(mu);
+  auto node = running.extract(id);
+  ended.push_back(std::move(node.mapped()));  // joined by the acceptor or stop()
+  if (running.empty()) all_ended.notify_all();
+}
+
+void Server::Impl::join_ended() {
+  std::vector<std::thread> done;
+  {
+    std::lock_guard lock(mu);
+    done.swap(ended);
+  }
+  for (std::thread& t : done) t.join();
+}
+
+void Server::Impl::close_fds() {
+  for (int* fd : {&listen_fd, &wake_read, &wake_write}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+}
+
+Server::Server(ServerOptions opts, Handler handler) : impl_(std::make_unique<Impl>()) {
+  impl_->opts = std::move(opts);
+  impl_->handler = std::move(handler);
+}
+
+Server::~Server() { stop(); }
+
+void Server::start() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.lifecycle);
+  FASA_CHECK(s.listen_fd < 0 && !s.stopping.load());  // start() once, before stop()
+  s.listen_fd = listen_on(s.opts.host, s.opts.port);
+  s.port = bound_port(s.listen_fd);
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) < 0) {
+    const int err = errno;
+    s.close_fds();
+    fail("cannot create the server's wake pipe: {}", std::strerror(err));
+  }
+  s.wake_read = pipe_fds[0];
+  s.wake_write = pipe_fds[1];
+  s.acceptor = std::thread([&s] { s.accept_loop(); });
+}
+
+int Server::port() const { return impl_->port; }
+
+int Server::open_connections() const { return impl_->open.load(); }
+
+void Server::stop() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.lifecycle);
+  s.stopping = true;
+  if (s.acceptor.joinable()) {
+    const char byte = 1;
+    while (::write(s.wake_write, &byte, 1) < 0 && errno == EINTR) {
+    }
+    s.acceptor.join();
+    {
+      std::unique_lock threads_lock(s.mu);
+      s.all_ended.wait(threads_lock, [&s] { return s.running.empty(); });
+    }
+    s.join_ended();
+  }
+  s.close_fds();
+}
+
+std::string error_json(int status, std::string_view message, std::string_view type) {
+  const nlohmann::json body = {{"error", {{"message", message}, {"type", type}, {"code", status}}}};
+  // Replace invalid UTF-8 (a message may quote client bytes) instead of throwing.
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+const char* status_text(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+  }
+}
+
+}  // namespace fasa::http

@@ -1,0 +1,334 @@
+#include "fasa/server/http_connection.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "fasa/server/http_parse.h"
+
+namespace fasa::http::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Millis = std::chrono::milliseconds;
+
+// A write that makes no progress this long means the client stopped reading: it counts as gone.
+constexpr std::chrono::seconds kWriteStall{30};
+// How long a connection we close drains what the client still sends (see drain_before_close).
+constexpr Millis kLinger{1000};
+constexpr size_t kReadBytes = 16 << 10;
+
+bool would_block(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == EINTR; }
+
+int poll_timeout_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::ceil<Millis>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, INT_MAX));
+}
+
+enum class Wait { Ready, Timeout, Stopped };
+
+// Waits until `fd` has one of `events` (or an error), the deadline passes, or the server stops.
+Wait wait_for(int fd, short events, Clock::time_point deadline, int wake_fd) {
+  for (;;) {
+    pollfd fds[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
+    const int rc = ::poll(fds, 2, poll_timeout_ms(deadline));
+    if (rc < 0 && errno == EINTR) continue;
+    if (fds[1].revents != 0) return Wait::Stopped;
+    if (rc != 0) return Wait::Ready;  // a failed poll too: the next recv or send reports it
+    if (Clock::now() >= deadline) return Wait::Timeout;
+  }
+}
+
+std::string response_head(int status, std::string_view content_type, const Headers& headers,
+                          bool keep_alive) {
+  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", status, status_text(status));
+  if (!content_type.empty()) out += fmt::format("Content-Type: {}\r\n", content_type);
+  for (const auto& [name, value] : headers) out += fmt::format("{}: {}\r\n", name, value);
+  out += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+  return out;
+}
+
+std::string whole_response(int status, std::string_view content_type, std::string_view body,
+                           const Headers& headers, bool keep_alive) {
+  std::string out = response_head(status, content_type, headers, keep_alive);
+  if (status == 204) return out + "\r\n";  // RFC 9110 section 8.6: no Content-Length, no body
+  out += fmt::format("Content-Length: {}\r\n\r\n", body.size());
+  out += body;
+  return out;
+}
+
+std::string error_response(int status, std::string_view message, bool keep_alive) {
+  const char* type = status < 500 ? "invalid_request_error" : "server_error";
+  return whole_response(status, "application/json", error_json(status, message, type), {},
+                        keep_alive);
+}
+
+// Thrown when a connection ends without an answer: the client left or the server stops.
+struct Disconnected {};
+
+class Connection {
+ public:
+  Connection(int fd, std::string peer, const ConnectionContext& ctx)
+      : fd_(fd), peer_(std::move(peer)), ctx_(ctx) {}
+  ~Connection() { ::close(fd_); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  void serve();
+  bool send_all(std::string_view data);
+  bool peer_gone() const;
+
+ private:
+  bool await_request();
+  bool serve_one(Clock::time_point deadline);
+  RequestHead read_request(Clock::time_point deadline);
+  size_t read_head(Clock::time_point deadline);
+  void read_or_timeout(Clock::time_point deadline);
+  bool read_more(Clock::time_point deadline);
+  bool respond(const RequestHead& head);
+  void drain_before_close();
+
+  int fd_;
+  std::string peer_;
+  const ConnectionContext& ctx_;
+  std::string buf_;  // received, not yet consumed bytes (the start of a pipelined next request)
+};
+
+// The handler's side of one response.
+class Writer final : public ResponseWriter {
+ public:
+  Writer(Connection& conn, bool keep_alive, bool chunked)
+      : conn_(conn), keep_alive_(keep_alive), chunked_(chunked) {}
+
+  void send(int status, std::string_view content_type, std::string_view body,
+            const Headers& headers) override {
+    start(State::Sent);
+    ok_ = conn_.send_all(whole_response(status, content_type, body, headers, keep_alive_));
+  }
+
+  bool begin_stream(int status, std::string_view content_type, const Headers& headers) override {
+    start(State::Streaming);
+    // An HTTP/1.0 client knows no chunked encoding: its stream ends when the connection closes.
+    if (!chunked_) keep_alive_ = false;
+    std::string head = response_head(status, content_type, headers, keep_alive_);
+    head += chunked_ ? "Transfer-Encoding: chunked\r\n\r\n" : "\r\n";
+    ok_ = !conn_.peer_gone() && conn_.send_all(head);
+    return ok_;
+  }
+
+  bool write_chunk(std::string_view data) override {
+    if (state_ != State::Streaming) throw std::logic_error("write_chunk outside a stream");
+    if (!ok_) return false;
+    if (data.empty()) return true;  // an empty chunk would end the stream
+    ok_ = chunked_ ? conn_.send_all(fmt::format("{:x}\r\n{}\r\n", data.size(), data))
+                   : conn_.send_all(data);
+    return ok_;
+  }
+
+  void end_stream() override {
+    if (state_ != State::Streaming) throw std::logic_error("end_stream outside a stream");
+    state_ = State::Ended;
+    if (ok_ && chunked_) ok_ = conn_.send_all("0\r\n\r\n");
+  }
+
+  bool client_gone() override { return !ok_ || conn_.peer_gone(); }
+
+  // After the handler returned (`error` says why it may not have answered): answers 500 if it
+  // never answered. True when the connection may serve another request; a stream the handler
+  // left unfinished is cut by closing, so the client sees it is incomplete.
+  bool finish(std::string_view error) {
+    if (state_ == State::None) {
+      state_ = State::Sent;
+      ok_ = conn_.send_all(error_response(500, error, keep_alive_));
+    }
+    return ok_ && keep_alive_ && state_ != State::Streaming;
+  }
+
+ private:
+  enum class State { None, Sent, Streaming, Ended };
+
+  void start(State next) {
+    if (state_ != State::None) throw std::logic_error("the response was already started");
+    state_ = next;
+  }
+
+  Connection& conn_;
+  bool keep_alive_;
+  const bool chunked_;
+  State state_ = State::None;
+  bool ok_ = true;  // false once a write failed: the client is gone
+};
+
+void Connection::serve() {
+  try {
+    while (await_request()) {
+      if (!serve_one(Clock::now() + Millis(ctx_.opts.request_timeout_ms))) {
+        drain_before_close();
+        return;
+      }
+    }
+  } catch (const Disconnected&) {
+    // Nothing to answer: the client left or the server stops.
+  }
+}
+
+// Waits for the first byte of the next request, skipping empty lines between requests. False
+// when the connection stays idle past idle_timeout_ms.
+bool Connection::await_request() {
+  const auto deadline = Clock::now() + Millis(ctx_.opts.idle_timeout_ms);
+  for (;;) {
+    buf_.erase(0, leading_newlines(buf_));
+    if (!buf_.empty()) return true;
+    if (!read_more(deadline)) return false;
+  }
+}
+
+// Reads one request and answers it; false when the connection must close afterwards.
+bool Connection::serve_one(Clock::time_point deadline) {
+  RequestHead head;
+  try {
+    head = read_request(deadline);
+  } catch (const ProtocolError& e) {
+    send_all(error_response(e.status, e.what(), false));
+    return false;
+  }
+  return respond(head);
+}
+
+RequestHead Connection::read_request(Clock::time_point deadline) {
+  const size_t head_end = read_head(deadline);
+  RequestHead head =
+      parse_head(std::string_view(buf_).substr(0, head_end), ctx_.opts.max_body_bytes);
+  const size_t total = head_end + head.content_length;
+  if (head.expect_continue && buf_.size() < total && !send_all("HTTP/1.1 100 Continue\r\n\r\n")) {
+    throw Disconnected{};
+  }
+  while (buf_.size() < total) read_or_timeout(deadline);
+  head.request.body = buf_.substr(head_end, head.content_length);
+  head.request.peer = peer_;
+  buf_.erase(0, total);
+  return head;
+}
+
+// Reads until the buffer holds a whole head; returns where it ends.
+size_t Connection::read_head(Clock::time_point deadline) {
+  const size_t max_bytes = ctx_.opts.max_header_bytes;
+  size_t scanned = 0;
+  for (;;) {
+    const size_t end = find_head_end(buf_, scanned);
+    if (end != std::string_view::npos && end <= max_bytes) return end;
+    if (end != std::string_view::npos || buf_.size() > max_bytes) {
+      throw ProtocolError(431, fmt::format("the request line and headers are larger than the "
+                                           "limit of {} bytes",
+                                           max_bytes));
+    }
+    scanned = buf_.size();
+    read_or_timeout(deadline);
+  }
+}
+
+void Connection::read_or_timeout(Clock::time_point deadline) {
+  if (!read_more(deadline)) {
+    throw ProtocolError(
+        408, fmt::format("the request did not arrive within {} ms", ctx_.opts.request_timeout_ms));
+  }
+}
+
+// Appends what the socket has to the buffer; false when nothing came before the deadline.
+bool Connection::read_more(Clock::time_point deadline) {
+  for (;;) {
+    const Wait wait = wait_for(fd_, POLLIN, deadline, ctx_.wake_fd);
+    if (wait == Wait::Timeout) return false;
+    if (wait == Wait::Stopped) throw Disconnected{};
+    const size_t old_size = buf_.size();
+    buf_.resize(old_size + kReadBytes);
+    const ssize_t n = ::recv(fd_, buf_.data() + old_size, kReadBytes, 0);
+    buf_.resize(old_size + std::max<ssize_t>(n, 0));
+    if (n > 0) return true;
+    if (n == 0 || !would_block(errno)) throw Disconnected{};
+  }
+}
+
+bool Connection::respond(const RequestHead& head) {
+  const bool keep_alive = head.keep_alive && !ctx_.stopping.load();
+  Writer writer(*this, keep_alive, head.minor_version == 1);
+  try {
+    ctx_.handler(head.request, writer);
+  } catch (const std::exception& e) {
+    return writer.finish(e.what());
+  } catch (...) {
+    return writer.finish("the handler failed with an unknown exception");
+  }
+  return writer.finish("the handler did not answer the request");
+}
+
+bool Connection::send_all(std::string_view data) {
+  while (!data.empty()) {
+    // Checked before every write: a handler that streams to a fast client must still stop.
+    if (ctx_.stopping.load()) return false;
+    const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && !would_block(errno)) return false;
+    if (wait_for(fd_, POLLOUT, Clock::now() + kWriteStall, ctx_.wake_fd) != Wait::Ready)
+      return false;
+  }
+  return true;
+}
+
+// Non-blocking. Bytes waiting to be read (a pipelined next request) do not mean gone; EOF,
+// a half-close (POLLRDHUP) or an error does. So does a stopping server: handlers should end.
+bool Connection::peer_gone() const {
+  if (ctx_.stopping.load()) return true;
+  pollfd pfd{fd_, POLLIN | POLLRDHUP, 0};
+  if (::poll(&pfd, 1, 0) <= 0) return false;
+  if (pfd.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL)) return true;
+  char byte = 0;
+  const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && !would_block(errno));
+}
+
+// Closing a socket that still holds unread request bytes makes the kernel send a reset, which
+// can destroy the response still on its way to the client. So half-close first, then read and
+// discard what the client still sends until it closes too (bounded by kLinger).
+void Connection::drain_before_close() {
+  ::shutdown(fd_, SHUT_WR);
+  const auto deadline = Clock::now() + kLinger;
+  char scratch[4096];
+  while (wait_for(fd_, POLLIN, deadline, ctx_.wake_fd) == Wait::Ready) {
+    const ssize_t n = ::recv(fd_, scratch, sizeof scratch, 0);
+    if (n == 0 || (n < 0 && !would_block(errno))) return;
+  }
+}
+
+}  // namespace
+
+void serve_connection(int fd, const std::string& peer, const ConnectionContext& ctx) {
+  Connection conn(fd, peer, ctx);
+  conn.serve();
+}
+
+void refuse_connection(int fd, int status, std::string_view message) {
+  const std::string response = error_response(status, message, false);
+  // One non-blocking try: a fresh socket's send buffer takes a small response whole.
+  ::send(fd, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ::shutdown(fd, SHUT_WR);
+  // Discard what the client sent already, so the close is not a reset (see drain_before_close).
+  char scratch[4096];
+  while (::recv(fd, scratch, sizeof scratch, MSG_DONTWAIT) > 0) {
+  }
+  ::close(fd);
+}
+
+}  // namespace fasa::http::detail

@@ -1,0 +1,28 @@
+// Internal to the HTTP server: one client connection, served on its own thread.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <string_view>
+
+#include "fasa/server/http.h"
+
+namespace fasa::http::detail {
+
+// What every connection shares with its server.
+struct ConnectionContext {
+  const ServerOptions& opts;
+  const Handler& handler;
+  int wake_fd;  // becomes readable when the server stops; every wait polls it
+  const std::atomic<bool>& stopping;
+};
+
+// Serves requests on the connected, non-blocking socket `fd` until the client leaves, a
+// protocol error, a timeout or the server stops; closes `fd`. `peer` is "ip:port".
+void serve_connection(int fd, const std::string& peer, const ConnectionContext& ctx);
+
+// Answers `status` with an error_json body on a freshly accepted socket without waiting for
+// anything (the accept thread calls it), then closes `fd`.
+void refuse_connection(int fd, int status, std::string_view message);
+
+}  // namespace fasa::http::detail
