@@ -1,0 +1,539 @@
+// Strict parsing of /v1/completions and /v1/chat/completions request bodies (api.h): a table of
+// the fields each endpoint knows, one checker per field, and every mistake an ApiError(400)
+// that names the field. Strict because a silently ignored field (a typo, a feature we do not
+// implement) would hand the client an answer to a different question than the one it asked.
+#include "fasa/server/api.h"
+
+#include <cstdint>
+#include <limits>
+#include <span>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fasa/core/error.h"
+#include "fasa/tokenizer/unicode.h"
+
+namespace fasa::server {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int64_t kMaxTokensCap = 1 << 20;  // a sanity bound; the server applies its own limit
+constexpr size_t kMaxStops = 4;             // as OpenAI
+constexpr size_t kMaxShownBytes = 40;       // of a value quoted back in a message
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) {
+  throw ApiError(400, message, param);
+}
+
+// `s` cut to kMaxShownBytes at a character boundary, so a megabyte-long value does not come
+// back as a megabyte-long error.
+std::string cut(const std::string& s) {
+  if (s.size() <= kMaxShownBytes) return s;
+  size_t n = kMaxShownBytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // continuation byte
+  return s.substr(0, n) + "...";
+}
+
+// A value as quoted in messages: strings in single quotes, other scalars as JSON. Arrays and
+// objects are only named: dumping one recurses, and a request may nest them very deep.
+std::string shown(const json& v) {
+  if (v.is_string()) return fmt::format("'{}'", cut(v.get<std::string>()));
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return cut(v.dump());
+}
+
+// Ill-formed UTF-8 replaced by U+FFFD: the JSON parser's messages quote raw body bytes, and an
+// error body must itself be valid JSON text.
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) unicode::append_utf8(out, unicode::next_cp(s, i));
+  return out;
+}
+
+// "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..." ->
+// "syntax error ..." (the byte offset is reported on its own).
+std::string parser_reason(std::string what) {
+  const size_t tag_end = what.find("] ");
+  if (what.rfind("[json.exception.", 0) == 0 && tag_end != std::string::npos) {
+    what.erase(0, tag_end + 2);
+  }
+  const size_t colon = what.find(": ");
+  if (what.rfind("parse error", 0) == 0 && colon != std::string::npos) what.erase(0, colon + 2);
+  return valid_utf8(what);
+}
+
+json parse_body(std::string_view body) {
+  json j;
+  try {
+    j = json::parse(body.begin(), body.end());
+  } catch (const json::parse_error& e) {
+    bad("", fmt::format("the request body is not valid JSON (at byte {}): {}", e.byte,
+                        parser_reason(e.what())));
+  } catch (const json::exception& e) {  // e.g. a number too large for a double
+    bad("", fmt::format("the request body is not valid JSON: {}", parser_reason(e.what())));
+  }
+  if (!j.is_object()) bad("", "the request body must be a JSON object");
+  return j;
+}
+
+// --- value checkers: each returns the value or throws naming `param` ---
+
+const std::string& string_value(const json& v, const std::string& param) {
+  if (!v.is_string()) bad(param, fmt::format("'{}' must be a string (got {})", param, shown(v)));
+  return v.get_ref<const std::string&>();
+}
+
+bool bool_value(const json& v, const std::string& param) {
+  if (!v.is_boolean()) bad(param, fmt::format("'{}' must be a boolean (got {})", param, shown(v)));
+  return v.get<bool>();
+}
+
+double number_value(const json& v, const std::string& param) {
+  if (!v.is_number()) bad(param, fmt::format("'{}' must be a number (got {})", param, shown(v)));
+  return v.get<double>();
+}
+
+// An interval of numbers, each end open or closed.
+struct Range {
+  double lo, hi;
+  bool open_lo = false, open_hi = false;
+  bool contains(double x) const {
+    return (open_lo ? x > lo : x >= lo) && (open_hi ? x < hi : x <= hi);
+  }
+};
+
+// A number in `r`, checked as the float the sampler will hold as well: 1e-300 is above 0 but
+// its float is not.
+float float_in(const json& v, const std::string& param, Range r) {
+  const double x = v.is_number() ? v.get<double>() : 0.0;
+  if (!v.is_number() || !r.contains(x) || !r.contains(static_cast<float>(x))) {
+    bad(param, fmt::format("'{}' must be a number in {}{}, {}{} (got {})", param,
+                           r.open_lo ? "(" : "[", r.lo, r.hi, r.open_hi ? ")" : "]", shown(v)));
+  }
+  return static_cast<float>(x);
+}
+
+// An integer in [lo, hi]. 2.0 is not one: JSON encoders write whole numbers without a point.
+int64_t integer_in(const json& v, const std::string& param, int64_t lo, int64_t hi) {
+  // Non-negative literals parse as unsigned; those past INT64_MAX would wrap in get<int64_t>.
+  const bool fits =
+      v.is_number_integer() &&
+      !(v.is_number_unsigned() &&
+        v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+  const int64_t x = fits ? v.get<int64_t>() : lo;
+  if (!fits || x < lo || x > hi) {
+    bad(param,
+        fmt::format("'{}' must be an integer in [{}, {}] (got {})", param, lo, hi, shown(v)));
+  }
+  return x;
+}
+
+[[noreturn]] void unsupported(const std::string& param, const char* allowed) {
+  bad(param, fmt::format("'{}' is not supported{}", param, allowed));
+}
+
+bool is_integer(const json& v, int64_t x) { return v.is_number_integer() && v == x; }
+
+bool given(const json& obj, const char* key) {
+  const auto it = obj.find(key);
+  return it != obj.end() && !it->is_null();
+}
+
+// --- the per-field table ---
+
+struct Parsed {
+  GenRequest req;
+  bool stream_options_given = false;
+};
+
+// Called for a present, non-null value (null means absent) with the field's name.
+using Check = void (*)(const json& v, const char* name, Parsed& p);
+struct Field {
+  const char* name;
+  Check check;
+};
+
+void set_max_tokens(const json& v, const char* name, Parsed& p) {
+  const int n = static_cast<int>(integer_in(v, name, 1, kMaxTokensCap));
+  if (p.req.max_tokens != -1 && p.req.max_tokens != n) {  // the other alias came first
+    bad(name, fmt::format("'max_tokens' and 'max_completion_tokens' differ ({} and {}): give one",
+                          p.req.max_tokens, n));
+  }
+  p.req.max_tokens = n;
+}
+
+void set_seed(const json& v, const char* name, Parsed& p) {
+  if (!v.is_number_integer()) {
+    bad(name, fmt::format("'{}' must be an integer (got {})", name, shown(v)));
+  }
+  // Negative seeds are fine: any 64 bits seed the generator.
+  const uint64_t seed =
+      v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
+  p.req.seed = seed;
+  p.req.sampler.seed = seed;
+}
+
+std::string stop_string(const json& v, const std::string& param) {
+  const std::string& s = string_value(v, param);
+  if (s.empty()) bad(param, fmt::format("'{}' must not be empty", param));
+  return s;
+}
+
+void set_stop(const json& v, const char* name, Parsed& p) {
+  p.req.stop.clear();
+  if (v.is_string()) {
+    p.req.stop.push_back(stop_string(v, name));
+    return;
+  }
+  if (!v.is_array() || v.size() > kMaxStops) {
+    bad(name,
+        fmt::format("'{}' must be a string or an array of at most {} strings (got {})", name,
+                    kMaxStops, v.is_array() ? fmt::format("an array of {}", v.size()) : shown(v)));
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    p.req.stop.push_back(stop_string(v[i], fmt::format("{}[{}]", name, i)));
+  }
+}
+
+void set_stream_options(const json& v, const char* name, Parsed& p) {
+  if (!v.is_object()) {
+    bad(name, fmt::format("'{}' must be an object (got {})", name, shown(v)));
+  }
+  for (const auto& [key, value] : v.items()) {
+    const std::string param = fmt::format("{}.{}", name, cut(key));
+    if (key != "include_usage") bad(param, fmt::format("unknown field '{}'", param));
+    if (!value.is_null()) p.req.include_usage = bool_value(value, param);
+  }
+  p.stream_options_given = true;
+}
+
+void set_prompt(const json& v, const char* name, Parsed& p) {
+  const json& s = v.is_array() && v.size() == 1 ? v[0] : v;
+  if (!s.is_string()) {
+    bad(name, fmt::format("only a single string prompt is supported ('{}' must be a string or an "
+                          "array of one string; got {})",
+                          name, shown(v)));
+  }
+  p.req.prompt = s.get<std::string>();
+}
+
+// --- chat messages ---
+
+std::string role_value(const json& v, const std::string& param) {
+  const std::string role = v.is_string() ? v.get<std::string>() : "";
+  if (role == "system" || role == "user" || role == "assistant") return role;
+  if (role == "developer") return "system";  // OpenAI's newer name for the system role
+  bad(param, fmt::format("'{}' must be one of system, developer, user, assistant (got {})", param,
+                         v.is_null() ? "nothing" : shown(v)));
+}
+
+// {"type": "text", "text": "..."}: the only part type a text model can take.
+std::string text_part(const json& part, const std::string& where) {
+  if (!part.is_object()) {
+    bad(where, fmt::format("'{}' must be an object {{\"type\": \"text\", \"text\": ...}} (got {})",
+                           where, shown(part)));
+  }
+  const std::string type_param = where + ".type";
+  const auto type = part.find("type");
+  if (type == part.end() || type->is_null()) {
+    bad(type_param, fmt::format("'{}' is required", type_param));
+  }
+  if (*type != "text") {
+    bad(type_param, fmt::format("'{}' must be 'text' (got {}): only text content is supported",
+                                type_param, shown(*type)));
+  }
+  for (const auto& [key, value] : part.items()) {
+    if (key != "type" && key != "text") {
+      const std::string param = fmt::format("{}.{}", where, cut(key));
+      bad(param, fmt::format("unknown field '{}'", param));
+    }
+  }
+  const std::string text_param = where + ".text";
+  if (!given(part, "text")) bad(text_param, fmt::format("'{}' is required", text_param));
+  return string_value(part.at("text"), text_param);
+}
+
+// A string, or an array of text parts taken as their concatenation.
+std::string content_value(const json& v, const std::string& param) {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_array()) {
+    bad(param,
+        fmt::format("'{}' must be a string or an array of text parts (got {})", param, shown(v)));
+  }
+  std::string text;
+  for (size_t j = 0; j < v.size(); ++j) text += text_part(v[j], fmt::format("{}[{}]", param, j));
+  return text;
+}
+
+ChatMessage message_value(const json& m, const std::string& where) {
+  if (!m.is_object()) {
+    bad(where,
+        fmt::format("'{}' must be an object {{\"role\", \"content\"}} (got {})", where, shown(m)));
+  }
+  // Role first: a message of a role we do not take (e.g. "tool") is best reported as such,
+  // not by the first of its other keys.
+  const auto role = m.find("role");
+  ChatMessage msg;
+  msg.role = role_value(role == m.end() ? json() : *role, where + ".role");
+  const std::string content_param = where + ".content";
+  if (!given(m, "content")) bad(content_param, fmt::format("'{}' is required", content_param));
+  msg.content = content_value(m.at("content"), content_param);
+  for (const auto& [key, value] : m.items()) {
+    const std::string param = fmt::format("{}.{}", where, cut(key));
+    if (key == "name") {
+      if (!value.is_null()) string_value(value, param);  // accepted, not used by the templates
+    } else if (key != "role" && key != "content") {
+      bad(param, fmt::format("unknown field '{}'", param));
+    }
+  }
+  return msg;
+}
+
+void set_messages(const json& v, const char* name, Parsed& p) {
+  if (!v.is_array() || v.empty()) {
+    bad(name, fmt::format("'{}' must be a non-empty array of messages (got {})", name,
+                          v.is_array() ? "an empty array" : shown(v)));
+  }
+  p.req.messages.clear();
+  for (size_t i = 0; i < v.size(); ++i) {
+    p.req.messages.push_back(message_value(v[i], fmt::format("{}[{}]", name, i)));
+  }
+}
+
+// --- the "fasa" extension object ---
+
+// Per-request options that name server-side paths: a client must not make the server read or
+// write files of its choosing.
+struct ServerPathOption {
+  const char* key;
+  const char* what;
+  const char* flag;
+};
+constexpr ServerPathOption kServerPathOptions[] = {
+    {"calib", "file", "--calib"},
+    {"offload_dir", "directory", "--offload-dir"},
+};
+
+// The entry for `key` when that option names a server path, else null.
+const ServerPathOption* server_path_option(const std::string& key) {
+  for (const auto& s : kServerPathOptions) {
+    if (key == s.key) return &s;
+  }
+  return nullptr;
+}
+
+[[noreturn]] void refuse_server_path(const std::string& param, const std::string& what,
+                                     const ServerPathOption& s) {
+  bad(param, fmt::format("{} cannot be set per request: it names a {} on the server (start the "
+                         "server with {})",
+                         what, s.what, s.flag));
+}
+
+void check_option_name(const std::string& key, const std::string& param) {
+  if (const auto* s = server_path_option(key)) {
+    refuse_server_path(param, fmt::format("'{}'", param), *s);
+  }
+  bool ok = !key.empty() && key[0] >= 'a' && key[0] <= 'z';
+  for (char c : key) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
+  if (!ok) {
+    bad(param, fmt::format("'{}' is not a valid option name (lower-case letters, digits and '_', "
+                           "starting with a letter)",
+                           param));
+  }
+}
+
+// A policy name or "name:key=value,..." spec, kept as given (the engine reads it), but with
+// the same refusals as separate options: a spec must not smuggle in a server path.
+std::string policy_spec(const json& v, const std::string& param) {
+  if (!v.is_string() || v.get_ref<const std::string&>().empty()) {
+    bad(param, fmt::format("'{}' must be a non-empty string: a policy name or spec (got {})",
+                           param, shown(v)));
+  }
+  const std::string& spec = v.get_ref<const std::string&>();
+  std::string name;
+  PolicyOptions opts;
+  try {
+    parse_policy_spec(spec, &name, &opts);
+  } catch (const Error&) {  // its message quotes the whole spec, which may be huge
+    bad(param, fmt::format("'{}' must be a policy name or spec name:key=value,... (got {})", param,
+                           shown(v)));
+  }
+  for (const auto& [key, value] : opts) {
+    if (const auto* s = server_path_option(key)) {
+      refuse_server_path(param, fmt::format("'{}' option '{}'", param, key), *s);
+    }
+  }
+  return spec;
+}
+
+[[noreturn]] void bad_option_value(const json& v, const std::string& param) {
+  bad(param, fmt::format("'{}' must be a number, a boolean, a string or a non-empty array of "
+                         "integers (got {})",
+                         param, v.is_null() ? "null" : shown(v)));
+}
+
+// The value as it would appear in a "name:key=value,..." spec, which is how the engine takes
+// options; so strings must not hold the spec's separators.
+std::string option_value(const json& v, const std::string& param) {
+  if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
+  if (v.is_number_integer()) return v.dump();  // exact, signed or unsigned
+  if (v.is_number_float()) return fmt::format("{}", v.get<double>());  // shortest round trip
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s.find_first_of(",:=") != std::string::npos) {
+      bad(param, fmt::format("'{}' must not contain ',', ':' or '=' (got {})", param, shown(v)));
+    }
+    return s;
+  }
+  if (!v.is_array() || v.empty()) bad_option_value(v, param);
+  std::string joined;  // [0, 1] -> "0+1", the spec's list form
+  for (const json& x : v) {
+    if (!x.is_number_integer()) bad_option_value(v, param);
+    if (!joined.empty()) joined += '+';
+    joined += x.dump();
+  }
+  return joined;
+}
+
+void set_fasa(const json& v, const char* name, Parsed& p) {
+  if (!v.is_object()) bad(name, fmt::format("'{}' must be an object (got {})", name, shown(v)));
+  for (const auto& [key, value] : v.items()) {
+    const std::string param = fmt::format("{}.{}", name, cut(key));
+    if (key == "policy") {
+      if (!value.is_null()) p.req.fasa.policy = policy_spec(value, param);
+      continue;
+    }
+    check_option_name(key, param);
+    p.req.fasa.options[key] = option_value(value, param);
+  }
+}
+
+// --- generic checkers for simple fields ---
+
+void set_model(const json& v, const char* name, Parsed& p) { p.req.model = string_value(v, name); }
+void check_user(const json& v, const char* name, Parsed&) { string_value(v, name); }  // ignored
+void set_stream(const json& v, const char* name, Parsed& p) { p.req.stream = bool_value(v, name); }
+// The ranges are SamplerParams::validate's (whose min_p excludes 1), so a request that parses
+// builds a sampler; temperature's upper bound is OpenAI's.
+void set_temperature(const json& v, const char* name, Parsed& p) {
+  p.req.sampler.temp = float_in(v, name, {0, 2});
+}
+void set_top_p(const json& v, const char* name, Parsed& p) {
+  p.req.sampler.top_p = float_in(v, name, {0, 1, /*open_lo=*/true});
+}
+void set_min_p(const json& v, const char* name, Parsed& p) {
+  p.req.sampler.min_p = float_in(v, name, {0, 1, /*open_lo=*/false, /*open_hi=*/true});
+}
+void set_top_k(const json& v, const char* name, Parsed& p) {
+  p.req.sampler.top_k = static_cast<int>(integer_in(v, name, 0, std::numeric_limits<int>::max()));
+}
+void only_one(const json& v, const char* name, Parsed&) {
+  if (!is_integer(v, 1)) bad(name, fmt::format("'{}' must be 1 (got {})", name, shown(v)));
+}
+void only_zero(const json& v, const char* name, Parsed&) {
+  if (number_value(v, name) != 0) unsupported(name, " (only 0)");
+}
+void only_false(const json& v, const char* name, Parsed&) {
+  if (!(v.is_boolean() && !v.get<bool>())) unsupported(name, " (only false)");
+}
+void only_false_or_zero(const json& v, const char* name, Parsed&) {
+  if (!(v.is_boolean() && !v.get<bool>()) && !is_integer(v, 0)) {
+    unsupported(name, " (only null, false or 0)");
+  }
+}
+void only_empty_object(const json& v, const char* name, Parsed&) {
+  if (!v.is_object()) bad(name, fmt::format("'{}' must be an object (got {})", name, shown(v)));
+  if (!v.empty()) unsupported(name, " (only an empty object)");
+}
+void only_null(const json& v, const char* name, Parsed&) { unsupported(name, ""); }
+
+const Field kCommonFields[] = {
+    {"model", set_model},
+    {"max_tokens", set_max_tokens},
+    {"temperature", set_temperature},
+    {"top_p", set_top_p},
+    {"top_k", set_top_k},  // extension, as llama.cpp's server
+    {"min_p", set_min_p},  // extension, as llama.cpp's server
+    {"seed", set_seed},
+    {"stop", set_stop},
+    {"stream", set_stream},
+    {"stream_options", set_stream_options},
+    {"n", only_one},
+    {"user", check_user},
+    {"presence_penalty", only_zero},
+    {"frequency_penalty", only_zero},
+    {"logit_bias", only_empty_object},
+    {"fasa", set_fasa},
+};
+
+const Field kCompletionFields[] = {
+    {"prompt", set_prompt},
+    {"logprobs", only_false_or_zero},  // completions: an integer count, 0 = none
+    {"echo", only_false},
+    {"suffix", only_null},
+    {"best_of", only_one},
+};
+
+const Field kChatFields[] = {
+    {"messages", set_messages},
+    {"max_completion_tokens", set_max_tokens},  // the newer name of max_tokens
+    {"logprobs", only_false},                   // chat: a boolean
+    {"top_logprobs", only_null},
+    {"tools", only_null},
+    {"tool_choice", only_null},
+    {"response_format", only_null},
+    {"parallel_tool_calls", only_null},
+};
+
+const Field* find_field(std::span<const Field> fields, const std::string& key) {
+  for (const Field& f : fields) {
+    if (key == f.name) return &f;
+  }
+  return nullptr;
+}
+
+// OpenAI's defaults, not the CLI's (SamplerParams' own): plain sampling at temperature 1.
+SamplerParams openai_sampler_defaults() {
+  SamplerParams s;
+  s.temp = 1.0f;
+  s.top_p = 1.0f;
+  s.top_k = 0;
+  s.min_p = 0.0f;
+  return s;
+}
+
+GenRequest parse_request(std::string_view body, Endpoint endpoint) {
+  const json j = parse_body(body);
+  const bool chat = endpoint == Endpoint::Chat;
+  const std::span<const Field> own =
+      chat ? std::span<const Field>(kChatFields) : std::span<const Field>(kCompletionFields);
+  Parsed p;
+  p.req.endpoint = endpoint;
+  p.req.sampler = openai_sampler_defaults();
+  for (const auto& [key, value] : j.items()) {
+    const Field* f = find_field(own, key);
+    if (f == nullptr) f = find_field(kCommonFields, key);
+    if (f == nullptr) bad(cut(key), fmt::format("unknown field '{}'", cut(key)));
+    if (!value.is_null()) f->check(value, f->name, p);
+  }
+  const char* required = chat ? "messages" : "prompt";
+  if (!given(j, required)) bad(required, fmt::format("'{}' is required", required));
+  if (p.stream_options_given && !p.req.stream) {
+    bad("stream_options", "'stream_options' is only allowed when 'stream' is true");
+  }
+  return std::move(p.req);
+}
+
+}  // namespace
+
+GenRequest parse_completion_request(std::string_view body) {
+  return parse_request(body, Endpoint::Completions);
+}
+
+GenRequest parse_chat_request(std::string_view body) { return parse_request(body, Endpoint::Chat); }
+
+}  // namespace fasa::server
