@@ -112,8 +112,8 @@ void Server::Impl::accept_one() {
   const int fd =
       ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) {
-    // Out of descriptors or memory, the pending connection stays queued and poll reports it
-    // again at once: pause (still waking for stop) instead of spinning.
+    // Out of descriptors or memory: the pending connection stays queued and poll reports it
+    // again at once, so pause (still waking for stop) instead of spinning.
     if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
       pollfd wake{wake_read, POLLIN, 0};
       ::poll(&wake, 1, 100);
@@ -124,10 +124,9 @@ void Server::Impl::accept_one() {
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (open.load() >= opts.max_connections) {
-    detail::refuse_connection(fd, 503,
-                              fmt::format("too many connections (the limit is {}); "
-                                          "retry later",
-                                          opts.max_connections));
+    const std::string message =
+        fmt::format("too many connections (the limit is {}); retry later", opts.max_connections);
+    detail::refuse_connection(fd, 503, message);
     return;
   }
   admit(fd, peer_name(sa));

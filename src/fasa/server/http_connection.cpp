@@ -227,9 +227,8 @@ size_t Connection::read_head(Clock::time_point deadline) {
     const size_t end = find_head_end(buf_, scanned);
     if (end != std::string_view::npos && end <= max_bytes) return end;
     if (end != std::string_view::npos || buf_.size() > max_bytes) {
-      throw ProtocolError(431, fmt::format("the request line and headers are larger than the "
-                                           "limit of {} bytes",
-                                           max_bytes));
+      throw ProtocolError(431,
+                          fmt::format("the request line and headers exceed {} bytes", max_bytes));
     }
     scanned = buf_.size();
     read_or_timeout(deadline);

@@ -160,8 +160,7 @@ void apply_body_rules(RequestHead& head, size_t max_body_bytes) {
                         "supported; send the body with a Content-Length");
   const std::optional<size_t> length = content_length(req.headers);
   if (length && *length > max_body_bytes)
-    throw ProtocolError(413, fmt::format("request body of {} bytes is larger than the limit of "
-                                         "{} bytes",
+    throw ProtocolError(413, fmt::format("request body of {} bytes exceeds the limit of {} bytes",
                                          *length, max_body_bytes));
   if (!length && carries_body(req.method))
     throw ProtocolError(411, fmt::format("{} needs a Content-Length header", req.method));
