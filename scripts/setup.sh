@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(g++ cmake make pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-              libgmock-dev libbenchmark-dev libpcre2-dev curl ca-certificates python3)
+              libgmock-dev libbenchmark-dev libpcre2-dev curl ca-certificates python3
+              python3-venv)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -29,5 +30,12 @@ cmake --build build -j"$(nproc)"
 if [ "${FASA_SKIP_PULL:-0}" != "1" ]; then
   ./build/fasa pull smollm2-135m >/dev/null
   ./build/fasa pull gemma3-270m >/dev/null  # 253 MB: the long-context, hybrid-attention goldens
+  # The server tests drive `fasa serve` with the official OpenAI client: a test-only package,
+  # in its own venv (never used by the engine).
+  venv="${FASA_HOME:-$HOME/.cache/fasa}/venv-test"
+  if ! "$venv/bin/python" -c "import openai" 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q -r tests/server/requirements.txt
+  fi
 fi
 echo "setup: done (binary: build/fasa)" >&2

@@ -1,7 +1,5 @@
 #include "cli_common.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -67,12 +65,6 @@ std::string kv_by_layer_type(const KvCache& cache) {
   return fmt::format("{} global layers {}, {} sliding-window layers (window {}, {}-row rings) {}",
                      sh.n_layers - n_win, human_bytes(cache.used_bytes_of(false)), n_win, window,
                      ring, human_bytes(cache.used_bytes_of(true)));
-}
-
-uint64_t peak_rss_bytes() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<uint64_t>(ru.ru_maxrss) * 1024;
 }
 
 std::string human_bytes(uint64_t n) {

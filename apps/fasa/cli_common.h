@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fasa/attention/kv_cache.h"
+#include "fasa/core/process.h"  // peak_rss_bytes, used by most commands
 #include "fasa/model/model.h"
 
 namespace fasa::cli {
@@ -24,8 +25,6 @@ std::string read_text_file(const std::string& path);
 // Applies --threads (0 = all cores); throws on a negative count.
 void apply_threads(int n_threads);
 
-// Peak resident set size of this process, bytes.
-uint64_t peak_rss_bytes();
 // "3 global layers 96.0 MiB, 15 sliding-window layers (window 512, 1023-row rings) 7.9 MiB";
 // empty when the model has no sliding-window layers.
 std::string kv_by_layer_type(const KvCache& cache);

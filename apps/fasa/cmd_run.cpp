@@ -10,6 +10,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/engine/generate.h"
+#include "fasa/engine/prompt.h"
 #include "fasa/engine/session.h"
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/chat.h"
@@ -48,19 +49,14 @@ void run_run(const RunArgs& a) {
     fail("prompt is not valid UTF-8 (byte offset {})", bad);
   }
   auto model = load_model(a.model);
-  const Tokenizer& tok = model->require_tokenizer();
-
   std::vector<int32_t> prompt;
   if (a.chat) {
-    const ChatFormat fmt = detect_chat_format(model->file());
     std::vector<ChatMessage> msgs;
     if (a.has_system) msgs.push_back({"system", a.system});
     msgs.push_back({"user", text});
-    const std::string rendered =
-        render_chat(fmt, msgs, true, chat_default_system(model->file()));
-    prompt = tok.encode(rendered, true, true);
+    prompt = chat_prompt_tokens(*model, msgs);
   } else {
-    prompt = tok.encode(text, true, false);
+    prompt = text_prompt_tokens(*model, text);
   }
   if (prompt.empty()) fail("the prompt is empty");
 

@@ -126,6 +126,8 @@ struct PolicyContext {
 std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const PolicyContext& ctx,
                                              const PolicyOptions& opts = {});
 std::vector<std::string> policy_names();
+// Whether the named policy takes a calibration file (calib=); false for unknown names.
+bool policy_takes_calibration(const std::string& name);
 
 // Parses "name" or "name:key=value,key=value" into a name and options.
 void parse_policy_spec(const std::string& spec, std::string* name, PolicyOptions* opts);

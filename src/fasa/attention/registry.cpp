@@ -19,7 +19,7 @@ const std::vector<PolicyEntry>& entries() {
       {"oracle", "exact top-B of the full attention logits (budget=B, gqa=shared|per-head)",
        make_oracle_policy},
       {"fasa", "FASA-C: dominant-FC token selection (calib=, budget=, n_tip=, gqa=, ...)",
-       make_fasa_policy},
+       make_fasa_policy, true},
       {"streaming", "StreamingLLM: the first sinks= slots and the newest ones (budget=, sinks=8)",
        make_streaming_policy},
       {"quest", "Quest: pages ranked by their key min/max bound of q.k (budget=, page=16, "
@@ -27,7 +27,8 @@ const std::vector<PolicyEntry>& entries() {
       {"sparq", "SparQ: r largest |q| dims approximate the scores, top-B per query head, mean-value "
                 "reallocation (budget=, r=head_dim/8, mean_correction=on)", make_sparq_policy},
       {"double-sparsity", "Double Sparsity: calibrated heavy channels score tokens (calib=, "
-                          "budget=, channels=, gqa=, dense_layers=)", make_double_sparsity_policy},
+                          "budget=, channels=, gqa=, dense_layers=)",
+       make_double_sparsity_policy, true},
       {"snapkv", "SnapKV: observation-window votes keep prompt slots (budget=, window=32, kernel=7)",
        make_snapkv_policy},
       {"pyramidkv", "PyramidKV: SnapKV's votes, per-layer budgets falling bottom to top (beta=20)",
@@ -35,7 +36,7 @@ const std::vector<PolicyEntry>& entries() {
       {"h2o", "H2O: newest slots + heavy hitters by accumulated attention (budget=, recent=0.5)",
        make_h2o_policy},
       {"pyramidkv+fasa", "PyramidKV evicts to keep= slots, FASA-C picks budget= of them per step",
-       make_pyramidkv_fasa_policy},
+       make_pyramidkv_fasa_policy, true},
   };
   return kEntries;
 }
@@ -46,6 +47,13 @@ std::vector<std::string> policy_names() {
   std::vector<std::string> names;
   for (const auto& e : entries()) names.emplace_back(e.name);
   return names;
+}
+
+bool policy_takes_calibration(const std::string& name) {
+  for (const auto& e : entries()) {
+    if (name == e.name) return e.calibrated;
+  }
+  return false;
 }
 
 std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const PolicyContext& ctx,

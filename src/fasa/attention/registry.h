@@ -16,6 +16,7 @@ struct PolicyEntry {
   const char* name;
   const char* summary;
   PolicyFactory make;
+  bool calibrated = false;  // takes calib= (a `fasa calibrate` file)
 };
 
 // Factories, defined in policies/*.cpp.

@@ -10,9 +10,7 @@
 
 namespace fasa {
 
-namespace {
-
-int resolve_ctx(const ModelConfig& c, int n_ctx) {
+int resolve_context(const ModelConfig& c, int n_ctx) {
   if (n_ctx < 0) fail("context size must be positive (got {})", n_ctx);
   if (n_ctx == 0) return std::min(c.n_ctx_train, 4096);
   if (n_ctx > c.n_ctx_train) {
@@ -20,6 +18,8 @@ int resolve_ctx(const ModelConfig& c, int n_ctx) {
   }
   return n_ctx;
 }
+
+namespace {
 
 AttnShape shape_of(const ModelConfig& c) {
   return AttnShape{c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.layer_window};
@@ -66,7 +66,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts,
       policy_ctx_(policy_ctx),
       policy_(opts.external_policy ? nullptr : policy_from_spec(opts.policy, policy_ctx_)),
       active_policy_(opts.external_policy ? opts.external_policy : policy_.get()),
-      cache_(shape_, opts.kv_type, resolve_ctx(model_->config(), opts.n_ctx),
+      cache_(shape_, opts.kv_type, resolve_context(model_->config(), opts.n_ctx),
              active_policy_->tiering(), std::max(opts.prefill_chunk, 1)) {
   if (opts_.prefill_chunk < 1) fail("prefill chunk must be >= 1 (got {})", opts_.prefill_chunk);
   logits_.resize(model_->config().n_vocab);

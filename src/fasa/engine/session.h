@@ -26,6 +26,10 @@ struct SessionOptions {
   AttentionPolicy* external_policy = nullptr;
 };
 
+// The context size a session gets for SessionOptions::n_ctx (0 = min(trained context, 4096));
+// throws fasa::Error for a negative size or one beyond the trained context.
+int resolve_context(const ModelConfig& c, int n_ctx);
+
 // The policy context of a model (shape, RoPE layout, identity).
 PolicyContext policy_context(std::shared_ptr<const Model> model);
 

@@ -1,0 +1,120 @@
+// `fasa serve -m MODEL [--host H] [--port P] [--ctx N] [--parallel N] [--queue N] [--threads T]
+//  [--api-key KEY] [--max-tokens N] [--max-body BYTES] [--model-id NAME] [--kv-type f16|f32]
+//  [policy flags]`
+// The OpenAI-compatible HTTP server (docs/SERVER.md). Runs until SIGINT or SIGTERM.
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "fasa/core/error.h"
+#include "fasa/core/parallel.h"
+#include "fasa/server/server.h"
+
+namespace fasa::cli {
+
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int n_ctx = 0;
+  int parallel = 4;
+  int queue = 32;
+  int threads = 0;
+  std::string api_key;
+  int max_tokens = 1024;
+  size_t max_body = 1 << 20;
+  std::string model_id;
+  std::string kv_type = "f16";
+  PolicyArgs policy;
+};
+
+// The name clients send as "model": the registry name when given one, else the file's stem.
+std::string model_id_of(const std::string& model_arg) {
+  if (std::filesystem::exists(model_arg)) {
+    return std::filesystem::path(model_arg).stem().string();
+  }
+  return model_arg;
+}
+
+void run_serve(const ServeArgs& a) {
+  if (a.port < 0 || a.port > 65535) fail("--port must be in [0, 65535] (got {})", a.port);
+  apply_threads(a.threads);
+  std::string api_key = a.api_key;
+  if (api_key.empty()) {
+    if (const char* env = std::getenv("FASA_API_KEY")) api_key = env;
+  }
+  server::ServerConfig cfg;
+  cfg.http.host = a.host;
+  cfg.http.port = a.port;
+  cfg.http.max_body_bytes = a.max_body;
+  cfg.http.max_connections = std::max(64, 4 * (a.parallel + a.queue));
+  cfg.scheduler.parallel = a.parallel;
+  cfg.scheduler.max_queue = a.queue;
+  cfg.scheduler.session.n_ctx = a.n_ctx;
+  cfg.scheduler.session.kv_type = parse_kv_type(a.kv_type);
+  cfg.policy.spec = a.policy.spec();
+  cfg.policy.calib = a.policy.calib;
+  cfg.model_id = a.model_id.empty() ? model_id_of(a.model) : a.model_id;
+  cfg.api_key = api_key;
+  cfg.max_tokens = a.max_tokens;
+
+  // Block the stop signals before any thread starts, so every thread inherits the mask and
+  // this one receives them with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto model = load_model(a.model);
+  server::ApiServer srv(model, cfg);
+  srv.start();
+  std::fprintf(stderr,
+               "fasa: serving '%s' on http://%s:%d (context %d, %d parallel sequences, queue "
+               "%d, policy %s, threads %d%s); Ctrl-C stops\n",
+               cfg.model_id.c_str(), a.host.c_str(), srv.port(),
+               resolve_context(model->config(), a.n_ctx), a.parallel, a.queue,
+               cfg.policy.spec.c_str(), num_threads(), api_key.empty() ? "" : ", API key set");
+  std::fflush(stderr);
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "fasa: %s received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  srv.stop();
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (docs/SERVER.md)");
+  cmd->add_option("-m,--model", a->model, "GGUF path or pulled model name")->required();
+  cmd->add_option("--host", a->host, "address to bind (loopback unless told otherwise)")
+      ->capture_default_str();
+  cmd->add_option("--port", a->port, "port (0 = any free port)")->capture_default_str();
+  cmd->add_option("--ctx", a->n_ctx, "context per sequence in tokens (0 = min(model, 4096))")
+      ->capture_default_str();
+  cmd->add_option("--parallel", a->parallel, "sequences generating at once (batched)")
+      ->capture_default_str();
+  cmd->add_option("--queue", a->queue, "requests waiting for a slot; more get 503")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--api-key", a->api_key,
+                  "require 'Authorization: Bearer KEY' (or set FASA_API_KEY)");
+  cmd->add_option("--max-tokens", a->max_tokens,
+                  "the most tokens a request may generate, and the default")
+      ->capture_default_str();
+  cmd->add_option("--max-body", a->max_body, "largest request body in bytes")
+      ->capture_default_str();
+  cmd->add_option("--model-id", a->model_id, "model name clients use (default: -m's name)");
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  add_policy_options(cmd, a->policy);
+  cmd->callback([a] { run_serve(*a); });
+}
+
+}  // namespace fasa::cli

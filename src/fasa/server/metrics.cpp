@@ -1,0 +1,95 @@
+#include "fasa/server/metrics.h"
+
+#include <fmt/format.h>
+
+namespace fasa::server {
+
+void RequestCounters::add(const std::string& endpoint, int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counts_[{endpoint, status}];
+}
+
+std::map<std::pair<std::string, int>, uint64_t> RequestCounters::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counts_;
+}
+
+namespace {
+
+// One metric family: HELP, TYPE, then its samples.
+void family(std::string& out, const char* name, const char* type, const char* help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+template <typename T>
+void sample(std::string& out, const char* name, T value, const std::string& labels = "") {
+  out += fmt::format("{}{} {}\n", name, labels.empty() ? "" : "{" + labels + "}", value);
+}
+
+}  // namespace
+
+std::string render_metrics(const SchedulerStats& s, int parallel,
+                           const std::map<std::pair<std::string, int>, uint64_t>& requests,
+                           const ProcessMemory& mem) {
+  std::string o;
+  family(o, "fasa_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
+  for (const auto& [key, n] : requests) {
+    sample(o, "fasa_requests_total", n,
+           fmt::format("endpoint=\"{}\",status=\"{}\"", key.first, key.second));
+  }
+  family(o, "fasa_jobs_total", "counter", "Generations ended, by outcome.");
+  sample(o, "fasa_jobs_total", s.jobs_finished, "outcome=\"finished\"");
+  sample(o, "fasa_jobs_total", s.jobs_cancelled, "outcome=\"cancelled\"");
+  sample(o, "fasa_jobs_total", s.jobs_failed, "outcome=\"failed\"");
+  family(o, "fasa_prompt_tokens_total", "counter", "Prompt tokens of finished generations.");
+  sample(o, "fasa_prompt_tokens_total", s.prompt_tokens);
+  family(o, "fasa_generated_tokens_total", "counter", "Tokens generated.");
+  sample(o, "fasa_generated_tokens_total", s.generated_tokens);
+  family(o, "fasa_tokens_per_second", "gauge", "Tokens generated per second, last 10 s.");
+  sample(o, "fasa_tokens_per_second", s.tokens_per_second);
+  family(o, "fasa_queue_depth", "gauge", "Requests waiting for a sequence slot.");
+  sample(o, "fasa_queue_depth", s.queued);
+  family(o, "fasa_active_sequences", "gauge", "Sequences holding a slot.");
+  sample(o, "fasa_active_sequences", s.active);
+  family(o, "fasa_slots", "gauge", "Sequence slots (--parallel).");
+  sample(o, "fasa_slots", parallel);
+  family(o, "fasa_batch_steps_total", "counter", "Batched forward passes.");
+  sample(o, "fasa_batch_steps_total", s.steps);
+  family(o, "fasa_batch_sequences_total", "counter",
+         "Sequences summed over forward passes (mean batch size = this / steps).");
+  sample(o, "fasa_batch_sequences_total", s.batched_rows);
+  family(o, "fasa_kv_bytes_resident", "gauge", "KV cache bytes held by active sequences, by tier.");
+  sample(o, "fasa_kv_bytes_resident", s.kv_bytes_ram, "tier=\"ram\"");
+  sample(o, "fasa_kv_bytes_resident", s.kv_bytes_file, "tier=\"disk\"");
+  family(o, "fasa_kv_bytes_allocated", "gauge", "KV cache capacity of active sequences.");
+  sample(o, "fasa_kv_bytes_allocated", s.kv_bytes_allocated);
+  family(o, "fasa_policy_jobs_total", "counter", "Finished generations by KV policy.");
+  for (const auto& [name, pc] : s.per_policy) {
+    sample(o, "fasa_policy_jobs_total", pc.jobs, fmt::format("policy=\"{}\"", name));
+  }
+  family(o, "fasa_policy_decode_tokens_total", "counter", "Decode steps by KV policy.");
+  for (const auto& [name, pc] : s.per_policy) {
+    sample(o, "fasa_policy_decode_tokens_total", pc.decode_tokens,
+           fmt::format("policy=\"{}\"", name));
+  }
+  family(o, "fasa_policy_kv_bytes_read_total", "counter",
+         "KV bytes read at decode steps (selection side data included), by KV policy.");
+  for (const auto& [name, pc] : s.per_policy) {
+    sample(o, "fasa_policy_kv_bytes_read_total", pc.kv_bytes_read,
+           fmt::format("policy=\"{}\"", name));
+  }
+  family(o, "fasa_policy_kv_bytes_read_per_token", "gauge",
+         "KV bytes read per decode step, mean since start, by KV policy.");
+  for (const auto& [name, pc] : s.per_policy) {
+    const double per = pc.decode_tokens ? static_cast<double>(pc.kv_bytes_read) / pc.decode_tokens
+                                        : 0.0;
+    sample(o, "fasa_policy_kv_bytes_read_per_token", per, fmt::format("policy=\"{}\"", name));
+  }
+  family(o, "fasa_process_resident_bytes", "gauge", "Resident memory of the server process.");
+  sample(o, "fasa_process_resident_bytes", mem.rss);
+  family(o, "fasa_process_peak_resident_bytes", "gauge", "Peak resident memory so far.");
+  sample(o, "fasa_process_peak_resident_bytes", mem.peak_rss);
+  return o;
+}
+
+}  // namespace fasa::server

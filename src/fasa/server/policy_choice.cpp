@@ -1,0 +1,52 @@
+#include "fasa/server/policy_choice.h"
+
+#include "fasa/core/error.h"
+
+namespace fasa::server {
+
+namespace {
+
+std::string spec_of(const std::string& name, const PolicyOptions& opts) {
+  std::string s = name;
+  for (const auto& [key, value] : opts) {
+    s += (s.size() == name.size() ? ":" : ",") + key + "=" + value;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string choose_policy(const PolicyDefaults& defaults, const PolicyRequest& request,
+                          const PolicyContext& ctx) {
+  std::string name, req_name;
+  PolicyOptions opts, req_opts;
+  try {
+    parse_policy_spec(defaults.spec, &name, &opts);
+    if (!request.policy.empty()) parse_policy_spec(request.policy, &req_name, &req_opts);
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), "fasa.policy");
+  }
+  for (const char* key : {"calib", "offload_dir"}) {  // the api layer refuses them as fields
+    if (req_opts.count(key)) {
+      throw ApiError(400, fmt::format("'{}' cannot be set per request: it names a file on the "
+                                      "server (start the server with --{})",
+                                      key, key == std::string("calib") ? "calib" : "offload-dir"),
+                     "fasa.policy");
+    }
+  }
+  if (!req_name.empty() && req_name != name) {
+    name = req_name;
+    opts.clear();
+    if (!defaults.calib.empty() && policy_takes_calibration(name)) opts["calib"] = defaults.calib;
+  }
+  for (const auto& [key, value] : req_opts) opts[key] = value;
+  for (const auto& [key, value] : request.options) opts[key] = value;
+  try {
+    make_policy(name, ctx, opts);
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), "fasa");
+  }
+  return spec_of(name, opts);
+}
+
+}  // namespace fasa::server

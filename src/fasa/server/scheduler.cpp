@@ -1,0 +1,292 @@
+#include "fasa/server/scheduler.h"
+
+#include <algorithm>
+
+#include "fasa/core/error.h"
+#include "fasa/tokenizer/tokenizer.h"
+
+namespace fasa::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kRateWindow = std::chrono::seconds(10);  // tokens/s over this much history
+
+std::string policy_name(const std::string& spec) { return spec.substr(0, spec.find(':')); }
+
+}  // namespace
+
+const char* finish_reason(const std::string& stop_reason) {
+  return stop_reason == "length" || stop_reason == "context" ? "length" : "stop";
+}
+
+// ---- Job: the hand-over between the engine thread and the request's thread ----
+
+Job::Update Job::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return !pending_.empty() || (finished_ && !reported_); });
+  Update u;
+  u.text.swap(pending_);
+  if (finished_) {
+    u.finished = true;
+    u.error = error_;
+    reported_ = true;
+  }
+  return u;
+}
+
+JobResult Job::result() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return result_;
+}
+
+void Job::push(const std::string& text) {
+  if (text.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ += text;
+  }
+  cv_.notify_all();
+}
+
+void Job::finish(const JobResult& r) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    result_ = r;
+    finished_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Job::fail(const std::string& error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = error.empty() ? "generation failed" : error;
+    finished_ = true;
+  }
+  cv_.notify_all();
+}
+
+// ---- Scheduler ----
+
+struct Scheduler::Active {
+  std::shared_ptr<Job> job;
+  std::unique_ptr<Session> session;
+  std::unique_ptr<Generation> gen;
+  size_t fed = 0;        // prompt tokens appended so far
+  int32_t next = -1;     // the token this step decodes
+};
+
+Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions& opts)
+    : model_(std::move(model)), opts_(opts), policy_ctx_(fasa::policy_context(model_)) {
+  if (opts_.parallel < 1) fail("--parallel must be >= 1 (got {})", opts_.parallel);
+  if (opts_.max_queue < 0) fail("the queue size must be >= 0 (got {})", opts_.max_queue);
+  model_->require_tokenizer();
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  for (auto& job : queue_) job->fail("the server is shutting down");
+}
+
+bool Scheduler::submit(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int waiting = static_cast<int>(queue_.size());
+    if (stop_ || waiting + n_active_ >= opts_.parallel + opts_.max_queue) return false;
+    queue_.push_back(std::move(job));
+    stats_.queued = static_cast<int>(queue_.size());
+  }
+  cv_.notify_all();
+  return true;
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SchedulerStats s = stats_;
+  const auto now = Clock::now();
+  uint64_t tokens = 0;
+  for (const auto& [t, n] : recent_) {
+    if (now - t <= kRateWindow) tokens += n;
+  }
+  s.tokens_per_second =
+      static_cast<double>(tokens) / std::chrono::duration<double>(kRateWindow).count();
+  return s;
+}
+
+void Scheduler::loop() {
+  std::vector<Active> active;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty() || !active.empty(); });
+      if (stop_) break;
+    }
+    admit(active);
+    step(active);
+    update_gauges(active);
+  }
+  for (Active& a : active) a.job->fail("the server is shutting down");
+  active.clear();
+}
+
+// Moves queued jobs into free slots: each gets its session (the policy made from its spec).
+void Scheduler::admit(std::vector<Active>& active) {
+  while (static_cast<int>(active.size()) < opts_.parallel) {
+    std::shared_ptr<Job> job;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty()) break;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      stats_.queued = static_cast<int>(queue_.size());
+      ++n_active_;  // until it leaves below, or retires
+    }
+    if (job->cancelled()) {
+      job->fail("cancelled");
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.jobs_cancelled;
+      --n_active_;
+      continue;
+    }
+    try {
+      SessionOptions so = opts_.session;
+      so.policy = job->policy;
+      Active a;
+      a.session = std::make_unique<Session>(model_, so, policy_ctx_);
+      a.gen = std::make_unique<Generation>(model_->require_tokenizer(), job->gen);
+      a.job = std::move(job);
+      active.push_back(std::move(a));
+    } catch (const std::exception& e) {  // a policy that cannot start (e.g. its files)
+      job->fail(e.what());
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.jobs_failed;
+      --n_active_;
+    }
+  }
+}
+
+// One forward pass over every active sequence: the next prefill chunk of those still reading
+// their prompt (at most one prefill chunk's worth of prompt tokens per step, oldest first, so
+// decoding sequences keep moving), the next token of the others; then each sequence with fresh
+// logits samples.
+void Scheduler::step(std::vector<Active>& active) {
+  for (size_t i = 0; i < active.size();) {
+    if (active[i].job->cancelled()) {
+      retire(active[i], true);
+      active.erase(active.begin() + static_cast<long>(i));
+    } else {
+      ++i;
+    }
+  }
+  if (active.empty()) return;
+  const int chunk = opts_.session.prefill_chunk;
+  int prefill_budget = chunk;
+  std::vector<SessionChunk> chunks;
+  std::vector<size_t> sampled;  // active indices whose logits follow their whole input
+  for (size_t i = 0; i < active.size(); ++i) {
+    Active& a = active[i];
+    const auto& prompt = a.job->prompt;
+    if (a.fed < prompt.size()) {
+      // Chunk boundaries as Session::prefill's, so results equal a lone `fasa run`.
+      const int m = static_cast<int>(std::min<size_t>(chunk, prompt.size() - a.fed));
+      if (m > prefill_budget && prefill_budget < chunk) continue;  // next step
+      prefill_budget -= m;
+      chunks.push_back({a.session.get(), prompt.data() + a.fed, m});
+      a.fed += m;
+      if (a.fed == prompt.size()) sampled.push_back(i);
+    } else {
+      chunks.push_back({a.session.get(), &a.next, 1});
+      sampled.push_back(i);
+    }
+  }
+  try {
+    Session::forward_many(chunks, scratch_);
+  } catch (const std::exception& e) {  // callers check prompts and room; this is a last resort
+    for (Active& a : active) a.job->fail(e.what());
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.jobs_failed += active.size();
+    n_active_ -= static_cast<int>(active.size());
+    active.clear();
+    return;
+  }
+  int generated = 0;
+  std::vector<bool> done(active.size(), false);
+  const int n_vocab = model_->config().n_vocab;
+  for (size_t i : sampled) {
+    Active& a = active[i];
+    Session& s = *a.session;
+    const size_t before = a.gen->tokens().size();
+    a.job->push(a.gen->step(s.last_logits().data(), n_vocab, s.n_past() < s.n_ctx()));
+    generated += static_cast<int>(a.gen->tokens().size() - before);
+    if (a.gen->done()) {
+      done[i] = true;
+    } else {
+      a.next = a.gen->next_token();
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.steps;
+    stats_.batched_rows += chunks.size();
+    stats_.generated_tokens += generated;
+    recent_.emplace_back(Clock::now(), generated);
+    while (!recent_.empty() && Clock::now() - recent_.front().first > kRateWindow) {
+      recent_.pop_front();
+    }
+  }
+  for (size_t i = active.size(); i-- > 0;) {
+    if (!done[i]) continue;
+    retire(active[i], false);
+    active.erase(active.begin() + static_cast<long>(i));
+  }
+}
+
+// A job leaves its slot: finished (its result handed over) or cancelled; its session is freed
+// by the caller's erase.
+void Scheduler::retire(Active& a, bool cancelled) {
+  const AttnStats& st = a.session->attn_stats();
+  std::lock_guard<std::mutex> lock(mu_);
+  --n_active_;
+  if (cancelled) {
+    ++stats_.jobs_cancelled;
+    a.job->fail("cancelled");
+    return;
+  }
+  JobResult r;
+  r.stop_reason = a.gen->stop_reason();
+  r.prompt_tokens = static_cast<int>(a.job->prompt.size());
+  r.completion_tokens = static_cast<int>(a.gen->tokens().size());
+  r.kv_bytes_read = st.bytes_read();
+  r.decode_tokens = st.decode_tokens;
+  ++stats_.jobs_finished;
+  stats_.prompt_tokens += r.prompt_tokens;
+  PolicyCounters& pc = stats_.per_policy[policy_name(a.job->policy)];
+  ++pc.jobs;
+  pc.decode_tokens += r.decode_tokens;
+  pc.kv_bytes_read += r.kv_bytes_read;
+  a.job->finish(r);
+}
+
+void Scheduler::update_gauges(const std::vector<Active>& active) {
+  uint64_t alloc = 0, ram = 0, file = 0;
+  for (const Active& a : active) {
+    const KvCache& c = a.session->cache();
+    alloc += c.capacity_bytes();
+    ram += c.ram_bytes();
+    file += c.file_bytes();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.active = static_cast<int>(active.size());
+  stats_.kv_bytes_allocated = alloc;
+  stats_.kv_bytes_ram = ram;
+  stats_.kv_bytes_file = file;
+}
+
+}  // namespace fasa::server

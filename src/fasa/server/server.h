@@ -1,0 +1,57 @@
+// `fasa serve`: the OpenAI-compatible HTTP API over one model. Routes requests, checks the API
+// key, turns a request into a Job for the Scheduler and streams or returns its answer.
+//   POST /v1/completions, POST /v1/chat/completions (stream or not), GET /v1/models,
+//   GET /health, GET /metrics (Prometheus text).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "fasa/model/model.h"
+#include "fasa/server/api.h"
+#include "fasa/server/http.h"
+#include "fasa/server/metrics.h"
+#include "fasa/server/policy_choice.h"
+#include "fasa/server/scheduler.h"
+
+namespace fasa::server {
+
+struct ServerConfig {
+  http::ServerOptions http;
+  SchedulerOptions scheduler;
+  PolicyDefaults policy;
+  std::string model_id;   // the name clients use ("model" field); others are refused with 404
+  std::string api_key;    // "" = no authentication
+  int max_tokens = 1024;  // the most tokens a request may ask for, and the default
+};
+
+class ApiServer {
+ public:
+  ApiServer(std::shared_ptr<const Model> model, const ServerConfig& config);
+  ~ApiServer();
+  void start();  // binds (fasa::Error if it cannot) and serves on background threads
+  void stop();
+  int port() const { return http_->port(); }
+  SchedulerStats stats() const { return scheduler_->stats(); }
+
+ private:
+  void handle(const http::Request& req, http::ResponseWriter& w);
+  void route(const http::Request& req, http::ResponseWriter& w, const std::string& endpoint);
+  void generate(const http::Request& req, http::ResponseWriter& w, Endpoint endpoint);
+  bool authorized(const http::Request& req) const;
+
+  std::shared_ptr<const Model> model_;
+  ServerConfig config_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<http::Server> http_;
+  RequestCounters counters_;
+  std::atomic<uint64_t> next_id_{1};
+  int64_t started_ = 0;  // unix seconds, the models' "created"
+};
+
+// Constant-time comparison (the API key): the time taken depends on the lengths only.
+bool equal_constant_time(const std::string& a, const std::string& b);
+
+}  // namespace fasa::server
