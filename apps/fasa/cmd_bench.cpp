@@ -1,10 +1,12 @@
-// `fasa bench -m MODEL [-p N1,N2] [-n N1,N2] [-d D1,D2] [-r R] [--threads T]
+// `fasa bench -m MODEL [-p N1,N2] [-n N1,N2] [-b B1,B2] [-d D1,D2] [-r R] [--threads T]
 //            [--policy P1,P2 [policy flags] [--budget B1,B2]] [--compare SPEC]... [--bandwidth]
 //            [--json]`
 // llama-bench's conventions: ppN = prompt processing of N tokens, tgN = generation of N tokens
 // one at a time, each measured after a context of depth D ("@ dD"), repeated R times (mean and
 // standard deviation of tokens/s). -p, -n and -d are comma lists: every depth runs every -p
-// value, then every -n value, as its own test (0 = skip).
+// value, then every -n value, as its own test (0 = skip). With -b B > 1 a tg test ("tgNxB")
+// decodes B sequences of the policy together, one forward pass per step (the server's
+// batching), and its tokens/s counts all of them.
 // The policies measured are --policy × --budget (each with the other policy flags folded in, as
 // one --policy/--budget pair would be in `fasa run`), then every --compare spec. A policy that
 // takes no options (`full`) gets no flags and appears once. They run side by side, alternating
@@ -48,6 +50,7 @@ struct BenchArgs {
   // Comma lists, parsed by run_bench so that every bad element ends in one fasa error.
   std::string n_prompt = "512";
   std::string n_gen = "128";
+  std::string batch = "1";
   std::string depths = "0";
   int reps = 3;
   int threads = 0;
@@ -61,7 +64,10 @@ struct BenchArgs {
 struct Test {
   bool gen = false;  // tg (one token per step) or pp (one batch)
   int n = 0;
-  std::string name() const { return fmt::format("{}{}", gen ? "tg" : "pp", n); }
+  int batch = 1;     // tg: sequences decoding together, one forward pass per step
+  std::string name() const {
+    return fmt::format("{}{}{}", gen ? "tg" : "pp", n, batch > 1 ? fmt::format("x{}", batch) : "");
+  }
 };
 
 struct Measure {
@@ -122,14 +128,18 @@ std::vector<int> parse_counts(const std::string& flag, const std::string& text) 
   return out;
 }
 
-// The tests of one depth in llama-bench's order: every -p value, then every -n value; 0 skips.
-std::vector<Test> bench_tests(const std::vector<int>& prompts, const std::vector<int>& gens) {
+// The tests of one depth in llama-bench's order: every -p value, then every -n value at every
+// batch size; 0 skips.
+std::vector<Test> bench_tests(const std::vector<int>& prompts, const std::vector<int>& gens,
+                              const std::vector<int>& batches) {
   std::vector<Test> tests;
   for (int n : prompts) {
-    if (n > 0) tests.push_back({false, n});
+    if (n > 0) tests.push_back({false, n, 1});
   }
   for (int n : gens) {
-    if (n > 0) tests.push_back({true, n});
+    for (int b : batches) {
+      if (n > 0) tests.push_back({true, n, b});
+    }
   }
   return tests;
 }
@@ -249,7 +259,8 @@ struct BenchTokens {
 // and noise on a shared machine hit every policy alike and the ratios stay fair.
 std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& sessions,
                                   const std::vector<std::string>& specs, const Test& t, int depth,
-                                  int reps, const BenchTokens& tok) {
+                                  int reps, const BenchTokens& tok,
+                                  const std::shared_ptr<const Model>& model, SessionOptions so) {
   std::vector<Measure> group;
   for (const std::string& spec : specs) group.push_back(Measure{spec, t, depth, {}});
   const std::vector<int32_t> pp(tok.pp.begin(), tok.pp.begin() + (t.gen ? 0 : t.n));
@@ -265,9 +276,29 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
         m.tps.push_back(t.n / seconds_of([&] { session.prefill(pp); }));
         continue;
       }
-      m.tps.push_back(t.n / seconds_of([&] {
-                        for (int i = 0; i < t.n; ++i) session.decode(tok.tg[i]);
-                      }));
+      if (t.batch == 1) {
+        m.tps.push_back(t.n / seconds_of([&] {
+                          for (int i = 0; i < t.n; ++i) session.decode(tok.tg[i]);
+                        }));
+      } else {  // batch - 1 more sequences of the same policy and depth decode alongside
+        so.policy = specs[p];
+        std::vector<std::unique_ptr<Session>> mates;
+        std::vector<SessionChunk> chunks{{&session, nullptr, 1}};
+        for (int b = 1; b < t.batch; ++b) {
+          mates.push_back(std::make_unique<Session>(model, so));
+          if (depth > 0) {
+            mates.back()->prefill(std::vector<int32_t>(tok.ctx.begin(), tok.ctx.begin() + depth));
+          }
+          chunks.push_back({mates.back().get(), nullptr, 1});
+        }
+        ForwardScratch scratch;
+        m.tps.push_back(static_cast<double>(t.n) * t.batch / seconds_of([&] {
+                          for (int i = 0; i < t.n; ++i) {
+                            for (SessionChunk& c : chunks) c.tokens = &tok.tg[i];
+                            Session::forward_many(chunks, scratch);
+                          }
+                        }));
+      }
       const AttnStats& st = session.attn_stats();
       const double toks = static_cast<double>(st.decode_tokens);
       m.kv_read_per_token = st.bytes_read() / toks;
@@ -349,6 +380,7 @@ class Report {
     if (a_.bandwidth) j["read_bandwidth_gb_s"] = bw_.read_gb_s;
     j["policy"] = m.policy;
     j["test"] = m.test.name();
+    j["batch"] = m.test.batch;
     j["depth"] = m.depth;
     j["n_tokens"] = m.test.n;
     j["tokens_per_s"] = m.mean();
@@ -425,7 +457,11 @@ void run_bench(const BenchArgs& a) {
   const std::vector<int> prompts = parse_counts("-p", a.n_prompt);
   const std::vector<int> gens = parse_counts("-n", a.n_gen);
   const std::vector<int> depths = parse_counts("-d", a.depths);
-  const std::vector<Test> tests = bench_tests(prompts, gens);
+  const std::vector<int> batches = parse_counts("--batch", a.batch);
+  for (int b : batches) {
+    if (b < 1) fail("--batch values must be >= 1 (got {})", b);
+  }
+  const std::vector<Test> tests = bench_tests(prompts, gens, batches);
   if (tests.empty() && !a.bandwidth) {
     fail("nothing to measure: every -p and -n value is 0 (and no --bandwidth)");
   }
@@ -471,7 +507,9 @@ void run_bench(const BenchArgs& a) {
   const Report report(a, *model, bw);
   report.header();
   for (int d : depths) {
-    for (const Test& t : tests) report.rows(measure_test(sessions, specs, t, d, a.reps, tok));
+    for (const Test& t : tests) {
+      report.rows(measure_test(sessions, specs, t, d, a.reps, tok, model, so));
+    }
   }
 }
 
@@ -486,6 +524,10 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-n,--n-gen", a->n_gen,
                   "generated tokens, comma separated: one tg test each (0 = skip)")
+      ->capture_default_str();
+  cmd->add_option("-b,--batch", a->batch,
+                  "sequences decoding together in tg tests, comma separated: one forward pass "
+                  "per step for all (the server's batching); t/s counts every sequence's tokens")
       ->capture_default_str();
   cmd->add_option("-d,--depth", a->depths, "context depths, comma separated")
       ->capture_default_str();

@@ -58,7 +58,11 @@ void run_serve(const ServeArgs& a) {
   cfg.scheduler.max_queue = a.queue;
   cfg.scheduler.session.n_ctx = a.n_ctx;
   cfg.scheduler.session.kv_type = parse_kv_type(a.kv_type);
-  cfg.policy.spec = a.policy.spec();
+  // --calib serves every calibrated policy a request picks; it joins the default spec only when
+  // the default policy is calibrated itself.
+  PolicyArgs def = a.policy;
+  if (!policy_takes_calibration(def.policy.substr(0, def.policy.find(':')))) def.calib.clear();
+  cfg.policy.spec = def.spec();
   cfg.policy.calib = a.policy.calib;
   cfg.model_id = a.model_id.empty() ? model_id_of(a.model) : a.model_id;
   cfg.api_key = api_key;

@@ -213,6 +213,26 @@ TEST(CliTest, BenchTinyModelJson) {
   EXPECT_EQ(rows[2]["depth"], 8);
 }
 
+// -b runs each tg test with B sequences decoding together; pp tests are not batched.
+TEST(CliTest, BenchBatch) {
+  const std::string path = tiny("cli_bench_batch.gguf", {});
+  const auto r = run_cli({"bench", "-m", path, "-p", "8", "-n", "4", "-b", "1,3", "-d", "4",
+                          "-r", "1", "--policy", "full,streaming", "--budget", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = json_lines(r.out);
+  ASSERT_EQ(rows.size(), 6u);  // (pp8, tg4, tg4x3) x (full, streaming)
+  EXPECT_EQ(rows[0]["test"], "pp8");
+  EXPECT_EQ(rows[2]["test"], "tg4");
+  EXPECT_EQ(rows[4]["test"], "tg4x3");
+  EXPECT_EQ(rows[4]["batch"], 3);
+  EXPECT_EQ(rows[5]["policy"], "streaming:budget=2");
+  EXPECT_GT(rows[5]["tokens_per_s"].get<double>(), 0.0);
+  // Per-sequence KV reads do not change with the batch: each sequence reads its own cache.
+  EXPECT_EQ(rows[5]["kv_bytes_read_per_token"], rows[3]["kv_bytes_read_per_token"]);
+  expect_clean_error(run_cli({"bench", "-m", path, "-n", "4", "-b", "0"}), "--batch");
+  expect_clean_error(run_cli({"bench", "-m", path, "-n", "4", "-b", "2,x"}), "--batch");
+}
+
 // -p and -n are lists, each value its own test, at every depth: pp values, then tg values.
 TEST(CliTest, BenchTestLists) {
   const std::string path = tiny("cli_bench_lists.gguf", {});
@@ -597,6 +617,28 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget.svg"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget_passkey.svg"));
   EXPECT_NE(r.out.find("| streaming | 32 |"), std::string::npos) << r.out;
+}
+
+// `fasa serve` refuses bad settings before it listens: one clear error each, exit 1.
+TEST(CliTest, ServeBadSettings) {
+  const std::string m = tiny("tiny_serve.gguf", test::TinySpec{});
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--port", "70000"}), "--port");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--parallel", "0"}), "--parallel");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--max-tokens", "0"}), "--max-tokens");
+  expect_clean_error(test::run_cli({"serve", "-m", m}), "tokenizer");  // nothing to chat with
+  expect_clean_error(test::run_cli({"serve", "-m", "/nonexistent.gguf"}), "nonexistent");
+}
+
+TEST(CliRealModel, ServeBadPolicyAndAddress) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  expect_clean_error(test::run_cli({"serve", "-m", path, "--policy", "nope"}),
+                     "default policy: unknown attention policy 'nope'");
+  expect_clean_error(test::run_cli({"serve", "-m", path, "--policy", "fasa"}),
+                     "default policy: ");
+  expect_clean_error(test::run_cli({"serve", "-m", path, "--host", "10.255.255.1x"}),
+                     "10.255.255.1x");
+  expect_clean_error(test::run_cli({"serve", "-m", path, "--ctx", "999999"}),
+                     "exceeds the model's trained context");
 }
 
 }  // namespace
