@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "fasa/core/error.h"
@@ -34,11 +35,16 @@ PolicyContext policy_context(std::shared_ptr<const Model> model) {
   ctx.arch = c.arch;
   ctx.rope_layout = c.rope_layout;
   ctx.rope_dim = c.rope_dim;
-  // Hashing the file takes a while; every policy made from this context shares one result.
-  auto memo = std::make_shared<std::string>();
+  // Hashing the file takes a while; every policy made from this context shares one result,
+  // computed once even when several threads ask at the same time (the server's requests).
+  struct Memo {
+    std::once_flag once;
+    std::string hex;
+  };
+  auto memo = std::make_shared<Memo>();
   ctx.model_sha256 = [model, memo] {
-    if (memo->empty()) *memo = hub::sha256_file_hex(model->file().path());
-    return *memo;
+    std::call_once(memo->once, [&] { memo->hex = hub::sha256_file_hex(model->file().path()); });
+    return memo->hex;
   };
   return ctx;
 }
