@@ -18,13 +18,7 @@ namespace {
 
 std::string tiny_path(const std::string& name) { return ::testing::TempDir() + "/" + name; }
 
-std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> u(0, n_vocab - 1);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = u(rng);
-  return t;
-}
+using test::random_tokens;
 
 // Max |a - b| relative to the largest |b|.
 double rel_err(const std::vector<float>& a, const std::vector<float>& b) {

@@ -325,4 +325,12 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
   return logits;
 }
 
+std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> u(0, n_vocab - 1);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = u(rng);
+  return t;
+}
+
 }  // namespace fasa::test

@@ -39,6 +39,9 @@ struct TinySpec {
   std::string transposed_tensor;  // store this 2-D tensor with its dims swapped
 };
 
+// n token ids drawn uniformly from [0, n_vocab) by a seeded generator.
+std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed);
+
 // Writes the model to `path` (GGUF v3, arch spec.arch, no tokenizer metadata).
 void write_tiny_model(const std::string& path, const TinySpec& spec);
 
