@@ -16,6 +16,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/eval/sweep.h"
+#include "fasa/eval/sweep_checkpoint.h"
 #include "fasa/eval/task_gen.h"
 #include "fasa/eval/task_runner.h"
 #include "fasa/hub/sha256.h"
@@ -158,6 +159,7 @@ struct SweepArgs {
   int jobs = 1;
   std::string kv_type = "f16";
   bool chat = false;
+  bool resume = false;
 };
 
 void write_file(const std::filesystem::path& p, const std::string& s) {
@@ -194,14 +196,51 @@ void run_sweep(const SweepArgs& a) {
   o.jobs = a.jobs;
   o.n_ctx = a.n_ctx;
   o.kv_type = parse_kv_type(a.kv_type);
+  // Every finished task goes to DIR/checkpoint.jsonl at once; --resume runs only the others.
+  SweepIdentity id;
+  id.model_sha256 = m.model_sha256;
+  id.calib_sha256 = m.calib_sha256;
+  id.tasks_sha256 = m.tasks_sha256;
+  id.kv_type = a.kv_type;
+  id.n_tasks = static_cast<int>(tasks.size());
+  id.n_ctx = a.n_ctx;
+  id.chat = a.chat;
+  id.policies = o.policies;
+  const std::filesystem::path dir(a.out_dir);
+  CheckpointFile ckpt((dir / "checkpoint.jsonl").string(), id, tasks, a.resume);
+  TaskRunResume resume;
+  double resumed_prefill_s = 0.0;
+  if (!ckpt.done().empty()) {
+    resume.known.resize(tasks.size());
+    for (const TaskDone& d : ckpt.done()) {
+      resume.known[d.task] = d.outcomes;
+      resumed_prefill_s += d.prefill_seconds;
+    }
+  }
+  resume.on_task_done = [&](size_t i, int n_prompt, const std::vector<TaskOutcome>& outcomes,
+                            double prefill_s) {
+    ckpt.append({i, tasks[i].id, n_prompt, prefill_s, outcomes});
+  };
   std::fprintf(stderr, "fasa: sweep of %zu policy settings on %zu tasks -> %s\n", entries.size(),
                tasks.size(), a.out_dir.c_str());
-  const TaskRunResult r = run_tasks(model, tasks, o, progress_printer("generations"));
-  const std::filesystem::path dir(a.out_dir);
+  if (a.resume) {
+    std::fprintf(stderr, "fasa: resuming: %zu of %zu tasks already done (%s)\n",
+                 ckpt.done().size(), tasks.size(), (dir / "checkpoint.jsonl").c_str());
+  }
+  TaskRunResult r;
+  try {
+    r = run_tasks(model, tasks, o, progress_printer("generations"), resume);
+  } catch (...) {
+    ckpt.remove_if_empty();  // nothing to resume: a rerun needs no --resume
+    throw;
+  }
+  r.prefill_seconds += resumed_prefill_s;
+  m.resumed_tasks = r.n_known;
   write_file(dir / "results.json", sweep_json(m, tasks, entries, r));
   const std::string md = sweep_markdown(m, tasks, entries, r);
   write_file(dir / "results.md", md);
   for (const auto& [name, svg] : sweep_plots(tasks, entries, r)) write_file(dir / name, svg);
+  ckpt.remove();
   std::printf("%s\nwrote %s/results.json, results.md and score_vs_budget*.svg\n", md.c_str(),
               a.out_dir.c_str());
 }
@@ -288,6 +327,9 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
       ->capture_default_str();
   sc->add_option("--kv-type", s->kv_type, "KV cache type: f16 or f32")->capture_default_str();
   sc->add_flag("--chat", s->chat, "wrap each prompt as a user turn of the model's chat format");
+  sc->add_flag("--resume", s->resume,
+               "finish an interrupted sweep: run only the tasks missing from DIR/checkpoint.jsonl "
+               "(same settings required)");
   sc->callback([s] { run_sweep(*s); });
 
   auto g = std::make_shared<GenArgs>();

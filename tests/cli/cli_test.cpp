@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fasa/eval/sweep_checkpoint.h"
+#include "fasa/eval/tasks.h"
 #include "fasa/io/gguf.h"
 #include "support/cli_runner.h"
 #include "support/model_path.h"
@@ -617,6 +619,52 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget.svg"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget_passkey.svg"));
   EXPECT_NE(r.out.find("| streaming | 32 |"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoint.jsonl"));  // finished: removed
+  EXPECT_EQ(s["resumed_tasks"].get<int>(), 0);
+
+  // An interrupted sweep: task 0 is in the checkpoint (marked), task 1 is not.
+  SweepIdentity id;
+  id.model_sha256 = s["model_sha256"].get<std::string>();
+  id.tasks_sha256 = s["tasks_sha256"].get<std::string>();
+  id.kv_type = "f16";
+  id.n_tasks = 2;
+  for (const auto& e : s["results"]) id.policies.push_back(e["spec"].get<std::string>());
+  const std::vector<Task> task_list = load_tasks(tasks);
+  {
+    CheckpointFile ck(dir + "/checkpoint.jsonl", id, task_list, false);
+    TaskDone d{0, task_list[0].id, 150, 0.5, {}};
+    for (size_t p = 0; p < id.policies.size(); ++p) {
+      TaskOutcome o;
+      o.output = "from the checkpoint";
+      o.score = 1.0;
+      d.outcomes.push_back(o);
+    }
+    ck.append(d);
+  }
+  const std::vector<std::string> sweep = {"eval", "sweep", "-m", path, "--tasks", tasks,
+                                          "--policies", "full,streaming", "-o", dir};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> v = sweep;
+    v.insert(v.end(), extra.begin(), extra.end());
+    return run_cli(v);
+  };
+  expect_clean_error(with({"--budgets", "16,32"}), "unfinished sweep: add --resume");
+  expect_clean_error(with({"--budgets", "16", "--resume"}), "it was written for policies = ");
+  r = with({"--budgets", "16,32", "--resume"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("resuming: 1 of 2 tasks already done"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoint.jsonl"));
+  const auto resumed = nlohmann::json::parse(std::ifstream(dir + "/results.json"));
+  EXPECT_EQ(resumed["resumed_tasks"].get<int>(), 1);
+  ASSERT_EQ(resumed["items"].size(), 6u);  // [task][policy]
+  for (size_t k = 0; k < 6; ++k) {
+    if (k < 3) {
+      EXPECT_EQ(resumed["items"][k]["output"], "from the checkpoint");  // not run again
+    } else {
+      EXPECT_EQ(resumed["items"][k]["output"], s["items"][k]["output"]);  // run: the same
+    }
+  }
+  EXPECT_NE(r.out.find("resumed: 1 of the 2 tasks came from the checkpoint"), std::string::npos);
 }
 
 // `fasa serve` refuses bad settings before it listens: one clear error each, exit 1.

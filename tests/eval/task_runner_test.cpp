@@ -196,6 +196,43 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
     }
   }
   o.jobs = 1;
+  // A resumed run: task 0's outcomes are given (marked, so a rerun would show), only task 1
+  // runs, on_task_done reports it alone, and its outcomes equal the whole run's.
+  {
+    TaskRunResume resume;
+    resume.known.resize(tasks.size());
+    resume.known[0] = r.outcome[0];
+    for (auto& oc : resume.known[0]) oc.output = "from the checkpoint";
+    std::vector<size_t> reported;
+    resume.on_task_done = [&](size_t i, int n_prompt, const std::vector<TaskOutcome>& outs,
+                              double prefill_s) {
+      reported.push_back(i);
+      EXPECT_EQ(n_prompt, r.n_prompt[i]);
+      EXPECT_EQ(outs.size(), o.policies.size());
+      EXPECT_GT(prefill_s, 0.0);
+    };
+    int total = -1;
+    const TaskRunResult res =
+        run_tasks(model, tasks, o, [&](int, int t) { total = t; }, resume);
+    EXPECT_EQ(res.n_known, 1);
+    EXPECT_EQ(total, static_cast<int>(o.policies.size()));  // only task 1's generations
+    EXPECT_EQ(reported, std::vector<size_t>{1});
+    for (size_t p = 0; p < o.policies.size(); ++p) {
+      EXPECT_EQ(res.outcome[0][p].output, "from the checkpoint");
+      EXPECT_EQ(res.outcome[1][p].output, r.outcome[1][p].output) << o.policies[p];
+      EXPECT_EQ(res.outcome[1][p].attn.bytes_read(), r.outcome[1][p].attn.bytes_read());
+    }
+    resume.known[1] = r.outcome[1];  // everything known: nothing runs
+    reported.clear();
+    EXPECT_EQ(run_tasks(model, tasks, o, nullptr, resume).n_known, 2);
+    EXPECT_TRUE(reported.empty());
+    resume.known[1].pop_back();
+    expect_error([&] { run_tasks(model, tasks, o, nullptr, resume); },
+                 "has 4 known outcomes for 5 policies");
+    resume.known.pop_back();
+    expect_error([&] { run_tasks(model, tasks, o, nullptr, resume); },
+                 "1 known-outcome rows for 2 tasks");
+  }
   // With contains, generation stops once the answer is out: same score, never more tokens.
   for (auto& t : tasks) t.metric = TaskMetric::Contains;
   const TaskRunResult c = run_tasks(model, tasks, o, nullptr);

@@ -104,6 +104,7 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
   j["decoding"] = "greedy";
   j["seconds"] = r.seconds;
   j["prefill_seconds"] = r.prefill_seconds;
+  j["resumed_tasks"] = meta.resumed_tasks;
   j["task_kinds"] = t.kinds;
   j["results"] = nlohmann::ordered_json::array();
   for (size_t p = 0; p < entries.size(); ++p) {
@@ -145,12 +146,16 @@ std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks
   const TaskScoreTable t = score_table(tasks, r);
   std::string s = fmt::format(
       "# Task sweep\n\nmodel `{}` (sha256 `{}`), tasks `{}` ({} tasks, {} kinds), context {} "
-      "tokens, {}greedy; calibration `{}`; fasa {}; {:.0f} s.\n\nScore = mean over task kinds of "
+      "tokens, {}greedy; calibration `{}`; fasa {}; {:.0f} s{}.\n\nScore = mean over task kinds of "
       "the kind's mean score; \"vs full\" = score / full's score; KV/token = bytes read per "
       "decoded token (selection side data + attended rows).\n\n",
       meta.model, meta.model_sha256.substr(0, 16), meta.tasks_file, tasks.size(), t.kinds.size(),
       r.n_ctx, meta.chat ? "chat, " : "", meta.calib.empty() ? "-" : meta.calib, meta.version,
-      r.seconds);
+      r.seconds,
+      meta.resumed_tasks > 0
+          ? fmt::format(" (resumed: {} of the {} tasks came from the checkpoint)",
+                        meta.resumed_tasks, tasks.size())
+          : "");
   double full = -1.0;
   for (size_t p = 0; p < entries.size(); ++p) {
     if (entries[p].name == "full") full = t.kind_average[p];

@@ -32,6 +32,7 @@ struct SweepMeta {
   bool chat = false;
   std::string kv_type;
   int threads = 0;
+  int resumed_tasks = 0;  // tasks read from a checkpoint (--resume) rather than run by this run
 };
 
 std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,

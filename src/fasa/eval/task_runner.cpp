@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <map>
 
 #include "fasa/core/error.h"
@@ -61,8 +62,12 @@ AttnStats stats_delta(const AttnStats& a, const AttnStats& b) {  // b - a
 
 TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Task>& tasks,
                         const TaskRunOptions& opts,
-                        const std::function<void(int, int)>& progress) {
+                        const std::function<void(int, int)>& progress,
+                        const TaskRunResume& resume) {
   if (tasks.empty()) fail("no tasks to run");
+  if (!resume.known.empty() && resume.known.size() != tasks.size()) {
+    fail("resume: {} known-outcome rows for {} tasks", resume.known.size(), tasks.size());
+  }
   if (opts.policies.empty()) fail("no policies to run");
   if (opts.n_ctx < 0) fail("--ctx must be >= 0 (got {})", opts.n_ctx);
   if (opts.jobs < 1) fail("--jobs must be >= 1 (got {})", opts.jobs);
@@ -94,9 +99,22 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
     return std::make_unique<Session>(model, o);
   };
   for (const std::string& spec : opts.policies) make_session(spec);
-  const int total = static_cast<int>(tasks.size() * opts.policies.size());
-  int done = 0;
   r.outcome.resize(tasks.size());
+  std::vector<size_t> todo;  // tasks to run here
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (resume.known.empty() || resume.known[i].empty()) {
+      todo.push_back(i);
+      continue;
+    }
+    if (resume.known[i].size() != opts.policies.size()) {
+      fail("resume: task '{}' has {} known outcomes for {} policies", tasks[i].id,
+           resume.known[i].size(), opts.policies.size());
+    }
+    r.outcome[i] = resume.known[i];
+    r.n_known += 1;
+  }
+  const int total = static_cast<int>(todo.size() * opts.policies.size());
+  int done = 0;
   auto report = [&] {  // one call per finished generation, never concurrently
     if (progress) progress(++done, total);
   };
@@ -155,15 +173,27 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
 #pragma omp critical(fasa_task_progress)
       report();
     }
+    if (resume.on_task_done) {
+      std::exception_ptr err;  // an exception must not leave the critical section
+#pragma omp critical(fasa_task_progress)
+      {
+        try {
+          resume.on_task_done(i, r.n_prompt[i], r.outcome[i], prefill_s);
+        } catch (...) {
+          err = std::current_exception();
+        }
+      }
+      if (err) std::rethrow_exception(err);
+    }
     return prefill_s;
   };
 
-  const int jobs = std::min<int>(opts.jobs, static_cast<int>(tasks.size()));
-  if (jobs <= 1) {
+  const int jobs = std::min<int>(opts.jobs, static_cast<int>(todo.size()));  // 0: all known
+  if (jobs == 1) {
     so.policy = "full";
     Session dense(model, so);
-    for (size_t i = 0; i < tasks.size(); ++i) r.prefill_seconds += run_one(i, dense);
-  } else {
+    for (size_t i : todo) r.prefill_seconds += run_one(i, dense);
+  } else if (jobs > 1) {
     // Tasks in parallel, one thread each: inside a parallel region every kernel runs on its
     // calling thread (parallel_for), and results do not depend on the thread count.
     std::string error;
@@ -173,9 +203,9 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
       dso.policy = "full";
       Session dense(model, dso);
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t i = 0; i < static_cast<int64_t>(tasks.size()); ++i) {
+      for (int64_t n = 0; n < static_cast<int64_t>(todo.size()); ++n) {
         try {
-          const double s = run_one(static_cast<size_t>(i), dense);
+          const double s = run_one(todo[static_cast<size_t>(n)], dense);
 #pragma omp critical(fasa_task_progress)
           r.prefill_seconds += s;
         } catch (const std::exception& e) {

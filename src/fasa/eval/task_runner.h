@@ -38,22 +38,36 @@ struct TaskOutcome {
   double decode_ms = 0.0;
 };
 
+// A resumed run (eval/sweep_checkpoint.h): what is known already, and where finished tasks go.
+struct TaskRunResume {
+  // [n_tasks]: a task's outcomes ([n_policies]) when known, or empty to run it. Known tasks are
+  // not run; their outcomes are copied into the result. Empty: run every task.
+  std::vector<std::vector<TaskOutcome>> known;
+  // Called once per task run here (not for known ones), never concurrently: its index, its
+  // outcomes ([n_policies]) and the seconds spent prefilling it. May be null.
+  std::function<void(size_t task, int n_prompt, const std::vector<TaskOutcome>& outcomes,
+                     double prefill_seconds)>
+      on_task_done;
+};
+
 struct TaskRunResult {
   std::vector<std::string> policies;              // [n_policies]
   std::vector<int> n_prompt;                      // [n_tasks] prompt tokens (chat-wrapped)
   std::vector<std::vector<TaskOutcome>> outcome;  // [n_tasks][n_policies]
   int n_ctx = 0;
   double prefill_seconds = 0.0;  // the shared dense prefills and prefill-aware policies' own
-                                 // (summed over workers)
-  double seconds = 0.0;
+                                 // (summed over workers; tasks run here, not known ones)
+  double seconds = 0.0;          // this run's wall time
+  int n_known = 0;               // tasks whose outcomes came from TaskRunResume::known
 };
 
 // Tokenizes every prompt first: a prompt that does not fit (with its max_new_tokens) throws
 // fasa::Error naming the task, before any work. Each policy spec is checked by making it once.
-// `progress(done, total)` counts (task, policy) generations; may be null.
+// `progress(done, total)` counts the (task, policy) generations run here; may be null.
 TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Task>& tasks,
                         const TaskRunOptions& opts,
-                        const std::function<void(int, int)>& progress);
+                        const std::function<void(int, int)>& progress,
+                        const TaskRunResume& resume = {});
 
 // Per task kind (in order of first appearance) and overall: the mean score of each policy.
 struct TaskScoreTable {

@@ -1,0 +1,73 @@
+// A sweep's checkpoint: `fasa eval sweep` appends one JSON line per finished task to
+// DIR/checkpoint.jsonl, after a header line naming everything the results depend on. An
+// interrupted sweep started again with --resume reads it back, runs only the tasks it lacks, and
+// refuses a checkpoint written for other settings (so results of two settings never mix).
+//
+// Line 1: {"format": "fasa-sweep-checkpoint", "version": 1, "model_sha256", "calib_sha256",
+//          "tasks_sha256", "n_tasks", "n_ctx", "chat", "kv_type", "policies": [specs]}
+// Then:   {"task": index, "id", "n_prompt", "prefill_seconds",
+//          "outcomes": [{"output", "score", "n_generated", "decode_ms", "attn": {...}}]}
+//          (one outcome per policy, in the header's order; lines in the order tasks finished)
+#pragma once
+
+#include <cstddef>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "fasa/eval/task_runner.h"
+#include "fasa/eval/tasks.h"
+
+namespace fasa {
+
+// What a sweep's results depend on. Threads and jobs are not part of it: results do not depend
+// on them.
+struct SweepIdentity {
+  std::string model_sha256, calib_sha256, tasks_sha256, kv_type;
+  int n_tasks = 0;
+  int n_ctx = 0;  // as asked for (0: fitted to the tasks)
+  bool chat = false;
+  std::vector<std::string> policies;  // [n_policies] specs, in order
+};
+
+struct TaskDone {  // one finished task
+  size_t task = 0;  // index in the task file
+  std::string id;
+  int n_prompt = 0;
+  double prefill_seconds = 0.0;
+  std::vector<TaskOutcome> outcomes;  // [n_policies]
+};
+
+// One line each, without the newline.
+std::string checkpoint_header_line(const SweepIdentity& id);
+std::string checkpoint_task_line(const TaskDone& done);
+
+// Parses a checkpoint's text (`source` names it in errors) written for `want` over `tasks`.
+// Throws fasa::Error naming the first setting that differs from `want`, or a bad line by number
+// (bad JSON, a missing field, a task index or id that does not match the task file, a task given
+// twice, the wrong number of outcomes). A last line without its newline (the process died while
+// writing it) is dropped, not an error. Returns the finished tasks in file order.
+std::vector<TaskDone> parse_checkpoint(const std::string& text, const std::string& source,
+                                       const SweepIdentity& want, const std::vector<Task>& tasks);
+
+// The checkpoint file of one sweep.
+class CheckpointFile {
+ public:
+  // A file at `path` that exists is refused unless `resume` (it holds an unfinished sweep); with
+  // `resume` it is read (parse_checkpoint; a missing file is a fresh start) and written back
+  // without a cut-short last line, so appending continues on a clean line. Throws fasa::Error.
+  CheckpointFile(std::string path, const SweepIdentity& id, const std::vector<Task>& tasks,
+                 bool resume);
+  const std::vector<TaskDone>& done() const { return done_; }  // read back by --resume
+  void append(const TaskDone& d);  // one line, flushed; throws fasa::Error if it cannot write
+  void remove();                   // the sweep finished: its results.json holds everything
+  void remove_if_empty();          // the sweep failed before finishing any task
+
+ private:
+  std::string path_;
+  std::vector<TaskDone> done_;
+  size_t n_appended_ = 0;
+  std::ofstream out_;
+};
+
+}  // namespace fasa
