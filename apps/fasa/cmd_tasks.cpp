@@ -27,16 +27,15 @@
 #ifndef FASA_VERSION
 #define FASA_VERSION "dev"
 #endif
-#ifndef FASA_GIT_COMMIT
-#define FASA_GIT_COMMIT ""
-#endif
+
+const char* fasa_git_commit();  // generated at build time (cmake/git_commit.cmake)
 
 namespace fasa::cli {
 
 namespace {
 
 std::string version_text() {
-  const std::string commit = FASA_GIT_COMMIT;
+  const std::string commit = fasa_git_commit();
   return std::string(FASA_VERSION) + (commit.empty() ? "" : " (" + commit + ")");
 }
 

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -621,6 +622,10 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   EXPECT_NE(r.out.find("| streaming | 32 |"), std::string::npos) << r.out;
   EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoint.jsonl"));  // finished: removed
   EXPECT_EQ(s["resumed_tasks"].get<int>(), 0);
+  // The release, and the commit the binary was built from when built in a git checkout.
+  EXPECT_TRUE(std::regex_match(s["fasa_version"].get<std::string>(),
+                               std::regex(R"(\d+\.\d+\.\d+( \([0-9a-f]{7,}(-dirty)?\))?)")))
+      << s["fasa_version"];
 
   // An interrupted sweep: task 0 is in the checkpoint (marked), task 1 is not.
   SweepIdentity id;
