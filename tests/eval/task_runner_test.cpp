@@ -157,12 +157,15 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
     tasks.push_back(t.task);
   }
   TaskRunOptions o;
-  // snapkv learns from its own prefill: its first budget prefills, the second copies that.
+  // The prefill-aware policies take their statistics from the one dense prefill, which watches
+  // it for them; snapkv with another window prefills itself (2 prefills per task).
   o.policies = {"full", "oracle:budget=100000", "streaming:budget=16", "snapkv:budget=16,window=4",
-                "snapkv:budget=24,window=4"};
+                "snapkv:budget=24,window=4", "h2o:budget=16", "pyramidkv:budget=16,window=4",
+                "snapkv:budget=16,window=8", "snapkv:budget=24,window=8"};
   o.prefill_chunk = 64;
   const TaskRunResult r = run_tasks(model, tasks, o, nullptr);
   ASSERT_EQ(r.outcome.size(), 2u);
+  EXPECT_EQ(r.n_prefills, 4);
   for (size_t i = 0; i < tasks.size(); ++i) {
     SessionOptions so;
     so.n_ctx = r.n_ctx;
@@ -178,7 +181,7 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
     EXPECT_EQ(r.outcome[i][0].attn.slots_read, r.outcome[i][0].attn.slots_visible);
     EXPECT_LT(r.outcome[i][2].attn.slots_read, r.outcome[i][2].attn.slots_visible);
     EXPECT_EQ(r.outcome[i][0].score, score_output(TaskMetric::Exact, want.text, tasks[i].answers));
-    for (size_t p : {3, 4}) {
+    for (size_t p : {3, 4, 5, 6, 7, 8}) {
       so.policy = o.policies[p];
       Session self(model, so);
       const auto w = generate(self, tok.encode(tasks[i].prompt, true, false), go, nullptr);
@@ -189,6 +192,7 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
   // Tasks in parallel (one thread each) give the same outcomes.
   o.jobs = 2;
   const TaskRunResult par = run_tasks(model, tasks, o, nullptr);
+  EXPECT_EQ(par.n_prefills, 4);
   for (size_t i = 0; i < tasks.size(); ++i) {
     for (size_t p = 0; p < o.policies.size(); ++p) {
       EXPECT_EQ(par.outcome[i][p].output, r.outcome[i][p].output) << o.policies[p];
@@ -228,7 +232,7 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
     EXPECT_TRUE(reported.empty());
     resume.known[1].pop_back();
     expect_error([&] { run_tasks(model, tasks, o, nullptr, resume); },
-                 "has 4 known outcomes for 5 policies");
+                 "has 8 known outcomes for 9 policies");
     resume.known.pop_back();
     expect_error([&] { run_tasks(model, tasks, o, nullptr, resume); },
                  "1 known-outcome rows for 2 tasks");

@@ -109,6 +109,12 @@ class AttentionPolicy {
   // several budgets of one policy). Throws fasa::Error otherwise. Policies that do not want
   // prefill queries keep nothing from prefill and inherit this no-op.
   virtual void copy_prefill_state_from(const AttentionPolicy& src) {}
+  // The policy whose prefill statistics a policy named `name` would take from this one (for
+  // copy_prefill_state_from), or null: this policy itself when the names match. A policy that
+  // watches a prefill for others (PrefillObservers) answers with the member of that name.
+  virtual const AttentionPolicy* prefill_state_source(std::string_view name) const {
+    return name == this->name() ? this : nullptr;
+  }
 };
 
 using PolicyOptions = std::map<std::string, std::string>;  // "key=value" knobs from the user

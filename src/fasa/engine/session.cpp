@@ -97,7 +97,8 @@ void Session::copy_prefix_from(const Session& src) {
   }
   // First, so that a refusal (a source that has decoded already) leaves this session unchanged.
   if (active_policy_->wants_prefill_queries()) {
-    active_policy_->copy_prefill_state_from(*src.active_policy_);
+    active_policy_->copy_prefill_state_from(
+        *src.active_policy_->prefill_state_source(active_policy_->name()));
   }
   cache_.copy_from(src.cache_);
   for (int l : shape_.global_layers()) {  // as forward: sliding-window layers are no policy's
@@ -108,7 +109,7 @@ void Session::copy_prefix_from(const Session& src) {
 
 bool Session::can_copy_prefix_from(const Session& src) const {
   return !active_policy_->wants_prefill_queries() ||
-         active_policy_->name() == src.active_policy_->name();
+         src.active_policy_->prefill_state_source(active_policy_->name()) != nullptr;
 }
 
 void Session::check_tokens(const int32_t* tokens, int n) const {
@@ -136,10 +137,15 @@ const std::vector<float>& Session::prefill(const std::vector<int32_t>& tokens,
   const int n = static_cast<int>(tokens.size());
   if (n == 0) fail("nothing to prefill (empty token list)");
   check_tokens(tokens.data(), n);
-  for (int i = 0; i < n; i += opts_.prefill_chunk) {
-    const int m = std::min(opts_.prefill_chunk, n - i);
+  for (int i = 0; i < n;) {
+    int m = std::min(opts_.prefill_chunk, n - i);
+    // A chunk of one token is a decode step (the policy selects), so the prompt's last chunk
+    // must not be one token alone: the chunk before it gives up a token. (Chunking changes no
+    // bit of a dense prefill.) Only a one-token prompt, or a chunk size of 1, decodes.
+    if (n - i - m == 1 && m > 1) m -= 1;
     run(tokens.data() + i, m, false, logits_.data());
-    if (progress) progress(i + m, n);
+    i += m;
+    if (progress) progress(i, n);
   }
   return logits_;
 }

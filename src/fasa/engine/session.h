@@ -59,6 +59,8 @@ class Session {
   AttentionPolicy& policy() { return *active_policy_; }
 
   // Appends tokens (batched, in chunks) and returns the logits after the last one: [n_vocab].
+  // The attention is dense (the policy is shown the chunks, never asked to select) unless the
+  // prompt is one token or the prefill chunk is 1: then the steps are decode steps.
   // Throws fasa::Error when a token id is out of range or the context would overflow.
   // `progress(done, total)` is called after each chunk (may be null).
   const std::vector<float>& prefill(const std::vector<int32_t>& tokens,
@@ -82,8 +84,9 @@ class Session {
   // exactly as if it had prefilled them itself (prefill is dense, so the state is identical).
   // Both sessions must share the model, context size and KV type; tiered caches cannot be copied.
   // A policy that learns from the prefill queries (wants_prefill_queries: SnapKV, H2O) takes its
-  // prefill statistics from src's policy, which must have the same name and no decode step yet
-  // (fasa::Error otherwise; can_copy_prefix_from says beforehand whether the names allow it).
+  // prefill statistics from src's policy (AttentionPolicy::prefill_state_source: the same name,
+  // or a PrefillObservers member of that name), which must not have decoded yet (fasa::Error
+  // otherwise; can_copy_prefix_from says beforehand whether the names allow it).
   void copy_prefix_from(const Session& src);
   bool can_copy_prefix_from(const Session& src) const;
   const std::vector<float>& last_logits() const { return logits_; }  // [n_vocab]

@@ -104,6 +104,7 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
   j["decoding"] = "greedy";
   j["seconds"] = r.seconds;
   j["prefill_seconds"] = r.prefill_seconds;
+  j["prefills"] = r.n_prefills;
   j["resumed_tasks"] = meta.resumed_tasks;
   j["task_kinds"] = t.kinds;
   j["results"] = nlohmann::ordered_json::array();

@@ -5,6 +5,7 @@
 #include <exception>
 #include <map>
 
+#include "fasa/attention/prefill_observers.h"
 #include "fasa/core/error.h"
 #include "fasa/engine/generate.h"
 #include "fasa/engine/session.h"
@@ -91,14 +92,70 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
   so.n_ctx = r.n_ctx;
   so.kv_type = opts.kv_type;
   so.prefill_chunk = opts.prefill_chunk;
+  // One policy context for every session: the model file is hashed once (a calibrated policy
+  // checks it), not once per session.
+  const PolicyContext pctx = policy_context(model);
   // A bad spec fails here, before any work. Sessions are made per (task, policy) so memory
   // stays at two caches per worker whatever the number of policies.
   auto make_session = [&](const std::string& spec) {
     SessionOptions o = so;
     o.policy = spec;
-    return std::make_unique<Session>(model, o);
+    return std::make_unique<Session>(model, o, pctx);
   };
-  for (const std::string& spec : opts.policies) make_session(spec);
+  // Which settings start from the shared dense prefill: every decode-time policy, and each
+  // prefill-aware one that the dense prefill watches for (PrefillObservers: the first spec of
+  // each such policy name, its options other than the budget making the key). A prefill-aware
+  // spec of a watched name with other options (another observation window) prefills itself.
+  std::vector<std::string> watched;  // specs the dense prefill gathers statistics for
+  std::vector<bool> via_dense(opts.policies.size(), true);
+  {
+    std::map<std::string, std::string> key_of_name;  // watched name -> its key
+    for (size_t p = 0; p < opts.policies.size(); ++p) {
+      const auto probe = make_session(opts.policies[p]);
+      const AttentionPolicy& pol = probe->policy();
+      if (!pol.wants_prefill_queries()) continue;
+      std::string name;
+      PolicyOptions po;
+      parse_policy_spec(opts.policies[p], &name, &po);
+      po.erase("budget");
+      std::string key = name;
+      for (const auto& [k, v] : po) key += "," + k + "=" + v;
+      if (pol.tiering()) {
+        via_dense[p] = false;
+        continue;
+      }
+      auto [it, added] = key_of_name.emplace(std::string(pol.name()), key);
+      if (added) {
+        watched.push_back(opts.policies[p]);
+      } else if (it->second != key) {
+        via_dense[p] = false;
+      }
+    }
+  }
+  // The dense prefill's session: plain `full`, or full attention watched for `watched`.
+  struct DenseSource {
+    std::unique_ptr<AttentionPolicy> observers;  // null when nothing is watched
+    std::unique_ptr<Session> session;
+  };
+  auto make_dense = [&] {
+    DenseSource d;
+    SessionOptions o = so;
+    o.policy = "full";
+    if (!watched.empty()) {
+      std::vector<std::unique_ptr<AttentionPolicy>> members;
+      for (const std::string& spec : watched) {
+        std::string name;
+        PolicyOptions po;
+        parse_policy_spec(spec, &name, &po);
+        members.push_back(make_policy(name, pctx, po));
+      }
+      d.observers = std::make_unique<PrefillObservers>(std::move(members));
+      o.external_policy = d.observers.get();
+    }
+    d.session = std::make_unique<Session>(model, o, pctx);
+    return d;
+  };
+  make_dense();
   r.outcome.resize(tasks.size());
   std::vector<size_t> todo;  // tasks to run here
   for (size_t i = 0; i < tasks.size(); ++i) {
@@ -119,11 +176,13 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
     if (progress) progress(++done, total);
   };
 
-  // Task i under every policy; returns the seconds spent prefilling.
-  auto run_one = [&](size_t i, Session& dense) {
+  // Task i under every policy; returns the seconds spent prefilling and counts the prefills.
+  auto run_one = [&](size_t i, int* n_prefills) {
     double prefill_s = 0.0;
-    dense.reset();  // prefilled when a policy first needs it (none may: all prefill-aware)
-    std::vector<std::unique_ptr<Session>> own;  // this prompt's prefills by prefill-aware policies
+    // Made per task: the observers' statistics are this prompt's alone. Prefilled when a
+    // setting first needs it.
+    DenseSource dense = make_dense();
+    std::vector<std::unique_ptr<Session>> own;  // prompts prefilled by unwatched settings
     GenerateOptions go;
     go.n_predict = tasks[i].max_new_tokens;
     go.sampler.temp = 0.0f;
@@ -138,18 +197,18 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
     for (size_t p = 0; p < opts.policies.size(); ++p) {
       const auto session = make_session(opts.policies[p]);
       Session& s = *session;
-      // A prefill-aware policy (SnapKV, H2O: statistics of the prefill queries) cannot start
-      // from the dense cache: the first setting of such a policy prefills a pristine source
-      // session of its own, and its other budgets copy that (cache and prefill statistics).
       const Session* src = nullptr;
-      if (s.can_copy_prefix_from(dense)) {
-        if (dense.n_past() == 0) {
+      if (via_dense[p]) {
+        if (dense.session->n_past() == 0) {
           const auto t0 = std::chrono::steady_clock::now();
-          dense.prefill(prompts[i]);
+          dense.session->prefill(prompts[i]);
           prefill_s += seconds_since(t0);
+          *n_prefills += 1;
         }
-        src = &dense;
+        src = dense.session.get();
       }
+      // An unwatched prefill-aware setting: the first of its kind prefills a pristine session
+      // of its own, and the others copy that (cache and prefill statistics).
       for (size_t k = 0; !src && k < own.size(); ++k) {
         if (s.can_copy_prefix_from(*own[k])) src = own[k].get();
       }
@@ -158,6 +217,7 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
         own.push_back(make_session(opts.policies[p]));
         own.back()->prefill(prompts[i]);
         prefill_s += seconds_since(t1);
+        *n_prefills += 1;
         src = own.back().get();
       }
       s.copy_prefix_from(*src);
@@ -190,24 +250,23 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
 
   const int jobs = std::min<int>(opts.jobs, static_cast<int>(todo.size()));  // 0: all known
   if (jobs == 1) {
-    so.policy = "full";
-    Session dense(model, so);
-    for (size_t i : todo) r.prefill_seconds += run_one(i, dense);
+    for (size_t i : todo) r.prefill_seconds += run_one(i, &r.n_prefills);
   } else if (jobs > 1) {
     // Tasks in parallel, one thread each: inside a parallel region every kernel runs on its
     // calling thread (parallel_for), and results do not depend on the thread count.
     std::string error;
 #pragma omp parallel num_threads(jobs)
     {
-      SessionOptions dso = so;
-      dso.policy = "full";
-      Session dense(model, dso);
 #pragma omp for schedule(dynamic, 1)
       for (int64_t n = 0; n < static_cast<int64_t>(todo.size()); ++n) {
         try {
-          const double s = run_one(todo[static_cast<size_t>(n)], dense);
+          int n_prefills = 0;
+          const double s = run_one(todo[static_cast<size_t>(n)], &n_prefills);
 #pragma omp critical(fasa_task_progress)
-          r.prefill_seconds += s;
+          {
+            r.prefill_seconds += s;
+            r.n_prefills += n_prefills;
+          }
         } catch (const std::exception& e) {
 #pragma omp critical(fasa_task_progress)
           if (error.empty()) error = e.what();

@@ -1,8 +1,10 @@
 // Runs long-context tasks (eval/tasks.h) under several attention policies. Each prompt's dense
 // prefill is computed once and its KV cache copied into a fresh session per policy
 // (Session::copy_prefix_from: exactly the state the policy's own dense prefill would give), so
-// N policies cost one prefill and N generations. A prefill-aware policy (SnapKV, PyramidKV,
-// H2O) prefills once per prompt itself, and its other budgets copy that. Generation is greedy.
+// N policies cost one prefill and N generations. Prefill-aware policies (SnapKV, PyramidKV,
+// H2O) take their prefill statistics from the same prefill, which watches it for them
+// (attention/prefill_observers.h); only a second spec of one such policy with other prefill
+// options (another observation window) prefills the prompt again itself. Generation is greedy.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +61,8 @@ struct TaskRunResult {
                                  // (summed over workers; tasks run here, not known ones)
   double seconds = 0.0;          // this run's wall time
   int n_known = 0;               // tasks whose outcomes came from TaskRunResume::known
+  int n_prefills = 0;            // prompt prefills run here (one per task, unless a setting
+                                 // needs its own)
 };
 
 // Tokenizes every prompt first: a prompt that does not fit (with its max_new_tokens) throws

@@ -1,0 +1,41 @@
+// One dense prefill watched for several prefill-aware policies (SnapKV, PyramidKV, H2O): the
+// policy of a session that only prefills. It attends densely, hands every chunk's appends and
+// queries to each member, and lets a session of a member's name take that member's prefill
+// statistics (Session::copy_prefix_from, via prefill_state_source). A prefill-aware policy's own
+// prefill is dense too and its statistics depend only on the queries and keys it is shown, so a
+// copy equals what the policy would have gathered itself, bit for bit; then one prefill serves
+// the decode-time policies and every prefill-aware one (eval/task_runner.cpp).
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "fasa/attention/policy.h"
+
+namespace fasa {
+
+class PrefillObservers final : public AttentionPolicy {
+ public:
+  // Members: prefill-aware policies with distinct names and the plain cache layout (no
+  // tiering); fasa::Error otherwise.
+  explicit PrefillObservers(std::vector<std::unique_ptr<AttentionPolicy>> members);
+
+  std::string_view name() const override { return "prefill-observers"; }
+  void on_append(const KvCache& cache, int layer, int first_slot, int n) override;
+  // Decode is not what this policy is for; a single-token step (a last prefill chunk of one
+  // token) reads every slot, as dense attention does.
+  void select(const AttnQuery&, Selection& out) override { out.set_all(); }
+  bool wants_prefill_queries() const override { return true; }
+  void on_prefill_queries(const KvCache& cache, int layer, int first_slot, int n_tok,
+                          const float* q) override;
+  // It is a source only: fasa::Error.
+  void copy_prefill_state_from(const AttentionPolicy& src) override;
+  const AttentionPolicy* prefill_state_source(std::string_view name) const override;
+  uint64_t resident_bytes() const override;
+
+ private:
+  std::vector<std::unique_ptr<AttentionPolicy>> members_;
+};
+
+}  // namespace fasa
