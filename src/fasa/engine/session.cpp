@@ -20,6 +20,11 @@ int resolve_context(const ModelConfig& c, int n_ctx) {
   return n_ctx;
 }
 
+int prefill_chunk_size(int remaining, int chunk) {
+  const int m = std::min(chunk, remaining);
+  return remaining - m == 1 && m > 1 ? m - 1 : m;
+}
+
 namespace {
 
 AttnShape shape_of(const ModelConfig& c) {
@@ -138,11 +143,7 @@ const std::vector<float>& Session::prefill(const std::vector<int32_t>& tokens,
   if (n == 0) fail("nothing to prefill (empty token list)");
   check_tokens(tokens.data(), n);
   for (int i = 0; i < n;) {
-    int m = std::min(opts_.prefill_chunk, n - i);
-    // A chunk of one token is a decode step (the policy selects), so the prompt's last chunk
-    // must not be one token alone: the chunk before it gives up a token. (Chunking changes no
-    // bit of a dense prefill.) Only a one-token prompt, or a chunk size of 1, decodes.
-    if (n - i - m == 1 && m > 1) m -= 1;
+    const int m = prefill_chunk_size(n - i, opts_.prefill_chunk);
     run(tokens.data() + i, m, false, logits_.data());
     i += m;
     if (progress) progress(i, n);

@@ -33,6 +33,13 @@ int resolve_context(const ModelConfig& c, int n_ctx);
 // The policy context of a model (shape, RoPE layout, identity).
 PolicyContext policy_context(std::shared_ptr<const Model> model);
 
+// The next prefill chunk's length with `remaining` prompt tokens to go and chunks of `chunk`:
+// min(chunk, remaining), except that the prompt's last chunk is never one token alone (a
+// one-token step is a decode step: the policy selects), so the chunk before it gives up a
+// token. Chunking changes no bit of a dense prefill. Only a one-token prompt, or chunk 1, ends
+// in a one-token step. Session::prefill and the server's scheduler cut prompts with it.
+int prefill_chunk_size(int remaining, int chunk);
+
 class Session;
 
 // One session's part of Session::forward_many: tokens to append (a prefill chunk or a decode

@@ -195,7 +195,7 @@ void Scheduler::step(std::vector<Active>& active) {
     const auto& prompt = a.job->prompt;
     if (a.fed < prompt.size()) {
       // Chunk boundaries as Session::prefill's, so results equal a lone `fasa run`.
-      const int m = static_cast<int>(std::min<size_t>(chunk, prompt.size() - a.fed));
+      const int m = prefill_chunk_size(static_cast<int>(prompt.size() - a.fed), chunk);
       if (m > prefill_budget && prefill_budget < chunk) continue;  // next step
       prefill_budget -= m;
       chunks.push_back({a.session.get(), prompt.data() + a.fed, m});
