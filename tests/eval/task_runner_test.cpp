@@ -39,6 +39,12 @@ TEST(Sweep, EntriesExpandPoliciesTimesBudgets) {
   EXPECT_EQ(e[5].budget, 32.0);
   // No calibration given: none added.
   EXPECT_EQ(sweep_entries({"fasa"}, {"8"}, "")[0].spec, "fasa:budget=8");
+  // A spec's own calibration beside --calib's: kept, and named in its label.
+  const auto ab = sweep_entries({"fasa", "fasa:calib=long.json"}, {"8"}, "c.json");
+  EXPECT_EQ(ab[0].label, "fasa");
+  EXPECT_EQ(ab[1].spec, "fasa:budget=8,calib=long.json");
+  EXPECT_EQ(ab[1].label, "fasa:calib=long.json");
+  EXPECT_EQ(sweep_entries({"fasa:calib=c.json"}, {"8"}, "c.json")[0].label, "fasa");
   expect_error([] { sweep_entries({"oracle"}, {"-3"}, ""); }, "budget must be a positive");
   expect_error([] { sweep_entries({"oracle"}, {}, ""); }, "policy 'oracle' needs --budgets");
   expect_error([] { sweep_entries({}, {"8"}, ""); }, "--policies is empty");

@@ -58,11 +58,14 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& policies,
     PolicyOptions opts;
     parse_policy_spec(p, &name, &opts);
     if (calib.size() && reads_calibration(name) && !opts.count("calib")) opts["calib"] = calib;
+    // A spec's own calibration, other than --calib's, stays in its label (an ablation's rows
+    // must not read like the default's).
+    const bool own_calib = opts.count("calib") && opts["calib"] != calib;
     auto spec_of = [&](const PolicyOptions& o, bool label) {
       std::string s = name;
       bool first = true;
       for (const auto& [k, v] : o) {
-        if (label && (k == "budget" || k == "calib")) continue;
+        if (label && (k == "budget" || (k == "calib" && !own_calib))) continue;
         s += (first ? ":" : ",") + k + "=" + v;
         first = false;
       }

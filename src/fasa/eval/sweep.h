@@ -15,7 +15,8 @@ struct SweepEntry {
   std::string name;     // policy name, e.g. "fasa"
   double budget = 0.0;  // 0: none (full attention)
   std::string spec;     // complete policy spec
-  std::string label;    // the spec without budget= and calib=: one line per label in plots
+  std::string label;    // the spec without budget= (and calib= when it is --calib's): one
+                        // line per label in plots
 };
 
 // Policies × budgets. `full` (and a policy given with its own budget= option) runs once; every
