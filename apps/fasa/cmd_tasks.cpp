@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -159,6 +160,7 @@ struct SweepArgs {
   std::string kv_type = "f16";
   bool chat = false;
   bool resume = false;
+  bool resume_other_build = false;
 };
 
 void write_file(const std::filesystem::path& p, const std::string& s) {
@@ -207,6 +209,9 @@ void run_sweep(const SweepArgs& a) {
   id.policies = o.policies;
   const std::filesystem::path dir(a.out_dir);
   CheckpointFile ckpt((dir / "checkpoint.jsonl").string(), id, tasks, a.resume);
+  if (!a.resume_other_build) {
+    check_same_build(ckpt.done(), m.version, (dir / "checkpoint.jsonl").string());
+  }
   TaskRunResume resume;
   double resumed_prefill_s = 0.0;
   if (!ckpt.done().empty()) {
@@ -218,7 +223,7 @@ void run_sweep(const SweepArgs& a) {
   }
   resume.on_task_done = [&](size_t i, int n_prompt, const std::vector<TaskOutcome>& outcomes,
                             double prefill_s) {
-    ckpt.append({i, tasks[i].id, n_prompt, prefill_s, outcomes});
+    ckpt.append({i, tasks[i].id, n_prompt, prefill_s, outcomes, m.version});
   };
   std::fprintf(stderr, "fasa: sweep of %zu policy settings on %zu tasks -> %s\n", entries.size(),
                tasks.size(), a.out_dir.c_str());
@@ -235,6 +240,16 @@ void run_sweep(const SweepArgs& a) {
   }
   r.prefill_seconds += resumed_prefill_s;
   m.resumed_tasks = r.n_known;
+  {
+    std::map<std::string, int> builds;
+    for (const TaskDone& d : ckpt.done()) {
+      builds[d.fasa_version.empty() ? "unrecorded" : d.fasa_version] += 1;
+    }
+    if (tasks.size() > static_cast<size_t>(r.n_known)) {
+      builds[m.version] += static_cast<int>(tasks.size()) - r.n_known;
+    }
+    m.task_builds.assign(builds.begin(), builds.end());
+  }
   write_file(dir / "results.json", sweep_json(m, tasks, entries, r));
   const std::string md = sweep_markdown(m, tasks, entries, r);
   write_file(dir / "results.md", md);
@@ -329,6 +344,9 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   sc->add_flag("--resume", s->resume,
                "finish an interrupted sweep: run only the tasks missing from DIR/checkpoint.jsonl "
                "(same settings required)");
+  sc->add_flag("--resume-other-build", s->resume_other_build,
+               "with --resume: accept tasks that another fasa build ran (refused by default: "
+               "results.json then counts the tasks of each build)");
   sc->callback([s] { run_sweep(*s); });
 
   auto g = std::make_shared<GenArgs>();

@@ -637,7 +637,7 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   const std::vector<Task> task_list = load_tasks(tasks);
   {
     CheckpointFile ck(dir + "/checkpoint.jsonl", id, task_list, false);
-    TaskDone d{0, task_list[0].id, 150, 0.5, {}};
+    TaskDone d{0, task_list[0].id, 150, 0.5, {}, "0.5.0 (0000000)"};  // another build's task
     for (size_t p = 0; p < id.policies.size(); ++p) {
       TaskOutcome o;
       o.output = "from the checkpoint";
@@ -655,12 +655,18 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   };
   expect_clean_error(with({"--budgets", "16,32"}), "unfinished sweep: add --resume");
   expect_clean_error(with({"--budgets", "16", "--resume"}), "it was written for policies = ");
-  r = with({"--budgets", "16,32", "--resume"});
+  expect_clean_error(with({"--budgets", "16,32", "--resume"}),
+                     "task '" + task_list[0].id + "' was run by fasa 0.5.0 (0000000), this is fasa " +
+                         s["fasa_version"].get<std::string>() + "; resume with that build");
+  r = with({"--budgets", "16,32", "--resume", "--resume-other-build"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("resuming: 1 of 2 tasks already done"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/checkpoint.jsonl"));
   const auto resumed = nlohmann::json::parse(std::ifstream(dir + "/results.json"));
   EXPECT_EQ(resumed["resumed_tasks"].get<int>(), 1);
+  EXPECT_EQ(resumed["task_builds"]["0.5.0 (0000000)"].get<int>(), 1);
+  EXPECT_EQ(resumed["task_builds"][s["fasa_version"].get<std::string>()].get<int>(), 1);
+  EXPECT_EQ(s["task_builds"].size(), 1u);  // a plain run: one build
   ASSERT_EQ(resumed["items"].size(), 6u);  // [task][policy]
   for (size_t k = 0; k < 6; ++k) {
     if (k < 3) {
@@ -670,6 +676,7 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
     }
   }
   EXPECT_NE(r.out.find("resumed: 1 of the 2 tasks came from the checkpoint"), std::string::npos);
+  EXPECT_NE(r.out.find("**Builds mixed**"), std::string::npos) << r.out;
 }
 
 // `fasa serve` refuses bad settings before it listens: one clear error each, exit 1.

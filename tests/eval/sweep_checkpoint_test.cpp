@@ -68,6 +68,7 @@ void expect_same(const TaskDone& a, const TaskDone& b) {
   EXPECT_EQ(a.id, b.id);
   EXPECT_EQ(a.n_prompt, b.n_prompt);
   EXPECT_EQ(a.prefill_seconds, b.prefill_seconds);
+  EXPECT_EQ(a.fasa_version, b.fasa_version);
   ASSERT_EQ(a.outcomes.size(), b.outcomes.size());
   for (size_t p = 0; p < a.outcomes.size(); ++p) {
     const TaskOutcome &x = a.outcomes[p], &y = b.outcomes[p];
@@ -97,13 +98,29 @@ std::string checkpoint_text(const std::vector<TaskDone>& done) {
 }
 
 TEST(SweepCheckpoint, LinesRoundTripExactly) {
-  const std::vector<TaskDone> in = {done_task(2, "c"), done_task(0, "a")};
+  std::vector<TaskDone> in = {done_task(2, "c"), done_task(0, "a")};
+  in[0].fasa_version = "0.6.0 (abcdef1)";  // in[1]: none recorded (an older line)
   const auto out = parse_checkpoint(checkpoint_text(in), "ck", identity(), three_tasks());
   ASSERT_EQ(out.size(), 2u);
   expect_same(out[0], in[0]);  // file order, which is the order tasks finished
   expect_same(out[1], in[1]);
   // A header alone: nothing done.
   EXPECT_TRUE(parse_checkpoint(checkpoint_text({}), "ck", identity(), three_tasks()).empty());
+}
+
+// Tasks of another build, or of one that did not record itself, are refused unless mixing is
+// asked for (the caller skips the check).
+TEST(SweepCheckpoint, TasksOfAnotherBuildAreRefused) {
+  std::vector<TaskDone> done = {done_task(0, "a"), done_task(1, "b")};
+  done[0].fasa_version = done[1].fasa_version = "0.6.0 (abcdef1)";
+  check_same_build(done, "0.6.0 (abcdef1)", "ck");  // the same build: fine
+  check_same_build({}, "0.6.0 (abcdef1)", "ck");
+  done[1].fasa_version = "0.6.0 (1234567-dirty)";
+  expect_error([&] { check_same_build(done, "0.6.0 (abcdef1)", "ck"); },
+               "ck: task 'b' was run by fasa 0.6.0 (1234567-dirty), this is fasa 0.6.0 (abcdef1)");
+  done[1].fasa_version.clear();
+  expect_error([&] { check_same_build(done, "0.6.0 (abcdef1)", "ck"); },
+               "task 'b' was run by a build that did not record itself");
 }
 
 TEST(SweepCheckpoint, OtherSettingsAreRefusedByName) {

@@ -109,6 +109,8 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
   j["prefill_seconds"] = r.prefill_seconds;
   j["prefills"] = r.n_prefills;
   j["resumed_tasks"] = meta.resumed_tasks;
+  j["task_builds"] = nlohmann::ordered_json::object();
+  for (const auto& [build, n] : meta.task_builds) j["task_builds"][build] = n;
   j["task_kinds"] = t.kinds;
   j["results"] = nlohmann::ordered_json::array();
   for (size_t p = 0; p < entries.size(); ++p) {
@@ -160,6 +162,12 @@ std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks
           ? fmt::format(" (resumed: {} of the {} tasks came from the checkpoint)",
                         meta.resumed_tasks, tasks.size())
           : "");
+  if (meta.task_builds.size() > 1) {
+    s += "**Builds mixed** (`--resume-other-build`), tasks run by each:";
+    for (const auto& [build, n] : meta.task_builds) s += fmt::format(" {} {};", build, n);
+    s.back() = '.';
+    s += "\n\n";
+  }
   double full = -1.0;
   for (size_t p = 0; p < entries.size(); ++p) {
     if (entries[p].name == "full") full = t.kind_average[p];

@@ -107,6 +107,7 @@ TaskDone task_from(const Json& j, const SweepIdentity& want, const std::vector<T
   }
   d.n_prompt = j.at("n_prompt").get<int>();
   d.prefill_seconds = j.at("prefill_seconds").get<double>();
+  if (j.contains("fasa_version")) d.fasa_version = j.at("fasa_version").get<std::string>();
   const Json& outs = j.at("outcomes");
   if (!outs.is_array() || outs.size() != want.policies.size()) {
     fail("task {} has {} outcomes for {} policies", index, outs.is_array() ? outs.size() : 0,
@@ -134,6 +135,7 @@ std::string checkpoint_task_line(const TaskDone& done) {
   j["id"] = done.id;
   j["n_prompt"] = done.n_prompt;
   j["prefill_seconds"] = done.prefill_seconds;
+  if (!done.fasa_version.empty()) j["fasa_version"] = done.fasa_version;
   j["outcomes"] = Json::array();
   for (const TaskOutcome& o : done.outcomes) {
     Json e;
@@ -183,6 +185,19 @@ std::vector<TaskDone> parse_checkpoint(const std::string& text, const std::strin
   }
   if (text.empty()) fail("{}: empty (no header line)", source);
   return out;
+}
+
+void check_same_build(const std::vector<TaskDone>& done, const std::string& current,
+                      const std::string& source) {
+  for (const TaskDone& d : done) {
+    if (d.fasa_version == current) continue;
+    fail("{}: task '{}' was run by {}, this is fasa {}; resume with that build, or add "
+         "--resume-other-build to mix the two (results.json then counts the tasks of each)",
+         source, d.id,
+         d.fasa_version.empty() ? std::string("a build that did not record itself")
+                                : "fasa " + d.fasa_version,
+         current);
+  }
 }
 
 CheckpointFile::CheckpointFile(std::string path, const SweepIdentity& id,

@@ -5,8 +5,10 @@
 //
 // Line 1: {"format": "fasa-sweep-checkpoint", "version": 1, "model_sha256", "calib_sha256",
 //          "tasks_sha256", "n_tasks", "n_ctx", "chat", "kv_type", "policies": [specs]}
-// Then:   {"task": index, "id", "n_prompt", "prefill_seconds",
+// Then:   {"task": index, "id", "n_prompt", "prefill_seconds", "fasa_version",
 //          "outcomes": [{"output", "score", "n_generated", "decode_ms", "attn": {...}}]}
+//          (fasa_version: the build that ran the task; absent in lines written before it was
+//          recorded, read back as "")
 //          (one outcome per policy, in the header's order; lines in the order tasks finished)
 #pragma once
 
@@ -36,6 +38,7 @@ struct TaskDone {  // one finished task
   int n_prompt = 0;
   double prefill_seconds = 0.0;
   std::vector<TaskOutcome> outcomes;  // [n_policies]
+  std::string fasa_version;           // the build that ran it ("" = not recorded)
 };
 
 // One line each, without the newline.
@@ -49,6 +52,12 @@ std::string checkpoint_task_line(const TaskDone& done);
 // writing it) is dropped, not an error. Returns the finished tasks in file order.
 std::vector<TaskDone> parse_checkpoint(const std::string& text, const std::string& source,
                                        const SweepIdentity& want, const std::vector<Task>& tasks);
+
+// Refuses (fasa::Error, naming `source`) finished tasks run by a build other than `current`,
+// a line without a recorded build included: two builds may not compute the same bits, so their
+// results are mixed only when the user says so (`fasa eval sweep --resume-other-build`).
+void check_same_build(const std::vector<TaskDone>& done, const std::string& current,
+                      const std::string& source);
 
 // The checkpoint file of one sweep.
 class CheckpointFile {
