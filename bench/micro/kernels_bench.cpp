@@ -67,7 +67,9 @@ BENCHMARK(BM_Matmul)
     ->Args({static_cast<int>(DType::Q8_0), 49152, 576, 1})
     ->Args({static_cast<int>(DType::Q6_K), 1536, 512, 1})
     ->Args({static_cast<int>(DType::F16), 1536, 576, 1})
-    ->Args({static_cast<int>(DType::Q4_1), 1536, 576, 64});
+    ->Args({static_cast<int>(DType::Q4_1), 1536, 576, 64})
+    // Gemma 3 270M's Q5_0 FFN up projection (2048 x 640) in a prefill chunk of 256 tokens.
+    ->Args({static_cast<int>(DType::Q5_0), 2048, 640, 256});
 // K-quants (256-element blocks, so n_in is a multiple of 256): Gemma 3 270M's FFN down
 // projection (640 x 2048) and an up-projection-like 2048 x 768, at one and 64 tokens.
 BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q2_K), static_cast<int>(DType::Q3_K),
