@@ -331,7 +331,10 @@ TEST(SnapKvPolicy, ForkedPrefillEqualsOwnPrefill) {
   o.n_ctx = 48;
   o.n_decode = 12;
   o.batch = 16;
-  o.compare = {"snapkv:budget=9,window=4", "snapkv:budget=12,window=4"};
+  // (snapkv with window 4 and h2o take their statistics from one watched prefill; window 5 is
+  // another state and prefills itself, its second budget copies that, window 6 prefills too.)
+  o.compare = {"snapkv:budget=9,window=4", "snapkv:budget=12,window=4", "h2o:recent=0.5,budget=9",
+               "snapkv:budget=9,window=5", "snapkv:budget=9,window=6", "snapkv:budget=12,window=5"};
   const auto results = perplexity_all(model, tokens, o, nullptr);
   for (size_t p = 1; p < results.size(); ++p) {
     so.policy = o.compare[p - 1];

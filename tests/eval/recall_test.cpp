@@ -75,9 +75,12 @@ TEST(RecallTest, ComparedPoliciesEqualSeparateRuns) {
   o.n_ctx = 48;
   o.steps = 6;
   o.policy = "oracle:budget=8";
-  o.compare = {"oracle:budget=3,gqa=per-head", "full"};
+  // The prefill-aware ones take their statistics from the watched reference prefill (snapkv
+  // with window 6 prefills itself).
+  o.compare = {"oracle:budget=3,gqa=per-head", "full", "snapkv:budget=8,window=4", "h2o:budget=8",
+               "snapkv:budget=10,window=6"};
   const std::vector<RecallResult> all = evaluate_recall_all(t.model, t.tokens, o, nullptr);
-  ASSERT_EQ(all.size(), 3u);
+  ASSERT_EQ(all.size(), 6u);
   for (size_t p = 0; p < all.size(); ++p) {
     const RecallResult r = run(t, p == 0 ? o.policy : o.compare[p - 1]);
     EXPECT_EQ(all[p].recall, r.recall) << p;

@@ -5,6 +5,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/engine/sampler.h"
+#include "fasa/eval/shared_prefill.h"
 
 namespace fasa {
 
@@ -45,11 +46,13 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
   so.n_ctx = o.n_ctx;
   so.kv_type = o.kv_type;
   so.prefill_chunk = o.batch;
+  const PolicyContext pctx = policy_context(model);  // (the model file is hashed once)
   std::vector<std::unique_ptr<Session>> sessions;
   for (const std::string& spec : specs) {
     so.policy = spec;
-    sessions.push_back(std::make_unique<Session>(model, so));
+    sessions.push_back(std::make_unique<Session>(model, so, pctx));
   }
+  const SharedPrefill shared(specs, pctx);
 
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<PplResult> results(specs.size());
@@ -72,16 +75,28 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
       ++results[p].n_scored;
     };
     if (o.n_decode > 0) {
-      // Dense prefill of the prefix (once: every other policy's session copies it, which is
-      // exactly what its own dense prefill would compute), then D policy-driven decode steps
-      // per policy, each scored. A policy that learns from the prefill queries (SnapKV, H2O)
-      // copies from an earlier session of the same policy, or prefills itself.
+      // Dense prefill of the prefix (once: the other policies' sessions copy it, which is
+      // exactly what their own dense prefill would compute), then D policy-driven decode steps
+      // per policy, each scored. When a policy learns from the prefill queries (SnapKV, H2O),
+      // the prefill is made by a full-attention session watched for them (eval/shared_prefill.h);
+      // one it does not watch copies from an earlier session of its kind, or prefills itself.
       const int n_prefix = o.n_ctx - o.n_decode;
       const std::vector<int32_t> prefix(chunk.begin(), chunk.begin() + n_prefix);
-      sessions[0]->prefill(prefix);
-      for (size_t p = 1; p < sessions.size(); ++p) {
+      std::unique_ptr<AttentionPolicy> observers = shared.make_observers();
+      std::unique_ptr<Session> watched;
+      if (observers) {
+        SessionOptions wo = so;
+        wo.external_policy = observers.get();
+        watched = std::make_unique<Session>(model, wo, pctx);
+        watched->prefill(prefix);
+      }
+      for (size_t p = 0; p < sessions.size(); ++p) {
+        if (watched && shared.via_dense(p)) {
+          sessions[p]->copy_prefix_from(*watched);
+          continue;
+        }
         size_t src = 0;
-        while (src < p && !sessions[p]->can_copy_prefix_from(*sessions[src])) ++src;
+        while (src < p && !shared.can_copy(p, src)) ++src;
         if (src < p) {
           sessions[p]->copy_prefix_from(*sessions[src]);
         } else {

@@ -8,6 +8,7 @@
 #include "fasa/core/error.h"
 #include "fasa/engine/session.h"
 #include "fasa/eval/perplexity.h"
+#include "fasa/eval/shared_prefill.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/topk.h"
 
@@ -125,22 +126,27 @@ std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model
   SessionOptions so;
   so.n_ctx = o.n_ctx + o.steps;
   so.kv_type = o.kv_type;
-  Session full(model, so);
+  // The reference: full attention, watched during its prefill for the policies that learn from
+  // the prefill queries (eval/shared_prefill.h; it attends densely all the same).
+  const SharedPrefill shared(specs, ctx);
+  const std::unique_ptr<AttentionPolicy> observers = shared.make_observers();
+  so.external_policy = observers.get();
+  Session full(model, so, ctx);
   std::vector<std::unique_ptr<Session>> sparse;
   for (auto& probe : probes) {
     so.external_policy = probe.get();
-    sparse.push_back(std::make_unique<Session>(model, so));
+    sparse.push_back(std::make_unique<Session>(model, so, ctx));
   }
 
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + o.n_ctx);
   full.prefill(prefix);  // dense, so every policy's session starts from a copy of it
-  // ... except a policy that learns from the prefill queries (SnapKV, H2O): it copies from an
-  // earlier session of the same policy, or prefills itself.
+  // ... except a prefill-aware one it did not watch (another observation window): that copies
+  // from an earlier session of the same policy, or prefills itself.
   for (size_t p = 0; p < sparse.size(); ++p) {
-    Session* src = sparse[p]->can_copy_prefix_from(full) ? &full : nullptr;
+    Session* src = shared.via_dense(p) ? &full : nullptr;
     for (size_t q = 0; q < p && !src; ++q) {
-      if (sparse[p]->can_copy_prefix_from(*sparse[q])) src = sparse[q].get();
+      if (shared.can_copy(p, q)) src = sparse[q].get();
     }
     if (src) {
       sparse[p]->copy_prefix_from(*src);

@@ -4,11 +4,12 @@
 #include <chrono>
 #include <exception>
 #include <map>
+#include <utility>
 
-#include "fasa/attention/prefill_observers.h"
 #include "fasa/core/error.h"
 #include "fasa/engine/generate.h"
 #include "fasa/engine/session.h"
+#include "fasa/eval/shared_prefill.h"
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
 
@@ -102,37 +103,10 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
     o.policy = spec;
     return std::make_unique<Session>(model, o, pctx);
   };
-  // Which settings start from the shared dense prefill: every decode-time policy, and each
-  // prefill-aware one that the dense prefill watches for (PrefillObservers: the first spec of
-  // each such policy name, its options other than the budget making the key). A prefill-aware
-  // spec of a watched name with other options (another observation window) prefills itself.
-  std::vector<std::string> watched;  // specs the dense prefill gathers statistics for
-  std::vector<bool> via_dense(opts.policies.size(), true);
-  {
-    std::map<std::string, std::string> key_of_name;  // watched name -> its key
-    for (size_t p = 0; p < opts.policies.size(); ++p) {
-      const auto probe = make_session(opts.policies[p]);
-      const AttentionPolicy& pol = probe->policy();
-      if (!pol.wants_prefill_queries()) continue;
-      std::string name;
-      PolicyOptions po;
-      parse_policy_spec(opts.policies[p], &name, &po);
-      po.erase("budget");
-      std::string key = name;
-      for (const auto& [k, v] : po) key += "," + k + "=" + v;
-      if (pol.tiering()) {
-        via_dense[p] = false;
-        continue;
-      }
-      auto [it, added] = key_of_name.emplace(std::string(pol.name()), key);
-      if (added) {
-        watched.push_back(opts.policies[p]);
-      } else if (it->second != key) {
-        via_dense[p] = false;
-      }
-    }
-  }
-  // The dense prefill's session: plain `full`, or full attention watched for `watched`.
+  for (const std::string& spec : opts.policies) make_session(spec);
+  // Which settings start from the shared dense prefill (all but a few prefill-aware ones).
+  const SharedPrefill shared(opts.policies, pctx);
+  // The dense prefill's session: full attention, watched for the prefill-aware settings.
   struct DenseSource {
     std::unique_ptr<AttentionPolicy> observers;  // null when nothing is watched
     std::unique_ptr<Session> session;
@@ -141,17 +115,8 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
     DenseSource d;
     SessionOptions o = so;
     o.policy = "full";
-    if (!watched.empty()) {
-      std::vector<std::unique_ptr<AttentionPolicy>> members;
-      for (const std::string& spec : watched) {
-        std::string name;
-        PolicyOptions po;
-        parse_policy_spec(spec, &name, &po);
-        members.push_back(make_policy(name, pctx, po));
-      }
-      d.observers = std::make_unique<PrefillObservers>(std::move(members));
-      o.external_policy = d.observers.get();
-    }
+    d.observers = shared.make_observers();
+    o.external_policy = d.observers.get();
     d.session = std::make_unique<Session>(model, o, pctx);
     return d;
   };
@@ -182,7 +147,8 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
     // Made per task: the observers' statistics are this prompt's alone. Prefilled when a
     // setting first needs it.
     DenseSource dense = make_dense();
-    std::vector<std::unique_ptr<Session>> own;  // prompts prefilled by unwatched settings
+    // Prompts prefilled by unwatched settings: (setting, session).
+    std::vector<std::pair<size_t, std::unique_ptr<Session>>> own;
     GenerateOptions go;
     go.n_predict = tasks[i].max_new_tokens;
     go.sampler.temp = 0.0f;
@@ -198,7 +164,7 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
       const auto session = make_session(opts.policies[p]);
       Session& s = *session;
       const Session* src = nullptr;
-      if (via_dense[p]) {
+      if (shared.via_dense(p)) {
         if (dense.session->n_past() == 0) {
           const auto t0 = std::chrono::steady_clock::now();
           dense.session->prefill(prompts[i]);
@@ -210,15 +176,15 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
       // An unwatched prefill-aware setting: the first of its kind prefills a pristine session
       // of its own, and the others copy that (cache and prefill statistics).
       for (size_t k = 0; !src && k < own.size(); ++k) {
-        if (s.can_copy_prefix_from(*own[k])) src = own[k].get();
+        if (shared.can_copy(p, own[k].first)) src = own[k].second.get();
       }
       if (!src) {
         const auto t1 = std::chrono::steady_clock::now();
-        own.push_back(make_session(opts.policies[p]));
-        own.back()->prefill(prompts[i]);
+        own.emplace_back(p, make_session(opts.policies[p]));
+        own.back().second->prefill(prompts[i]);
         prefill_s += seconds_since(t1);
         *n_prefills += 1;
-        src = own.back().get();
+        src = own.back().second.get();
       }
       s.copy_prefix_from(*src);
       const AttnStats before = s.attn_stats();
