@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policies/snapkv.h"
@@ -262,27 +263,39 @@ TEST(SnapKvPolicy, SmallBudgetsKeepTheNewestSlots) {
 // One dense prefill forked into several sessions of the same policy (other budgets) equals each
 // session's own prefill, bit for bit; forking from another policy, or from a session that has
 // decoded, is refused; eval ppl --decode gives such policies the same numbers.
-TEST(SnapKvPolicy, ForkedPrefillEqualsOwnPrefill) {
-  const std::string path = ::testing::TempDir() + "/eviction_fork_tiny.gguf";
+// A tiny model, random tokens and a prompt (their first n_prompt) for the prefix-copy tests.
+struct ForkSetup {
   test::TinySpec spec;
-  spec.wtype = DType::Q8_0;
-  test::write_tiny_model(path, spec);
-  auto model = Model::load(path);
-  std::mt19937 rng(12);
-  std::vector<int32_t> tokens(48);
-  for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
-  const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 36);
-  SessionOptions so;
-  so.n_ctx = 64;
-  so.prefill_chunk = 16;
-  auto run_decode = [&](Session& s) {
+  std::shared_ptr<const Model> model;
+  std::vector<int32_t> tokens, prompt;
+  ForkSetup(const std::string& file, uint32_t seed, int n_tokens, int n_prompt) {
+    const std::string path = ::testing::TempDir() + "/" + file;
+    spec.wtype = DType::Q8_0;
+    test::write_tiny_model(path, spec);
+    model = Model::load(path);
+    std::mt19937 rng(seed);
+    tokens.resize(n_tokens);
+    for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+    prompt.assign(tokens.begin(), tokens.begin() + n_prompt);
+  }
+  // The session's logits after its prefill, then after each decoded token past the prompt.
+  std::vector<float> decode_rest(Session& s) const {
     std::vector<float> out = s.last_logits();
-    for (size_t i = 36; i < tokens.size(); ++i) {
+    for (size_t i = prompt.size(); i < tokens.size(); ++i) {
       const auto& l = s.decode(tokens[i]);
       out.insert(out.end(), l.begin(), l.end());
     }
     return out;
-  };
+  }
+};
+
+TEST(SnapKvPolicy, ForkedPrefillEqualsOwnPrefill) {
+  const ForkSetup f("eviction_fork_tiny.gguf", 12, 48, 36);
+  const auto& [spec, model, tokens, prompt] = std::tie(f.spec, f.model, f.tokens, f.prompt);
+  SessionOptions so;
+  so.n_ctx = 64;
+  so.prefill_chunk = 16;
+  auto run_decode = [&](Session& s) { return f.decode_rest(s); };
   for (const std::string& base :
        {std::string("snapkv:window=4,budget="), std::string("pyramidkv:window=4,beta=3,budget="),
         std::string("h2o:recent=0.5,budget=")}) {
@@ -355,27 +368,13 @@ TEST(SnapKvPolicy, ForkedPrefillEqualsOwnPrefill) {
 // chunks of 16) would end in a one-token chunk: prefill keeps it dense (no decode step), so
 // even the policies' own sessions stay copyable sources.
 TEST(PrefillObservers, OneWatchedPrefillEqualsEachPolicysOwn) {
-  const std::string path = ::testing::TempDir() + "/observers_tiny.gguf";
-  test::TinySpec spec;
-  spec.wtype = DType::Q8_0;
-  test::write_tiny_model(path, spec);
-  auto model = Model::load(path);
+  const ForkSetup f("observers_tiny.gguf", 5, 45, 33);
+  const auto& [model, prompt] = std::tie(f.model, f.prompt);
   const PolicyContext ctx = policy_context(model);
-  std::mt19937 rng(5);
-  std::vector<int32_t> tokens(45);
-  for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
-  const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 33);
   SessionOptions so;
   so.n_ctx = 64;
   so.prefill_chunk = 16;
-  auto run_decode = [&](Session& s) {
-    std::vector<float> out = s.last_logits();
-    for (size_t i = prompt.size(); i < tokens.size(); ++i) {
-      const auto& l = s.decode(tokens[i]);
-      out.insert(out.end(), l.begin(), l.end());
-    }
-    return out;
-  };
+  auto run_decode = [&](Session& s) { return f.decode_rest(s); };
   const std::vector<std::string> bases = {"snapkv:window=4,budget=",
                                           "pyramidkv:window=4,beta=3,budget=",
                                           "h2o:recent=0.5,budget="};
