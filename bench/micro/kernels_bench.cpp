@@ -1,5 +1,6 @@
 // Kernel micro-benchmarks (Google Benchmark): quantized matvec per weight type, dense decode
-// attention against FASA's TIP + top-k + FAC at several depths and budgets, and top-k alone.
+// attention against FASA's TIP + top-k + FAC at several depths and budgets, top-k alone, and the
+// feed-forward block's gated activations.
 // Build: the `fasa_microbench` target (when libbenchmark-dev is installed); run single-threaded
 // numbers with `OMP_NUM_THREADS=1 ./build/fasa_microbench`.
 #include <benchmark/benchmark.h>
@@ -12,6 +13,7 @@
 #include "fasa/core/dtype.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/matmul.h"
+#include "fasa/kernels/ops.h"
 #include "fasa/kernels/tip.h"
 #include "fasa/kernels/topk.h"
 
@@ -139,6 +141,26 @@ void BM_TopK(benchmark::State& st) {
   }
 }
 BENCHMARK(BM_TopK)->Args({4096, 256})->Args({8192, 256});
+
+// The gated feed-forward activations over one prefill chunk: [n_tok, d_ff] (Gemma 3 270M: a
+// 256-token chunk, d_ff 2048).
+void BM_GatedAct(benchmark::State& st) {
+  const int64_t n = st.range(1) * 2048;
+  std::mt19937 rng(4);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::vector<float> g(n), u(n), h(n);  // [n_tok, d_ff]
+  for (auto& e : g) e = nd(rng);
+  for (auto& e : u) e = nd(rng);
+  for (auto _ : st) {
+    if (st.range(0) == 0) {
+      silu_mul(g.data(), u.data(), n, h.data());
+    } else {
+      gelu_tanh_mul(g.data(), u.data(), n, h.data());
+    }
+    benchmark::DoNotOptimize(h.data());
+  }
+}
+BENCHMARK(BM_GatedAct)->Args({0, 256})->Args({1, 256});  // 0: SiLU, 1: tanh-GELU
 
 }  // namespace
 }  // namespace fasa
