@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <set>
 
@@ -166,6 +167,7 @@ std::vector<std::string> specs() {
           c + ",budget=5,fcs=random,dense_layers=none",
           c + ",budget=5,fcs=high,n_tip=3,dense_layers=none",
           c + ",budget=5,fcs=low,gqa=per-head,dense_layers=none",
+          "fasa:calib=" + ds_calib_path() + ",budget=6,fcs=mass,n_tip=2,dense_layers=none",
           "streaming:budget=8",
           "streaming:budget=0.25,sinks=2",
           "streaming:budget=5,sinks=0",
@@ -647,6 +649,48 @@ TEST(FasaPolicy, AllFrequencyChunksSelectLikeTheOracle) {
   EXPECT_GT(differ, 0);
 }
 
+// fcs=mass takes, per head, the n_tip FCs whose two dims carry the most channel importance: the
+// same as a calibration whose agreements are those sums. And it is not the CA ranking.
+TEST(FasaPolicy, MassRankedFcsAreTheHeaviestPairs) {
+  const int n = 45;
+  Fixture f(n, 12);
+  Calibration by_mass = load_calibration(ds_calib_path());
+  for (int l : by_mass.layers) {
+    for (int h = 0; h < by_mass.n_heads; ++h) {
+      const float* ci = by_mass.channels(l, h);
+      float* ca = by_mass.mean_ca.data() +
+                  (static_cast<size_t>(by_mass.row(l)) * by_mass.n_heads + h) * by_mass.n_fc();
+      for (int fc = 0; fc < by_mass.n_fc(); ++fc) {
+        ca[fc] = ci[by_mass.fcs[fc].a] + ci[by_mass.fcs[fc].b];
+      }
+    }
+  }
+  by_mass.rank_all();
+  const std::string path =
+      ::testing::TempDir() + "/policy_test_mass_calib_" + std::to_string(getpid()) + ".json";
+  save_calibration(by_mass, path);
+  const std::string opts = ",budget=7,n_tip=2,dense_layers=none";
+  auto mass = policy_from("fasa:calib=" + ds_calib_path() + opts + ",fcs=mass");
+  auto same = policy_from("fasa:calib=" + path + opts);
+  auto by_ca = policy_from("fasa:calib=" + ds_calib_path() + opts);
+  for (auto* p : {mass.get(), same.get(), by_ca.get()}) {
+    for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
+  }
+  int differ = 0;
+  for (int l = 0; l < kShape.n_layers; ++l) {
+    for (int g = 0; g < kShape.n_kv_heads; ++g) {
+      Selection a, b, c;
+      mass->select(f.query(l, g), a);
+      same->select(f.query(l, g), b);
+      by_ca->select(f.query(l, g), c);
+      EXPECT_EQ(a.slots, b.slots) << l << " " << g;
+      differ += a.slots != c.slots;
+    }
+  }
+  EXPECT_GT(differ, 0);
+  std::remove(path.c_str());
+}
+
 TEST(FasaPolicy, DenseLayersSinksAndRecent) {
   const int n = 40;
   Fixture f(n, 5);
@@ -1057,6 +1101,7 @@ TEST(PolicyOptionsTest, BadOptionsAreErrors) {
   EXPECT_THROW(policy_from(c + ",budget=8,variant=z"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,speed=11"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,fcs=best"), Error);
+  expect_policy_error(c + ",budget=8,fcs=mass", "fcs=mass needs a calibration with channel");
   EXPECT_NO_THROW(policy_from(c + ",budget=8,dense_layers=0+1,variant=c"));
   EXPECT_EQ(resolve_budget(0.1, 95), 10);
   EXPECT_EQ(resolve_budget(256, 100), 100);

@@ -6,8 +6,11 @@
 //   n_tip=X (FCs per head, count or fraction; default 0.25)   gqa=shared|per-head (shared)
 //   dense_layers=L1+L2|none (default 0)   sink=S (0)   recent=R (0)
 //   variant=c|m (c)   offload_dir=DIR (variant m; default /var/tmp)
-//   fcs=calibrated|random|high|low: which FCs TIP uses (default calibrated; the others are the
-//   naive choices calibration must beat: seeded random FCs, the highest- or lowest-frequency FCs)
+//   fcs=calibrated|random|high|low|mass: which FCs TIP uses (default calibrated; random, high
+//   and low are the naive choices calibration must beat: seeded random FCs, the highest- or
+//   lowest-frequency FCs; mass ranks the FCs by Double Sparsity's statistic from the same
+//   calibration, the mean |q.k| share of the FC's two dims, instead of contextual agreement:
+//   an ablation that keeps FASA's unit, the RoPE pair, and changes its criterion)
 // Sinks and recent tokens count inside the budget. With gqa=shared the group's heads' TIP scores
 // are turned into attention shares (softmax at 1/sqrt(head_dim)) and summed per slot, so one row
 // set is gathered per kv head. TIP scores only rank tokens; they are never attention weights.
@@ -380,6 +383,14 @@ std::vector<std::vector<int>> fasa_head_dims(const PolicyContext& ctx, const Fas
     for (int h = 0; h < shape.n_heads; ++h) {
       if (o.fcs == "calibrated") {
         fc.assign(c.rank(l, h), c.rank(l, h) + n_tip);
+      } else if (o.fcs == "mass") {  // the largest summed channel importance first
+        const float* ci = c.channels(l, h);  // [head_dim]
+        std::vector<int32_t> all(n_fc);
+        std::iota(all.begin(), all.end(), 0);
+        auto mass = [&](int32_t f) { return ci[c.fcs[f].a] + ci[c.fcs[f].b]; };
+        std::stable_sort(all.begin(), all.end(),
+                         [&](int32_t x, int32_t y) { return mass(x) > mass(y); });
+        fc.assign(all.begin(), all.begin() + n_tip);
       } else if (o.fcs == "high") {  // FC 0 rotates fastest
         std::iota(fc.begin(), fc.end(), 0);
       } else if (o.fcs == "low") {
@@ -437,8 +448,9 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
       if (value != "c" && value != "m") fail("policy 'fasa': variant must be c or m (got '{}')", value);
       o.sel.variant_m = value == "m";
     } else if (key == "fcs") {
-      if (value != "calibrated" && value != "random" && value != "high" && value != "low") {
-        fail("policy 'fasa': fcs must be calibrated, random, high or low (got '{}')", value);
+      if (value != "calibrated" && value != "random" && value != "high" && value != "low" &&
+          value != "mass") {
+        fail("policy 'fasa': fcs must be calibrated, random, high, low or mass (got '{}')", value);
       }
       o.fcs = value;
     } else if (key == "offload_dir") {
@@ -469,6 +481,10 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   drop_sliding_window_layers(o.sel.dense_layers, ctx.shape);
   const Calibration c = load_calibration(o.calib_path);
   check_calibration(c, ctx, o.calib_path);
+  if (o.fcs == "mass" && !c.has_channel_importance()) {
+    fail("policy 'fasa': fcs=mass needs a calibration with channel importance (format version "
+         "3); '{}' predates it: re-run `fasa calibrate`", o.calib_path);
+  }
   return std::make_unique<FasaPolicy>("fasa", ctx, std::move(o.sel), fasa_head_dims(ctx, o, c));
 }
 
