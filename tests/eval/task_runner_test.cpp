@@ -45,6 +45,10 @@ TEST(Sweep, EntriesExpandPoliciesTimesBudgets) {
   EXPECT_EQ(ab[1].spec, "fasa:budget=8,calib=long.json");
   EXPECT_EQ(ab[1].label, "fasa:calib=long.json");
   EXPECT_EQ(sweep_entries({"fasa:calib=c.json"}, {"8"}, "c.json")[0].label, "fasa");
+  // Any other option of the spec stays in the label, so two settings of one policy differ.
+  const auto mass = sweep_entries({"fasa", "fasa:fcs=mass"}, {"8"}, "c.json");
+  EXPECT_EQ(mass[0].label, "fasa");
+  EXPECT_EQ(mass[1].label, "fasa:fcs=mass");
   expect_error([] { sweep_entries({"oracle"}, {"-3"}, ""); }, "budget must be a positive");
   expect_error([] { sweep_entries({"oracle"}, {}, ""); }, "policy 'oracle' needs --budgets");
   expect_error([] { sweep_entries({}, {"8"}, ""); }, "--policies is empty");
@@ -106,6 +110,12 @@ TEST(Sweep, ScoreTableAndReports) {
   const std::string md = sweep_markdown(m, f.tasks, f.entries, f.r);
   EXPECT_NE(md.find("| oracle | 128 | 0.750 | 75.0% | 0.50 | 1.00 | 25.0% | 2 KiB |"),
             std::string::npos) << md;
+  // The table names each row by its label (the spec's options other than budget= and --calib).
+  Fake ablation;
+  ablation.entries[2].label = "oracle:gqa=per-head";
+  const std::string md2 = sweep_markdown(m, ablation.tasks, ablation.entries, ablation.r);
+  EXPECT_NE(md2.find("| oracle:gqa=per-head | 128 | 0.750 |"), std::string::npos) << md2;
+  EXPECT_NE(md2.find("| oracle | 64 |"), std::string::npos) << md2;
   // Results that do not line up with the settings are refused, not mislabelled.
   TaskRunResult shifted = f.r;
   shifted.policies.insert(shifted.policies.begin(), "full");

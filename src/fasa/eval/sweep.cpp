@@ -179,7 +179,7 @@ std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks
   s += " ---: | ---: |\n";
   for (size_t p = 0; p < entries.size(); ++p) {
     const auto [bytes, frac] = reads(r, p);
-    s += fmt::format("| {} | {} | {:.3f} | {} |", entries[p].name, budget_text(entries[p].budget),
+    s += fmt::format("| {} | {} | {:.3f} | {} |", entries[p].label, budget_text(entries[p].budget),
                      t.kind_average[p],
                      full > 0.0 ? fmt::format("{:.1f}%", 100.0 * t.kind_average[p] / full) : "-");
     for (size_t k = 0; k < t.kinds.size(); ++k) s += fmt::format(" {:.2f} |", t.mean[k][p]);
