@@ -32,12 +32,10 @@ def share_found(output, answers):
 
 
 def engine_score(metric, output, answers):
-    out = normalize(output)
-    if metric == "contains":
-        return float(any(normalize(a) in out for a in answers))
     if metric == "exact":
-        return float(any(out == normalize(a) for a in answers))
-    return float(all(normalize(a) in out for a in answers))
+        return float(any(normalize(output) == normalize(a) for a in answers))
+    share = share_found(output, answers)
+    return float(share > 0 if metric == "contains" else share == 1)
 
 
 def main():
@@ -48,8 +46,11 @@ def main():
     tasks = {}
     for n, line in enumerate(open(args[1], encoding="utf-8"), 1):
         if line.strip():
-            t = json.loads(line)
-            tasks[t["id"]] = t
+            try:
+                t = json.loads(line)
+                tasks[t["id"]] = t
+            except (ValueError, KeyError, TypeError):
+                sys.exit(f"{args[1]}: line {n} is not a task (a JSON object with an id)")
     sha = hashlib.sha256(open(args[1], "rb").read()).hexdigest()
     if sha != res.get("tasks_sha256"):
         print(f"note: {args[1]} is not the sweep's task file (sha256 differs); its tasks are "
