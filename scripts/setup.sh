@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(g++ cmake make pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-              libgmock-dev libbenchmark-dev libpcre2-dev curl ca-certificates python3
+              libgmock-dev libbenchmark-dev libpcre2-dev curl ca-certificates python3 ccache
               python3-venv)
 
 missing=()
