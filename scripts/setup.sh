@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian bookworm machine: installs the build dependencies (apt), builds fasa
-# into build/, and pulls the default model (smollm2-135m) and gemma3-270m into $FASA_HOME (~/.cache/fasa).
+# into build/, and pulls the default model (smollm2-135m), gemma3-270m and the Austen texts
+# (scripts/get_texts.sh) into $FASA_HOME (~/.cache/fasa).
 #   bash scripts/setup.sh            # deps + build + model
 #   FASA_SKIP_PULL=1 bash scripts/setup.sh
 set -euo pipefail
@@ -28,6 +29,9 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
 
 if [ "${FASA_SKIP_PULL:-0}" != "1" ]; then
+  # The Austen texts (tests, README examples, results): from Debian's r-cran-janeaustenr into
+  # $FASA_HOME/texts, sha256-pinned.
+  bash scripts/get_texts.sh
   ./build/fasa pull smollm2-135m >/dev/null
   ./build/fasa pull gemma3-270m >/dev/null  # 253 MB: the long-context, hybrid-attention goldens
   # The server tests drive `fasa serve` with the official OpenAI client: a test-only package,

@@ -31,6 +31,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "provenance.h"
 #include "fasa/attention/policy.h"
 #include "fasa/bench/bandwidth.h"
 #include "fasa/core/error.h"
@@ -379,6 +380,7 @@ class Report {
                                 {"reps", a_.reps}};
     if (a_.bandwidth) j["read_bandwidth_gb_s"] = bw_.read_gb_s;
     j["policy"] = m.policy;
+    add_provenance(j, model_.file().path(), m.policy);
     j["test"] = m.test.name();
     j["batch"] = m.test.batch;
     j["depth"] = m.depth;

@@ -8,6 +8,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "provenance.h"
 #include "fasa/calibrate/calibration.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
@@ -53,6 +54,7 @@ nlohmann::ordered_json ppl_json(const PplArgs& a, const Model& model, const PplR
   j["seconds"] = r.seconds;
   j["threads"] = num_threads();
   j["peak_rss_bytes"] = peak_rss_bytes();
+  add_provenance(j, model.file().path(), r.policy, a.text);
   return j;
 }
 
@@ -153,6 +155,7 @@ nlohmann::ordered_json recall_json(const RecallArgs& a, const Model& model, cons
   j["head_mass"] = r.mass;
   j["kl_per_step"] = r.kl;
   j["seconds"] = r.seconds;
+  add_provenance(j, model.file().path(), r.policy, a.text);
   return j;
 }
 

@@ -14,6 +14,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "provenance.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/eval/sweep.h"
@@ -25,20 +26,9 @@
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
 
-#ifndef FASA_VERSION
-#define FASA_VERSION "dev"
-#endif
-
-const char* fasa_git_commit();  // generated at build time (cmake/git_commit.cmake)
-
 namespace fasa::cli {
 
 namespace {
-
-std::string version_text() {
-  const std::string commit = fasa_git_commit();
-  return std::string(FASA_VERSION) + (commit.empty() ? "" : " (" + commit + ")");
-}
 
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
@@ -123,10 +113,13 @@ void run_tasks_cmd(const TasksArgs& a) {
   j["n_ctx"] = r.n_ctx;
   j["chat"] = a.chat;
   j["seconds"] = r.seconds;
+  add_provenance(j, model->file().path(), "", "", a.tasks);
   j["results"] = nlohmann::ordered_json::array();
   for (size_t p = 0; p < r.policies.size(); ++p) {
     nlohmann::ordered_json e;
     e["policy"] = r.policies[p];
+    const std::string calib = spec_calibration(r.policies[p]);
+    if (!calib.empty()) e["calib_sha256"] = file_sha256(calib);
     e["score"] = t.overall[p];
     e["mean_of_kinds"] = t.kind_average[p];
     nlohmann::ordered_json by;

@@ -4,9 +4,9 @@
 Development-time only: the output JSON is checked in and the tests never import llama_cpp.
 
   python3 -m pip install llama-cpp-python==0.3.36 numpy
-  python3 scripts/dev/make_model_goldens.py MODEL.gguf ../shared/data/texts/austen_persuasion.txt \
+  python3 scripts/dev/make_model_goldens.py MODEL.gguf ~/.cache/fasa/texts/austen_persuasion.txt \
       tests/data/model/smollm2_persuasion_goldens.json
-  python3 scripts/dev/make_model_goldens.py GEMMA.gguf ../shared/data/texts/austen_persuasion.txt \
+  python3 scripts/dev/make_model_goldens.py GEMMA.gguf ~/.cache/fasa/texts/austen_persuasion.txt \
       tests/data/model/gemma3_persuasion_goldens.json --ctx 2048 --bos-per-chunk \
       --chat-prompt $'<start_of_turn>user\nWhat is the capital of France? Answer in one sentence.<end_of_turn>\n<start_of_turn>model\n'
 

@@ -7,7 +7,7 @@ Development-time only: the output JSON is checked in and the tests never import 
 
   python3 -m pip install llama-cpp-python==0.3.36 numpy
   python3 scripts/dev/make_qwen_model_goldens.py MODEL.gguf \
-      ../shared/data/texts/austen_persuasion.txt \
+      ~/.cache/fasa/texts/austen_persuasion.txt \
       tests/data/model/qwen2.5-coder-1.5b_persuasion_goldens.json [--n-ctx 2048] [--n-chunks 4]
 
 Runtime: 12 min 42 s on the development machine (2 shared cores; 112-171 s per chunk), about

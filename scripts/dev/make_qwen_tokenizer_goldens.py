@@ -84,7 +84,7 @@ def main():
     ap.add_argument("--out",
                     default=os.path.join(REPO, "tests/data/tokenizer/%s_goldens.json" % NAME))
     ap.add_argument("--corpus",
-                    default=os.path.join(REPO, "../shared/data/texts/austen_persuasion.txt"))
+                    default=os.path.join(os.environ.get("FASA_HOME", os.path.expanduser("~/.cache/fasa")), "texts", "austen_persuasion.txt"))
     args = ap.parse_args()
 
     import gguf

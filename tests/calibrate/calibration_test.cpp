@@ -16,6 +16,7 @@
 #include "fasa/calibrate/heatmap.h"
 #include "fasa/core/error.h"
 #include "fasa/engine/session.h"
+#include "fasa/hub/sha256.h"
 #include "fasa/model/model.h"
 #include "support/cli_runner.h"
 #include "support/model_path.h"
@@ -448,7 +449,7 @@ TEST(CalibrationHeatmap, HybridShowsOnlyItsGlobalLayers) {
 TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
   const std::string out = ::testing::TempDir() + "/smollm2_calib.json";
-  const std::string text = std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/austen_emma.txt";
+  FASA_TEXT_OR_SKIP(text, "austen_emma.txt");
   const auto r = test::run_cli({"calibrate", "-m", path, "--text", text, "-o", out, "--tokens",
                                 "80", "--steps", "3", "--samples", "2", "--k", "16"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -523,8 +524,9 @@ TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
 TEST(CalibrationCli, HybridGemma3CoversItsGlobalLayers) {
   FASA_MODEL_OR_SKIP(path, test::gemma3_path);
   const std::string out = ::testing::TempDir() + "/gemma3_calib.json";
-  const std::string texts = std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/";
-  const auto r = test::run_cli({"calibrate", "-m", path, "--text", texts + "austen_emma.txt",
+  FASA_TEXT_OR_SKIP(emma, "austen_emma.txt");
+  FASA_TEXT_OR_SKIP(persuasion, "austen_persuasion.txt");
+  const auto r = test::run_cli({"calibrate", "-m", path, "--text", emma,
                                 "-o", out, "--tokens", "64", "--steps", "2", "--samples", "1",
                                 "--k", "16"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -534,7 +536,7 @@ TEST(CalibrationCli, HybridGemma3CoversItsGlobalLayers) {
   EXPECT_EQ(j["heads"].size(), 3u * 4);
   const std::string spec = "fasa:calib=" + out + ",budget=16";
   const auto rj = test::run_cli({"eval", "recall", "-m", path, "--text",
-                                 texts + "austen_persuasion.txt", "--ctx", "100", "--steps", "2",
+                                 persuasion, "--ctx", "100", "--steps", "2",
                                  "--policy", spec, "--json"});
   ASSERT_EQ(rj.exit_code, 0) << rj.err;
   const auto rec = nlohmann::json::parse(rj.out);
@@ -543,8 +545,14 @@ TEST(CalibrationCli, HybridGemma3CoversItsGlobalLayers) {
   EXPECT_EQ(rec["layer_recall"].size(), 3u);
   EXPECT_EQ(rec["head_recall"].size(), 3u * 4);
   EXPECT_EQ(rec["dense_fraction"], 0.0);
+  // Provenance: the build, and the hashes of the model, the text and the spec's calibration.
+  EXPECT_EQ(rec["model_sha256"], hub::sha256_file_hex(path));
+  EXPECT_EQ(rec["text_sha256"], hub::sha256_file_hex(persuasion));
+  EXPECT_EQ(rec["calib"], out);
+  EXPECT_EQ(rec["calib_sha256"], hub::sha256_file_hex(out));
+  EXPECT_EQ(rec["fasa_version"].get<std::string>().rfind("0.", 0), 0u) << rec["fasa_version"];
   const auto rt = test::run_cli({"eval", "recall", "-m", path, "--text",
-                                 texts + "austen_persuasion.txt", "--ctx", "100", "--steps", "1",
+                                 persuasion, "--ctx", "100", "--steps", "1",
                                  "--policy", spec});
   ASSERT_EQ(rt.exit_code, 0) << rt.err;
   EXPECT_NE(rt.out.find("evaluated: the 3 global layers 5, 11, 17 of 18"), std::string::npos)

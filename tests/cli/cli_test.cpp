@@ -10,6 +10,7 @@
 
 #include "fasa/eval/sweep_checkpoint.h"
 #include "fasa/eval/tasks.h"
+#include "fasa/hub/sha256.h"
 #include "fasa/io/gguf.h"
 #include "support/cli_runner.h"
 #include "support/model_path.h"
@@ -188,6 +189,12 @@ TEST(CliTest, IsaEnvironmentVariable) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"test\":\"tg2\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"isa\":\"scalar\""), std::string::npos) << r.out;
+  // Every JSON line names its build and the model's sha256.
+  const std::string model_sha = fasa::hub::sha256_file_hex(path);
+  const std::string first_line = r.out.substr(0, r.out.find('\n'));
+  const auto row = nlohmann::json::parse(first_line);
+  EXPECT_EQ(row["model_sha256"], model_sha);
+  EXPECT_TRUE(row.contains("fasa_version")) << first_line;
 }
 
 TEST(CliTest, NoSubcommandOrBadFlags) {
@@ -564,7 +571,7 @@ TEST(CliRealModel, BadPrompts) {
 
 TEST(CliRealModel, EvalPplJsonAndShortText) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
-  const std::string text = std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/austen_emma.txt";
+  FASA_TEXT_OR_SKIP(text, "austen_emma.txt");
   const auto r = run_cli({"eval", "ppl", "-m", path, "--text", text, "--ctx", "64", "--chunks",
                           "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -574,6 +581,11 @@ TEST(CliRealModel, EvalPplJsonAndShortText) {
   EXPECT_GT(j["ppl"].get<double>(), 1.0);
   EXPECT_LT(j["ppl"].get<double>(), 1000.0);
   EXPECT_GT(j["ppl_se"].get<double>(), 0.0);
+  // Provenance: the build and the hashes of the model and the text (no calibration: full).
+  EXPECT_EQ(j["model_sha256"], fasa::hub::sha256_file_hex(path));
+  EXPECT_EQ(j["text_sha256"], "7c67b5985c6d0de1efaeb5d342d52cb82c38083c40e2295129e30e87ee690ebe");
+  EXPECT_FALSE(j.contains("calib_sha256"));
+  EXPECT_NE(j["fasa_version"].get<std::string>().find('('), std::string::npos) << j["fasa_version"];
   const std::string short_text = temp_file("short.txt");
   std::ofstream(short_text) << "Too short.";
   expect_clean_error(run_cli({"eval", "ppl", "-m", path, "--text", short_text, "--ctx", "512"}),
@@ -586,8 +598,7 @@ TEST(CliRealModel, EvalPplJsonAndShortText) {
 // every JSON parses, prompts fit the context the tokenizer measures.
 TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
-  const std::string hay = std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/austen_northanger_abbey.txt";
-  if (!std::filesystem::exists(hay)) GTEST_SKIP() << "no " << hay;
+  FASA_TEXT_OR_SKIP(hay, "austen_northanger_abbey.txt");
   const std::string tasks = temp_file("cli_gen_passkey.jsonl");
   auto r = run_cli({"gen-tasks", "-m", path, "--kind", "passkey", "--haystack", hay, "--ctx",
                     "160", "--n", "2", "--seed", "3", "-o", tasks});
@@ -601,6 +612,8 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   EXPECT_EQ(j["results"][0]["policy"], "streaming:budget=16");
   EXPECT_LE(j["n_ctx"].get<int>(), 160);
   EXPECT_EQ(j["items"].size(), 4u);
+  EXPECT_EQ(j["tasks_sha256"], fasa::hub::sha256_file_hex(tasks));
+  EXPECT_EQ(j["model_sha256"], fasa::hub::sha256_file_hex(path));
   const std::string dir = temp_file("cli_sweep");
   std::filesystem::remove_all(dir);
   r = run_cli({"eval", "sweep", "-m", path, "--tasks", tasks, "--policies", "full,streaming",

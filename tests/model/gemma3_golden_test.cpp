@@ -40,6 +40,7 @@ std::shared_ptr<const Model> gemma3(const std::string& path) {
 
 TEST(Gemma3Golden, TeacherForcedAgreementAndPerplexity) {
   FASA_MODEL_OR_SKIP(path, test::gemma3_path);
+  FASA_TEXT_OR_SKIP(persuasion, "austen_persuasion.txt");
   const auto& g = goldens();
   auto model = gemma3(path);
   ASSERT_EQ(model->config().n_windowed_layers(), 15);
@@ -49,7 +50,7 @@ TEST(Gemma3Golden, TeacherForcedAgreementAndPerplexity) {
   // `fasa eval ppl --text` tokenizes the file itself and starts every chunk with BOS: the same
   // tokens as the reference's.
   {
-    std::ifstream in(std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/austen_persuasion.txt");
+    std::ifstream in(persuasion);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const Tokenizer& tok = model->require_tokenizer();
     auto ours = tok.encode(text, true, false);

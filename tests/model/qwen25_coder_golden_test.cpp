@@ -47,6 +47,7 @@ std::shared_ptr<const Model> qwen(const std::string& path) {
 
 TEST(Qwen25CoderGolden, TeacherForcedAgreementAndPerplexity) {
   FASA_QWEN_OR_SKIP(path);
+  FASA_TEXT_OR_SKIP(persuasion, "austen_persuasion.txt");
   const auto& g = goldens();
   auto model = qwen(path);
   ASSERT_EQ(model->config().n_vocab, g["n_vocab"].get<int>());
@@ -56,7 +57,7 @@ TEST(Qwen25CoderGolden, TeacherForcedAgreementAndPerplexity) {
   ASSERT_FALSE(g["add_bos"].get<bool>());  // so chunk_bos stays -1 (tokens as given)
   // `fasa eval ppl --text` tokenizes the file itself: the same tokens as the reference's.
   {
-    std::ifstream in(std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/austen_persuasion.txt");
+    std::ifstream in(persuasion);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const auto ours = model->require_tokenizer().encode(text, true, false);
     ASSERT_GE(ours.size(), tokens.size());

@@ -39,6 +39,7 @@ std::shared_ptr<const Model> smollm2(const std::string& path) {
 
 TEST(Smollm2Golden, TeacherForcedAgreementAndPerplexity) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  FASA_TEXT_OR_SKIP(persuasion, "austen_persuasion.txt");
   const auto& g = goldens();
   auto model = smollm2(path);
   const std::vector<int32_t> tokens = g["tokens"].get<std::vector<int32_t>>();
@@ -46,7 +47,7 @@ TEST(Smollm2Golden, TeacherForcedAgreementAndPerplexity) {
   ASSERT_EQ(static_cast<int>(tokens.size()), n_ctx * n_chunks);
   // `fasa eval ppl --text` tokenizes the file itself: the same tokens as the reference's.
   {
-    std::ifstream in(std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/austen_persuasion.txt");
+    std::ifstream in(persuasion);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const auto ours = model->require_tokenizer().encode(text, true, false);
     ASSERT_GE(ours.size(), tokens.size());

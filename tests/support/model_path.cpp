@@ -26,6 +26,13 @@ std::string fasa_home() {
   return (user_home.empty() ? std::string(".") : user_home) + "/.cache/fasa";
 }
 
+std::string text_path(const std::string& file, std::string* why) {
+  const std::string p = fasa_home() + "/texts/" + file;
+  if (exists(p)) return p;
+  if (why) *why = "text not found: " + p + " (bash scripts/get_texts.sh writes it)";
+  return {};
+}
+
 bool model_required() { return env("FASA_REQUIRE_MODEL") == "1"; }
 
 bool qwen_required() { return env("FASA_REQUIRE_QWEN") == "1"; }

@@ -45,12 +45,23 @@ bool qwen_required();
 // $FASA_HOME, defaulting to ~/.cache/fasa.
 std::string fasa_home();
 
+// $FASA_HOME/texts/<file> (the Austen novels scripts/get_texts.sh writes, e.g.
+// "austen_emma.txt"), or "" with *why naming the path and the script that makes it.
+std::string text_path(const std::string& file, std::string* why = nullptr);
+
 }  // namespace fasa::test
 
 // Declares `std::string var` = finder(&why); when empty, skips the test (or fails it when
 // FASA_REQUIRE_MODEL=1). Use at the top of a TEST body.
 #define FASA_MODEL_OR_SKIP(var, finder) \
   FASA_MODEL_OR_SKIP_UNLESS(var, finder, ::fasa::test::model_required(), "FASA_REQUIRE_MODEL=1")
+
+// Declares `std::string var` = the path of text `file` in $FASA_HOME/texts; skips when missing,
+// fails under FASA_REQUIRE_MODEL=1 (the set-up script installs texts and models together).
+#define FASA_TEXT_OR_SKIP(var, file)                                                       \
+  FASA_MODEL_OR_SKIP_UNLESS(                                                               \
+      var, [&](std::string* w) { return ::fasa::test::text_path(file, w); },              \
+      ::fasa::test::model_required(), "FASA_REQUIRE_MODEL=1")
 
 // The same for the opt-in Qwen model: fails only when FASA_REQUIRE_QWEN=1.
 #define FASA_QWEN_OR_SKIP(var)                                                                 \

@@ -193,10 +193,9 @@ TEST(TokenizerQwen25Coder, PersuasionMatches) {
   FASA_QWEN_OR_SKIP(path);
   const json& corpus = goldens()["corpus"];
   ASSERT_TRUE(corpus.is_object());
-  const std::string file =
-      std::string(FASA_SOURCE_DIR) + "/../shared/data/texts/" + corpus["file"].get<std::string>();
+  FASA_TEXT_OR_SKIP(file, corpus["file"].get<std::string>());
   std::ifstream in(file, std::ios::binary);
-  if (!in) GTEST_SKIP() << "corpus not found: " << file;
+  ASSERT_TRUE(in.good()) << "cannot read " << file;
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const Tokenizer& tok = *load(path).tok;
 

@@ -7,7 +7,7 @@ OUT=$1; shift
 PARTS=${*:-recall ppl bench}
 FASA=${FASA:-./build/fasa}
 OFFLOAD=${OFFLOAD:-/var/tmp}
-TEXTS=../shared/data/texts
+TEXTS=${FASA_HOME:-$HOME/.cache/fasa}/texts  # bash scripts/get_texts.sh
 mkdir -p "$OUT"
 ROPE=$OUT/calib_emma_rope.json ADJ=$OUT/calib_emma_adjacent.json
 [ -f "$ROPE" ] || "$FASA" calibrate -m smollm2-135m --text $TEXTS/austen_emma.txt -o "$ROPE"

@@ -6,7 +6,7 @@
 #   llamacpp: bench/compare_llamacpp.sh, pp512 and tg128 at depths 0, 1024, 4096
 #   isa:      the same engine with each kernel instruction set (FASA_ISA)
 # CALIB: a calibration of SmolLM2 on Emma (fasa calibrate -m smollm2-135m --text
-# ../shared/data/texts/austen_emma.txt -o CALIB); made here when missing.
+# ~/.cache/fasa/texts/austen_emma.txt -o CALIB); made here when missing.
 set -euo pipefail
 OUT=${1:?usage: $0 OUT_DIR [fasa|llamacpp|isa ...]}
 shift
@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 for part in $PARTS; do
   case $part in
   fasa)
-    [ -f "$CALIB" ] || "$FASA" calibrate -m smollm2-135m --text "$ROOT/../shared/data/texts/austen_emma.txt" -o "$CALIB"
+    [ -f "$CALIB" ] || "$FASA" calibrate -m smollm2-135m --text "${FASA_HOME:-$HOME/.cache/fasa}/texts/austen_emma.txt" -o "$CALIB"
     "$FASA" bench -m smollm2-135m -p 0 -n 64 -d 1024,4096,8064 -r "${REPS:-2}" -t 2 --bandwidth \
       --policy full --compare "fasa:calib=$CALIB,budget=256" | tee "$OUT/fasa_decode.md" ;;
   llamacpp)

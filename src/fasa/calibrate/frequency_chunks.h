@@ -1,5 +1,5 @@
 // Frequency chunks (FCs): the 2-D planes RoPE rotates, and the Contextual Agreement statistic
-// FASA calibrates on (see ../shared/docs/FASA.md §2).
+// FASA calibrates on (the paper, arXiv 2602.03152, §3; docs/POLICIES.md).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,53 @@
+#include "provenance.h"
+
+#include <map>
+#include <mutex>
+
+#include "fasa/attention/policy.h"
+#include "fasa/hub/sha256.h"
+
+#ifndef FASA_VERSION
+#define FASA_VERSION "dev"
+#endif
+
+const char* fasa_git_commit();  // generated at build time (cmake/git_commit.cmake)
+
+namespace fasa::cli {
+
+std::string version_text() {
+  const std::string commit = fasa_git_commit();
+  return std::string(FASA_VERSION) + (commit.empty() ? "" : " (" + commit + ")");
+}
+
+std::string file_sha256(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> done;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = done.find(path);
+  if (it == done.end()) it = done.emplace(path, hub::sha256_file_hex(path)).first;
+  return it->second;
+}
+
+std::string spec_calibration(const std::string& spec) {
+  std::string name;
+  PolicyOptions opts;
+  parse_policy_spec(spec, &name, &opts);
+  const auto it = opts.find("calib");
+  return it == opts.end() ? std::string() : it->second;
+}
+
+void add_provenance(nlohmann::ordered_json& j, const std::string& model_path,
+                    const std::string& policy_spec, const std::string& text_path,
+                    const std::string& tasks_path) {
+  j["fasa_version"] = version_text();
+  j["model_sha256"] = file_sha256(model_path);
+  if (!text_path.empty()) j["text_sha256"] = file_sha256(text_path);
+  if (!tasks_path.empty()) j["tasks_sha256"] = file_sha256(tasks_path);
+  const std::string calib = policy_spec.empty() ? std::string() : spec_calibration(policy_spec);
+  if (!calib.empty()) {
+    j["calib"] = calib;
+    j["calib_sha256"] = file_sha256(calib);
+  }
+}
+
+}  // namespace fasa::cli
