@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "fasa/calibrate/calibration.h"
@@ -151,7 +152,7 @@ std::string write_tasks(const fs::path& path, int n) {
   std::ofstream f(path);
   for (int i = 0; i < n; ++i) {
     nlohmann::ordered_json j;
-    j["id"] = "t" + std::to_string(i);
+    j["id"] = fmt::format("t{}", i);
     j["task"] = i % 2 ? "even" : "odd";
     j["prompt"] = words(25, 100 + i);
     j["answers"] = {std::string(1, static_cast<char>('a' + i % 26))};
