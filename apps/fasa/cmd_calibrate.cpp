@@ -9,12 +9,11 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include <fstream>
-
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/calibrate/heatmap.h"
 #include "fasa/core/error.h"
 #include "fasa/hub/sha256.h"
+#include "fasa/io/atomic_file.h"
 #include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa::cli {
@@ -34,7 +33,13 @@ void run_calibrate(const CalibrateArgs& a) {
   apply_threads(a.threads);
   CalibrateArgs args = a;
   args.opts.fc_layout = parse_fc_layout(a.fc_layout);
+  // Inputs and output are checked before any work: the output's temporary file is created now
+  // (a missing or read-only directory fails here), and replaces -o only once all is written.
+  AtomicFile out(a.out);
   const std::string text = read_text_file(a.text);
+  if (const int64_t bad = find_invalid_utf8(text); bad >= 0) {
+    fail("calibration text '{}' is not valid UTF-8 (byte offset {})", a.text, bad);
+  }
   auto model = load_model(a.model);
   const auto tokens = model->require_tokenizer().encode(text, true, false);
   std::fprintf(stderr, "fasa: calibrating on %s (%zu tokens): %d samples x (%d prefill + %d "
@@ -48,7 +53,8 @@ void run_calibrate(const CalibrateArgs& a) {
   const std::string name = a.text.substr(a.text.find_last_of('/') + 1);
   c.text_name = name;
   c.text_sha256 = hub::sha256_hex(text);
-  save_calibration(c, a.out);
+  out.write(calibration_json(c));
+  out.commit();
   std::printf("%s\n", a.out.c_str());
 }
 
@@ -72,11 +78,9 @@ void run_show(const ShowArgs& a) {
       fail("--image writes SVG or PNG, chosen by the extension: give a file name ending in .svg "
            "or .png (got '{}')", a.image);
     }
-    const std::string bytes = png ? calibration_heatmap_png(c) : calibration_heatmap_svg(c);
-    std::ofstream out(a.image, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) fail("cannot write '{}'", a.image);
+    AtomicFile out(a.image);
+    out.write(png ? calibration_heatmap_png(c) : calibration_heatmap_svg(c));
+    out.commit();
     std::fprintf(stderr, "fasa: heatmap written to %s\n", a.image.c_str());
   }
   const int n_tip = std::clamp(

@@ -8,7 +8,6 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +21,7 @@
 #include "fasa/eval/task_gen.h"
 #include "fasa/eval/task_runner.h"
 #include "fasa/hub/sha256.h"
+#include "fasa/io/atomic_file.h"
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
@@ -157,8 +157,7 @@ struct SweepArgs {
 };
 
 void write_file(const std::filesystem::path& p, const std::string& s) {
-  std::ofstream f(p, std::ios::binary);
-  if (!f || !(f << s) || !f.flush()) fail("cannot write '{}'", p.string());
+  write_file_atomic(p.string(), s);
 }
 
 void run_sweep(const SweepArgs& a) {
@@ -262,6 +261,7 @@ struct GenArgs {
 
 void run_gen(const GenArgs& a) {
   check_task_kind(a.kind);  // before reading files or loading the model
+  AtomicFile out_file(a.out);  // fails now for a missing or read-only directory
   const std::string text = read_text_file(a.haystack);
   auto model = load_model(a.model);
   const Tokenizer& tok = model->require_tokenizer();
@@ -291,7 +291,8 @@ void run_gen(const GenArgs& a) {
     lo = std::min(lo, g.n_prompt_tokens + g.task.max_new_tokens);
     hi = std::max(hi, g.n_prompt_tokens + g.task.max_new_tokens);
   }
-  write_file(a.out, out);
+  out_file.write(out);
+  out_file.commit();
   std::printf("wrote %zu %s tasks to %s: prompt + max_new_tokens = %d..%d of %d tokens%s\n",
               tasks.size(), a.kind.c_str(), a.out.c_str(), lo, hi, a.n_ctx,
               a.chat ? " (chat-wrapped)" : "");

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "fasa/eval/sweep_checkpoint.h"
 #include "support/expect_error.h"
@@ -159,17 +162,69 @@ TEST(SweepCheckpoint, DamagedLinesAreNamedACutShortLastLineIsDropped) {
     expect_error([&] { parse_checkpoint(good + extra + "\n", "ck", identity(), three_tasks()); },
                  needle);
   };
-  bad("{not json", "ck: line 3 is not valid JSON");
-  bad("[1,2]", "ck: line 3: not a JSON object");
+  bad("{not json", "ck: line 3: not valid JSON (");
+  expect_error([&] {  // a line cut short inside the file (not the last one): an error
+    parse_checkpoint(good.substr(0, good.size() - 9) + "\n" + line1 + "\n", "ck", identity(),
+                     three_tasks());
+  }, "ck: line 2: not valid JSON (");
+  bad("[1,2]", "ck: line 3: expected a JSON object");
   bad(checkpoint_task_line(done_task(0, "a")), "line 3: task 0 is there twice");
   bad(checkpoint_task_line(done_task(1, "x")), "line 3: task 1 has id 'x', the task file's is 'b'");
-  bad(checkpoint_task_line(done_task(3, "d")), "line 3: task index 3 is outside");
+  bad(checkpoint_task_line(done_task(3, "d")),
+      "ck: line 3: field \"task\" must be an integer in [0, 2] (got 3)");
   TaskDone one = done_task(1, "b");
   one.outcomes.pop_back();
   bad(checkpoint_task_line(one), "line 3: task 1 has 1 outcomes for 2 policies");
   std::string no_score = checkpoint_task_line(done_task(1, "b"));
   no_score.replace(no_score.find("\"score\""), 7, "\"scorX\"");
-  bad(no_score, "line 3: a field is missing or of the wrong type");
+  bad(no_score, "ck: line 3: missing field \"outcomes[0].score\"");
+  // Every number is range-checked, naming the field.
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string line = checkpoint_task_line(done_task(1, "b"));
+    const size_t at = line.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return line.replace(at, from.size(), to);
+  };
+  bad(edited("\"task\":1", "\"task\":-1"), "field \"task\" must be an integer in [0, 2] (got -1)");
+  bad(edited("\"task\":1", "\"task\":1.5"), "field \"task\" must be an integer");
+  bad(edited("\"n_prompt\":101", "\"n_prompt\":3e9"),
+      "ck: line 3: field \"n_prompt\" must be an integer in [0, 1073741824] (got 3000000000.0)");
+  bad(edited("\"n_prompt\":101", "\"n_prompt\":\"101\""), "field \"n_prompt\" must be an integer");
+  bad(edited("\"score\":1.0", "\"score\":2"), "field \"outcomes[0].score\" must be a number in [0, 1]");
+  bad(edited("\"decode_tokens\":1", "\"decode_tokens\":-1"),
+      "field \"outcomes[0].attn.decode_tokens\" must be an integer in [0, 18446744073709551615] "
+      "(got -1)");
+  bad(edited("\"prefill_seconds\":2.25", "\"prefill_seconds\":-2"),
+      "field \"prefill_seconds\" must be a number");
+  bad(edited("\"outcomes\":[", "\"outcomes\":3,\"x\":["), "field \"outcomes\" must be an array");
+  bad(edited("\"id\":\"b\"", "\"id\":2"), "field \"id\" must be a string (got 2)");
+  // The dropped cut-short last line is measured (the caller warns).
+  size_t dropped = 0;
+  parse_checkpoint(good + "{\"task\": 2", "ck", identity(), three_tasks(), &dropped);
+  EXPECT_EQ(dropped, 10u);
+  parse_checkpoint(good, "ck", identity(), three_tasks(), &dropped);
+  EXPECT_EQ(dropped, 0u);
+}
+
+// The header: a missing or mistyped "version" (undefined behaviour in the JSON library before)
+// or any other field is one clear error.
+TEST(SweepCheckpoint, DamagedHeaderIsNamed) {
+  auto header = [](const std::function<void(nlohmann::ordered_json&)>& edit) {
+    nlohmann::ordered_json h = nlohmann::ordered_json::parse(checkpoint_header_line(identity()));
+    edit(h);
+    return h.dump() + "\n";
+  };
+  auto bad = [&](const std::string& text, const std::string& needle) {
+    expect_error([&] { parse_checkpoint(text, "ck", identity(), three_tasks()); }, needle);
+  };
+  bad(header([](auto& h) { h.erase("version"); }), "ck: line 1: missing field \"version\"");
+  bad(header([](auto& h) { h["version"] = "1"; }), "ck: line 1: field \"version\" must be an integer");
+  bad(header([](auto& h) { h["version"] = 2; }), "ck: checkpoint version 2 (this fasa reads version 1)");
+  bad(header([](auto& h) { h["format"] = 5; }), "ck: line 1 is not a fasa sweep checkpoint header");
+  bad(header([](auto& h) { h.erase("n_ctx"); }), "ck: the header has no 'n_ctx'");
+  bad(header([](auto& h) { h["chat"] = 0; }), "it was written for chat = 0");
+  bad("{\"format\": \"fasa-sweep-checkpoint\", \"vers", "ck: line 1: not valid JSON (");
+  bad("[]\n", "ck: line 1 is not a fasa sweep checkpoint header");
 }
 
 std::string read_all(const std::string& path) {

@@ -59,9 +59,21 @@ TEST(TaskFile, EveryBadLineNamesFileLineAndField) {
   bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": [" "], "max_new_tokens": 4, "metric": "exact"})",
       "non-empty strings");
   bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 0, "metric": "exact"})",
-      "field \"max_new_tokens\" must be a whole number");
+      "f.jsonl:2: field \"max_new_tokens\" must be an integer in [1, 1048576] (got 0)");
   bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 2.5, "metric": "exact"})",
-      "max_new_tokens");
+      "f.jsonl:2: field \"max_new_tokens\" must be an integer in [1, 1048576] (got 2.5)");
+  bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 3e9, "metric": "exact"})",
+      "field \"max_new_tokens\" must be an integer in [1, 1048576] (got 3000000000.0)");
+  bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": -4, "metric": "exact"})",
+      "field \"max_new_tokens\" must be an integer in [1, 1048576] (got -4)");
+  bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": "4", "metric": "exact"})",
+      "field \"max_new_tokens\" must be an integer in [1, 1048576] (got \"4\")");
+  bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "metric": "exact"})",
+      "f.jsonl:2: missing field \"max_new_tokens\"");
+  bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": 1})",
+      "f.jsonl:2: field \"metric\" must be a string (got 1)");
+  bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_t)",
+      "f.jsonl:2: not valid JSON (");  // truncated
   bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "fuzzy"})",
       "f.jsonl:2: unknown metric \"fuzzy\"");
   bad(ok, "f.jsonl:2: duplicate id \"a\"");

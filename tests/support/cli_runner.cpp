@@ -1,6 +1,7 @@
 #include "support/cli_runner.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,12 +26,22 @@ std::string slurp_and_remove(const std::string& path) {
 
 }  // namespace
 
-CliRun run_cli(const std::vector<std::string>& args,
-               const std::map<std::string, std::string>& env) {
+namespace {
+
+struct Spawned {
+  pid_t pid = 0;
+  std::string out_path, err_path;
+  std::string error;  // posix_spawn failed
+};
+
+Spawned spawn_cli(const std::vector<std::string>& args,
+                  const std::map<std::string, std::string>& env) {
   static int counter = 0;
   const std::string base = "/tmp/fasa-cli-" + std::to_string(getpid()) + "-" +
                            std::to_string(counter++);
-  const std::string out_path = base + ".out", err_path = base + ".err";
+  Spawned sp;
+  sp.out_path = base + ".out";
+  sp.err_path = base + ".err";
 
   std::vector<std::string> argv_s = {FASA_CLI_PATH};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -54,23 +65,59 @@ CliRun run_cli(const std::vector<std::string>& args,
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  CliRun r;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_addopen(&fa, 1, sp.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&fa, 2, sp.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  const int rc = posix_spawn(&sp.pid, argv[0], &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    r.err = "posix_spawn failed";
-    return r;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
+  if (rc != 0) sp.error = "posix_spawn failed";
+  return sp;
+}
+
+CliRun spawn_failed(const Spawned& sp) {
+  CliRun r;
+  r.err = sp.error;
+  return r;
+}
+
+CliRun finish(const Spawned& sp, int status) {
+  CliRun r;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  r.out = slurp_and_remove(out_path);
-  r.err = slurp_and_remove(err_path);
+  r.out = slurp_and_remove(sp.out_path);
+  r.err = slurp_and_remove(sp.err_path);
   return r;
+}
+
+}  // namespace
+
+CliRun run_cli(const std::vector<std::string>& args,
+               const std::map<std::string, std::string>& env) {
+  const Spawned sp = spawn_cli(args, env);
+  if (!sp.error.empty()) return spawn_failed(sp);
+  int status = 0;
+  waitpid(sp.pid, &status, 0);
+  return finish(sp, status);
+}
+
+CliRun run_cli_and_kill(const std::vector<std::string>& args,
+                        const std::function<bool(const std::string& err)>& ready,
+                        int max_wait_ms) {
+  const Spawned sp = spawn_cli(args, {});
+  if (!sp.error.empty()) return spawn_failed(sp);
+  int status = 0;
+  for (int waited_ms = 0;; waited_ms += 2) {
+    if (waitpid(sp.pid, &status, WNOHANG) == sp.pid) return finish(sp, status);  // ended first
+    std::ifstream in(sp.err_path, std::ios::binary);
+    std::ostringstream err;
+    err << in.rdbuf();
+    if (ready(err.str()) || waited_ms >= max_wait_ms) break;
+    usleep(2000);
+  }
+  kill(sp.pid, SIGKILL);
+  waitpid(sp.pid, &status, 0);
+  return finish(sp, status);
 }
 
 }  // namespace fasa::test

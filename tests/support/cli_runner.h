@@ -2,6 +2,7 @@
 // stdout and stderr, for end-to-end CLI tests.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,5 +19,13 @@ struct CliRun {
 // `env` entries are added to (or replace) the current environment.
 CliRun run_cli(const std::vector<std::string>& args,
                const std::map<std::string, std::string>& env = {});
+
+// Starts the CLI and polls `ready(stderr so far)` every few milliseconds; once it returns true
+// the process is killed with SIGKILL (a crash, a power cut, an OOM kill). Waits at most
+// `max_wait_ms` for that, then kills it anyway. The result's `signal` is SIGKILL when it was
+// killed, `exit_code` is set when it ended on its own first.
+CliRun run_cli_and_kill(const std::vector<std::string>& args,
+                        const std::function<bool(const std::string& err)>& ready,
+                        int max_wait_ms = 120000);
 
 }  // namespace fasa::test

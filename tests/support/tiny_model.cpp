@@ -13,6 +13,7 @@
 #include "fasa/io/gguf.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
+#include "fasa/tokenizer/unicode.h"
 
 namespace fasa::test {
 
@@ -109,6 +110,27 @@ void write_tiny_model(const std::string& path, const TinySpec& s) {
   if (s.sliding_window > 0) w.set_u32(a + "attention.sliding_window", s.sliding_window);
   if (s.window_pattern > 0) w.set_u32(a + "attention.sliding_window_pattern", s.window_pattern);
   if (s.rope_base_local > 0) w.set_f32(a + "rope.freq_base_swa", s.rope_base_local);
+  if (s.byte_tokenizer) {
+    FASA_CHECK(s.n_vocab >= 257);
+    std::vector<std::string> tokens = {"<|endoftext|>"};
+    std::vector<int32_t> types = {3};
+    for (int b = 0; b < 256; ++b) {
+      tokens.push_back(unicode::byte_to_utf8(static_cast<uint8_t>(b)));
+      types.push_back(1);
+    }
+    while (static_cast<int>(tokens.size()) < s.n_vocab) {
+      tokens.push_back(fmt::format("<|unused_{}|>", tokens.size()));
+      types.push_back(3);
+    }
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    w.set_string("tokenizer.ggml.pre", "default");
+    w.set_string_array("tokenizer.ggml.tokens", tokens);
+    w.set_i32_array("tokenizer.ggml.token_type", types);
+    w.set_string_array("tokenizer.ggml.merges", {});
+    w.set_u32("tokenizer.ggml.bos_token_id", 0);
+    w.set_u32("tokenizer.ggml.eos_token_id", 0);
+    w.set_bool("tokenizer.ggml.add_bos_token", false);
+  }
   const bool gemma = s.arch == "gemma3";
   const float ws = 1.0f / std::sqrt(static_cast<float>(s.d_model));
   add_random(w, "token_embd.weight", s.wtype, {s.d_model, s.n_vocab}, 1.0f, rng, s);

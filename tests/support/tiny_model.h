@@ -26,6 +26,9 @@ struct TinySpec {
   // Q4_K_M-like mixes: when set, attn_v and ffn_down use this type instead (e.g. Q6_K).
   std::optional<DType> wtype_mixed;
   bool tied_output = false;
+  // Also write a byte-level BPE tokenizer (gpt2, no merges: one token per byte; token 0 is
+  // <|endoftext|>, BOS and EOS; n_vocab must be >= 257), so commands that encode text run.
+  bool byte_tokenizer = false;
   uint32_t seed = 1;
   // gemma3 only (arch = "gemma3"): QK-norm, post-norms, GeGLU, scaled embeddings, and
   // sliding-window layers. Keys are written when set (> 0).
@@ -42,7 +45,8 @@ struct TinySpec {
 // n token ids drawn uniformly from [0, n_vocab) by a seeded generator.
 std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed);
 
-// Writes the model to `path` (GGUF v3, arch spec.arch, no tokenizer metadata).
+// Writes the model to `path` (GGUF v3, arch spec.arch, tokenizer metadata only with
+// spec.byte_tokenizer).
 void write_tiny_model(const std::string& path, const TinySpec& spec);
 
 // Scalar reference forward over the whole sequence (dense causal attention, double accumulators,

@@ -2,14 +2,18 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <numeric>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
 #include "fasa/hub/sha256.h"
+#include "fasa/io/atomic_file.h"
 #include "fasa/io/gguf.h"
+#include "fasa/io/json_read.h"
 #include "fasa/model/model.h"
 
 namespace fasa {
@@ -60,7 +64,7 @@ std::string model_identity(const Model& model) {
   return hub::sha256_file_hex(model.file().path());
 }
 
-void save_calibration(const Calibration& c, const std::string& path) {
+std::string calibration_json(const Calibration& c) {
   FASA_CHECK(!c.layers.empty() && std::is_sorted(c.layers.begin(), c.layers.end()) &&
              c.layers.front() >= 0 && c.layers.back() < c.n_layers &&
              c.mean_ca.size() == c.layers.size() * c.n_heads * c.n_fc() &&
@@ -96,113 +100,138 @@ void save_calibration(const Calibration& c, const std::string& path) {
     }
   }
   j["heads"] = heads;
-  std::ofstream out(path);
-  if (!out) fail("cannot write calibration file '{}'", path);
-  out << j.dump(1) << "\n";
-  if (!out) fail("error while writing calibration file '{}'", path);
+  // Names that are not UTF-8 (a text file's name, a model's general.name) are written with
+  // U+FFFD in place of the bad bytes: they are informational, and the file stays valid JSON.
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-Calibration load_calibration(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail("cannot read calibration file '{}'", path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail("calibration file '{}' is not valid JSON: {}", path, e.what());
+void save_calibration(const Calibration& c, const std::string& path) {
+  write_file_atomic(path, calibration_json(c));
+}
+
+namespace {
+
+constexpr int kMaxShape = 1 << 16;     // layers, heads, head_dim
+constexpr int kMaxCount = 1 << 30;     // k, samples, tokens, steps
+constexpr int64_t kMaxTokens = int64_t{1} << 53;
+
+}  // namespace
+
+Calibration parse_calibration(std::string_view text, const std::string& source) {
+  using Json = nlohmann::json;
+  const Json doc = json_parse<Json>(text, source);
+  const JsonObject<Json> root(doc, source);
+  if (!root.has("format") || root.at("format") != "fasa-calibration") {
+    fail("'{}' is not a fasa calibration file (no \"format\": \"fasa-calibration\")", source);
+  }
+  const int64_t version = root.number<int64_t>("version", INT64_MIN, INT64_MAX);
+  if (version < 1 || version > kCalibrationVersion) {
+    fail("calibration file '{}' has version {}, this fasa reads versions 1 to {}", source,
+         version, kCalibrationVersion);
   }
   Calibration c;
+  const auto m = root.object("model");
+  c.model_sha256 = m.string("sha256");
+  c.model_name = m.string("name");
+  c.arch = m.string("arch");
+  c.n_layers = m.number<int>("n_layers", 1, kMaxShape);
+  c.n_heads = m.number<int>("n_heads", 1, kMaxShape);
+  c.n_kv_heads = m.number<int>("n_kv_heads", 1, c.n_heads);
+  c.head_dim = m.number<int>("head_dim", 2, kMaxShape);
+  if (c.head_dim % 2 != 0 || c.n_heads % c.n_kv_heads != 0) {
+    fail("{}: implausible model shape (head_dim {} must be even, n_heads {} a multiple of "
+         "n_kv_heads {})", source, c.head_dim, c.n_heads, c.n_kv_heads);
+  }
+  const std::string rope = m.string("rope_layout");
+  if (rope != "norm" && rope != "neox") {
+    fail("{}: field \"model.rope_layout\" must be \"norm\" or \"neox\" (got \"{}\")", source,
+         rope);
+  }
+  c.rope_layout = rope == "norm" ? RopeLayout::Norm : RopeLayout::Neox;
   try {
-    if (j.at("format") != "fasa-calibration") fail("'{}' is not a fasa calibration file", path);
-    const int version = j.at("version");
-    if (version < 1 || version > kCalibrationVersion) {
-      fail("calibration file '{}' has version {}, this fasa reads versions 1 to {}", path,
-           version, kCalibrationVersion);
+    c.fc_layout = parse_fc_layout(root.string("fc_layout"));
+  } catch (const Error& e) {
+    fail("{}: field \"fc_layout\": {}", source, e.what());
+  }
+  const Json& fc_dims_json = root.array("fc_dims", c.head_dim / 2);
+  for (size_t i = 0; i < fc_dims_json.size(); ++i) {
+    const std::string field = "fc_dims[" + std::to_string(i) + "]";
+    const Json& d = fc_dims_json[i];
+    if (!d.is_array() || d.size() != 2) {
+      fail("{}: field \"{}\" must be a pair of key dims (got {})", source, field, json_shown(d));
     }
-    const auto& m = j.at("model");
-    c.model_sha256 = m.at("sha256");
-    c.model_name = m.at("name");
-    c.arch = m.at("arch");
-    c.n_layers = m.at("n_layers");
-    c.n_heads = m.at("n_heads");
-    c.n_kv_heads = m.at("n_kv_heads");
-    c.head_dim = m.at("head_dim");
-    const std::string rope = m.at("rope_layout");
-    if (rope != "norm" && rope != "neox") fail("calibration '{}': bad rope_layout '{}'", path, rope);
-    c.rope_layout = rope == "norm" ? RopeLayout::Norm : RopeLayout::Neox;
-    c.fc_layout = parse_fc_layout(j.at("fc_layout"));
-    for (const auto& d : j.at("fc_dims")) c.fcs.push_back(FcDims{d.at(0), d.at(1)});
-    c.k = j.at("k");
-    c.n_samples = j.at("samples");
-    c.tokens_per_sample = j.at("tokens_per_sample");
-    c.steps = j.at("steps");
-    c.text_name = j.at("text").at("name");
-    c.text_sha256 = j.at("text").at("sha256");
-    c.text_tokens = j.at("text").at("n_tokens");
-    if (c.n_layers < 1 || c.n_heads < 1 || c.n_kv_heads < 1 || c.head_dim < 2 ||
-        c.n_layers > 4096 || c.n_heads > 4096) {
-      fail("calibration '{}': implausible model shape", path);
+    c.fcs.push_back(FcDims{json_number<int>(d[0], source, field + "[0]", 0, c.head_dim - 1),
+                           json_number<int>(d[1], source, field + "[1]", 0, c.head_dim - 1)});
+  }
+  c.k = root.number<int>("k", 0, kMaxCount);
+  c.n_samples = root.number<int>("samples", 0, kMaxCount);
+  c.tokens_per_sample = root.number<int>("tokens_per_sample", 0, kMaxCount);
+  c.steps = root.number<int>("steps", 0, kMaxCount);
+  const auto t = root.object("text");
+  c.text_name = t.string("name");
+  c.text_sha256 = t.string("sha256");
+  c.text_tokens = t.number<int64_t>("n_tokens", 0, kMaxTokens);
+  const auto want = fc_dims(c.rope_layout, c.fc_layout, c.head_dim, c.head_dim);
+  bool same = want.size() == c.fcs.size();
+  for (size_t i = 0; same && i < want.size(); ++i) {
+    same = want[i].a == c.fcs[i].a && want[i].b == c.fcs[i].b;
+  }
+  if (!same) {
+    fail("calibration '{}': fc_dims do not match the {} mapping for a {} model", source,
+         fc_layout_name(c.fc_layout), rope);
+  }
+  if (version == 1) {  // before hybrid models: every layer was calibrated
+    c.layers.resize(c.n_layers);
+    std::iota(c.layers.begin(), c.layers.end(), 0);
+  } else {
+    c.layers = root.numbers<int>("layers", 0, c.n_layers - 1);
+    bool ok = !c.layers.empty();
+    for (size_t i = 1; ok && i < c.layers.size(); ++i) ok = c.layers[i] > c.layers[i - 1];
+    if (!ok) {
+      fail("calibration '{}': 'layers' must list distinct layers of the model's {} in "
+           "ascending order", source, c.n_layers);
     }
-    const auto want = fc_dims(c.rope_layout, c.fc_layout, c.head_dim, c.head_dim);
-    bool same = want.size() == c.fcs.size();
-    for (size_t i = 0; same && i < want.size(); ++i) {
-      same = want[i].a == c.fcs[i].a && want[i].b == c.fcs[i].b;
+  }
+  const size_t n_heads_total = c.layers.size() * c.n_heads;
+  const Json& heads = root.array("heads");
+  if (heads.size() != n_heads_total) {
+    fail("calibration '{}': {} head entries, expected {}", source, heads.size(), n_heads_total);
+  }
+  c.mean_ca.assign(n_heads_total * c.n_fc(), 0.0f);
+  if (version >= 3) c.channel_importance.assign(n_heads_total * c.head_dim, 0.0f);
+  std::vector<char> seen(n_heads_total, 0);
+  constexpr float kMaxFloat = std::numeric_limits<float>::max();
+  for (size_t i = 0; i < heads.size(); ++i) {
+    const auto e = root.element("heads", i);
+    const int l = e.number<int>("layer", 0, c.n_layers - 1);
+    const int h = e.number<int>("head", 0, c.n_heads - 1);
+    const int r = c.row(l);
+    if (r < 0 || seen[static_cast<size_t>(r) * c.n_heads + h]) {
+      fail("calibration '{}': bad head entry (layer {}, head {}; covered layers {})", source, l,
+           h, layer_list_text(c.layers));
     }
-    if (!same) {
-      fail("calibration '{}': fc_dims do not match the {} mapping for a {} model", path,
-           fc_layout_name(c.fc_layout), rope);
+    seen[static_cast<size_t>(r) * c.n_heads + h] = 1;
+    const auto ca = e.numbers<float>("mean_ca", 0.0f, kMaxFloat, c.n_fc());
+    std::copy(ca.begin(), ca.end(),
+              c.mean_ca.begin() + (static_cast<size_t>(r) * c.n_heads + h) * c.n_fc());
+    if (version >= 3) {
+      const auto imp = e.numbers<float>("channel_importance", 0.0f, kMaxFloat, c.head_dim);
+      std::copy(imp.begin(), imp.end(),
+                c.channel_importance.begin() +
+                    (static_cast<size_t>(r) * c.n_heads + h) * c.head_dim);
     }
-    if (version == 1) {  // before hybrid models: every layer was calibrated
-      c.layers.resize(c.n_layers);
-      std::iota(c.layers.begin(), c.layers.end(), 0);
-    } else {
-      c.layers = j.at("layers").get<std::vector<int>>();
-      bool ok = !c.layers.empty();
-      for (size_t i = 0; ok && i < c.layers.size(); ++i) {
-        ok = c.layers[i] >= 0 && c.layers[i] < c.n_layers &&
-             (i == 0 || c.layers[i] > c.layers[i - 1]);
-      }
-      if (!ok) {
-        fail("calibration '{}': 'layers' must list distinct layers of the model's {} in "
-             "ascending order", path, c.n_layers);
-      }
-    }
-    const auto& heads = j.at("heads");
-    const size_t n_heads_total = c.layers.size() * c.n_heads;
-    if (heads.size() != n_heads_total) {
-      fail("calibration '{}': {} head entries, expected {}", path, heads.size(), n_heads_total);
-    }
-    c.mean_ca.assign(n_heads_total * c.n_fc(), 0.0f);
-    if (version >= 3) c.channel_importance.assign(n_heads_total * c.head_dim, 0.0f);
-    std::vector<char> seen(n_heads_total, 0);
-    for (const auto& e : heads) {
-      const int l = e.at("layer"), h = e.at("head");
-      const auto ca = e.at("mean_ca").get<std::vector<float>>();
-      const int r = c.row(l);
-      if (r < 0 || h < 0 || h >= c.n_heads || static_cast<int>(ca.size()) != c.n_fc() ||
-          seen[static_cast<size_t>(r) * c.n_heads + h]) {
-        fail("calibration '{}': bad head entry (layer {}, head {}; covered layers {})", path, l,
-             h, layer_list_text(c.layers));
-      }
-      seen[static_cast<size_t>(r) * c.n_heads + h] = 1;
-      std::copy(ca.begin(), ca.end(),
-                c.mean_ca.begin() + (static_cast<size_t>(r) * c.n_heads + h) * c.n_fc());
-      if (version >= 3) {
-        const auto imp = e.at("channel_importance").get<std::vector<float>>();
-        if (static_cast<int>(imp.size()) != c.head_dim) {
-          fail("calibration '{}': layer {} head {} has {} channel importances, expected head_dim "
-               "= {}", path, l, h, imp.size(), c.head_dim);
-        }
-        std::copy(imp.begin(), imp.end(),
-                  c.channel_importance.begin() +
-                      (static_cast<size_t>(r) * c.n_heads + h) * c.head_dim);
-      }
-    }
-  } catch (const nlohmann::json::exception& e) {
-    fail("calibration file '{}' is malformed: {}", path, e.what());
   }
   c.rank_all();
   return c;
+}
+
+Calibration load_calibration(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read calibration file '{}'", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) fail("cannot read calibration file '{}'", path);
+  return parse_calibration(ss.str(), path);
 }
 
 void check_calibration(const Calibration& c, const PolicyContext& ctx, const std::string& path) {

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fasa/attention/policy.h"
@@ -86,9 +87,15 @@ std::string layer_list_text(const std::vector<int>& layers);
 // sha256 of the model file (the identity a calibration is bound to).
 std::string model_identity(const Model& model);
 
-void save_calibration(const Calibration& c, const std::string& path);  // throws on I/O errors
-// Parses and validates the file's own consistency (version, sizes, FC mapping).
+// The file's text (JSON, ending in a newline).
+std::string calibration_json(const Calibration& c);
+// Writes calibration_json(c) crash-safely (io/atomic_file.h); throws fasa::Error on I/O errors.
+void save_calibration(const Calibration& c, const std::string& path);
+// Parses and validates the file's own consistency (version, every number in its range, sizes,
+// FC mapping); throws fasa::Error naming `source` and the field. parse_calibration reads text
+// already in memory (`source` names it in errors).
 Calibration load_calibration(const std::string& path);
+Calibration parse_calibration(std::string_view text, const std::string& source);
 // Throws fasa::Error naming the mismatch when `c` was not made for the model `ctx` describes
 // (architecture, shape, RoPE layout, covered layers = the model's global layers, file identity).
 void check_calibration(const Calibration& c, const PolicyContext& ctx, const std::string& path);

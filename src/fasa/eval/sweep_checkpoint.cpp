@@ -1,11 +1,21 @@
 #include "fasa/eval/sweep_checkpoint.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
+#include "fasa/io/atomic_file.h"
+#include "fasa/io/json_read.h"
 
 namespace fasa {
 
@@ -37,20 +47,21 @@ Json attn_json(const AttnStats& a) {
   return j;
 }
 
-AttnStats attn_from(const Json& j) {
+AttnStats attn_from(const JsonObject<Json>& j) {
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
   AttnStats a;
-  a.decode_tokens = j.at("decode_tokens").get<uint64_t>();
-  a.decode_steps = j.at("decode_steps").get<uint64_t>();
-  a.slots_read = j.at("slots_read").get<uint64_t>();
-  a.slots_visible = j.at("slots_visible").get<uint64_t>();
-  a.window_slots = j.at("window_slots").get<uint64_t>();
-  a.select_bytes = j.at("select_bytes").get<uint64_t>();
-  a.attend_bytes = j.at("attend_bytes").get<uint64_t>();
-  a.dense_bytes = j.at("dense_bytes").get<uint64_t>();
-  a.window_bytes = j.at("window_bytes").get<uint64_t>();
-  a.tier_reads = j.at("tier_reads").get<uint64_t>();
-  a.tier_read_bytes = j.at("tier_read_bytes").get<uint64_t>();
-  a.tier_read_ns = j.at("tier_read_ns").get<uint64_t>();
+  a.decode_tokens = j.number<uint64_t>("decode_tokens", 0, kMax);
+  a.decode_steps = j.number<uint64_t>("decode_steps", 0, kMax);
+  a.slots_read = j.number<uint64_t>("slots_read", 0, kMax);
+  a.slots_visible = j.number<uint64_t>("slots_visible", 0, kMax);
+  a.window_slots = j.number<uint64_t>("window_slots", 0, kMax);
+  a.select_bytes = j.number<uint64_t>("select_bytes", 0, kMax);
+  a.attend_bytes = j.number<uint64_t>("attend_bytes", 0, kMax);
+  a.dense_bytes = j.number<uint64_t>("dense_bytes", 0, kMax);
+  a.window_bytes = j.number<uint64_t>("window_bytes", 0, kMax);
+  a.tier_reads = j.number<uint64_t>("tier_reads", 0, kMax);
+  a.tier_read_bytes = j.number<uint64_t>("tier_read_bytes", 0, kMax);
+  a.tier_read_ns = j.number<uint64_t>("tier_read_ns", 0, kMax);
   return a;
 }
 
@@ -76,50 +87,56 @@ std::string shown(const Json& v) {
 }
 
 void check_header(const Json& got, const SweepIdentity& want, const std::string& source) {
-  if (!got.is_object() || got.value("format", "") != kFormat) {
+  if (!got.is_object() || !got.contains("format") || got.at("format") != kFormat) {
     fail("{}: line 1 is not a fasa sweep checkpoint header", source);
   }
-  if (got.value("version", 0) != kVersion) {
-    fail("{}: checkpoint version {} (this fasa reads version {})", source, shown(got["version"]),
-         kVersion);
+  const JsonObject<Json> h(got, source + ": line 1");
+  const int64_t version = h.number<int64_t>("version", INT64_MIN, INT64_MAX);
+  if (version != kVersion) {
+    fail("{}: checkpoint version {} (this fasa reads version {})", source, version, kVersion);
   }
   const Json w = identity_json(want);
   for (const auto& [key, value] : w.items()) {
-    if (!got.contains(key)) fail("{}: the header has no '{}'", source, key);
-    if (got[key] != value) {
+    if (!h.has(key)) fail("{}: the header has no '{}'", source, key);
+    if (h.at(key) != value) {
       fail("{}: it was written for {} = {}, this sweep has {} = {}; resume it with the same "
            "settings, or write to another directory",
-           source, key, shown(got[key]), key, shown(value));
+           source, key, shown(h.at(key)), key, shown(value));
     }
   }
 }
 
-TaskDone task_from(const Json& j, const SweepIdentity& want, const std::vector<Task>& tasks) {
+constexpr int kMaxCount = 1 << 30;  // tokens of a prompt or a generation
+
+// One task line; `where` is "FILE:LINE".
+TaskDone task_from(const Json& json, const SweepIdentity& want, const std::vector<Task>& tasks,
+                   const std::string& where) {
+  const JsonObject<Json> j(json, where);
+  constexpr double kMaxDouble = std::numeric_limits<double>::max();
   TaskDone d;
-  const int64_t index = j.at("task").get<int64_t>();
-  if (index < 0 || index >= static_cast<int64_t>(tasks.size())) {
-    fail("task index {} is outside the task file's {} tasks", index, tasks.size());
-  }
-  d.task = static_cast<size_t>(index);
-  d.id = j.at("id").get<std::string>();
+  if (tasks.empty()) fail("{}: a task line, but the task file has no tasks", where);
+  d.task = j.number<size_t>("task", 0, tasks.size() - 1);
+  d.id = j.string("id");
   if (d.id != tasks[d.task].id) {
-    fail("task {} has id '{}', the task file's is '{}'", index, d.id, tasks[d.task].id);
+    fail("{}: task {} has id '{}', the task file's is '{}'", where, d.task, d.id,
+         tasks[d.task].id);
   }
-  d.n_prompt = j.at("n_prompt").get<int>();
-  d.prefill_seconds = j.at("prefill_seconds").get<double>();
-  if (j.contains("fasa_version")) d.fasa_version = j.at("fasa_version").get<std::string>();
-  const Json& outs = j.at("outcomes");
-  if (!outs.is_array() || outs.size() != want.policies.size()) {
-    fail("task {} has {} outcomes for {} policies", index, outs.is_array() ? outs.size() : 0,
+  d.n_prompt = j.number<int>("n_prompt", 0, kMaxCount);
+  d.prefill_seconds = j.number<double>("prefill_seconds", 0.0, kMaxDouble);
+  if (j.has("fasa_version")) d.fasa_version = j.string("fasa_version");
+  const Json& outs = j.array("outcomes");
+  if (outs.size() != want.policies.size()) {
+    fail("{}: task {} has {} outcomes for {} policies", where, d.task, outs.size(),
          want.policies.size());
   }
-  for (const Json& o : outs) {
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const JsonObject<Json> o = j.element("outcomes", i);
     TaskOutcome t;
-    t.output = o.at("output").get<std::string>();
-    t.score = o.at("score").get<double>();
-    t.n_generated = o.at("n_generated").get<int>();
-    t.decode_ms = o.at("decode_ms").get<double>();
-    t.attn = attn_from(o.at("attn"));
+    t.output = o.string("output");
+    t.score = o.number<double>("score", 0.0, 1.0);
+    t.n_generated = o.number<int>("n_generated", 0, kMaxCount);
+    t.decode_ms = o.number<double>("decode_ms", 0.0, kMaxDouble);
+    t.attn = attn_from(o.object("attn"));
     d.outcomes.push_back(std::move(t));
   }
   return d;
@@ -150,40 +167,32 @@ std::string checkpoint_task_line(const TaskDone& done) {
 }
 
 std::vector<TaskDone> parse_checkpoint(const std::string& text, const std::string& source,
-                                       const SweepIdentity& want, const std::vector<Task>& tasks) {
+                                       const SweepIdentity& want, const std::vector<Task>& tasks,
+                                       size_t* dropped_bytes) {
+  if (dropped_bytes) *dropped_bytes = 0;
+  if (text.empty()) fail("{}: empty (no header line)", source);
   std::vector<TaskDone> out;
   std::vector<char> seen(tasks.size(), 0);
   size_t at = 0;
   for (int line_no = 1; at < text.size(); ++line_no) {
     const size_t nl = text.find('\n', at);
-    if (nl == std::string::npos && line_no > 1) break;  // cut short while being written
+    if (nl == std::string::npos && line_no > 1) {  // cut short while being written
+      if (dropped_bytes) *dropped_bytes = text.size() - at;
+      break;
+    }
     const std::string line = text.substr(at, nl == std::string::npos ? nl : nl - at);
     at = nl == std::string::npos ? text.size() : nl + 1;
-    Json j;
-    try {
-      j = Json::parse(line);
-    } catch (const std::exception&) {
-      fail("{}: line {} is not valid JSON", source, line_no);
-    }
+    const std::string where = source + ": line " + std::to_string(line_no);
+    const Json j = json_parse<Json>(line, where);
     if (line_no == 1) {
       check_header(j, want, source);
       continue;
     }
-    TaskDone d;
-    try {
-      if (!j.is_object()) fail("not a JSON object");
-      d = task_from(j, want, tasks);
-    } catch (const nlohmann::json::exception& e) {
-      fail("{}: line {}: a field is missing or of the wrong type ({})", source, line_no,
-           e.what());
-    } catch (const Error& e) {
-      fail("{}: line {}: {}", source, line_no, e.what());
-    }
-    if (seen[d.task]) fail("{}: line {}: task {} is there twice", source, line_no, d.task);
+    TaskDone d = task_from(j, want, tasks, where);
+    if (seen[d.task]) fail("{}: task {} is there twice", where, d.task);
     seen[d.task] = 1;
     out.push_back(std::move(d));
   }
-  if (text.empty()) fail("{}: empty (no header line)", source);
   return out;
 }
 
@@ -215,25 +224,34 @@ CheckpointFile::CheckpointFile(std::string path, const SweepIdentity& id,
     std::ifstream in(path_, std::ios::binary);
     std::stringstream ss;
     if (!in || !(ss << in.rdbuf())) fail("cannot read '{}'", path_);
-    done_ = parse_checkpoint(ss.str(), path_, id, tasks);
+    size_t dropped = 0;
+    done_ = parse_checkpoint(ss.str(), path_, id, tasks, &dropped);
+    if (dropped > 0) {
+      std::fprintf(stderr,
+                   "fasa: warning: %s: dropped its last line, cut short (%zu bytes) when the "
+                   "sweep stopped while writing it; that task runs again\n",
+                   path_.c_str(), dropped);
+    }
     for (const TaskDone& d : done_) text += checkpoint_task_line(d) + "\n";
   }
-  // Written whole to a temporary name, then renamed: a crash here leaves the old file intact.
-  const std::string tmp = path_ + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f || !(f << text) || !f.flush()) fail("cannot write '{}'", tmp);
-  }
-  std::filesystem::rename(tmp, path_, ec);
-  if (ec) fail("cannot write '{}': {}", path_, ec.message());
-  out_.open(path_, std::ios::binary | std::ios::app);
-  if (!out_) fail("cannot write '{}'", path_);
+  // Written whole (io/atomic_file.h): a crash here leaves the old file intact.
+  write_file_atomic(path_, text);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd_ < 0) fail("cannot write '{}': {}", path_, std::strerror(errno));
+}
+
+CheckpointFile::~CheckpointFile() { close(); }
+
+void CheckpointFile::close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 void CheckpointFile::append(const TaskDone& d) {
-  if (!(out_ << checkpoint_task_line(d) << '\n') || !out_.flush()) {
-    fail("cannot write '{}'", path_);
-  }
+  if (fd_ < 0) fail("cannot write '{}': closed", path_);
+  // One write() and an fsync per line: a kill leaves at most a cut-short last line, which
+  // parse_checkpoint drops.
+  append_durable(fd_, checkpoint_task_line(d) + "\n", path_);
   ++n_appended_;
 }
 
@@ -242,7 +260,7 @@ void CheckpointFile::remove_if_empty() {
 }
 
 void CheckpointFile::remove() {
-  out_.close();
+  close();
   std::error_code ec;
   std::filesystem::remove(path_, ec);
 }

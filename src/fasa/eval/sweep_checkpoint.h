@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstddef>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -48,10 +47,12 @@ std::string checkpoint_task_line(const TaskDone& done);
 // Parses a checkpoint's text (`source` names it in errors) written for `want` over `tasks`.
 // Throws fasa::Error naming the first setting that differs from `want`, or a bad line by number
 // (bad JSON, a missing field, a task index or id that does not match the task file, a task given
-// twice, the wrong number of outcomes). A last line without its newline (the process died while
-// writing it) is dropped, not an error. Returns the finished tasks in file order.
+// twice, the wrong number of outcomes, a number out of its range). A last line without its
+// newline (the process died while writing it) is dropped, not an error; *dropped_bytes (when
+// given) says how long it was (0: none). Returns the finished tasks in file order.
 std::vector<TaskDone> parse_checkpoint(const std::string& text, const std::string& source,
-                                       const SweepIdentity& want, const std::vector<Task>& tasks);
+                                       const SweepIdentity& want, const std::vector<Task>& tasks,
+                                       size_t* dropped_bytes = nullptr);
 
 // Refuses (fasa::Error, naming `source`) finished tasks run by a build other than `current`,
 // a line without a recorded build included: two builds may not compute the same bits, so their
@@ -64,11 +65,16 @@ class CheckpointFile {
  public:
   // A file at `path` that exists is refused unless `resume` (it holds an unfinished sweep); with
   // `resume` it is read (parse_checkpoint; a missing file is a fresh start) and written back
-  // without a cut-short last line, so appending continues on a clean line. Throws fasa::Error.
+  // (crash-safely: io/atomic_file.h) without a cut-short last line, which it warns about on
+  // stderr, so appending continues on a clean line. Throws fasa::Error.
   CheckpointFile(std::string path, const SweepIdentity& id, const std::vector<Task>& tasks,
                  bool resume);
+  ~CheckpointFile();
+  CheckpointFile(const CheckpointFile&) = delete;
+  CheckpointFile& operator=(const CheckpointFile&) = delete;
   const std::vector<TaskDone>& done() const { return done_; }  // read back by --resume
-  void append(const TaskDone& d);  // one line, flushed; throws fasa::Error if it cannot write
+  // One line, with one write() and an fsync; throws fasa::Error if it cannot write.
+  void append(const TaskDone& d);
   void remove();                   // the sweep finished: its results.json holds everything
   void remove_if_empty();          // the sweep failed before finishing any task
 
@@ -76,7 +82,8 @@ class CheckpointFile {
   std::string path_;
   std::vector<TaskDone> done_;
   size_t n_appended_ = 0;
-  std::ofstream out_;
+  int fd_ = -1;  // O_APPEND
+  void close();
 };
 
 }  // namespace fasa

@@ -7,12 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
+#include "fasa/io/json_read.h"
 
 namespace fasa {
 
 namespace {
 
 using json = nlohmann::json;
+
+constexpr int kMaxNewTokens = 1 << 20;
 
 // Lower case (ASCII), trimmed, inner white-space runs folded to one space.
 std::string normalize(const std::string& s) {
@@ -30,28 +33,16 @@ std::string normalize(const std::string& s) {
   return out;
 }
 
-const json& field(const json& j, const char* name, const std::string& where) {
-  auto it = j.find(name);
-  if (it == j.end()) fail("{}: missing field \"{}\"", where, name);
-  return *it;
-}
-
-std::string string_field(const json& j, const char* name, const std::string& where) {
-  const json& v = field(j, name, where);
-  if (!v.is_string()) fail("{}: field \"{}\" must be a string", where, name);
-  return v.get<std::string>();
-}
-
 Task parse_task(const json& j, const std::string& where) {
-  if (!j.is_object()) fail("{}: expected a JSON object", where);
+  const JsonObject<json> o(j, where);
   Task t;
-  t.id = string_field(j, "id", where);
+  t.id = o.string("id");
   if (t.id.empty()) fail("{}: field \"id\" is empty", where);
-  t.task = string_field(j, "task", where);
+  t.task = o.string("task");
   if (t.task.empty()) fail("{}: field \"task\" is empty", where);
-  t.prompt = string_field(j, "prompt", where);
+  t.prompt = o.string("prompt");
   if (t.prompt.empty()) fail("{}: field \"prompt\" is empty", where);
-  const json& answers = field(j, "answers", where);
+  const json& answers = o.at("answers");
   if (!answers.is_array() || answers.empty()) {
     fail("{}: field \"answers\" must be a non-empty array of strings", where);
   }
@@ -61,13 +52,9 @@ Task parse_task(const json& j, const std::string& where) {
     }
     t.answers.push_back(a.get<std::string>());
   }
-  const json& n = field(j, "max_new_tokens", where);
-  if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > 1 << 20) {
-    fail("{}: field \"max_new_tokens\" must be a whole number in [1, {}]", where, 1 << 20);
-  }
-  t.max_new_tokens = static_cast<int>(n.get<int64_t>());
+  t.max_new_tokens = o.number<int>("max_new_tokens", 1, kMaxNewTokens);
   try {
-    t.metric = parse_metric(string_field(j, "metric", where));
+    t.metric = parse_metric(o.string("metric"));
   } catch (const Error& e) {
     fail("{}: {}", where, e.what());
   }
@@ -101,13 +88,7 @@ std::vector<Task> parse_tasks(const std::string& text, const std::string& source
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines are fine
     const std::string where = source + ":" + std::to_string(line_no);
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const json::exception& e) {
-      fail("{}: not valid JSON ({})", where, e.what());
-    }
-    Task t = parse_task(j, where);
+    Task t = parse_task(json_parse<json>(line, where), where);
     if (!ids.insert(t.id).second) fail("{}: duplicate id \"{}\"", where, t.id);
     tasks.push_back(std::move(t));
   }

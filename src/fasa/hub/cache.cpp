@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "fasa/core/error.h"
+#include "fasa/io/atomic_file.h"
 
 namespace fs = std::filesystem;
 
@@ -77,14 +78,7 @@ void write_marker(const fs::path& file, std::string_view sha256) {
   std::ostringstream text;
   text << "sha256 " << sha256 << "\nsize " << fs::file_size(file) << "\nmtime_ns " << mtime_ns(file)
        << "\n";
-  TempPath tmp(file.parent_path(), file.filename().string() + ".sha256");
-  {
-    std::ofstream out(tmp.path());
-    out << text.str();
-    if (!out.flush()) fail("cannot write '{}'", tmp.path().string());
-  }
-  fs::rename(tmp.path(), marker_path(file));
-  tmp.release();
+  write_file_atomic(marker_path(file).string(), text.str());
 }
 
 void remove_cached(const fs::path& file) {

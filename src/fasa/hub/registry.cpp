@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
+#include "fasa/io/json_read.h"
 #include "fasa/hub/sha256.h"
 
 namespace fasa::hub {
@@ -187,7 +188,7 @@ void Registry::add_json_file(const std::filesystem::path& path) {
   try {
     doc = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    fail("model list '{}': invalid JSON: {}", path.string(), e.what());
+    fail("model list '{}': invalid JSON: {}", path.string(), json_error_text(e));
   }
   if (!doc.is_object() || !doc.contains("models") || !doc["models"].is_array()) {
     fail("model list '{}': expected an object with a 'models' array", path.string());
