@@ -685,6 +685,15 @@ TEST(CliTest, ServeBadSettings) {
   expect_clean_error(test::run_cli({"serve", "-m", m, "--port", "70000"}), "--port");
   expect_clean_error(test::run_cli({"serve", "-m", m, "--parallel", "0"}), "--parallel");
   expect_clean_error(test::run_cli({"serve", "-m", m, "--max-tokens", "0"}), "--max-tokens");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--max-conns", "-1"}), "--max-conns");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--max-conns-per-client", "-2"}),
+                     "--max-conns-per-client must be >= 0 (got -2)");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--idle-timeout", "0"}),
+                     "--idle-timeout must be a number of seconds in (0, 86400] (got 0)");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--request-timeout", "-1"}),
+                     "--request-timeout");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--request-timeout", "nan"}),
+                     "--request-timeout");
   expect_clean_error(test::run_cli({"serve", "-m", m}), "tokenizer");  // nothing to chat with
   expect_clean_error(test::run_cli({"serve", "-m", "/nonexistent.gguf"}), "nonexistent");
 }

@@ -81,6 +81,8 @@ ApiServer::ApiServer(std::shared_ptr<const Model> model, const ServerConfig& con
   } catch (const ApiError& e) {
     fail("default policy: {}", e.what());
   }
+  // Cheap answers that must come whatever the load: served on the HTTP server's reserve too.
+  config_.http.reserved_paths = {"/health", "/metrics"};
   http_ = std::make_unique<http::Server>(
       config_.http, [this](const http::Request& req, http::ResponseWriter& w) { handle(req, w); });
 }
