@@ -168,8 +168,8 @@ void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endp
   }
   std::vector<int32_t> prompt;
   try {
-    prompt = endpoint == Endpoint::Chat ? chat_prompt_tokens(*model_, r.messages)
-                                        : text_prompt_tokens(*model_, r.prompt);
+    prompt = endpoint == Endpoint::Chat ? chat_prompt_tokens(*model_, r.messages, r.parse_special)
+                                        : text_prompt_tokens(*model_, r.prompt, r.parse_special);
   } catch (const Error& e) {
     throw ApiError(400, e.what(), endpoint == Endpoint::Chat ? "messages" : "prompt");
   }
