@@ -30,6 +30,7 @@ struct RunArgs {
   int n_ctx = 0;
   int threads = 0;
   bool chat = false;
+  bool parse_special = false;
   std::string system;
   bool has_system = false;
   std::vector<std::string> stop;
@@ -54,9 +55,9 @@ void run_run(const RunArgs& a) {
     std::vector<ChatMessage> msgs;
     if (a.has_system) msgs.push_back({"system", a.system});
     msgs.push_back({"user", text});
-    prompt = chat_prompt_tokens(*model, msgs);
+    prompt = chat_prompt_tokens(*model, msgs, a.parse_special);
   } else {
-    prompt = text_prompt_tokens(*model, text);
+    prompt = text_prompt_tokens(*model, text, a.parse_special);
   }
   if (prompt.empty()) fail("the prompt is empty");
 
@@ -167,6 +168,9 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--chat", a->chat, "wrap the prompt in the model's chat format");
   auto* sys = cmd->add_option("--system", a->system, "system message for --chat");
+  cmd->add_flag("--parse-special", a->parse_special,
+                "special-token texts in the prompt (and --system) become those tokens, e.g. "
+                "'<|im_end|>' (default: plain text)");
   cmd->add_option("--stop", a->stop, "stop string (repeatable)");
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();

@@ -1,8 +1,10 @@
 // `fasa serve -m MODEL [--host H] [--port P] [--ctx N] [--parallel N] [--queue N] [--threads T]
 //  [--api-key KEY] [--max-tokens N] [--max-body BYTES] [--model-id NAME] [--kv-type f16|f32]
+//  [--max-conns N] [--max-conns-per-client N] [--request-timeout S] [--idle-timeout S]
 //  [policy flags]`
 // The OpenAI-compatible HTTP server (docs/SERVER.md). Runs until SIGINT or SIGTERM.
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -31,8 +33,20 @@ struct ServeArgs {
   size_t max_body = 1 << 20;
   std::string model_id;
   std::string kv_type = "f16";
+  int max_conns = 0;  // 0: max(64, 4 * (parallel + queue))
+  int max_conns_per_client = 32;
+  double request_timeout = 10;  // seconds
+  double idle_timeout = 30;     // seconds
   PolicyArgs policy;
 };
+
+// A timeout flag in seconds as milliseconds (at least 1).
+int timeout_ms(const char* flag, double seconds) {
+  if (!(seconds > 0 && seconds <= 86400)) {
+    fail("{} must be a number of seconds in (0, 86400] (got {})", flag, seconds);
+  }
+  return std::max(1, static_cast<int>(std::lround(seconds * 1000)));
+}
 
 // The name clients send as "model": the registry name when given one, else the file's stem.
 std::string model_id_of(const std::string& model_arg) {
@@ -53,7 +67,15 @@ void run_serve(const ServeArgs& a) {
   cfg.http.host = a.host;
   cfg.http.port = a.port;
   cfg.http.max_body_bytes = a.max_body;
-  cfg.http.max_connections = std::max(64, 4 * (a.parallel + a.queue));
+  if (a.max_conns < 0) fail("--max-conns must be >= 0 (got {})", a.max_conns);
+  if (a.max_conns_per_client < 0) {
+    fail("--max-conns-per-client must be >= 0 (got {})", a.max_conns_per_client);
+  }
+  cfg.http.max_connections =
+      a.max_conns > 0 ? a.max_conns : std::max(64, 4 * (a.parallel + a.queue));
+  cfg.http.max_connections_per_client = a.max_conns_per_client;
+  cfg.http.request_timeout_ms = timeout_ms("--request-timeout", a.request_timeout);
+  cfg.http.idle_timeout_ms = timeout_ms("--idle-timeout", a.idle_timeout);
   cfg.scheduler.parallel = a.parallel;
   cfg.scheduler.max_queue = a.queue;
   cfg.scheduler.session.n_ctx = a.n_ctx;
@@ -117,6 +139,18 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--model-id", a->model_id, "model name clients use (default: -m's name)");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  cmd->add_option("--max-conns", a->max_conns,
+                  "open connections, all clients together (0 = max(64, 4 x (parallel + queue)))")
+      ->capture_default_str();
+  cmd->add_option("--max-conns-per-client", a->max_conns_per_client,
+                  "open connections from one IP address; more get 429 (0 = no limit)")
+      ->capture_default_str();
+  cmd->add_option("--request-timeout", a->request_timeout,
+                  "seconds a request (headers + body) may take to arrive; more: 408")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", a->idle_timeout,
+                  "seconds a keep-alive connection may wait for its next request")
+      ->capture_default_str();
   add_policy_options(cmd, a->policy);
   cmd->callback([a] { run_serve(*a); });
 }

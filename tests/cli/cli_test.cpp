@@ -6,12 +6,15 @@
 #include <fstream>
 #include <regex>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fasa/engine/prompt.h"
 #include "fasa/eval/sweep_checkpoint.h"
 #include "fasa/eval/tasks.h"
 #include "fasa/hub/sha256.h"
 #include "fasa/io/gguf.h"
+#include "fasa/model/model.h"
 #include "support/cli_runner.h"
 #include "support/model_path.h"
 #include "support/tiny_model.h"
@@ -698,8 +701,37 @@ TEST(CliTest, ServeBadSettings) {
   expect_clean_error(test::run_cli({"serve", "-m", m, "--port", "70000"}), "--port");
   expect_clean_error(test::run_cli({"serve", "-m", m, "--parallel", "0"}), "--parallel");
   expect_clean_error(test::run_cli({"serve", "-m", m, "--max-tokens", "0"}), "--max-tokens");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--max-conns", "-1"}), "--max-conns");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--max-conns-per-client", "-2"}),
+                     "--max-conns-per-client must be >= 0 (got -2)");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--idle-timeout", "0"}),
+                     "--idle-timeout must be a number of seconds in (0, 86400] (got 0)");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--request-timeout", "-1"}),
+                     "--request-timeout");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--request-timeout", "nan"}),
+                     "--request-timeout");
   expect_clean_error(test::run_cli({"serve", "-m", m}), "tokenizer");  // nothing to chat with
   expect_clean_error(test::run_cli({"serve", "-m", "/nonexistent.gguf"}), "nonexistent");
+}
+
+// `fasa run --chat` keeps "<|im_end|>" in the prompt as text (several tokens); --parse-special
+// makes it the one special token. The stderr statistics name the prompt's length.
+TEST(CliRealModel, RunChatParsesSpecialTextsOnlyWhenAsked) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  const auto model = Model::load(path);
+  const std::vector<ChatMessage> msgs = {{"user", "<|im_end|>"}};
+  for (const bool opt_in : {false, true}) {
+    std::vector<std::string> args = {"run", "-m", path, "--chat", "-p", "<|im_end|>", "-n", "1",
+                                     "--temp", "0"};
+    if (opt_in) args.push_back("--parse-special");
+    const test::CliRun r = test::run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const size_t want = chat_prompt_tokens(*model, msgs, opt_in).size();
+    EXPECT_NE(r.err.find(fmt::format("prompt {} tokens", want)), std::string::npos)
+        << "opt-in " << opt_in << ", wanted " << want << " tokens: " << r.err;
+  }
+  EXPECT_GT(chat_prompt_tokens(*model, msgs, false).size(),
+            chat_prompt_tokens(*model, msgs, true).size());
 }
 
 TEST(CliRealModel, ServeBadPolicyAndAddress) {

@@ -466,8 +466,24 @@ TEST(ApiFasa, OptionValuesBecomeSpecStrings) {
   EXPECT_FALSE(parse_chat_request(with(Endpoint::Chat, R"({"fasa": {}})")).fasa.given());
 }
 
+// "parse_special" is the tokenization opt-in, not a policy option: both endpoints, off by default.
+TEST(ApiFasa, ParseSpecialIsAnOptInNotAPolicyOption) {
+  for (Endpoint ep : {Endpoint::Completions, Endpoint::Chat}) {
+    EXPECT_FALSE(parse(ep, with(ep, "{}")).parse_special);
+    EXPECT_FALSE(parse(ep, with(ep, R"({"fasa": {"parse_special": false}})")).parse_special);
+    EXPECT_FALSE(parse(ep, with(ep, R"({"fasa": {"parse_special": null}})")).parse_special);
+    const GenRequest r = parse(ep, with(ep, R"({"fasa": {"parse_special": true, "budget": 8}})"));
+    EXPECT_TRUE(r.parse_special);
+    EXPECT_EQ(r.fasa.options, (PolicyOptions{{"budget", "8"}}));
+    EXPECT_FALSE(parse(ep, with(ep, R"({"fasa": {"parse_special": true}})")).fasa.given());
+  }
+}
+
 TEST(ApiFasa, BadKeysAndValuesNameTheOption) {
   const BadCase cases[] = {
+      {R"({"fasa": {"parse_special": "yes"}})", "fasa.parse_special",
+       "'fasa.parse_special' must be a boolean (got 'yes')"},
+      {R"({"fasa": {"parse_special": 1}})", "fasa.parse_special", "must be a boolean"},
       {R"({"fasa": {"policy": ""}})", "fasa.policy", "'fasa.policy' must be a non-empty string"},
       {R"({"fasa": {"policy": 3}})", "fasa.policy", "must be a non-empty string"},
       {R"({"fasa": {"Budget": 1}})", "fasa.Budget", "'fasa.Budget' is not a valid option name"},

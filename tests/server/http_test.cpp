@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -264,6 +265,97 @@ TEST(HttpServer, ConnectionsOverTheLimitGet503) {
 
   held.send(kGet);  // the admitted connection is unaffected
   EXPECT_EQ(held.read_response().status, 200);
+}
+
+// One client (IP address) holding its cap of idle connections gets 429 for more; another client
+// (127.0.0.2: every 127.x address reaches a server on 127.0.0.1) is served as before.
+TEST(HttpServer, ConnectionsOverThePerClientCapGet429OthersAreServed) {
+  ServerOptions opts;
+  opts.max_connections_per_client = 2;
+  auto server = start_server(echo, opts);
+  std::vector<std::unique_ptr<HttpClient>> idle;
+  for (int i = 0; i < 2; ++i) {
+    idle.push_back(std::make_unique<HttpClient>(server->port()));
+    idle.back()->send(kGet);
+    ASSERT_EQ(idle.back()->read_response().status, 200);  // admitted: now counted
+  }
+  for (int i = 0; i < 3; ++i) {  // more than the cap: each refused, the server unharmed
+    HttpClient extra(server->port());
+    const HttpResponse r = extra.read_response();
+    EXPECT_EQ(r.status, 429);
+    EXPECT_EQ(r.header("retry-after"), "1");
+    const json body = json::parse(r.body, nullptr, false);
+    EXPECT_NE(body["error"]["message"].get<std::string>().find(
+                  "too many connections from 127.0.0.1 (the limit per client is 2)"),
+              std::string::npos)
+        << r.body;
+    EXPECT_TRUE(extra.closed_by_server());
+  }
+
+  HttpClient other(server->port(), kWait, "127.0.0.2");
+  other.send(kGet);
+  const HttpResponse r = other.read_response();
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["peer"].get<std::string>().rfind("127.0.0.2:", 0), 0u) << r.body;
+
+  idle[0]->close();  // a slot of the first client frees once its connection ends
+  EXPECT_TRUE(eventually([&] { return server->open_connections() == 2; }));
+  HttpClient again(server->port());
+  again.send(kGet);
+  EXPECT_EQ(again.read_response().status, 200);
+}
+
+// With every regular slot taken, reserved connections still answer the reserved paths (one
+// request each, then close); other paths get 503; with the reserve full too, 503 at once.
+TEST(HttpServer, ReservedConnectionsAnswerOnlyReservedPaths) {
+  ServerOptions opts;
+  opts.max_connections = 1;
+  opts.max_connections_per_client = 0;  // no per-client cap: one test client fills everything
+  opts.reserved_connections = 1;
+  opts.reserved_paths = {"/health"};
+  opts.reserved_timeout_ms = 60000;  // the idle reserve holder below stays until the end
+  auto server = start_server(echo, opts);
+  HttpClient held(server->port());
+  held.send(kGet);
+  ASSERT_EQ(held.read_response().status, 200);
+
+  for (int i = 0; i < 2; ++i) {  // the reserve is freed after each use
+    HttpClient health(server->port());
+    health.send("GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    const HttpResponse r = health.read_response();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(json::parse(r.body)["path"], "/health");
+    EXPECT_EQ(r.header("connection"), "close");
+    EXPECT_TRUE(health.closed_by_server());
+    EXPECT_TRUE(eventually([&] { return server->open_connections() == 1; }));
+  }
+
+  HttpClient other_path(server->port());
+  other_path.send(kGet);
+  const HttpResponse r = other_path.read_response();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.header("retry-after"), "1");
+  EXPECT_NE(r.body.find("only /health is answered now"), std::string::npos) << r.body;
+  EXPECT_TRUE(other_path.closed_by_server());
+  EXPECT_TRUE(eventually([&] { return server->open_connections() == 1; }));
+
+  HttpClient reserve_holder(server->port());  // idle: holds the one reserved connection
+  EXPECT_TRUE(eventually([&] { return server->open_connections() == 2; }));
+  HttpClient beyond(server->port());
+  EXPECT_EQ(beyond.read_response().status, 503);
+  EXPECT_TRUE(beyond.closed_by_server());
+}
+
+// A new connection that never sends a request holds its slot only for the request timeout, not
+// the (longer) keep-alive idle timeout; it is closed without an answer.
+TEST(HttpServer, ConnectionThatSendsNothingIsClosedAfterTheRequestTimeout) {
+  ServerOptions opts;
+  opts.request_timeout_ms = 200;
+  opts.idle_timeout_ms = 60000;
+  auto server = start_server(echo, opts);
+  HttpClient silent(server->port(), 10s);
+  EXPECT_TRUE(silent.closed_by_server());
+  EXPECT_TRUE(eventually([&] { return server->open_connections() == 0; }));
 }
 
 TEST(HttpServer, HandlerThatThrowsIs500AndTheServerGoesOn) {

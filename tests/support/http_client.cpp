@@ -36,8 +36,17 @@ std::string HttpResponse::header(const std::string& name) const {
   return it == headers.end() ? "" : it->second;
 }
 
-HttpClient::HttpClient(int port, std::chrono::milliseconds timeout) : timeout_(timeout) {
+HttpClient::HttpClient(int port, std::chrono::milliseconds timeout, const std::string& source)
+    : timeout_(timeout) {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (!source.empty()) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    if (inet_pton(AF_INET, source.c_str(), &local.sin_addr) != 1 ||
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+      ADD_FAILURE() << "bind to " << source << ": " << std::strerror(errno);
+    }
+  }
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(static_cast<uint16_t>(port));

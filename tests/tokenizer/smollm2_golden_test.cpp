@@ -144,6 +144,13 @@ TEST(TokenizerSmolLM2, GoldenChat) {
     EXPECT_EQ(text, c["text"].get<std::string>());
     EXPECT_EQ(m.tok->encode(text, false, true), c["ids"].get<std::vector<int32_t>>())
         << printable(text);
+    // Contents kept plain text (the server's and fasa run's way) change nothing here: no
+    // golden content holds a special-token text.
+    const RenderedChat parts = render_chat_parts(ChatFormat::ChatML, messages, true, sys);
+    EXPECT_EQ(m.tok->encode_with_literals(parts.text, false, parts.content,
+                                          chat_markers(ChatFormat::ChatML)),
+              c["ids"].get<std::vector<int32_t>>())
+        << printable(text);
   }
 }
 

@@ -1,6 +1,9 @@
 // Prompt text to token ids, the one way every front end does it (fasa run, the server): plain
 // text gets BOS and no special-token parsing; chats are rendered with the model's template
-// (and its default system prompt) and parsed with special tokens.
+// (and its default system prompt) and parsed with special tokens where the template put them,
+// while the messages' contents stay plain text, so a message holding "<|im_end|>" cannot end its
+// turn or forge another. `parse_special` (opt-in) parses special-token texts in the plain text
+// or the contents too.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +15,11 @@
 
 namespace fasa {
 
-std::vector<int32_t> text_prompt_tokens(const Model& model, const std::string& text);
+std::vector<int32_t> text_prompt_tokens(const Model& model, const std::string& text,
+                                        bool parse_special = false);
 // Ends with the assistant turn opener. Throws fasa::Error when the model has no known chat
 // template.
-std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& msgs);
+std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& msgs,
+                                        bool parse_special = false);
 
 }  // namespace fasa

@@ -50,6 +50,8 @@ struct GenRequest {
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage (stream only)
   PolicyRequest fasa;
+  bool parse_special = false;         // "fasa": {"parse_special": true}: special-token texts in
+                                      // the prompt or the messages' contents become tokens
 };
 
 // Throw ApiError(400, ...) naming the field for: a body that is not a JSON object, malformed

@@ -407,6 +407,10 @@ void set_fasa(const json& v, const char* name, Parsed& p) {
       if (!value.is_null()) p.req.fasa.policy = policy_spec(value, param);
       continue;
     }
+    if (key == "parse_special") {  // not a policy option: how the prompt is tokenized
+      if (!value.is_null()) p.req.parse_special = bool_value(value, param);
+      continue;
+    }
     check_option_name(key, param);
     p.req.fasa.options[key] = option_value(value, param);
   }

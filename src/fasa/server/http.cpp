@@ -77,21 +77,29 @@ struct Server::Impl {
   int wake_write = -1;
   int port = 0;
   std::atomic<bool> stopping{false};
-  std::atomic<int> open{0};
+  std::atomic<int> open{0};  // every connection thread, reserved ones included
   std::thread acceptor;
   std::mutex lifecycle;  // serializes start() and stop()
 
-  std::mutex mu;  // guards the connection threads below
+  std::mutex mu;  // guards the connection threads and counts below
   std::condition_variable all_ended;
   uint64_t next_id = 0;
   std::unordered_map<uint64_t, std::thread> running;
   std::vector<std::thread> ended;  // threads whose connection is over, not yet joined
+  int reserved_open = 0;
+  std::unordered_map<uint32_t, int> per_client;  // open connections by IPv4 address (> 0 only)
+
+  // Who a connection belongs to: the counts it holds until its thread ends.
+  struct Slot {
+    uint32_t client;  // IPv4 address, network order
+    bool reserved;
+  };
 
   detail::ConnectionContext context() { return {opts, handler, wake_read, stopping}; }
   void accept_loop();
   void accept_one();
-  void admit(int fd, std::string peer);
-  void connection_main(uint64_t id, int fd, const std::string& peer);
+  void admit(int fd, std::string peer, Slot slot);
+  void connection_main(uint64_t id, int fd, const std::string& peer, Slot slot);
   void join_ended();
   void close_fds();
 };
@@ -123,38 +131,65 @@ void Server::Impl::accept_one() {
   // Stream chunks (one token each) must leave at once, not wait for Nagle's algorithm.
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (open.load() >= opts.max_connections) {
-    const std::string message =
-        fmt::format("too many connections (the limit is {}); retry later", opts.max_connections);
-    detail::refuse_connection(fd, 503, message);
-    return;
+  // One client (IP address) may hold max_connections_per_client; all together max_connections,
+  // then reserved_connections more that serve reserved_paths only.
+  const Slot slot{sa.sin_addr.s_addr, false};
+  int status = 0;
+  std::string message;
+  {
+    std::lock_guard lock(mu);
+    const auto it = per_client.find(slot.client);
+    const int from_client = it == per_client.end() ? 0 : it->second;
+    const int cap = opts.max_connections_per_client;
+    if (cap > 0 && from_client >= cap) {
+      char ip[INET_ADDRSTRLEN] = "?";
+      inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+      status = 429;
+      message = fmt::format(
+          "too many connections from {} (the limit per client is {}); close idle ones or retry "
+          "later",
+          ip, cap);
+    } else if (open.load() - reserved_open < opts.max_connections) {
+      admit(fd, peer_name(sa), slot);
+    } else if (reserved_open < opts.reserved_connections && !opts.reserved_paths.empty()) {
+      admit(fd, peer_name(sa), {slot.client, true});
+    } else {
+      status = 503;
+      message = fmt::format("too many connections (the limit is {}); retry later",
+                            opts.max_connections);
+    }
   }
-  admit(fd, peer_name(sa));
+  if (status != 0) detail::refuse_connection(fd, status, message);
 }
 
-void Server::Impl::admit(int fd, std::string peer) {
-  ++open;
-  std::lock_guard lock(mu);
+// Called with `mu` held.
+void Server::Impl::admit(int fd, std::string peer, Slot slot) {
   const uint64_t id = next_id++;
   try {
     // Created under the lock, so the thread finds itself in `running` when it ends.
-    running.emplace(
-        id, std::thread([this, id, fd, peer = std::move(peer)] { connection_main(id, fd, peer); }));
+    running.emplace(id, std::thread([this, id, fd, slot, peer = std::move(peer)] {
+                      connection_main(id, fd, peer, slot);
+                    }));
   } catch (const std::system_error&) {
-    --open;
     detail::refuse_connection(fd, 503, "the server cannot start another connection thread");
+    return;
   }
+  ++open;
+  ++per_client[slot.client];
+  if (slot.reserved) ++reserved_open;
 }
 
-void Server::Impl::connection_main(uint64_t id, int fd, const std::string& peer) {
+void Server::Impl::connection_main(uint64_t id, int fd, const std::string& peer, Slot slot) {
   try {
-    detail::serve_connection(fd, peer, context());
+    detail::serve_connection(fd, peer, slot.reserved, context());
   } catch (const std::exception&) {
     // Out of memory mid-request: this connection is dropped (its socket closed), the server
     // goes on, and the bookkeeping below still runs so stop() never waits for it.
   }
-  --open;
   std::lock_guard lock(mu);
+  --open;
+  if (--per_client[slot.client] == 0) per_client.erase(slot.client);
+  if (slot.reserved) --reserved_open;
   auto node = running.extract(id);
   ended.push_back(std::move(node.mapped()));  // joined by the acceptor or stop()
   if (running.empty()) all_ended.notify_all();

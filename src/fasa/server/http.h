@@ -1,7 +1,10 @@
 // A small HTTP/1.1 server on POSIX sockets: one thread per connection (bounded), keep-alive,
 // Content-Length request bodies, whole or chunked (streamed) responses. It knows nothing about
 // the API it serves: every request goes to one Handler. Limits protect it from any client:
-// header and body sizes, the time a request may take to arrive, the number of connections.
+// header and body sizes, the time a request may take to arrive, the time a connection may sit
+// idle, the number of connections in all and from one client (IP address). A few reserved
+// connections beyond the limit serve only cheap paths (e.g. /health), so those stay answered
+// however many connections others hold.
 #pragma once
 
 #include <atomic>
@@ -57,17 +60,26 @@ struct ServerOptions {
   int port = 8080;                   // 0: any free port (see Server::port())
   size_t max_header_bytes = 16 << 10;  // request line + headers; more: 431
   size_t max_body_bytes = 1 << 20;     // Content-Length above it: 413 (body not read)
-  int max_connections = 64;          // open at once; more are answered 503 and closed
-  int request_timeout_ms = 10000;    // a whole request (headers + body) must arrive within it: 408
+  int max_connections = 64;          // open at once, every client together; more: reserved
+  int max_connections_per_client = 32;  // open at once from one IP address (0: no limit); more
+                                        // are answered 429 and closed, reserved ones included
+  int reserved_connections = 8;      // beyond max_connections: one request each, and only to
+                                     // reserved_paths (others: 503); beyond those: 503, closed
+  std::vector<std::string> reserved_paths;  // e.g. "/health": answered on reserved connections
+  // A request (headers + body) must arrive whole within it (408). A new connection's first
+  // request counts from the accept: a connection that sends nothing is closed after it.
+  int request_timeout_ms = 10000;
   int idle_timeout_ms = 30000;       // keep-alive connection with no new request: closed
+  int reserved_timeout_ms = 2000;    // request_timeout_ms of a reserved connection
 };
 
 // Errors the server answers itself, before any handler, each with a JSON body
 //   {"error": {"message": "...", "type": "invalid_request_error" | "server_error", "code": STATUS}}
 // 400 malformed request line, header or Content-Length; 411 a body without Content-Length
 // (chunked request bodies are not supported); 413 body too large; 431 headers too large;
-// 408 request too slow; 505 not HTTP/1.x; 503 too many connections; 500 a handler that threw
-// or did not answer (the message says which; the server keeps running).
+// 408 request too slow; 505 not HTTP/1.x; 429 too many connections from this client; 503 too
+// many connections (with Retry-After: 1, both); 500 a handler that threw or did not answer (the
+// message says which; the server keeps running).
 class Server {
  public:
   Server(ServerOptions opts, Handler handler);

@@ -66,19 +66,26 @@ std::string whole_response(int status, std::string_view content_type, std::strin
   return out;
 }
 
-std::string error_response(int status, std::string_view message, bool keep_alive) {
+std::string error_response(int status, std::string_view message, bool keep_alive,
+                           const Headers& headers = {}) {
   const char* type = status < 500 ? "invalid_request_error" : "server_error";
-  return whole_response(status, "application/json", error_json(status, message, type), {},
+  return whole_response(status, "application/json", error_json(status, message, type), headers,
                         keep_alive);
 }
+
+const Headers kRetrySoon = {{"Retry-After", "1"}};
 
 // Thrown when a connection ends without an answer: the client left or the server stops.
 struct Disconnected {};
 
 class Connection {
  public:
-  Connection(int fd, std::string peer, const ConnectionContext& ctx)
-      : fd_(fd), peer_(std::move(peer)), ctx_(ctx) {}
+  Connection(int fd, std::string peer, bool reserved, const ConnectionContext& ctx)
+      : fd_(fd),
+        peer_(std::move(peer)),
+        reserved_(reserved),
+        request_ms_(reserved ? ctx.opts.reserved_timeout_ms : ctx.opts.request_timeout_ms),
+        ctx_(ctx) {}
   ~Connection() { ::close(fd_); }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -88,17 +95,20 @@ class Connection {
   bool peer_gone() const;
 
  private:
-  bool await_request();
+  bool await_request(Clock::time_point deadline);
   bool serve_one(Clock::time_point deadline);
   RequestHead read_request(Clock::time_point deadline);
   size_t read_head(Clock::time_point deadline);
   void read_or_timeout(Clock::time_point deadline);
   bool read_more(Clock::time_point deadline);
   bool respond(const RequestHead& head);
+  bool reserved_path(const std::string& path) const;
   void drain_before_close();
 
   int fd_;
   std::string peer_;
+  const bool reserved_;
+  const int request_ms_;  // the time a request may take to arrive
   const ConnectionContext& ctx_;
   std::string buf_;  // received, not yet consumed bytes (the start of a pipelined next request)
 };
@@ -168,10 +178,20 @@ class Writer final : public ResponseWriter {
   bool ok_ = true;  // false once a write failed: the client is gone
 };
 
+// The first request must arrive whole within request_ms_ of the accept, so a connection that
+// sends nothing (or dribbles) holds its slot no longer than that. Later ones may start up to
+// idle_timeout_ms after the last answer, then have request_ms_ to arrive whole.
 void Connection::serve() {
   try {
-    while (await_request()) {
-      if (!serve_one(Clock::now() + Millis(ctx_.opts.request_timeout_ms))) {
+    auto deadline = Clock::now() + Millis(request_ms_);
+    for (bool first = true;; first = false) {
+      if (!first) {
+        if (!await_request(Clock::now() + Millis(ctx_.opts.idle_timeout_ms))) return;
+        deadline = Clock::now() + Millis(request_ms_);
+      } else if (!await_request(deadline)) {
+        return;
+      }
+      if (!serve_one(deadline)) {
         drain_before_close();
         return;
       }
@@ -182,9 +202,8 @@ void Connection::serve() {
 }
 
 // Waits for the first byte of the next request, skipping empty lines between requests. False
-// when the connection stays idle past idle_timeout_ms.
-bool Connection::await_request() {
-  const auto deadline = Clock::now() + Millis(ctx_.opts.idle_timeout_ms);
+// when none came before the deadline (the connection is then closed without an answer).
+bool Connection::await_request(Clock::time_point deadline) {
   for (;;) {
     buf_.erase(0, leading_newlines(buf_));
     if (!buf_.empty()) return true;
@@ -237,8 +256,7 @@ size_t Connection::read_head(Clock::time_point deadline) {
 
 void Connection::read_or_timeout(Clock::time_point deadline) {
   if (!read_more(deadline)) {
-    throw ProtocolError(
-        408, fmt::format("the request did not arrive within {} ms", ctx_.opts.request_timeout_ms));
+    throw ProtocolError(408, fmt::format("the request did not arrive within {} ms", request_ms_));
   }
 }
 
@@ -257,8 +275,24 @@ bool Connection::read_more(Clock::time_point deadline) {
   }
 }
 
+bool Connection::reserved_path(const std::string& path) const {
+  const auto& paths = ctx_.opts.reserved_paths;
+  return std::find(paths.begin(), paths.end(), path) != paths.end();
+}
+
 bool Connection::respond(const RequestHead& head) {
-  const bool keep_alive = head.keep_alive && !ctx_.stopping.load();
+  if (reserved_ && !reserved_path(head.request.path)) {
+    std::string paths;
+    for (const std::string& p : ctx_.opts.reserved_paths) paths += (paths.empty() ? "" : ", ") + p;
+    send_all(error_response(503,
+                            fmt::format("too many connections (the limit is {}); only {} {} "
+                                        "answered now; retry later",
+                                        ctx_.opts.max_connections, paths,
+                                        ctx_.opts.reserved_paths.size() == 1 ? "is" : "are"),
+                            false, kRetrySoon));
+    return false;
+  }
+  const bool keep_alive = head.keep_alive && !reserved_ && !ctx_.stopping.load();
   Writer writer(*this, keep_alive, head.minor_version == 1);
   try {
     ctx_.handler(head.request, writer);
@@ -313,13 +347,14 @@ void Connection::drain_before_close() {
 
 }  // namespace
 
-void serve_connection(int fd, const std::string& peer, const ConnectionContext& ctx) {
-  Connection conn(fd, peer, ctx);
+void serve_connection(int fd, const std::string& peer, bool reserved,
+                      const ConnectionContext& ctx) {
+  Connection conn(fd, peer, reserved, ctx);
   conn.serve();
 }
 
 void refuse_connection(int fd, int status, std::string_view message) {
-  const std::string response = error_response(status, message, false);
+  const std::string response = error_response(status, message, false, kRetrySoon);
   // One non-blocking try: a fresh socket's send buffer takes a small response whole.
   ::send(fd, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   ::shutdown(fd, SHUT_WR);

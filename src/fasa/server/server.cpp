@@ -81,6 +81,8 @@ ApiServer::ApiServer(std::shared_ptr<const Model> model, const ServerConfig& con
   } catch (const ApiError& e) {
     fail("default policy: {}", e.what());
   }
+  // Cheap answers that must come whatever the load: served on the HTTP server's reserve too.
+  config_.http.reserved_paths = {"/health", "/metrics"};
   http_ = std::make_unique<http::Server>(
       config_.http, [this](const http::Request& req, http::ResponseWriter& w) { handle(req, w); });
 }
@@ -166,8 +168,8 @@ void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endp
   }
   std::vector<int32_t> prompt;
   try {
-    prompt = endpoint == Endpoint::Chat ? chat_prompt_tokens(*model_, r.messages)
-                                        : text_prompt_tokens(*model_, r.prompt);
+    prompt = endpoint == Endpoint::Chat ? chat_prompt_tokens(*model_, r.messages, r.parse_special)
+                                        : text_prompt_tokens(*model_, r.prompt, r.parse_special);
   } catch (const Error& e) {
     throw ApiError(400, e.what(), endpoint == Endpoint::Chat ? "messages" : "prompt");
   }

@@ -28,7 +28,14 @@ class BpeTokenizer final : public Tokenizer {
   explicit BpeTokenizer(BpeConfig cfg);
 
   std::vector<int32_t> encode(std::string_view text, bool add_bos,
-                              bool parse_special) const override;
+                              bool parse_special) const override {
+    return encode(text, add_bos, SplitRule{parse_special});
+  }
+  std::vector<int32_t> encode_with_literals(
+      std::string_view text, bool add_bos, const std::vector<TextRange>& literal,
+      const std::vector<std::string>& markers) const override {
+    return encode(text, add_bos, SplitRule{true, &literal, &markers});
+  }
   std::string token_to_bytes(int32_t id, bool show_special) const override;
   const std::string& token_text(int32_t id) const override;
   TokenType token_type(int32_t id) const override;
@@ -55,6 +62,7 @@ class BpeTokenizer final : public Tokenizer {
     std::vector<int32_t> ids;
   };
 
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, const SplitRule& rule) const;
   void check_id(int32_t id) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   std::string render(int32_t id) const;
@@ -287,7 +295,7 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos,
-                                          bool parse_special) const {
+                                          const SplitRule& rule) const {
   const int64_t bad = find_invalid_utf8(text);
   if (bad >= 0) fail("prompt is not valid UTF-8 (byte offset {})", bad);
   std::vector<int32_t> out;
@@ -295,7 +303,7 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos,
   if (add_bos && add_bos_) out.push_back(bos_);
   if (text.empty()) return out;
   WordCache cache;
-  for (const TextFragment& f : specials_.split(text, parse_special)) {
+  for (const TextFragment& f : specials_.split(text, rule)) {
     if (f.token >= 0) {
       out.push_back(f.token);
       continue;

@@ -50,30 +50,46 @@ bool unescape_literal(const std::string& raw, std::string& out) {
   return true;
 }
 
-void render_chatml(std::string& out, const std::vector<ChatMessage>& messages,
+// The rendering under way: the format's own text goes in with <<, a message's text with content().
+struct Out {
+  RenderedChat r;
+  Out& operator<<(const std::string& s) {
+    r.text += s;
+    return *this;
+  }
+  Out& content(const std::string& s) {
+    if (!s.empty()) r.content.push_back({r.text.size(), r.text.size() + s.size()});
+    r.text += s;
+    return *this;
+  }
+};
+
+void render_chatml(Out& out, const std::vector<ChatMessage>& messages,
                    const std::string& default_system) {
   if (!messages.empty() && messages.front().role != "system" && !default_system.empty()) {
-    out += "<|im_start|>system\n" + default_system + "<|im_end|>\n";
+    out << "<|im_start|>system\n" + default_system + "<|im_end|>\n";
   }
   for (const ChatMessage& m : messages) {
-    out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    out << "<|im_start|>" + m.role + "\n";
+    out.content(m.content) << "<|im_end|>\n";
   }
 }
 
-void render_llama2(std::string& out, const std::vector<ChatMessage>& messages) {
-  out += "[INST] ";
+void render_llama2(Out& out, const std::vector<ChatMessage>& messages) {
+  out << "[INST] ";
   bool inside_turn = true;
   for (const ChatMessage& m : messages) {
     if (!inside_turn) {
-      out += "[INST] ";
+      out << "[INST] ";
       inside_turn = true;
     }
     if (m.role == "system") {
-      out += "<<SYS>>\n" + m.content + "\n<</SYS>>\n\n";
+      out << "<<SYS>>\n";
+      out.content(m.content) << "\n<</SYS>>\n\n";
     } else if (m.role == "user") {
-      out += m.content + " [/INST]";
+      out.content(m.content) << " [/INST]";
     } else {
-      out += m.content + "</s>";
+      out.content(m.content) << "</s>";
       inside_turn = false;
     }
   }
@@ -103,7 +119,7 @@ std::string trim_py(const std::string& s) {
 // "model"; BOS comes from the tokenizer, not from here. Orders the template rejects (a system
 // message later on, roles not alternating) render as llama.cpp's built-in "gemma" format does:
 // system text waits for the next user turn.
-void render_gemma(std::string& out, const std::vector<ChatMessage>& messages) {
+void render_gemma(Out& out, const std::vector<ChatMessage>& messages) {
   std::optional<std::string> system;
   for (const ChatMessage& m : messages) {
     if (m.role == "system") {
@@ -111,12 +127,12 @@ void render_gemma(std::string& out, const std::vector<ChatMessage>& messages) {
       continue;
     }
     const std::string role = m.role == "assistant" ? "model" : m.role;
-    out += "<start_of_turn>" + role + "\n";
+    out << "<start_of_turn>" + role + "\n";
     if (system && role != "model") {
-      out += *system + "\n\n";
+      out.content(*system) << "\n\n";
       system.reset();
     }
-    out += trim_py(m.content) + "<end_of_turn>\n";
+    out.content(trim_py(m.content)) << "<end_of_turn>\n";
   }
 }
 
@@ -186,36 +202,54 @@ std::string chat_default_system(const GgufFile& file) {
   return chat_default_system_from_template(file.get_string_or("tokenizer.chat_template", ""));
 }
 
-std::string render_chat(ChatFormat fmt, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt, const std::string& default_system) {
-  std::string out;
+RenderedChat render_chat_parts(ChatFormat fmt, const std::vector<ChatMessage>& messages,
+                               bool add_generation_prompt, const std::string& default_system) {
+  Out out;
   switch (fmt) {
     case ChatFormat::ChatML:
       render_chatml(out, messages, default_system);
-      if (add_generation_prompt) out += "<|im_start|>assistant\n";
+      if (add_generation_prompt) out << "<|im_start|>assistant\n";
       break;
     case ChatFormat::Llama2:
       render_llama2(out, messages);  // the prompt already ends with " [/INST]"
       break;
     case ChatFormat::Llama3:
       for (const ChatMessage& m : messages) {
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) +
-               "<|eot_id|>";
+        out << "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n";
+        out.content(trim(m.content)) << "<|eot_id|>";
       }
-      if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      if (add_generation_prompt) out << "<|start_header_id|>assistant<|end_header_id|>\n\n";
       break;
     case ChatFormat::Zephyr:
       for (const ChatMessage& m : messages) {
-        out += "<|" + m.role + "|>\n" + m.content + "<|endoftext|>\n";
+        out << "<|" + m.role + "|>\n";
+        out.content(m.content) << "<|endoftext|>\n";
       }
-      if (add_generation_prompt) out += "<|assistant|>\n";
+      if (add_generation_prompt) out << "<|assistant|>\n";
       break;
     case ChatFormat::Gemma:
       render_gemma(out, messages);
-      if (add_generation_prompt) out += "<start_of_turn>model\n";
+      if (add_generation_prompt) out << "<start_of_turn>model\n";
       break;
   }
-  return out;
+  return std::move(out.r);
+}
+
+std::string render_chat(ChatFormat fmt, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt, const std::string& default_system) {
+  return render_chat_parts(fmt, messages, add_generation_prompt, default_system).text;
+}
+
+std::vector<std::string> chat_markers(ChatFormat fmt) {
+  switch (fmt) {
+    case ChatFormat::ChatML: return {"<|im_start|>", "<|im_end|>"};
+    case ChatFormat::Llama2: return {"</s>"};
+    case ChatFormat::Llama3: return {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
+    case ChatFormat::Zephyr:
+      return {"<|system|>", "<|user|>", "<|assistant|>", "<|endoftext|>"};
+    case ChatFormat::Gemma: return {"<start_of_turn>", "<end_of_turn>"};
+  }
+  return {};
 }
 
 }  // namespace fasa

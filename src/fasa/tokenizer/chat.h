@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "fasa/tokenizer/tokenizer.h"
+
 namespace fasa {
 
 class GgufFile;
@@ -24,6 +26,20 @@ ChatFormat detect_chat_format(const GgufFile& file);
 // is that prompt and is used when the first message is not a system message.
 std::string render_chat(ChatFormat fmt, const std::vector<ChatMessage>& messages,
                         bool add_generation_prompt, const std::string& default_system = "");
+
+// The same rendering, and where the messages' contents lie in it: what the chat format adds
+// (turn markers, role names, the default system prompt) is outside those ranges. Tokenize with
+// Tokenizer::encode_with_literals(text, ..., content, chat_markers(fmt)) so that a message's
+// text can never become a turn marker.
+struct RenderedChat {
+  std::string text;
+  std::vector<TextRange> content;  // ascending, disjoint; empty contents have none
+};
+RenderedChat render_chat_parts(ChatFormat fmt, const std::vector<ChatMessage>& messages,
+                               bool add_generation_prompt, const std::string& default_system = "");
+
+// The special-token texts that delimit turns in `fmt` (ChatML: "<|im_start|>", "<|im_end|>").
+std::vector<std::string> chat_markers(ChatFormat fmt);
 
 // The default system prompt embedded in a ChatML template, if any ("" otherwise).
 std::string chat_default_system(const GgufFile& file);

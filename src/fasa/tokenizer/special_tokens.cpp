@@ -24,6 +24,13 @@ constexpr std::string_view kEogTexts[] = {
     "<reponame>", "<|file_sep|>",
 };
 
+// True when [begin, end) overlaps one of the ascending, disjoint `ranges`.
+bool overlaps(const std::vector<TextRange>& ranges, size_t begin, size_t end) {
+  const auto it = std::lower_bound(ranges.begin(), ranges.end(), begin,
+                                   [](const TextRange& r, size_t pos) { return r.end <= pos; });
+  return it != ranges.end() && it->begin < end;
+}
+
 }  // namespace
 
 SpecialTokenSplitter::SpecialTokenSplitter(const std::vector<std::string>& texts,
@@ -41,12 +48,22 @@ SpecialTokenSplitter::SpecialTokenSplitter(const std::vector<std::string>& texts
 }
 
 std::vector<TextFragment> SpecialTokenSplitter::split(std::string_view text,
-                                                      bool parse_special) const {
+                                                      const SplitRule& rule) const {
   std::vector<TextFragment> frags{{-1, 0, text.size()}};
   std::vector<TextFragment> next;
+  const bool any_literal = rule.literal != nullptr && !rule.literal->empty();
   for (const Special& sp : specials_) {
-    if (!parse_special && !sp.user_defined) continue;
     const std::string& s = sp.text;
+    const bool marker = rule.markers != nullptr &&
+                        std::find(rule.markers->begin(), rule.markers->end(), s) !=
+                            rule.markers->end();
+    const bool outside = rule.parse_special || sp.user_defined;  // cut outside literal ranges
+    const bool inside = sp.user_defined && !marker;              // cut inside them
+    if (s.empty() || (!outside && !inside)) continue;
+    const auto cut = [&](size_t m) {
+      if (!any_literal) return outside;
+      return overlaps(*rule.literal, m, m + s.size()) ? inside : outside;
+    };
     next.clear();
     for (const TextFragment& f : frags) {
       if (f.token >= 0) {
@@ -54,11 +71,16 @@ std::vector<TextFragment> SpecialTokenSplitter::split(std::string_view text,
         continue;
       }
       const std::string_view area = text.substr(0, f.end);
-      size_t pos = f.begin;
-      for (size_t m = area.find(s, pos); m != std::string_view::npos; m = area.find(s, pos)) {
+      size_t pos = f.begin;   // the start of the text not yet emitted
+      size_t from = f.begin;  // where the next search starts
+      for (size_t m; (m = area.find(s, from)) != std::string_view::npos;) {
+        if (!cut(m)) {  // stays text; a later, overlapping occurrence may still be cut
+          from = m + 1;
+          continue;
+        }
         if (m > pos) next.push_back({-1, pos, m});
         next.push_back({sp.id, m, m + s.size()});
-        pos = m + s.size();
+        pos = from = m + s.size();
       }
       if (pos < f.end) next.push_back({-1, pos, f.end});
     }

@@ -22,13 +22,26 @@ struct TextFragment {
 // tokens, longest text first (ties by id), each splitting every remaining text fragment at all of
 // its occurrences. Without parse_special only user-defined tokens are cut out (as llama.cpp and
 // Hugging Face do).
+//
+// Rules for one split: parse_special for the text at large; in the `literal` byte ranges
+// (ascending, disjoint) only user-defined tokens are cut, and never one whose text is in
+// `markers`. An occurrence that overlaps a literal range follows the literal rule.
+struct SplitRule {
+  bool parse_special = false;
+  const std::vector<TextRange>* literal = nullptr;  // null: none
+  const std::vector<std::string>* markers = nullptr;
+};
+
 class SpecialTokenSplitter {
  public:
   SpecialTokenSplitter() = default;
   // `texts` and `types` are the whole vocabulary (equal sizes).
   SpecialTokenSplitter(const std::vector<std::string>& texts, const std::vector<TokenType>& types);
 
-  std::vector<TextFragment> split(std::string_view text, bool parse_special) const;
+  std::vector<TextFragment> split(std::string_view text, bool parse_special) const {
+    return split(text, SplitRule{parse_special});
+  }
+  std::vector<TextFragment> split(std::string_view text, const SplitRule& rule) const;
 
  private:
   struct Special {

@@ -65,7 +65,14 @@ class SpmTokenizer final : public Tokenizer {
   SpmTokenizer& operator=(const SpmTokenizer&) = delete;
 
   std::vector<int32_t> encode(std::string_view text, bool add_bos,
-                              bool parse_special) const override;
+                              bool parse_special) const override {
+    return encode(text, add_bos, SplitRule{parse_special});
+  }
+  std::vector<int32_t> encode_with_literals(
+      std::string_view text, bool add_bos, const std::vector<TextRange>& literal,
+      const std::vector<std::string>& markers) const override {
+    return encode(text, add_bos, SplitRule{true, &literal, &markers});
+  }
   std::string token_to_bytes(int32_t id, bool show_special) const override;
   std::string decode(const std::vector<int32_t>& ids, bool show_special) const override;
   const std::string& token_text(int32_t id) const override;
@@ -82,6 +89,7 @@ class SpmTokenizer final : public Tokenizer {
   }
 
  private:
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, const SplitRule& rule) const;
   void check_id(int32_t id) const;
   // Encodes one escaped text fragment ("▁" for spaces) and appends its ids.
   void encode_fragment(std::string_view text, std::vector<int32_t>& out) const;
@@ -307,7 +315,7 @@ void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& 
 }
 
 std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_bos,
-                                          bool parse_special) const {
+                                          const SplitRule& rule) const {
   const int64_t bad = find_invalid_utf8(text);
   if (bad >= 0) fail("prompt is not valid UTF-8 (byte offset {})", bad);
   std::vector<int32_t> out;
@@ -316,7 +324,7 @@ std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_bos,
   if (text.empty()) return out;
   bool after_special = true;  // the text start counts as following a special token
   std::string escaped;
-  for (const TextFragment& f : specials_.split(text, parse_special)) {
+  for (const TextFragment& f : specials_.split(text, rule)) {
     if (f.token >= 0) {
       out.push_back(f.token);
       after_special = true;

@@ -16,6 +16,11 @@ enum class TokenType : int32_t {  // tokenizer.ggml.token_type values
   Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
 };
 
+// A byte range [begin, end) of a text.
+struct TextRange {
+  size_t begin, end;
+};
+
 class Tokenizer {
  public:
   // Throws fasa::Error naming the key when the metadata is missing, inconsistent or unsupported
@@ -28,6 +33,15 @@ class Tokenizer {
   // Throws fasa::Error when `text` is not valid UTF-8 (naming the byte offset).
   virtual std::vector<int32_t> encode(std::string_view text, bool add_bos,
                                       bool parse_special) const = 0;
+  // A chat prompt: special-token texts are parsed everywhere except in the `literal` ranges
+  // (the messages' contents; ascending, disjoint), where they stay text as with
+  // parse_special = false, and where the `markers` (the chat format's turn delimiters) are never
+  // cut out even when the vocabulary makes them user-defined tokens. So a message that contains
+  // "<|im_end|>" cannot end its turn. A special-token text that only partly lies in a literal
+  // range counts as inside it. Throws as encode does.
+  virtual std::vector<int32_t> encode_with_literals(
+      std::string_view text, bool add_bos, const std::vector<TextRange>& literal,
+      const std::vector<std::string>& markers) const = 0;
 
   // The raw bytes a token stands for (byte-level or "▁"/<0xXX> decoded); control tokens give
   // their text only when `show_special`.
