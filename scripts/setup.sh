@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian bookworm machine: installs the build dependencies (apt), builds fasa
-# into build/, and pulls the default model (smollm2-135m), gemma3-270m and the Austen texts
-# (scripts/get_texts.sh) into $FASA_HOME (~/.cache/fasa).
+# into build/ and the fuzz targets into build-fuzz/, and pulls the default model (smollm2-135m),
+# gemma3-270m and the Austen texts (scripts/get_texts.sh) into $FASA_HOME (~/.cache/fasa).
 #   bash scripts/setup.sh            # deps + build + model
 #   FASA_SKIP_PULL=1 bash scripts/setup.sh
 set -euo pipefail
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(g++ cmake make pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
               libgmock-dev libbenchmark-dev libpcre2-dev curl ca-certificates python3 ccache
-              python3-venv)
+              python3-venv clang libclang-rt-14-dev libomp-14-dev)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -27,6 +27,9 @@ fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
+# The libFuzzer targets (clang, ASan + UBSan) in build-fuzz, built here so that the Fuzz.* tests
+# do not each start by building it.
+bash scripts/fuzz.sh --build
 
 if [ "${FASA_SKIP_PULL:-0}" != "1" ]; then
   # The Austen texts (tests, README examples, results): from Debian's r-cran-janeaustenr into

@@ -1,0 +1,89 @@
+// Fuzz target: the OpenAI request-body parser (server/api_parse.cpp) and what the server does
+// next with a body that parses (server.cpp): validate the sampler, render the chat messages in
+// every chat format, choose the KV policy from the "fasa" object (policy_choice.cpp).
+// Input: byte 0 picks the endpoint (even: /v1/completions, odd: /v1/chat/completions) and the
+// server's default policy, the rest is the body. Contract: the parser returns or throws
+// ApiError 400 whose message error_json turns into a JSON body; a parsed request satisfies
+// api.h (max_tokens, at most 4 non-empty stops, known roles) and builds a sampler;
+// choose_policy returns or throws ApiError 400.
+#include <nlohmann/json.hpp>
+
+#include "fasa/core/error.h"
+#include "fasa/server/api.h"
+#include "fasa/server/http.h"
+#include "fasa/server/policy_choice.h"
+#include "fuzz_util.h"
+
+namespace fasa::fuzz {
+namespace {
+
+using server::ApiError;
+
+// A small llama-like model: 2 layers, 4 query heads over 2 kv heads of 16 dims.
+PolicyContext tiny_context() {
+  PolicyContext ctx;
+  ctx.arch = "llama";
+  ctx.shape.n_layers = 2;
+  ctx.shape.n_heads = 4;
+  ctx.shape.n_kv_heads = 2;
+  ctx.shape.head_dim = 16;
+  ctx.rope_dim = 16;
+  ctx.model_sha256 = [] { return std::string(64, '0'); };
+  return ctx;
+}
+
+void check_error(const ApiError& e) {
+  FASA_FUZZ_EXPECT(e.status == 400);
+  const std::string body = http::error_json(e.status, e.what(), "invalid_request_error");
+  FASA_FUZZ_EXPECT(nlohmann::json::accept(body));
+}
+
+void check_request(const server::GenRequest& r) {
+  FASA_FUZZ_EXPECT(r.max_tokens == -1 || (r.max_tokens >= 1 && r.max_tokens <= (1 << 20)));
+  FASA_FUZZ_EXPECT(r.stop.size() <= 4);
+  for (const std::string& s : r.stop) FASA_FUZZ_EXPECT(!s.empty());
+  r.sampler.validate();  // a request that parses builds a sampler (api_parse.cpp)
+  if (r.endpoint != server::Endpoint::Chat) return;
+  FASA_FUZZ_EXPECT(!r.messages.empty());
+  for (const ChatMessage& m : r.messages) {
+    FASA_FUZZ_EXPECT(m.role == "system" || m.role == "user" || m.role == "assistant");
+  }
+  for (const ChatFormat fmt : {ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3,
+                               ChatFormat::Zephyr, ChatFormat::Gemma}) {
+    try {
+      render_chat(fmt, r.messages, true, "You are a helpful assistant.");
+    } catch (const Error&) {  // the server answers 400
+    }
+  }
+}
+
+void run(const uint8_t* data, size_t size) {
+  if (size < 1) return;
+  const bool chat = data[0] & 1;
+  const std::string_view body = as_text(data + 1, size - 1);
+  server::GenRequest r;
+  try {
+    r = chat ? server::parse_chat_request(body) : server::parse_completion_request(body);
+  } catch (const ApiError& e) {
+    check_error(e);
+    return;
+  }
+  check_request(r);
+  static const PolicyContext ctx = tiny_context();
+  server::PolicyDefaults defaults;
+  defaults.spec = (data[0] & 2) ? "streaming:budget=64" : "full";
+  try {
+    const std::string spec = server::choose_policy(defaults, r.fasa, ctx);
+    FASA_FUZZ_EXPECT(!spec.empty());
+  } catch (const ApiError& e) {
+    check_error(e);
+  }
+}
+
+}  // namespace
+}  // namespace fasa::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fasa::fuzz::run(data, size);
+  return 0;
+}
