@@ -292,7 +292,7 @@ using RowsFn = void (*)(DType, const uint8_t*, int64_t, int64_t, int64_t, const 
 void run(RowsFn rows, DType t, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
          float* y) {
   if (n_out <= 0 || a.n_tok <= 0) return;
-  FASA_DCHECK(has_q8_path(t) && n_in % 32 == 0 && a.n_in == n_in);
+  FASA_DCHECK(layout_of(t).bytes > 0 && n_in % 32 == 0 && a.n_in == n_in);
   const int64_t row_bytes = n_in / 32 * layout_of(t).bytes;
   const auto* wb = static_cast<const uint8_t*>(w);
   const int64_t n_groups = (n_out + kRows - 1) / kRows;

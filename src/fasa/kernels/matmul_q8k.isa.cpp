@@ -547,7 +547,7 @@ void kernel_simd_any(const UnpackedBlock* wk, int nr, const Q8KActs& a, int64_t 
 template <bool kSimd>
 void run(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y) {
   if (n_out <= 0 || a.n_tok <= 0) return;
-  FASA_DCHECK(has_q8k_path(t) && n_in % 256 == 0 && a.n_in == n_in);
+  FASA_DCHECK(block_bytes(t) > 0 && n_in % 256 == 0 && a.n_in == n_in);
   const int bb = block_bytes(t);
   const int64_t nb = n_in / 256;
   const int64_t row_bytes = nb * bb;
