@@ -44,7 +44,7 @@ for part in $PARTS; do
     for k in passkey niah-single niah-multikey niah-multivalue niah-multiquery variable-tracking \
              common-words freq-words qa; do
       "$FASA" gen-tasks -m smollm2-135m --kind $k --haystack "$HAY" --ctx 4096 --n 25 --seed 1 \
-        -o smollm2_4k_$k.jsonl
+        -o smollm2_4k_$k.jsonl >&2   # its "wrote ..." line must not join the task file
       head -2 smollm2_4k_$k.jsonl
     done > smollm2_4k_2each.jsonl
     check smollm2_4k_2each.jsonl a115832483e8cbe8c15a71c8371594061abaf67cb31467d00564cac449eca92e "SmolLM2 4K, 2 per kind"
