@@ -34,6 +34,7 @@
 #include "provenance.h"
 #include "fasa/attention/policy.h"
 #include "fasa/bench/bandwidth.h"
+#include "fasa/bench/roofline.h"
 #include "fasa/core/error.h"
 #include "fasa/core/isa.h"
 #include "fasa/core/parallel.h"
@@ -319,18 +320,8 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
 
 // The bandwidth roofline of a tg row: every weight is read once per token, plus the KV bytes
 // that this policy's attention read.
-struct Roofline {
-  double bytes_per_token = 0.0;
-  double tokens_per_s = 0.0;  // bandwidth-bound tokens/s
-  double fraction = 0.0;      // measured / bound
-};
-
 Roofline roofline_of(const Measure& m, uint64_t weight_bytes, double read_gb_s) {
-  Roofline r;
-  r.bytes_per_token = static_cast<double>(weight_bytes) + m.kv_read_per_token;
-  r.tokens_per_s = read_gb_s * 1e9 / r.bytes_per_token;
-  r.fraction = r.tokens_per_s > 0.0 ? m.mean() / r.tokens_per_s : 0.0;
-  return r;
+  return bandwidth_roofline(weight_bytes, m.kv_read_per_token, read_gb_s, m.mean());
 }
 
 // Prints the header once, then each test's rows (one per policy) as they are measured.

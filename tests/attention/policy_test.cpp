@@ -1052,6 +1052,108 @@ TEST(DoubleSparsityPolicy, SelectionMatchesBruteForceTopK) {
   }
 }
 
+// FASA with a subset of FCs (n_tip = 3 of 8) against TIP + FAC written out here: each query
+// head scores every slot with its 3 top-ranked FCs' dims only (FC i = RoPE plane (2i, 2i+1) of a
+// NORM model), sinks and recent slots are taken first, then the top of the rest by score
+// (per head) or by the group's summed softmax shares at 1/sqrt(head_dim) (shared); the output is
+// exact softmax attention over those slots. Integer and Gaussian data.
+TEST(FasaPolicy, SubsetOfFcsMatchesBruteForceTipAndFac) {
+  const int n = 50, budget = 9, n_tip = 3, hd = kShape.head_dim, ng = kShape.n_group();
+  const Calibration cal = load_calibration(calib_path());
+  for (int i = 0; i < cal.n_fc(); ++i) {
+    ASSERT_EQ(cal.fcs[i].a, 2 * i);
+    ASSERT_EQ(cal.fcs[i].b, 2 * i + 1);
+  }
+  int differs_from_oracle = 0;
+  for (const bool integer : {true, false}) {
+    Fixture f(n, integer ? 31 : 32, integer);
+    for (const char* gqa : {"shared", "per-head"}) {
+      for (const auto& [sink, recent] : {std::pair{0, 0}, {2, 3}}) {
+        const std::string spec = "fasa:calib=" + calib_path() +
+                                 ",dense_layers=none,n_tip=3,budget=9,gqa=" + gqa +
+                                 ",sink=" + std::to_string(sink) + ",recent=" + std::to_string(recent);
+        const bool per_head = std::string(gqa) == "per-head";
+        auto fasa = policy_from(spec);
+        for (int l = 0; l < kShape.n_layers; ++l) fasa->on_append(f.cache, l, 0, n);
+        // Forced slots first (inside the budget), then the best of the rest (ties: lower slot).
+        auto pick = [&](const std::vector<double>& score) {
+          std::vector<int32_t> out;
+          for (int t = 0; t < std::min(sink, n); ++t) out.push_back(t);
+          for (int t = std::max(n - recent, sink); t < n; ++t) out.push_back(t);
+          std::vector<int32_t> rest;
+          for (int t = 0; t < n; ++t) {
+            if (std::find(out.begin(), out.end(), t) == out.end()) rest.push_back(t);
+          }
+          std::stable_sort(rest.begin(), rest.end(),
+                           [&](int a, int b) { return score[a] > score[b]; });
+          for (int i = 0; static_cast<int>(out.size()) < budget; ++i) out.push_back(rest[i]);
+          std::sort(out.begin(), out.end());
+          return out;
+        };
+        for (int l = 0; l < kShape.n_layers; ++l) {
+          std::vector<std::vector<int32_t>> want(kShape.n_heads);  // slots per query head
+          for (int g = 0; g < kShape.n_kv_heads; ++g) {
+            const auto* K = static_cast<const float*>(f.cache.k_rows(l, g));  // [cap, head_dim]
+            std::vector<double> mass(n, 0.0);
+            for (int j = 0; j < ng; ++j) {
+              const int h = g * ng + j;
+              const float* qh = f.q.data() + h * hd;
+              std::vector<double> tip(n, 0.0), full(n, 0.0);
+              for (int t = 0; t < n; ++t) {
+                for (int i = 0; i < n_tip; ++i) {
+                  const int fc = cal.rank(l, h)[i];
+                  for (int d : {2 * fc, 2 * fc + 1}) tip[t] += double(qh[d]) * K[t * hd + d];
+                }
+                for (int d = 0; d < hd; ++d) full[t] += double(qh[d]) * K[t * hd + d];
+              }
+              want[h] = pick(tip);
+              differs_from_oracle += want[h] != pick(full);
+              const double mx = *std::max_element(tip.begin(), tip.end());
+              double z = 0.0;
+              for (double x : tip) z += std::exp((x - mx) / std::sqrt(double(hd)));
+              for (int t = 0; t < n; ++t) mass[t] += std::exp((tip[t] - mx) / std::sqrt(double(hd))) / z;
+            }
+            if (!per_head) {
+              const std::vector<int32_t> shared = pick(mass);
+              for (int j = 0; j < ng; ++j) want[g * ng + j] = shared;
+            }
+            Selection sel;
+            fasa->select(f.query(l, g), sel);
+            ASSERT_FALSE(sel.all);
+            ASSERT_EQ(sel.per_head, per_head);
+            for (int j = 0; j < ng; ++j) {
+              EXPECT_EQ(sel.slots_for(j), want[g * ng + j]) << spec << " layer " << l << " head " << g * ng + j;
+            }
+          }
+          // FAC: exact softmax attention of the full query over the reference's slots.
+          const std::vector<float> got = decode_through_driver(f, *fasa, l);
+          for (int h = 0; h < kShape.n_heads; ++h) {
+            const int g = h / ng;
+            const auto* K = static_cast<const float*>(f.cache.k_rows(l, g));
+            const auto* V = static_cast<const float*>(f.cache.v_rows(l, g));
+            std::vector<double> w;
+            for (int32_t t : want[h]) {
+              double d = 0.0;
+              for (int c = 0; c < hd; ++c) d += double(f.q[h * hd + c]) * K[t * hd + c];
+              w.push_back(d / std::sqrt(double(hd)));
+            }
+            const double mx = *std::max_element(w.begin(), w.end());
+            double z = 0.0;
+            for (double& x : w) z += (x = std::exp(x - mx));
+            for (int c = 0; c < hd; ++c) {
+              double y = 0.0;
+              for (size_t i = 0; i < w.size(); ++i) y += w[i] / z * V[want[h][i] * hd + c];
+              EXPECT_NEAR(got[h * hd + c], y, 1e-4 * std::max(1.0, std::fabs(y)))
+                  << spec << " layer " << l << " head " << h << " dim " << c;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(differs_from_oracle, 0);  // 3 FCs of 8 are not the full logits
+}
+
 TEST(DoubleSparsityPolicy, BadOptionsAreClearErrors) {
   const std::string d = "double-sparsity:calib=" + ds_calib_path();
   expect_policy_error("double-sparsity:budget=8", "needs a calibration file");

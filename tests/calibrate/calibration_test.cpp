@@ -354,6 +354,106 @@ TEST(Calibration, ChannelImportanceIsMeanAbsQTimesOwnKey) {
             *std::max_element(c.channel_importance.begin(), c.channel_importance.end()));
 }
 
+// Records every decode-step query of every (global layer, query head) with the keys it sees
+// (attends densely).
+class QueryRecorder final : public AttentionPolicy {
+ public:
+  struct Query {
+    int layer, head;
+    std::vector<float> q;     // [head_dim]
+    std::vector<float> keys;  // [n, head_dim]
+  };
+  std::string_view name() const override { return "query-recorder"; }
+  void select_layer(const AttnQuery* qs, int n, Selection* outs) override {  // in order
+    for (int g = 0; g < n; ++g) select(qs[g], outs[g]);
+  }
+  void select(const AttnQuery& q, Selection& out) override {
+    out.set_all();
+    const int hd = q.cache->shape().head_dim;
+    const auto* k = static_cast<const float*>(q.cache->k_rows(q.layer, q.kv_head));
+    for (int g = 0; g < q.n_group; ++g) {
+      queries.push_back(Query{q.layer, q.kv_head * q.n_group + g,
+                              std::vector<float>(q.q + g * hd, q.q + (g + 1) * hd),
+                              std::vector<float>(k, k + size_t(q.n_visible) * hd)});
+    }
+  }
+  std::vector<Query> queries;
+};
+
+// Contextual Agreement (docs/FASA.md §2, POLICIES.md "Calibration") recomputed here in double
+// from the queries and keys a recording policy sees on the calibrator's windows: for FC i =
+// RoPE plane (2i, 2i+1) of a NORM model, CA_i = |TopK(q·k_t) ∩ TopK(q_2i k_t,2i + q_2i+1 k_t,2i+1)|
+// / K (ties: the lower slot), averaged over every decode-step query of the head. Two windows,
+// evenly spaced: the text's start and its end.
+TEST(Calibration, ContextualAgreementMatchesBruteForce) {
+  auto m = tiny("calib_ca_brute.gguf");
+  const ModelConfig& mc = m->config();
+  ASSERT_EQ(mc.rope_layout, RopeLayout::Norm);
+  CalibrateOptions o = small_opts();
+  o.samples = 2;
+  const std::vector<int32_t> text = text_tokens(200);
+  const Calibration c = calibrate(m, text, o, nullptr);
+  const int hd = mc.head_dim, n_fc = hd / 2;
+  ASSERT_EQ(c.n_fc(), n_fc);
+  QueryRecorder rec;
+  SessionOptions so;
+  so.n_ctx = o.tokens + o.steps;
+  so.kv_type = KvType::F32;
+  so.external_policy = &rec;
+  Session s(m, so);
+  for (const int begin : {0, static_cast<int>(text.size()) - o.tokens - o.steps}) {
+    s.reset();
+    s.prefill(std::vector<int32_t>(text.begin() + begin, text.begin() + begin + o.tokens));
+    for (int i = 0; i < o.steps; ++i) s.decode(text[begin + o.tokens + i]);
+  }
+  ASSERT_EQ(rec.queries.size(), size_t(2) * o.steps * mc.n_layers * mc.n_heads);
+  auto top = [&](const std::vector<double>& score) {
+    std::vector<int32_t> idx(score.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return score[a] > score[b]; });
+    idx.resize(o.k);
+    std::sort(idx.begin(), idx.end());
+    return idx;
+  };
+  std::vector<double> sum(size_t(mc.n_layers) * mc.n_heads * n_fc, 0.0);
+  std::vector<int> count(size_t(mc.n_layers) * mc.n_heads, 0);
+  for (const QueryRecorder::Query& q : rec.queries) {
+    const int n = static_cast<int>(q.keys.size()) / hd;
+    ASSERT_GT(n, o.k);
+    std::vector<double> full(n, 0.0);
+    for (int t = 0; t < n; ++t) {
+      for (int d = 0; d < hd; ++d) full[t] += double(q.q[d]) * q.keys[t * hd + d];
+    }
+    const std::vector<int32_t> want = top(full);
+    const size_t row = size_t(q.layer) * mc.n_heads + q.head;
+    for (int i = 0; i < n_fc; ++i) {
+      std::vector<double> alpha(n);
+      for (int t = 0; t < n; ++t) {
+        alpha[t] = double(q.q[2 * i]) * q.keys[t * hd + 2 * i] +
+                   double(q.q[2 * i + 1]) * q.keys[t * hd + 2 * i + 1];
+      }
+      const std::vector<int32_t> got = top(alpha);
+      int hit = 0;
+      for (int32_t t : got) hit += std::binary_search(want.begin(), want.end(), t);
+      sum[row * n_fc + i] += double(hit) / o.k;
+    }
+    count[row] += 1;
+  }
+  int inside = 0;
+  for (int l = 0; l < mc.n_layers; ++l) {
+    for (int h = 0; h < mc.n_heads; ++h) {
+      const size_t row = size_t(l) * mc.n_heads + h;
+      EXPECT_EQ(count[row], 2 * o.steps);
+      for (int i = 0; i < n_fc; ++i) {
+        const double want = sum[row * n_fc + i] / count[row];
+        EXPECT_NEAR(c.ca(l, h)[i], want, 1e-6) << "layer " << l << " head " << h << " fc " << i;
+        inside += want > 0.0 && want < 1.0;
+      }
+    }
+  }
+  EXPECT_GT(inside, mc.n_layers * mc.n_heads * n_fc / 2);  // not 0/1 cases
+}
+
 // Version 3 files carry the channel importance; version 2 files (without it) still load and
 // serve fasa, and double-sparsity asks for a new calibration.
 TEST(Calibration, VersionTwoFilesServeFasaButNotDoubleSparsity) {

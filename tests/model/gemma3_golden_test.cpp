@@ -142,6 +142,17 @@ TEST(Gemma3Golden, GreedyAnswer) {
   std::printf("greedy: first %zu of %zu tokens as llama.cpp's\n", same, want.size());
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got[0], want[0]);
+  // The whole recorded answer, teacher-forced (each step fed the reference's token): every
+  // one of its tokens is our top-1, or within a near-tie of it, where free-running greedy
+  // answers may part ways.
+  Session tf(model, so);
+  const test::GreedyCheck c = test::teacher_forced_greedy(tf, prompt, want);
+  std::printf("teacher-forced over the whole answer: %s\n", c.report().c_str());
+  ASSERT_EQ(c.gap.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_LT(c.gap[i], test::kGreedyNearTie)
+        << "position " << i << ": reference " << want[i] << ", ours " << c.ours[i];
+  }
 }
 
 }  // namespace

@@ -124,9 +124,9 @@ TEST(Smollm2Golden, ChatPromptTokensAndGreedyAnswer) {
   go.n_predict = 24;
   go.sampler.temp = 0.0f;
   const GenerateResult r = generate(s, prompt, go, nullptr);
-  // llama.cpp's greedy answer (the golden) is "L'Étoile, la Cité, ...". Greedy continuations
-  // part ways at the first near-tie, so the test holds the first token to the reference and
-  // reports how far the two agree.
+  // llama.cpp's greedy answer (the golden) is "L'Étoile, la Cité, ...". Free-running greedy
+  // continuations part ways at the first near-tie: the first token must be the reference's, and
+  // the whole answer is checked teacher-forced below.
   const auto want = g["chat_greedy_tokens"].get<std::vector<int32_t>>();
   size_t same = 0;
   while (same < want.size() && same < r.tokens.size() && want[same] == r.tokens[same]) ++same;
@@ -134,6 +134,17 @@ TEST(Smollm2Golden, ChatPromptTokensAndGreedyAnswer) {
               want.size());
   ASSERT_FALSE(r.tokens.empty());
   EXPECT_EQ(r.tokens[0], want[0]) << r.text;
+  // The whole recorded answer, teacher-forced (each step fed the reference's token): every
+  // one of its tokens is our top-1, or within a near-tie of it, where free-running greedy
+  // answers may part ways.
+  Session tf(model, so);
+  const test::GreedyCheck c = test::teacher_forced_greedy(tf, prompt, want);
+  std::printf("teacher-forced over the whole answer: %s\n", c.report().c_str());
+  ASSERT_EQ(c.gap.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_LT(c.gap[i], test::kGreedyNearTie)
+        << "position " << i << ": reference " << want[i] << ", ours " << c.ours[i];
+  }
 }
 
 }  // namespace

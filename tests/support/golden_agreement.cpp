@@ -1,5 +1,11 @@
 #include "support/golden_agreement.h"
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "fasa/engine/session.h"
+
 namespace fasa::test {
 
 GoldenAgreement golden_agreement(const nlohmann::json& g, const std::vector<int32_t>& argmax) {
@@ -19,6 +25,36 @@ GoldenAgreement golden_agreement(const nlohmann::json& g, const std::vector<int3
     }
   }
   return a;
+}
+
+GreedyCheck teacher_forced_greedy(Session& s, const std::vector<int32_t>& prompt,
+                                  const std::vector<int32_t>& want) {
+  GreedyCheck c;
+  const std::vector<float>* logits = &s.prefill(prompt);
+  for (size_t i = 0; i < want.size(); ++i) {
+    const std::vector<float>& l = *logits;
+    const auto top = std::max_element(l.begin(), l.end()) - l.begin();
+    c.ours.push_back(static_cast<int32_t>(top));
+    c.gap.push_back(static_cast<double>(l[top]) - l.at(want[i]));
+    if (i + 1 < want.size()) logits = &s.decode(want[i]);
+  }
+  return c;
+}
+
+int GreedyCheck::exact() const {
+  int n = 0;
+  for (double g : gap) n += g == 0.0;
+  return n;
+}
+
+double GreedyCheck::worst() const {
+  return gap.empty() ? 0.0 : *std::max_element(gap.begin(), gap.end());
+}
+
+std::string GreedyCheck::report() const {
+  const auto at = std::max_element(gap.begin(), gap.end()) - gap.begin();
+  return fmt::format("{} of {} top-1 equal; largest gap {:.4f} logits at position {}", exact(),
+                     gap.size(), worst(), at);
 }
 
 }  // namespace fasa::test

@@ -109,6 +109,8 @@ class KvCache {
   uint64_t ram_bytes() const;
   uint64_t file_bytes() const { return tier_ ? tier_->file_bytes() : 0; }
   bool direct_io() const { return tier_ && tier_->direct_io(); }
+  // The file tier's block: it writes whole blocks, so file_bytes() is a multiple of it (0: none).
+  uint64_t tier_block_bytes() const { return tier_ ? tier_->block_bytes() : 0; }
 
   // Writes one token's K and V for (layer, kv_head) at `slot` (may be >= n_used until commit;
   // sliding-window layers write row row_of(layer, slot)).

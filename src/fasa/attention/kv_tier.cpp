@@ -299,7 +299,7 @@ uint64_t KvTier::file_bytes() const {
 
 uint64_t KvTier::ram_tail_bytes() const {
   uint64_t n = 0;
-  for (const Region& g : regions_) n += g.tail.capacity();
+  for (const Region& g : regions_) n += g.tail.size();
   return n;
 }
 

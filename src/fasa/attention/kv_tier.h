@@ -50,7 +50,9 @@ class KvTier {
   bool direct_io() const { return direct_; }
   size_t block_bytes() const { return block_; }
   uint64_t file_bytes() const;       // rows written to the file so far (whole blocks)
-  uint64_t ram_tail_bytes() const;   // rows still held in the RAM tails
+  // Bytes of rows still held in the RAM tails: the rows' own bytes, like every KV count (the
+  // buffers' spare capacity, at most 4 blocks each after a flush, is not KV).
+  uint64_t ram_tail_bytes() const;
   TierStats stats() const;
 
  private:

@@ -53,31 +53,19 @@ class SelectionProbe final : public AttentionPolicy {
     last_budget_ = k;
     const KvRows rows{q.cache->k_rows(q.layer, q.kv_head), q.cache->v_rows(q.layer, q.kv_head),
                       q.cache->type(), hd};
-    thread_local std::vector<float> p;
-    thread_local std::vector<int32_t> top;
-    p.resize(n);
+    thread_local std::vector<float> logits;  // [n]
+    logits.resize(n);
     FASA_CHECK(layer_row_[q.layer] >= 0);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (int j = 0; j < q.n_group; ++j) {
       const size_t row = static_cast<size_t>(layer_row_[q.layer]) * shape_.n_heads +
                          q.kv_head * q.n_group + j;
-      qk_scores(q.q + j * hd, rows, nullptr, n, p.data());
-      top_k_indices(p.data(), n, k, top);  // the oracle's slots for this head
-      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-      for (auto& x : p) x *= scale;
-      softmax_inplace(p.data(), n);
-      double m = 0.0;
-      int hit = 0;
-      if (out.all) {
-        m = 1.0;
-        hit = k;
-        dense_[row] += 1;
-      } else {
-        const std::vector<int32_t>& s = out.slots_for(j);
-        for (int32_t t : s) m += p[t];
-        hit = sorted_overlap(s, top);
-      }
-      recall_[row] += static_cast<double>(hit) / k;
-      mass_[row] += m;
+      qk_scores(q.q + j * hd, rows, nullptr, n, logits.data());
+      const HeadMeasure m =
+          measure_head(logits.data(), n, k, scale, out.all ? nullptr : &out.slots_for(j));
+      if (out.all) dense_[row] += 1;
+      recall_[row] += m.recall;
+      mass_[row] += m.mass;
       count_[row] += 1;
     }
   }
@@ -93,6 +81,34 @@ class SelectionProbe final : public AttentionPolicy {
 };
 
 }  // namespace
+
+HeadMeasure measure_head(const float* logits, int n, int k, float scale,
+                         const std::vector<int32_t>* selected) {
+  HeadMeasure m;
+  if (!selected) return m;  // dense: every slot, the oracle's among them
+  thread_local std::vector<float> p;      // [n]
+  thread_local std::vector<int32_t> top;  // [k] the oracle's slots
+  top_k_indices(logits, n, k, top);
+  p.assign(logits, logits + n);
+  for (float& x : p) x *= scale;
+  softmax_inplace(p.data(), n);
+  double mass = 0.0;
+  for (int32_t t : *selected) mass += p[t];
+  m.recall = static_cast<double>(sorted_overlap(*selected, top)) / k;
+  m.mass = mass;
+  return m;
+}
+
+double kl_of_logits(const float* p_logits, const float* q_logits, int n_vocab) {
+  const double zp = log_prob(p_logits, n_vocab, 0) - p_logits[0];  // -log Σ exp(p_logits)
+  const double zq = log_prob(q_logits, n_vocab, 0) - q_logits[0];
+  double kl = 0.0;
+  for (int v = 0; v < n_vocab; ++v) {
+    const double lp = p_logits[v] + zp;
+    kl += std::exp(lp) * (lp - (q_logits[v] + zq));
+  }
+  return kl;
+}
 
 std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model,
                                               const std::vector<int32_t>& tokens,
@@ -156,19 +172,12 @@ std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model
   }
   const int n_vocab = mc.n_vocab;
   std::vector<RecallResult> results(specs.size());
-  std::vector<double> lpf(n_vocab);
   for (int i = 0; i < o.steps; ++i) {
     const int32_t tok = tokens[o.n_ctx + i];
     const std::vector<float>& lf = full.decode(tok);
-    const double zf = log_prob(lf.data(), n_vocab, 0) - lf[0];  // -log sum exp(lf)
-    for (int v = 0; v < n_vocab; ++v) lpf[v] = lf[v] + zf;
     for (size_t p = 0; p < sparse.size(); ++p) {
       const std::vector<float>& ls = sparse[p]->decode(tok);
-      // KL(full || policy) over the next-token distributions.
-      double kl = 0.0;
-      const double zs = log_prob(ls.data(), n_vocab, 0) - ls[0];
-      for (int v = 0; v < n_vocab; ++v) kl += std::exp(lpf[v]) * (lpf[v] - (ls[v] + zs));
-      results[p].kl.push_back(kl);
+      results[p].kl.push_back(kl_of_logits(lf.data(), ls.data(), n_vocab));  // KL(full ‖ policy)
     }
     if (progress) progress(i + 1, o.steps);
   }
@@ -184,18 +193,19 @@ std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model
     const size_t n_rows = probe.count_.size();
     r.recall.resize(n_rows);
     r.mass.resize(n_rows);
+    // The means leave out the steps a head read every slot (a dense layer, or a budget that
+    // still covered the context): each counted recall 1 and mass 1.
     double rs = 0.0, ms = 0.0, dense = 0.0, total = 0.0, sparse_n = 0.0;
     for (size_t row = 0; row < n_rows; ++row) {
       const double c = static_cast<double>(probe.count_[row]);
+      const double d = static_cast<double>(probe.dense_[row]);
       r.recall[row] = c > 0 ? probe.recall_[row] / c : 0.0;
       r.mass[row] = c > 0 ? probe.mass_[row] / c : 0.0;
-      dense += probe.dense_[row];
+      dense += d;
       total += c;
-      if (probe.dense_[row] < probe.count_[row]) {
-        rs += probe.recall_[row];
-        ms += probe.mass_[row];
-        sparse_n += c;
-      }
+      rs += probe.recall_[row] - d;
+      ms += probe.mass_[row] - d;
+      sparse_n += c - d;
     }
     r.mean_recall = sparse_n > 0 ? rs / sparse_n : 1.0;
     r.mean_mass = sparse_n > 0 ? ms / sparse_n : 1.0;

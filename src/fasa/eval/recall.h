@@ -35,12 +35,27 @@ struct RecallResult {
   std::vector<double> recall;      // [n_eval, n_heads] mean over steps
   std::vector<double> mass;        // [n_eval, n_heads] mean share of full attention mass
   std::vector<double> kl;          // [steps] KL(full || policy), nats
-  double mean_recall = 0.0;        // over evaluated layers, heads and steps (sparse ones only)
-  double mean_mass = 0.0;
+  double mean_recall = 0.0;        // over evaluated (layer, head, step)s the policy ran sparse
+  double mean_mass = 0.0;          // (1 when it never did)
   double mean_kl = 0.0;
   double dense_fraction = 0.0;     // share of (layer, head, step) that read every slot
   double seconds = 0.0;
 };
+
+// The measures of one query head at one decode step, from its full attention logits.
+struct HeadMeasure {
+  double recall = 1.0;  // |selected ∩ TopK(logits)| / k, the oracle's top-k (ties: lower slot)
+  double mass = 1.0;    // Σ over selected slots of softmax(scale * logits)
+};
+// logits: [n] the head's full logits q·k (unscaled); scale: the softmax's (1/√head_dim);
+// k in [1, n]: the oracle's size; selected: ascending, unique slots in [0, n) the policy read,
+// or null for every slot (recall 1, mass 1).
+HeadMeasure measure_head(const float* logits, int n, int k, float scale,
+                         const std::vector<int32_t>* selected);
+
+// KL(P ‖ Q) in nats of the next-token distributions P = softmax(p_logits), Q = softmax(q_logits),
+// both [n_vocab].
+double kl_of_logits(const float* p_logits, const float* q_logits, int n_vocab);
 
 // The budget of the oracle comparison is the policy's `budget` option (every slot when none).
 RecallResult evaluate_recall(std::shared_ptr<const Model> model,
