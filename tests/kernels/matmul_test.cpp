@@ -1,8 +1,7 @@
 // matmul: fast path against the double-precision reference for every supported weight type at
 // odd sizes; bitwise determinism across thread counts, batch vs single token, and SIMD vs
-// portable paths, and across instruction sets. MatmulBench.DISABLED_Gflops measures speed (run it explicitly).
+// portable paths, and across instruction sets. Speed: fasa_microbench (BM_Matmul).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -230,51 +229,6 @@ TEST(MatmulEdge, ZeroTokensOrRowsWriteNothing) {
   matmul(DType::Q8_0, w.data(), 4, 32, x.data(), 0, y.data());
   matmul(DType::Q8_0, w.data(), 0, 32, x.data(), 2, y.data());
   for (const float v : y) EXPECT_EQ(v, 123.0f);
-}
-
-// Speed at 1 and 2 threads: GFLOP/s = 2 * n_out * n_in * n_tok / seconds per call, from the
-// fastest call (stable on a shared machine) and the mean over ~0.5 s. Not run by default:
-//   ./build-kern/fasa_tests --gtest_filter='MatmulBench.*' --gtest_also_run_disabled_tests
-TEST(MatmulBench, DISABLED_Gflops) {
-  ThreadCountGuard guard;
-  struct Case {
-    DType type;
-    int64_t n_out, n_in;
-  };
-  const Case cases[] = {{DType::Q4_1, 576, 1536}, {DType::Q4_1, 1536, 576},
-                        {DType::Q8_0, 49152, 576}, {DType::Q6_K, 576, 1536},
-                        {DType::F32, 576, 1536}};
-  std::mt19937 rng(3);
-  for (const int threads : {1, 2}) {
-    set_num_threads(threads);
-    for (const Case& c : cases) {
-      const std::vector<uint8_t> w = make_weights(c.type, c.n_out, c.n_in, rng);
-      for (const int64_t n_tok : {1, 64}) {
-        const std::vector<float> x = make_activations(n_tok, c.n_in, rng);  // [n_tok, n_in]
-        std::vector<float> y(static_cast<size_t>(n_tok * c.n_out));         // [n_tok, n_out]
-        matmul(c.type, w.data(), c.n_out, c.n_in, x.data(), n_tok, y.data());  // warm-up
-        using Clock = std::chrono::steady_clock;
-        const auto start = Clock::now();
-        int reps = 0;
-        double total = 0.0;
-        double best = 1e30;
-        do {
-          const auto t0 = Clock::now();
-          matmul(c.type, w.data(), c.n_out, c.n_in, x.data(), n_tok, y.data());
-          const auto t1 = Clock::now();
-          best = std::min(best, std::chrono::duration<double>(t1 - t0).count());
-          total = std::chrono::duration<double>(t1 - start).count();
-          ++reps;
-        } while (total < 0.5 || reps < 3);
-        const double flop = 2.0 * static_cast<double>(c.n_out * c.n_in * n_tok);
-        std::printf("matmul %-5s n_out=%-6lld n_in=%-5lld n_tok=%-3lld threads=%d: best %7.2f"
-                    " GFLOP/s (%.3f ms), mean %7.2f GFLOP/s\n",
-                    std::string(dtype_name(c.type)).c_str(), static_cast<long long>(c.n_out),
-                    static_cast<long long>(c.n_in), static_cast<long long>(n_tok), threads,
-                    flop / best * 1e-9, best * 1e3, flop * reps / total * 1e-9);
-      }
-    }
-  }
 }
 
 }  // namespace
