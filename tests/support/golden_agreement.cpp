@@ -57,4 +57,21 @@ std::string GreedyCheck::report() const {
                      gap.size(), worst(), at);
 }
 
+::testing::AssertionResult within_near_tie(const GreedyCheck& c, const std::vector<int32_t>& want,
+                                           double bar) {
+  if (c.gap.size() != want.size()) {
+    return ::testing::AssertionFailure()
+           << "checked " << c.gap.size() << " of " << want.size() << " positions";
+  }
+  std::string bad;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!(c.gap[i] < bar)) {
+      bad += fmt::format(" position {}: reference {}, ours {}, gap {:.4f};", i, want[i], c.ours[i],
+                         c.gap[i]);
+    }
+  }
+  if (bad.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "gap >= " << bar << " logits at" << bad;
+}
+
 }  // namespace fasa::test

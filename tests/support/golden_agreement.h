@@ -3,6 +3,8 @@
 // recorded greedy answer checked over its whole length.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,5 +43,10 @@ GreedyCheck teacher_forced_greedy(Session& s, const std::vector<int32_t>& prompt
 // Two implementations' greedy paths may part at a near-tie; a gap below this (the logits bar of
 // the agreement criterion above) is one.
 inline constexpr double kGreedyNearTie = 0.5;
+
+// Success when the check covers all of `want` and every gap is below `bar`; otherwise names
+// each position that is not (the reference's token and ours).
+::testing::AssertionResult within_near_tie(const GreedyCheck& c, const std::vector<int32_t>& want,
+                                           double bar = kGreedyNearTie);
 
 }  // namespace fasa::test
