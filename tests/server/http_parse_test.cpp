@@ -103,6 +103,22 @@ TEST(HttpParse, RefusesMalformedRequestLines) {
   EXPECT_EQ(refusal("G(T / HTTP/1.1\r\n\r\n"), 400);
   EXPECT_EQ(refusal("GET / HTTQ/1.1\r\n\r\n"), 400);
   EXPECT_EQ(refusal("GET /\x01 HTTP/1.1\r\n\r\n"), 400);
+  // A target that is not a path (found by the http fuzz target: "?" parsed to an empty path).
+  std::string why;
+  EXPECT_EQ(refusal("GET ? HTTP/1.0\r\n\r\n", &why), 400);
+  EXPECT_NE(why.find("starting with '/'"), std::string::npos) << why;
+  EXPECT_EQ(refusal("GET v1/models HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(refusal("GET http://host?x HTTP/1.1\r\n\r\n"), 400);
+}
+
+TEST(HttpParse, AcceptsAbsoluteFormAndAsteriskTargets) {
+  RequestHead h = parse_head("GET http://127.0.0.1:8080/v1/models?x=1 HTTP/1.1\r\n\r\n", kMaxBody);
+  EXPECT_EQ(h.request.path, "/v1/models");
+  EXPECT_EQ(h.request.query, "x=1");
+  h = parse_head("GET HTTPS://host HTTP/1.1\r\n\r\n", kMaxBody);
+  EXPECT_EQ(h.request.path, "/");
+  h = parse_head("OPTIONS * HTTP/1.1\r\n\r\n", kMaxBody);
+  EXPECT_EQ(h.request.path, "*");
 }
 
 TEST(HttpParse, RefusesVersionsOtherThan10And11) {

@@ -83,10 +83,26 @@ int parse_request_line(std::string_view line, Request& req) {
   if (version[5] != '1' || (version[7] != '0' && version[7] != '1'))
     throw ProtocolError(505,
                         fmt::format("{} is not supported (HTTP/1.0 and HTTP/1.1 are)", version));
+  // The target's forms (RFC 9112 §3.2): origin-form "/path?query", absolute-form
+  // "http://host/path?query" (reduced to its path and query), and "*" (OPTIONS). Anything else
+  // ("?", "x", "v1/models") is refused rather than routed with an empty or relative path.
+  std::string_view t = target;
+  for (const std::string_view scheme : {"http://", "https://"}) {
+    if (t.size() >= scheme.size() && iequals(t.substr(0, scheme.size()), scheme)) {
+      t.remove_prefix(scheme.size());
+      const size_t slash = t.find_first_of("/?");
+      t = slash == std::string_view::npos ? std::string_view("/") : t.substr(slash);
+      if (t.front() == '?') throw ProtocolError(400, "request target has no path");
+      break;
+    }
+  }
+  if (t != "*" && t.front() != '/') {
+    throw ProtocolError(400, "request target must be a path starting with '/'");
+  }
   req.method = std::string(method);
-  const size_t q = target.find('?');
-  req.path = std::string(target.substr(0, q));
-  req.query = q == std::string_view::npos ? "" : std::string(target.substr(q + 1));
+  const size_t q = t.find('?');
+  req.path = std::string(t.substr(0, q));
+  req.query = q == std::string_view::npos ? "" : std::string(t.substr(q + 1));
   return version[7] - '0';
 }
 
