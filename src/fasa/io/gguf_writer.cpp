@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "fasa/core/error.h"
+#include "fasa/io/atomic_file.h"
 #include "fasa/io/gguf.h"
 
 namespace fasa {
@@ -218,17 +219,11 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
   return std::move(out.bytes);
 }
 
+// Crash-safe (temporary file, fsync, rename): a reader that has the old file mapped, another
+// process included, keeps reading the old bytes instead of dying of SIGBUS on a truncated map.
 void GgufWriter::write(const std::string& path) const {
   const std::vector<uint8_t> bytes = to_bytes();
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) fail("cannot create '{}': {}", path, std::strerror(errno));
-  const size_t n = std::fwrite(bytes.data(), 1, bytes.size(), f);
-  const int write_errno = errno;
-  if (n != bytes.size()) {
-    std::fclose(f);
-    fail("cannot write '{}': {}", path, std::strerror(write_errno));
-  }
-  if (std::fclose(f) != 0) fail("cannot write '{}': {}", path, std::strerror(errno));
+  write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 }  // namespace fasa
