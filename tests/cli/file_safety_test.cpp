@@ -18,6 +18,7 @@
 
 #include "fasa/calibrate/calibration.h"
 #include "support/cli_runner.h"
+#include "support/temp_files.h"
 #include "support/tiny_model.h"
 
 namespace fasa {
@@ -25,28 +26,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::run_cli;
+using test::names_in;
+using test::slurp;
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d =
-      fs::path(::testing::TempDir()) / ("cli_files_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> names_in(const fs::path& d) {
-  std::vector<std::string> v;
-  for (const auto& e : fs::directory_iterator(d)) v.push_back(e.path().filename().string());
-  std::sort(v.begin(), v.end());
-  return v;
-}
+// A fresh, empty directory per test.
+fs::path fresh_dir(const std::string& name) { return test::fresh_dir("cli_files_" + name); }
 
 void expect_clean_error(const test::CliRun& r, const std::string& needle) {
   EXPECT_EQ(r.signal, 0) << "crashed: " << r.err;
@@ -76,6 +60,7 @@ std::string words(int n_words, uint32_t seed) {
   }
   return s;
 }
+
 
 TEST(CliFiles, CalibrateChecksInputsAndOutputBeforeAnyWork) {
   const fs::path d = fresh_dir("calib_inputs");

@@ -14,35 +14,18 @@
 
 #include "fasa/io/atomic_file.h"
 #include "support/expect_error.h"
+#include "support/temp_files.h"
 
 namespace fasa {
 namespace {
 
 namespace fs = std::filesystem;
 using test::expect_error;
+using test::names_in;
+using test::slurp;
 
 // A fresh, empty directory per test.
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) / ("atomic_" + name + "_" +
-                                                       std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> names_in(const fs::path& d) {
-  std::vector<std::string> v;
-  for (const auto& e : fs::directory_iterator(d)) v.push_back(e.path().filename().string());
-  std::sort(v.begin(), v.end());
-  return v;
-}
+fs::path fresh_dir(const std::string& name) { return test::fresh_dir("atomic_" + name); }
 
 TEST(AtomicFile, WritesReplacesAndKeepsPermissions) {
   const fs::path d = fresh_dir("write");
