@@ -471,9 +471,9 @@ void run_bench(const BenchArgs& a) {
   int longest = 0;
   for (const Test& t : tests) longest = std::max(longest, t.n);
   const int max_depth = *std::max_element(depths.begin(), depths.end());
-  if (static_cast<int64_t>(max_depth) + longest > c.n_ctx_train) {  // 64-bit: no overflow
+  if (static_cast<int64_t>(max_depth) + longest > c.n_ctx_max()) {  // 64-bit: no overflow
     fail("depth {} + {} tokens exceeds the model's context length {}", max_depth, longest,
-         c.n_ctx_train);
+         c.n_ctx_max());
   }
   SessionOptions so;
   so.n_ctx = max_depth + longest;

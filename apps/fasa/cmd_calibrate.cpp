@@ -92,6 +92,11 @@ void run_show(const ShowArgs& a) {
     j["fc_layout"] = fc_layout_name(c.fc_layout);
     j["k"] = c.k;
     j["n_tip"] = n_tip;
+    if (!c.fc_freq.empty()) {
+      j["fc_freq"] = c.fc_freq;
+      j["rope_mscale"] = c.rope_mscale;
+      j["rope_n_ctx"] = c.rope_n_ctx;
+    }
     j["covered_layers"] = c.layers;
     // Indexed by layer; null for a layer the file does not cover (a sliding-window layer).
     nlohmann::ordered_json layers = nlohmann::ordered_json::array();
@@ -120,6 +125,15 @@ void run_show(const ShowArgs& a) {
   if (static_cast<int>(c.layers.size()) < c.n_layers) {
     std::printf("layers       %s of %d (the global layers; sliding-window layers are not "
                 "calibrated)\n", layer_list_text(c.layers).c_str(), c.n_layers);
+  }
+  if (!c.fc_freq.empty()) {  // the frequency each FC really rotates at (scaling applied)
+    std::printf("FC freqs     rad/token at context %d%s:", c.rope_n_ctx,
+                c.rope_mscale != 1.0f ? fmt::format(", magnitude {:g}", c.rope_mscale).c_str()
+                                      : "");
+    for (int i = 0; i < c.n_fc(); ++i) std::printf(" %d:%.3g", i, c.fc_freq[i]);
+    std::printf("\n");
+  } else {
+    std::printf("FC freqs     not recorded (file made before they were, or FC layout adjacent)\n");
   }
   std::printf("showing      the %d dominant FCs per head (FC id:mean CA), FC 0 = highest "
               "frequency\n", n_tip);

@@ -10,6 +10,8 @@
 #include "commands.h"
 #include "fasa/core/error.h"
 #include "fasa/io/gguf.h"
+#include "fasa/model/family.h"
+#include "fasa/model/model.h"
 #include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa::cli {
@@ -38,6 +40,7 @@ void run_inspect(const InspectArgs& a) {
   j["file_bytes"] = f.file_bytes();
   j["architecture"] = c.arch;
   j["name"] = c.name;
+  j["family"] = model_family(f, c);
   j["n_layers"] = c.n_layers;
   j["d_model"] = c.d_model;
   j["d_ff"] = c.d_ff;
@@ -51,7 +54,16 @@ void run_inspect(const InspectArgs& a) {
                {"base", c.rope_base},
                {"dim", c.rope_dim},
                {"n_fc", c.rope_dim / 2}};
-  j["rope"]["freq_scale"] = c.rope_freq_scale;
+  const RopeScaling& rs = c.rope_scaling;
+  j["rope"]["scaling"] = rope_scaling_name(rs.type);
+  j["rope"]["freq_scale"] = rs.freq_scale;
+  j["rope"]["original_context"] = rs.n_ctx_orig;
+  j["rope"]["attn_factor"] = rs.attn_factor;
+  // The frequencies a run at the trained context uses (the ones FASA's chunks rotate at).
+  const RopeTable rope = model->rope_table(c.n_ctx_train);
+  j["rope"]["factor_table"] = rope.factors;
+  j["rope"]["mscale"] = rope.mscale;
+  j["rope"]["freqs"] = rope.freqs;
   if (c.n_windowed_layers() > 0) j["rope"]["base_local"] = c.rope_base_local;
   j["block"] = {{"ffn_act", ffn_act_name(c.ffn_act)},
                 {"qkv_bias", c.qkv_bias},
@@ -80,6 +92,7 @@ void run_inspect(const InspectArgs& a) {
                        {"bytes", t.n_bytes}});
   }
   j["n_tensors"] = f.tensors().size();
+  j["ignored_tensors"] = model->ignored_tensors();
   if (a.json) {
     j["tensors"] = tensors;
     std::printf("%s\n", j.dump(2).c_str());
@@ -92,8 +105,16 @@ void run_inspect(const InspectArgs& a) {
   std::printf("layers        %d   d_model %d   d_ff %d\n", c.n_layers, c.d_model, c.d_ff);
   std::printf("heads         %d query, %d kv (group %d), head_dim %d\n", c.n_heads,
               c.n_kv_heads, c.n_group(), c.head_dim);
+  std::printf("family        %s\n", model_family(f, c).c_str());
   std::printf("rope          layout %s, base %g, %d dims (%d frequency chunks)\n",
               rope_layout_name(c.rope_layout), c.rope_base, c.rope_dim, c.rope_dim / 2);
+  std::printf("rope scaling  %s", rope_scaling_name(rs.type));
+  if (rs.type != RopeScalingType::None) {
+    std::printf(", factor %g, original context %d", 1.0 / rs.freq_scale, rs.n_ctx_orig);
+  }
+  if (!rope.factors.empty()) std::printf(", factor table %s", rope.factors.c_str());
+  if (rope.mscale != 1.0f) std::printf(", magnitude %g", rope.mscale);
+  std::printf("\n");
   std::printf("block         ffn %s%s%s%s, attention scale %g\n", ffn_act_name(c.ffn_act),
               c.qkv_bias ? ", qkv bias" : "", c.qk_norm ? ", qk-norm" : "",
               c.post_norms ? ", post-norms" : "", c.attn_scale);
@@ -107,7 +128,10 @@ void run_inspect(const InspectArgs& a) {
     std::printf("attention     %d sliding-window layers (window %d, rope base %g), global layers %s\n",
                 c.n_windowed_layers(), window, c.rope_base_local, global.c_str());
   }
-  std::printf("context       %d tokens (trained)\n", c.n_ctx_train);
+  std::printf("context       %d tokens (trained)%s\n", c.n_ctx_train,
+              c.n_ctx_max() > c.n_ctx_train
+                  ? fmt::format(", {} with YaRN", c.n_ctx_max()).c_str()
+                  : "");
   std::printf("vocabulary    %d%s\n", c.n_vocab, c.tied_output ? "  (output tied to embedding)" : "");
   if (tok) {
     std::printf("tokenizer     %s / pre %s, bos %d, eos %d, add_bos %s\n",
@@ -115,8 +139,11 @@ void run_inspect(const InspectArgs& a) {
                 f.get_string_or("tokenizer.ggml.pre", "").c_str(), tok->bos_id(), tok->eos_id(),
                 tok->adds_bos() ? "yes" : "no");
   }
-  std::printf("weights       %s in %zu tensors\n\n", human_bytes(model->weight_bytes()).c_str(),
+  std::printf("weights       %s in %zu tensors\n", human_bytes(model->weight_bytes()).c_str(),
               f.tensors().size());
+  std::string ignored;
+  for (const std::string& n : model->ignored_tensors()) ignored += (ignored.empty() ? "" : ", ") + n;
+  std::printf("ignored       %s\n\n", ignored.empty() ? "none (every tensor is bound)" : ignored.c_str());
   std::printf("%-32s %-6s %-16s %12s\n", "tensor", "type", "shape", "bytes");
   for (const auto& t : f.tensors()) {
     std::printf("%-32s %-6s %-16s %12llu\n", t.name.c_str(), std::string(dtype_name(t.type)).c_str(),

@@ -68,7 +68,7 @@ void run_run(const RunArgs& a) {
   Session session(model, so);
   if (static_cast<int>(prompt.size()) > session.n_ctx()) {
     fail("prompt is {} tokens, longer than the context of {} tokens (raise --ctx, up to {})",
-         prompt.size(), session.n_ctx(), model->config().n_ctx_train);
+         prompt.size(), session.n_ctx(), model->config().n_ctx_max());
   }
   GenerateOptions go;
   go.n_predict = a.n_predict;

@@ -104,8 +104,8 @@ TEST(CliTest, UnknownArchitecture) {
                      "unsupported architecture 'mamba'");
 }
 
-// RoPE scaling: linear loads (tests/model/forward_test.cpp checks its logits); any other type, and
-// a linear factor out of range, is one clear error naming the key.
+// RoPE scaling: linear and YaRN load (tests/model/forward_test.cpp and the family goldens check
+// their logits); any other type, and a factor out of range, is one clear error naming the key.
 TEST(CliTest, RopeScalingTypes) {
   test::TinySpec s;
   s.rope_scaling = "linear";
@@ -113,12 +113,16 @@ TEST(CliTest, RopeScalingTypes) {
   EXPECT_EQ(run_cli({"inspect", tiny("cli_rope_linear.gguf", s)}).exit_code, 0);
   s.rope_scaling = "yarn";
   s.rope_factor = 4.0f;
-  expect_clean_error(run_cli({"inspect", tiny("cli_rope_yarn.gguf", s)}),
-                     "rope.scaling.type 'yarn' is not supported");
+  const test::CliRun yarn = run_cli({"inspect", tiny("cli_rope_yarn.gguf", s)});
+  EXPECT_EQ(yarn.exit_code, 0) << yarn.err;
+  EXPECT_NE(yarn.out.find("rope scaling  yarn, factor 4"), std::string::npos) << yarn.out;
+  s.rope_scaling = "dynamic";
+  expect_clean_error(run_cli({"inspect", tiny("cli_rope_dynamic.gguf", s)}),
+                     "'llama.rope.scaling.type' = 'dynamic' is not supported");
   s.rope_scaling = "linear";
   s.rope_factor = 0.5f;
   expect_clean_error(run_cli({"inspect", tiny("cli_rope_factor.gguf", s)}),
-                     "linear RoPE scaling factor 0.5");
+                     "RoPE scaling factor 0.5 must be in [1, 1024]");
 }
 
 TEST(CliTest, Qwen2NeedsItsBiases) {

@@ -110,6 +110,8 @@ void write_tiny_model(const std::string& path, const TinySpec& s) {
   if (s.sliding_window > 0) w.set_u32(a + "attention.sliding_window", s.sliding_window);
   if (s.window_pattern > 0) w.set_u32(a + "attention.sliding_window_pattern", s.window_pattern);
   if (s.rope_base_local > 0) w.set_f32(a + "rope.freq_base_swa", s.rope_base_local);
+  if (!s.extra_key.empty()) w.set_u32(a + s.extra_key, 1);
+  if (!s.extra_tensor.empty()) w.add_tensor_f32(s.extra_tensor, {8}, std::vector<float>(8, s.extra_value));
   if (s.byte_tokenizer) {
     FASA_CHECK(s.n_vocab >= 257);
     std::vector<std::string> tokens = {"<|endoftext|>"};

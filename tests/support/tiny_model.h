@@ -40,6 +40,10 @@ struct TinySpec {
   std::string omit_tensor;      // leave this tensor out
   std::string i32_tensor;       // store this tensor as I32 (a type no kernel computes with)
   std::string transposed_tensor;  // store this 2-D tensor with its dims swapped
+  std::string extra_tensor;  // also store an f32 [8] tensor of this name (strict-loader tests;
+                             // "rope_freqs.weight" fits the default head_dim 16: 8 pairs)
+  float extra_value = 1.0f;  // its elements
+  std::string extra_key;     // also store "{arch}.{extra_key}" = 1 as u32 (strict-loader tests)
 };
 
 // n token ids drawn uniformly from [0, n_vocab) by a seeded generator.

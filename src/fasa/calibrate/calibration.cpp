@@ -80,6 +80,11 @@ std::string calibration_json(const Calibration& c) {
   nlohmann::json dims = nlohmann::json::array();
   for (const auto& f : c.fcs) dims.push_back({f.a, f.b});
   j["fc_dims"] = dims;
+  if (!c.fc_freq.empty()) {
+    j["fc_freq"] = c.fc_freq;
+    j["rope_mscale"] = c.rope_mscale;
+    j["rope_n_ctx"] = c.rope_n_ctx;
+  }
   j["k"] = c.k;
   j["samples"] = c.n_samples;
   j["tokens_per_sample"] = c.tokens_per_sample;
@@ -162,6 +167,11 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
     }
     c.fcs.push_back(FcDims{json_number<int>(d[0], source, field + "[0]", 0, c.head_dim - 1),
                            json_number<int>(d[1], source, field + "[1]", 0, c.head_dim - 1)});
+  }
+  if (root.has("fc_freq")) {
+    c.fc_freq = root.numbers<float>("fc_freq", 0.0f, 1e3f, c.fcs.size());
+    c.rope_mscale = root.number<float>("rope_mscale", 0.0f, 16.0f);
+    c.rope_n_ctx = root.number<int>("rope_n_ctx", 0, kMaxCount);
   }
   c.k = root.number<int>("k", 0, kMaxCount);
   c.n_samples = root.number<int>("samples", 0, kMaxCount);

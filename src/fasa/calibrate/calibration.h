@@ -41,6 +41,12 @@ struct Calibration {
   RopeLayout rope_layout = RopeLayout::Norm;
   FcLayout fc_layout = FcLayout::Rope;
   std::vector<FcDims> fcs;  // [n_fc]
+  // The angular frequency (radians per position) the model really rotates each FC at during the
+  // calibration run, RoPE scaling and factor tables applied (model/rope.h); empty for the
+  // `adjacent` FC layout (its chunks mix two rotation pairs) and in files that predate it.
+  std::vector<float> fc_freq;  // [n_fc]
+  float rope_mscale = 1.0f;    // the magnitude RoPE applied to q and k (YaRN, LongRoPE)
+  int rope_n_ctx = 0;          // context of the calibration run (LongRoPE picks tables by it)
   // How it was made.
   int k = 0;                  // calibration window K (top-K compared)
   int n_samples = 0;

@@ -96,9 +96,9 @@ Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int3
          o.k);
   }
   const int64_t per_sample = int64_t{o.tokens} + o.steps;
-  if (per_sample > mc.n_ctx_train) {
+  if (per_sample > mc.n_ctx_max()) {
     fail("--tokens + --steps = {} exceeds the model's context length {}", per_sample,
-         mc.n_ctx_train);
+         mc.n_ctx_max());
   }
   const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};
   if (shape.global_layers().empty()) {
@@ -121,6 +121,12 @@ Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int3
   c.rope_layout = mc.rope_layout;
   c.fc_layout = o.fc_layout;
   c.fcs = fc_dims(mc.rope_layout, o.fc_layout, mc.head_dim, mc.rope_dim);
+  if (o.fc_layout == FcLayout::Rope) {  // FC i is rotation pair i
+    const RopeTable rope = model->rope_table(static_cast<int>(per_sample));
+    c.fc_freq = rope.freqs;
+    c.rope_mscale = rope.mscale;
+    c.rope_n_ctx = static_cast<int>(per_sample);
+  }
   c.k = o.k;
   c.n_samples = o.samples;
   c.tokens_per_sample = o.tokens;

@@ -14,8 +14,9 @@ namespace fasa {
 int resolve_context(const ModelConfig& c, int n_ctx) {
   if (n_ctx < 0) fail("context size must be positive (got {})", n_ctx);
   if (n_ctx == 0) return std::min(c.n_ctx_train, 4096);
-  if (n_ctx > c.n_ctx_train) {
-    fail("context size {} exceeds the model's trained context length {}", n_ctx, c.n_ctx_train);
+  if (n_ctx > c.n_ctx_max()) {
+    fail("context size {} exceeds the model's {} context length {}", n_ctx,
+         c.n_ctx_max() > c.n_ctx_train ? "YaRN-scaled" : "trained", c.n_ctx_max());
   }
   return n_ctx;
 }

@@ -1,11 +1,13 @@
 #include "fasa/model/config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "fasa/core/error.h"
 #include "fasa/io/gguf.h"
+#include "fasa/model/metadata_keys.h"
 
 namespace fasa {
 
@@ -26,6 +28,14 @@ bool known_arch(const std::string& arch, RopeLayout* layout) {
     return true;
   }
   if (arch == "qwen2") {  // llama's block plus Q/K/V biases; halves-paired (NEOX) RoPE
+    *layout = RopeLayout::Neox;
+    return true;
+  }
+  if (arch == "qwen3") {  // llama's block plus per-head Q/K RMSNorm, no biases; NEOX RoPE
+    *layout = RopeLayout::Neox;
+    return true;
+  }
+  if (arch == "phi3") {  // llama's block with fused QKV and fused gate/up matrices; NEOX RoPE
     *layout = RopeLayout::Neox;
     return true;
   }
@@ -87,8 +97,10 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   ModelConfig c;
   c.arch = f.get_string("general.architecture");
   if (!known_arch(c.arch, &c.rope_layout)) {
-    fail("{}: unsupported architecture '{}' (supported: llama, qwen2, gemma3)", f.path(), c.arch);
+    fail("{}: unsupported architecture '{}' (supported: llama, qwen2, qwen3, phi3, gemma3)",
+         f.path(), c.arch);
   }
+  check_metadata_keys(f, c.arch);
   c.name = f.get_string_or("general.name", "");
   const std::string a = c.arch + ".";
   c.n_layers = read_count(f, a + "block_count", 1, 1024);
@@ -100,7 +112,7 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
     fail("{}: head_count_kv = {} must divide head_count = {}", f.path(), c.n_kv_heads,
          c.n_heads);
   }
-  if (c.d_model % c.n_heads != 0) {
+  if (f.find(a + "attention.key_length") == nullptr && c.d_model % c.n_heads != 0) {
     fail("{}: embedding_length {} is not a multiple of head_count {}", f.path(), c.d_model,
          c.n_heads);
   }
@@ -122,31 +134,25 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
     fail("{}: rope.dimension_count {} must be even and <= head_dim {}", f.path(), c.rope_dim,
          c.head_dim);
   }
-  // RoPE scaling: "linear" is implemented; any other declared type would silently change what
-  // positions mean, so it is refused by name.
-  const std::string scaling = f.get_string_or(a + "rope.scaling.type", "none");
-  double factor = f.get_float_or(a + "rope.scaling.factor", 0.0);
-  if (scaling == "none" && f.get_float_or(a + "rope.scale_linear", 1.0) != 1.0) {
-    factor = f.get_float_or(a + "rope.scale_linear", 1.0);  // the older key for linear scaling
-  } else if (scaling != "linear" && scaling != "none") {
-    fail("{}: rope.scaling.type '{}' is not supported (supported: none, linear)", f.path(),
-         scaling);
-  }
-  if (scaling == "linear" || factor != 0.0) {
-    if (!(factor >= 1.0 && factor <= 1024.0)) {
-      fail("{}: linear RoPE scaling factor {} must be in [1, 1024]", f.path(), factor);
-    }
-    c.rope_freq_scale = static_cast<float>(1.0 / factor);
-  }
+  c.rope_scaling = read_rope_scaling(f, c.arch, c.n_ctx_train);
   const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
   if (emb == nullptr) fail("{}: missing tensor 'token_embd.weight'", f.path());
   if (emb->ne.size() != 2) fail("{}: token_embd.weight must be 2-D", f.path());
   c.n_vocab = static_cast<int>(f.get_int_or(a + "vocab_size", emb->ne[1]));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   c.qkv_bias = c.arch == "qwen2";
+  c.qk_norm = c.arch == "qwen3";
+  c.fused_qkv = f.find_tensor("blk.0.attn_qkv.weight") != nullptr;
+  c.fused_gate_up = c.arch == "phi3";
   if (c.arch == "gemma3") read_gemma3(f, a, c);
   if (c.attn_scale == 0.0f) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   return c;
+}
+
+int ModelConfig::n_ctx_max() const {
+  if (rope_scaling.type != RopeScalingType::Yarn) return n_ctx_train;
+  const double scaled = static_cast<double>(rope_scaling.n_ctx_orig) / rope_scaling.freq_scale;
+  return static_cast<int>(std::min<double>(1 << 24, std::max<double>(n_ctx_train, scaled)));
 }
 
 int ModelConfig::n_windowed_layers() const {

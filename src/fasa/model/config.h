@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fasa/kernels/ops.h"
+#include "fasa/model/rope.h"
 
 namespace fasa {
 
@@ -28,15 +29,19 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_base = 10000.0f;
   int rope_dim = 0;        // dims that rotate (<= head_dim)
-  // Linear RoPE scaling (rope.scaling.type = linear): angles are pos * freq * rope_freq_scale,
-  // rope_freq_scale = 1 / rope.scaling.factor; 1 without scaling. Other scaling types are refused.
-  float rope_freq_scale = 1.0f;
+  // RoPE scaling the metadata declares (none, linear, YaRN, LongRoPE); the per-pair factor
+  // tables are tensors (ModelWeights::rope_factors). model/rope.h turns both into the
+  // frequencies a run uses.
+  RopeScaling rope_scaling;
   RopeLayout rope_layout = RopeLayout::Norm;
   bool tied_output = false;  // output matrix is token_embd
   bool qkv_bias = false;     // Q, K and V projections add a bias (qwen2)
+  bool fused_qkv = false;    // one attn_qkv matrix holds Q, K and V rows (phi3)
+  bool fused_gate_up = false;  // ffn_up holds the gate rows then the up rows (phi3)
   // Gemma-style blocks (gemma3); the llama defaults leave them off.
   float embd_scale = 1.0f;   // token embeddings are multiplied by this (gemma3: sqrt(d_model))
   bool qk_norm = false;      // RMSNorm of every Q and K head ([head_dim] weights) before RoPE
+                             // (gemma3, qwen3)
   bool post_norms = false;   // RMSNorm of the attention and FFN outputs before the residual add
   FfnAct ffn_act = FfnAct::Silu;
   // Softmax scale of q.k. 1/sqrt(head_dim) unless the architecture says otherwise (gemma3 27B:
@@ -54,6 +59,9 @@ struct ModelConfig {
   int n_windowed_layers() const;
 
   int n_group() const { return n_heads / n_kv_heads; }  // query heads per kv head
+  // The longest context a run may use: the trained context, or with YaRN the original context
+  // times the factor when that is longer (Qwen2.5 files say 32768 and scale it to 131072).
+  int n_ctx_max() const;
 
   // Reads and validates the config of a supported architecture; throws fasa::Error naming the
   // key or the architecture otherwise.

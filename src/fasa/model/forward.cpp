@@ -32,14 +32,26 @@ void ForwardScratch::reserve(const ModelConfig& c, int n_tok) {
   proj.resize(n * c.d_model);
   gate.resize(n * c.d_ff);
   up.resize(n * c.d_ff);
-  freqs.resize(c.rope_dim / 2);
-  rope_freqs(c.rope_base, c.rope_dim, freqs.data());
-  for (float& fr : freqs) fr *= c.rope_freq_scale;  // linear scaling (1 without)
-  if (c.n_windowed_layers() > 0) {  // local layers: their own base, never scaled
-    freqs_local.resize(c.rope_dim / 2);
-    rope_freqs(c.rope_base_local, c.rope_dim, freqs_local.data());
+}
+
+void ForwardScratch::reserve_rope(const Model& model, int n_ctx) {
+  if (n_ctx == rope_n_ctx) return;
+  rope_n_ctx = n_ctx;
+  rope = model.rope_table(n_ctx);
+  if (model.config().n_windowed_layers() > 0) rope_local = model.rope_table(n_ctx, true);
+}
+
+namespace {
+
+// RoPE of one head vector, with the table's magnitude on the rotated dims (YaRN, LongRoPE).
+void rotate(float* v, const ModelConfig& c, const RopeTable& rope, int32_t pos) {
+  rope_apply(v, c.head_dim, c.rope_dim, c.rope_layout, pos, rope.freqs.data());
+  if (rope.mscale != 1.0f) {
+    for (int j = 0; j < c.rope_dim; ++j) v[j] *= rope.mscale;
   }
 }
+
+}  // namespace
 
 namespace {
 
@@ -119,7 +131,6 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = w.layers[l];
     const bool windowed = c.windowed(l);
-    const float* freqs = windowed ? s.freqs_local.data() : s.freqs.data();
     // Attention block.
     for (int t = 0; t < n_rows; ++t) {
       rmsnorm(s.x.data() + t * d, L.attn_norm, c.rms_eps, d, s.xn.data() + t * d);
@@ -136,12 +147,14 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
     }
     for (int i = 0; i < n_seq; ++i) {
       const SeqChunk& sq = seqs[i];
+      s.reserve_rope(model, sq.cache->capacity());
+      const RopeTable& rope = windowed ? s.rope_local : s.rope;
       for (int t = 0; t < sq.n_tok; ++t) {
         const int r = row0[i] + t;
         for (int h = 0; h < c.n_heads; ++h) {
           float* qr = s.q.data() + r * q_dim + h * hd;
           if (c.qk_norm) rmsnorm(qr, L.q_norm, c.rms_eps, hd, qr);
-          rope_apply(qr, hd, c.rope_dim, c.rope_layout, sq.pos[t], freqs);
+          rotate(qr, c, rope, sq.pos[t]);
           if (q_fold != 1.0f) {
             for (int j = 0; j < hd; ++j) qr[j] *= q_fold;
           }
@@ -149,7 +162,7 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
         for (int g = 0; g < c.n_kv_heads; ++g) {
           float* kr = s.k.data() + r * kv_dim + g * hd;
           if (c.qk_norm) rmsnorm(kr, L.k_norm, c.rms_eps, hd, kr);
-          rope_apply(kr, hd, c.rope_dim, c.rope_layout, sq.pos[t], freqs);
+          rotate(kr, c, rope, sq.pos[t]);
           sq.cache->store(l, g, first_slot[i] + t, kr, s.v.data() + r * kv_dim + g * hd);
         }
       }

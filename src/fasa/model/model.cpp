@@ -1,5 +1,9 @@
 #include "fasa/model/model.h"
 
+#include <algorithm>
+#include <array>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "fasa/core/error.h"
@@ -38,6 +42,13 @@ WeightMatrix bind_matrix(const GgufFile& f, const std::string& name, int64_t n_o
   return WeightMatrix{t.type, t.data, n_out, n_in, t.n_bytes};
 }
 
+// Rows [first, first + n) of a matrix (fused matrices hold several projections' rows).
+WeightMatrix row_slice(const WeightMatrix& m, int64_t first, int64_t n) {
+  const uint64_t row_bytes = m.n_bytes / static_cast<uint64_t>(m.n_out);
+  return WeightMatrix{m.type, static_cast<const uint8_t*>(m.data) + first * row_bytes, n, m.n_in,
+                      row_bytes * static_cast<uint64_t>(n)};
+}
+
 }  // namespace
 
 const Tokenizer& Model::require_tokenizer() const {
@@ -51,6 +62,33 @@ uint64_t Model::weight_bytes() const {
   return n;
 }
 
+namespace {
+
+// Tensors a file may carry that no architecture binds, each with its reason. Empty: every
+// tensor llama.cpp's converter writes for the supported families is bound, and llama.cpp itself
+// refuses a file with tensors it did not create. A name is matched with its layer number
+// replaced by N ("blk.N.attn_rot_embd").
+struct IgnoredTensor {
+  const char* name;
+  const char* reason;
+};
+constexpr std::array<IgnoredTensor, 0> kIgnoredTensors{};
+
+std::string layer_pattern(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return name;
+  size_t i = 4;
+  while (i < name.size() && name[i] >= '0' && name[i] <= '9') ++i;
+  return "blk.N" + name.substr(i);
+}
+
+}  // namespace
+
+RopeTable Model::rope_table(int n_ctx, bool local) const {
+  const ModelConfig& c = config_;
+  if (local) return make_rope_table(c.rope_base_local, c.rope_dim, c.rope_scaling, {}, n_ctx, false);
+  return make_rope_table(c.rope_base, c.rope_dim, c.rope_scaling, weights_.rope_factors, n_ctx);
+}
+
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
   std::shared_ptr<Model> m(new Model());
   m->file_ = GgufFile::open(path);
@@ -58,10 +96,19 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   m->config_ = ModelConfig::from_gguf(f);
   ModelConfig& c = m->config_;
   if (opts.rope_layout_override) c.rope_layout = *opts.rope_layout_override;
+  std::set<std::string> bound;  // names of the tensors bound so far
 
+  auto tensor = [&](const std::string& name) -> const GgufTensorInfo& {
+    bound.insert(name);
+    return require_tensor(f, name);
+  };
+  auto matrix = [&](const std::string& name, int64_t n_out, int64_t n_in) {
+    bound.insert(name);
+    return bind_matrix(f, name, n_out, n_in);
+  };
   // Norm vectors: f32 in practice; other float types are converted once and owned.
   auto bind_vector = [&](const std::string& name, int64_t n) -> const float* {
-    const GgufTensorInfo& t = require_tensor(f, name);
+    const GgufTensorInfo& t = tensor(name);
     if (t.n_elements != n || t.ne.size() != 1) {
       fail("{}: tensor '{}' has shape {}, expected [{}]", f.path(), name, shape_str(t.ne), n);
     }
@@ -74,21 +121,52 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     dequantize_row(t.type, t.data, v.data(), n);
     return v.data();
   };
+  // RoPE factor tables: positive and finite, or the rotation would be garbage.
+  auto bind_factors = [&](const std::string& name) -> const float* {
+    if (f.find_tensor(name) == nullptr) return nullptr;
+    const float* v = bind_vector(name, c.rope_dim / 2);
+    for (int i = 0; i < c.rope_dim / 2; ++i) {
+      if (!(v[i] > 0.0f && v[i] < 1e30f)) {
+        fail("{}: tensor '{}' element {} = {} must be a positive finite factor", f.path(), name,
+             i, v[i]);
+      }
+    }
+    return v;
+  };
 
   const int64_t d = c.d_model, q_dim = int64_t{c.n_heads} * c.head_dim,
                 kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
   ModelWeights& w = m->weights_;
-  w.tok_embd = bind_matrix(f, "token_embd.weight", c.n_vocab, d);
+  w.tok_embd = matrix("token_embd.weight", c.n_vocab, d);
   w.output_norm = bind_vector("output_norm.weight", d);
-  w.output = c.tied_output ? w.tok_embd : bind_matrix(f, "output.weight", c.n_vocab, d);
+  w.output = c.tied_output ? w.tok_embd : matrix("output.weight", c.n_vocab, d);
+  w.rope_factors.freq_factors = bind_factors("rope_freqs.weight");
+  w.rope_factors.long_factors = bind_factors("rope_factors_long.weight");
+  w.rope_factors.short_factors = bind_factors("rope_factors_short.weight");
+  if (w.rope_factors.freq_factors != nullptr &&
+      (w.rope_factors.long_factors != nullptr || w.rope_factors.short_factors != nullptr)) {
+    fail("{}: the file has both rope_freqs.weight and rope_factors_long/short.weight; only one "
+         "kind of RoPE factor table is supported", f.path());
+  }
+  if ((w.rope_factors.long_factors == nullptr) != (w.rope_factors.short_factors == nullptr)) {
+    fail("{}: rope_factors_long.weight and rope_factors_short.weight must come together",
+         f.path());
+  }
   w.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     LayerWeights& L = w.layers[l];
     L.attn_norm = bind_vector(p + "attn_norm.weight", d);
-    L.wq = bind_matrix(f, p + "attn_q.weight", q_dim, d);
-    L.wk = bind_matrix(f, p + "attn_k.weight", kv_dim, d);
-    L.wv = bind_matrix(f, p + "attn_v.weight", kv_dim, d);
+    if (c.fused_qkv) {  // rows: Q [q_dim], then K [kv_dim], then V [kv_dim]
+      const WeightMatrix qkv = matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, d);
+      L.wq = row_slice(qkv, 0, q_dim);
+      L.wk = row_slice(qkv, q_dim, kv_dim);
+      L.wv = row_slice(qkv, q_dim + kv_dim, kv_dim);
+    } else {
+      L.wq = matrix(p + "attn_q.weight", q_dim, d);
+      L.wk = matrix(p + "attn_k.weight", kv_dim, d);
+      L.wv = matrix(p + "attn_v.weight", kv_dim, d);
+    }
     if (c.qkv_bias) {
       L.bq = bind_vector(p + "attn_q.bias", q_dim);
       L.bk = bind_vector(p + "attn_k.bias", kv_dim);
@@ -98,15 +176,43 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
       L.q_norm = bind_vector(p + "attn_q_norm.weight", c.head_dim);
       L.k_norm = bind_vector(p + "attn_k_norm.weight", c.head_dim);
     }
-    L.wo = bind_matrix(f, p + "attn_output.weight", d, q_dim);
+    L.wo = matrix(p + "attn_output.weight", d, q_dim);
     if (c.post_norms) {
       L.attn_post_norm = bind_vector(p + "post_attention_norm.weight", d);
       L.ffn_post_norm = bind_vector(p + "post_ffw_norm.weight", d);
     }
     L.ffn_norm = bind_vector(p + "ffn_norm.weight", d);
-    L.w_gate = bind_matrix(f, p + "ffn_gate.weight", c.d_ff, d);
-    L.w_up = bind_matrix(f, p + "ffn_up.weight", c.d_ff, d);
-    L.w_down = bind_matrix(f, p + "ffn_down.weight", d, c.d_ff);
+    if (c.fused_gate_up) {  // rows: gate [d_ff], then up [d_ff] (llama.cpp's swiglu halves)
+      const WeightMatrix gate_up = matrix(p + "ffn_up.weight", 2 * int64_t{c.d_ff}, d);
+      L.w_gate = row_slice(gate_up, 0, c.d_ff);
+      L.w_up = row_slice(gate_up, c.d_ff, c.d_ff);
+    } else {
+      L.w_gate = matrix(p + "ffn_gate.weight", c.d_ff, d);
+      L.w_up = matrix(p + "ffn_up.weight", c.d_ff, d);
+    }
+    L.w_down = matrix(p + "ffn_down.weight", d, c.d_ff);
+  }
+  // Strict: a tensor nothing bound could carry math this engine would silently skip.
+  std::vector<std::string> unbound;
+  for (const GgufTensorInfo& t : f.tensors()) {
+    if (bound.count(t.name) != 0) continue;
+    const std::string pattern = layer_pattern(t.name);
+    const bool ignorable = std::any_of(kIgnoredTensors.begin(), kIgnoredTensors.end(),
+                                       [&](const IgnoredTensor& e) { return pattern == e.name; });
+    if (ignorable) {
+      m->ignored_.push_back(t.name);
+    } else {
+      unbound.push_back(t.name);
+    }
+  }
+  if (!unbound.empty()) {
+    std::string list;
+    const size_t shown = std::min<size_t>(unbound.size(), 8);
+    for (size_t i = 0; i < shown; ++i) list += (i ? ", '" : "'") + unbound[i] + "'";
+    if (unbound.size() > shown) list += fmt::format(" and {} more", unbound.size() - shown);
+    fail("{}: tensor{} {} not used by architecture '{}'; refusing the file rather than "
+         "ignoring weights (see docs/MODELS.md, strict loading)",
+         f.path(), unbound.size() > 1 ? "s" : "", list, c.arch);
   }
   if (opts.load_tokenizer && f.find("tokenizer.ggml.model") != nullptr) {
     m->tokenizer_ = Tokenizer::from_gguf(f);

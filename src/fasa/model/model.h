@@ -10,6 +10,7 @@
 
 #include "fasa/core/dtype.h"
 #include "fasa/model/config.h"
+#include "fasa/model/rope.h"
 
 namespace fasa {
 
@@ -49,6 +50,7 @@ struct ModelWeights {
   const float* output_norm = nullptr;  // [d_model]
   WeightMatrix output;                 // [n_vocab, d_model] (== tok_embd when tied)
   std::vector<LayerWeights> layers;    // [n_layers]
+  RopeFactorTables rope_factors;       // per-pair RoPE factor tables ([rope_dim / 2] each or null)
 };
 
 struct LoadOptions {
@@ -69,6 +71,11 @@ class Model {
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const Tokenizer& require_tokenizer() const;
   uint64_t weight_bytes() const;
+  // The RoPE a run with n_ctx slots per sequence uses (LongRoPE switches tables on n_ctx);
+  // `local`: gemma3's sliding-window layers (their own base, unscaled).
+  RopeTable rope_table(int n_ctx, bool local = false) const;
+  // Tensors of the file the loader did not bind (each on the documented ignore list).
+  const std::vector<std::string>& ignored_tensors() const { return ignored_; }
 
  private:
   Model() = default;
@@ -77,6 +84,7 @@ class Model {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<std::vector<float>> owned_;  // norm vectors stored in a non-f32 type, converted
+  std::vector<std::string> ignored_;
 };
 
 }  // namespace fasa

@@ -1,0 +1,79 @@
+// The strict loader: a tensor no architecture binds, or a metadata key the engine does not
+// understand, refuses the file by name instead of being silently skipped (issue 20: a Llama 3
+// file's rope_freqs.weight used to be ignored).
+#include <gtest/gtest.h>
+
+#include "fasa/core/error.h"
+#include "fasa/model/model.h"
+#include "support/expect_error.h"
+#include "support/temp_files.h"
+#include "support/tiny_model.h"
+
+namespace fasa {
+namespace {
+
+std::string write(const std::string& name, const test::TinySpec& s) {
+  const std::string path = (test::fresh_dir("strict_load_" + name) / name).string();
+  test::write_tiny_model(path, s);
+  return path;
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    Model::load(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(StrictLoad, CleanFileLoadsWithNothingIgnored) {
+  const auto m = Model::load(write("clean.gguf", {}));
+  EXPECT_TRUE(m->ignored_tensors().empty());
+}
+
+TEST(StrictLoad, ExtraTensorIsRefusedByName) {
+  test::TinySpec s;
+  s.extra_tensor = "blk.0.attn_rot_embd.weight";
+  const std::string err = load_error(write("extra_tensor.gguf", s));
+  EXPECT_NE(err.find("tensor 'blk.0.attn_rot_embd.weight' not used by architecture 'llama'"),
+            std::string::npos) << err;
+}
+
+TEST(StrictLoad, BiasOnAModelWithoutBiasesIsRefused) {
+  // qwen2's biases written into a llama file: a real block the llama math would skip.
+  test::TinySpec s;
+  s.extra_tensor = "blk.1.attn_q.bias";
+  EXPECT_NE(load_error(write("extra_bias.gguf", s)).find("'blk.1.attn_q.bias'"),
+            std::string::npos);
+}
+
+TEST(StrictLoad, UnknownMathKeyIsRefusedByName) {
+  test::TinySpec s;
+  s.extra_key = "attention.temperature_tuning";
+  const std::string err = load_error(write("extra_key.gguf", s));
+  EXPECT_NE(err.find("metadata 'llama.attention.temperature_tuning' not understood"),
+            std::string::npos) << err;
+}
+
+TEST(StrictLoad, KnownKeysAtUnsupportedValuesAreRefused) {
+  test::TinySpec s;
+  s.extra_key = "expert_count";  // = 1: a mixture of experts
+  EXPECT_NE(load_error(write("experts.gguf", s)).find("mixture-of-experts"), std::string::npos);
+  s.extra_key = "rope.scaling.yarn_beta_fast";  // = 1, not 32
+  s.rope_scaling = "yarn";
+  s.rope_factor = 4.0f;
+  EXPECT_NE(load_error(write("beta.gguf", s)).find("'llama.rope.scaling.yarn_beta_fast' = 1 is "
+                                                   "not supported"),
+            std::string::npos);
+}
+
+TEST(StrictLoad, KeysOfOtherPrefixesAreNotTheArchitecturesBusiness) {
+  // general.* and tokenizer.* are read where they matter; quantize.* carries no math.
+  test::TinySpec s;
+  s.extra_key = "rope.scaling.finetuned";  // informational
+  EXPECT_EQ(load_error(write("finetuned.gguf", s)), "");
+}
+
+}  // namespace
+}  // namespace fasa
