@@ -20,6 +20,7 @@ struct BpeConfig {
   int64_t eot_id = -1;                  // tokenizer.ggml.eot_token_id
   int64_t eom_id = -1;                  // tokenizer.ggml.eom_token_id
   int add_bos = -1;                     // tokenizer.ggml.add_bos_token; -1: per pre-tokenizer
+  std::string model_name;               // general.name (Phi-3 special-token stripping)
 };
 
 // Validates `cfg` (throws fasa::Error naming the key and the problem) and builds the tokenizer.

@@ -1,8 +1,11 @@
 // Chat formats: detection from the GGUF chat template and rendering. The renderings follow the
 // models' own templates as llama.cpp's built-in formats reproduce them (no Jinja here), except
-// Gemma, which follows Gemma 3's template where the two differ (whitespace around the system
-// text); the ChatML and Gemma renderings are checked against Jinja's output of SmolLM2's and
-// Gemma 3's templates in the tests.
+// where the model's own template differs and is what the model was trained on: Gemma
+// (whitespace around the system text), ChatMLThink (Qwen3: earlier reasoning dropped), MistralV3
+// (the system text goes before the last user message, not the first), Phi3 (an empty system
+// message is left out) and DeepSeekR1 (system text without "\n\n", reasoning dropped from
+// earlier assistant turns, the assistant turn opened with "<think>\n"). The renderings are checked
+// against Jinja's output of the real templates in the tests (tests/data/tokenizer/families).
 #include "fasa/tokenizer/chat.h"
 
 #include <optional>
@@ -14,6 +17,13 @@
 namespace fasa {
 
 namespace {
+
+constexpr const char* kDsUser = "<\xef\xbd\x9cUser\xef\xbd\x9c>";            // <｜User｜>
+constexpr const char* kDsAssistant = "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>";  // <｜Assistant｜>
+constexpr const char* kDsEnd =  // <｜end▁of▁sentence｜>
+    "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>";
+constexpr const char* kDsBegin =  // <｜begin▁of▁sentence｜>
+    "<\xef\xbd\x9c" "begin\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>";
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
@@ -136,6 +146,123 @@ void render_gemma(Out& out, const std::vector<ChatMessage>& messages) {
   }
 }
 
+// Python's str.lstrip/rstrip/strip with one character.
+std::string lstrip_char(const std::string& s, char c) {
+  const size_t b = s.find_first_not_of(c);
+  return b == std::string::npos ? std::string() : s.substr(b);
+}
+std::string rstrip_char(const std::string& s, char c) {
+  const size_t e = s.find_last_not_of(c);
+  return e == std::string::npos ? std::string() : s.substr(0, e + 1);
+}
+
+// The text after the last `sep` (all of `s` when there is none): Python's s.split(sep)[-1].
+std::string after_last(const std::string& s, const std::string& sep) {
+  const size_t p = s.rfind(sep);
+  return p == std::string::npos ? s : s.substr(p + sep.size());
+}
+
+// Qwen3's template: a system message first becomes the system turn; assistant turns up to the
+// last user message (one that is not a "<tool_response>...</tool_response>") lose their reasoning (the text up to "</think>", and the newlines after it);
+// later assistant turns keep it, re-wrapped as "<think>\n...\n</think>\n\n" (the last one
+// always, others when they have reasoning).
+void render_chatml_think(Out& out, const std::vector<ChatMessage>& messages,
+                         const std::string& default_system) {
+  if (!messages.empty() && messages.front().role != "system" && !default_system.empty()) {
+    out << "<|im_start|>system\n" + default_system + "<|im_end|>\n";
+  }
+  size_t last_query = messages.empty() ? 0 : messages.size() - 1;
+  for (size_t i = messages.size(); i-- > 0;) {
+    const std::string& text = messages[i].content;
+    const bool tool_response = text.rfind("<tool_response>", 0) == 0 && text.size() >= 16 &&
+                               text.compare(text.size() - 16, 16, "</tool_response>") == 0;
+    if (messages[i].role == "user" && !tool_response) {
+      last_query = i;
+      break;
+    }
+  }
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role != "assistant") {
+      out << "<|im_start|>" + m.role + "\n";
+      out.content(m.content) << "<|im_end|>\n";
+      continue;
+    }
+    std::string content = m.content;
+    std::string reasoning;
+    const size_t close = m.content.find("</think>");
+    if (close != std::string::npos) {
+      content = lstrip_char(after_last(m.content, "</think>"), '\n');
+      reasoning =
+          lstrip_char(after_last(rstrip_char(m.content.substr(0, close), '\n'), "<think>"), '\n');
+    }
+    out << "<|im_start|>assistant\n";
+    if (i > last_query && (i + 1 == messages.size() || !reasoning.empty())) {
+      out << "<think>\n";
+      out.content(lstrip_char(rstrip_char(reasoning, '\n'), '\n')) << "\n</think>\n\n";
+      content = lstrip_char(content, '\n');
+    }
+    out.content(content) << "<|im_end|>\n";
+  }
+}
+
+// Mistral v0.3's template: the (first) system text goes into the last user turn, before the
+// user's text; an assistant turn is " " + its text stripped + "</s>". BOS comes from the
+// tokenizer. System messages the template rejects (not first) join the same system text.
+void render_mistral_v3(Out& out, const std::vector<ChatMessage>& messages) {
+  std::string system;
+  size_t last_user = messages.size();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (messages[i].role == "system") {
+      system += (system.empty() ? "" : "\n\n") + messages[i].content;
+    } else if (messages[i].role == "user") {
+      last_user = i;
+    }
+  }
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "system") continue;
+    if (m.role == "assistant") {
+      out << " ";
+      out.content(trim_py(m.content)) << "</s>";
+      continue;
+    }
+    out << "[INST] ";
+    if (i == last_user && !system.empty()) out.content(system) << "\n\n";
+    out.content(m.content) << "[/INST]";
+  }
+}
+
+// Phi-3(.5)'s template: "<|role|>\n" + text + "<|end|>\n" per message; an empty system message
+// is left out.
+void render_phi3(Out& out, const std::vector<ChatMessage>& messages) {
+  for (const ChatMessage& m : messages) {
+    if (m.role == "system" && m.content.empty()) continue;
+    out << "<|" + m.role + "|>\n";
+    out.content(m.content) << "<|end|>\n";
+  }
+}
+
+// DeepSeek-R1(-Distill)'s template: the last system message's text first (no separator), then
+// "<｜User｜>" + text and "<｜Assistant｜>" + text after its last "</think>" + end of sentence.
+// BOS comes from the tokenizer.
+void render_deepseek_r1(Out& out, const std::vector<ChatMessage>& messages) {
+  const ChatMessage* system = nullptr;
+  for (const ChatMessage& m : messages) {
+    if (m.role == "system") system = &m;
+  }
+  if (system != nullptr) out.content(system->content);
+  for (const ChatMessage& m : messages) {
+    if (m.role == "user") {
+      out << kDsUser;
+      out.content(m.content);
+    } else if (m.role == "assistant") {
+      out << kDsAssistant;
+      out.content(after_last(m.content, "</think>")) << kDsEnd;
+    }
+  }
+}
+
 }  // namespace
 
 const char* chat_format_name(ChatFormat fmt) {
@@ -145,23 +272,41 @@ const char* chat_format_name(ChatFormat fmt) {
     case ChatFormat::Llama3: return "llama3";
     case ChatFormat::Zephyr: return "zephyr";
     case ChatFormat::Gemma: return "gemma";
+    case ChatFormat::ChatMLThink: return "chatml-think";
+    case ChatFormat::MistralV3: return "mistral-v3";
+    case ChatFormat::Phi3: return "phi3";
+    case ChatFormat::DeepSeekR1: return "deepseek-r1";
   }
   return "?";
 }
 
 ChatFormat detect_chat_format_from_template(const std::string& tmpl, const std::string& arch) {
-  if (contains(tmpl, "<|im_start|>")) return ChatFormat::ChatML;
+  if (contains(tmpl, "<|im_start|>")) {
+    return contains(tmpl, "</think>") ? ChatFormat::ChatMLThink : ChatFormat::ChatML;
+  }
+  // llama.cpp's rule for Mistral's official v3 template; its v1, v3-tekken and v7 templates
+  // (" [INST]", "\"[INST]\"", "[SYSTEM_PROMPT]") are not supported and render as llama2.
+  if (contains(tmpl, "[INST]") && contains(tmpl, "[AVAILABLE_TOOLS]") &&
+      !contains(tmpl, "[SYSTEM_PROMPT]") && !contains(tmpl, " [INST]") &&
+      !contains(tmpl, "\"[INST]\"")) {
+    return ChatFormat::MistralV3;
+  }
+  if (contains(tmpl, "<|assistant|>") && contains(tmpl, "<|end|>")) return ChatFormat::Phi3;
   if (contains(tmpl, "<|start_header_id|>")) return ChatFormat::Llama3;
   if (contains(tmpl, "<start_of_turn>")) return ChatFormat::Gemma;
   if (contains(tmpl, "<|user|>")) return ChatFormat::Zephyr;
   if (contains(tmpl, "[INST]")) return ChatFormat::Llama2;
+  if (contains(tmpl, kDsUser) && contains(tmpl, kDsAssistant) && contains(tmpl, kDsEnd)) {
+    return ChatFormat::DeepSeekR1;
+  }
   if (tmpl.empty() && arch.rfind("gemma", 0) == 0) return ChatFormat::Gemma;
   if (tmpl.empty()) {
     fail("the model has no tokenizer.chat_template (general.architecture = '{}'); "
          "no chat format is known for it", arch);
   }
-  fail("tokenizer.chat_template is in none of the known chat formats (chatml, llama2, llama3, "
-       "zephyr, gemma); it starts: '{}'", tmpl.substr(0, 80));
+  fail("tokenizer.chat_template is in none of the known chat formats (chatml, chatml-think, "
+       "llama2, llama3, zephyr, gemma, mistral-v3, phi3, deepseek-r1); it starts: '{}'",
+       tmpl.substr(0, 80));
 }
 
 ChatFormat detect_chat_format(const GgufFile& file) {
@@ -231,6 +376,21 @@ RenderedChat render_chat_parts(ChatFormat fmt, const std::vector<ChatMessage>& m
       render_gemma(out, messages);
       if (add_generation_prompt) out << "<start_of_turn>model\n";
       break;
+    case ChatFormat::ChatMLThink:
+      render_chatml_think(out, messages, default_system);
+      if (add_generation_prompt) out << "<|im_start|>assistant\n";
+      break;
+    case ChatFormat::MistralV3:
+      render_mistral_v3(out, messages);  // the prompt already ends with "[/INST]"
+      break;
+    case ChatFormat::Phi3:
+      render_phi3(out, messages);
+      if (add_generation_prompt) out << "<|assistant|>\n";
+      break;
+    case ChatFormat::DeepSeekR1:
+      render_deepseek_r1(out, messages);
+      if (add_generation_prompt) out << std::string(kDsAssistant) + "<think>\n";
+      break;
   }
   return std::move(out.r);
 }
@@ -248,6 +408,11 @@ std::vector<std::string> chat_markers(ChatFormat fmt) {
     case ChatFormat::Zephyr:
       return {"<|system|>", "<|user|>", "<|assistant|>", "<|endoftext|>"};
     case ChatFormat::Gemma: return {"<start_of_turn>", "<end_of_turn>"};
+    case ChatFormat::ChatMLThink: return {"<|im_start|>", "<|im_end|>"};
+    case ChatFormat::MistralV3: return {"[INST]", "[/INST]", "</s>"};
+    case ChatFormat::Phi3:
+      return {"<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<|endoftext|>"};
+    case ChatFormat::DeepSeekR1: return {kDsUser, kDsAssistant, kDsEnd, kDsBegin};
   }
   return {};
 }

@@ -15,7 +15,11 @@ struct ChatMessage {
   std::string content;
 };
 
-enum class ChatFormat { ChatML, Llama2, Llama3, Zephyr, Gemma };
+// ChatMLThink: ChatML as Qwen3's template renders it (reasoning dropped from earlier assistant
+// turns); MistralV3: Mistral v0.3's [INST] template; Phi3: <|user|>...<|end|>; DeepSeekR1:
+// DeepSeek-R1(-Distill)'s <｜User｜>/<｜Assistant｜> template.
+enum class ChatFormat { ChatML, Llama2, Llama3, Zephyr, Gemma, ChatMLThink, MistralV3, Phi3,
+                        DeepSeekR1 };
 
 // Detects the format from tokenizer.chat_template (and the architecture); throws fasa::Error
 // when the model has no template this engine knows.
@@ -49,6 +53,8 @@ std::string chat_default_system(const GgufFile& file);
 ChatFormat detect_chat_format_from_template(const std::string& tmpl, const std::string& arch = "");
 std::string chat_default_system_from_template(const std::string& tmpl);
 
-const char* chat_format_name(ChatFormat fmt);  // "chatml", "llama2", "llama3", "zephyr", "gemma"
+// "chatml", "llama2", "llama3", "zephyr", "gemma", "chatml-think", "mistral-v3", "phi3",
+// "deepseek-r1"
+const char* chat_format_name(ChatFormat fmt);
 
 }  // namespace fasa

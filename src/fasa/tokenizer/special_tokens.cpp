@@ -2,6 +2,7 @@
 #include "fasa/tokenizer/special_tokens.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "fasa/core/error.h"
 
@@ -24,6 +25,21 @@ constexpr std::string_view kEogTexts[] = {
     "<reponame>", "<|file_sep|>",
 };
 
+// llama.cpp's fill-in-the-middle prefix, suffix and middle texts (Qwen, Granite, DeepSeek,
+// CodeLlama, GLM-4.5, Falcon-H1), which it forces to Control; pad/repo/file-separator are EOG
+// texts above.
+constexpr std::string_view kFimTexts[] = {
+    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xe2\x96\x81<PRE>",
+    "<|code_prefix|>", "<|prefix|>",
+    "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>",  // <｜fim▁begin｜>
+    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "\xe2\x96\x81<SUF>",
+    "<|code_suffix|>", "<|suffix|>",
+    "<\xef\xbd\x9c" "fim\xe2\x96\x81" "hole\xef\xbd\x9c>",  // <｜fim▁hole｜>
+    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "\xe2\x96\x81<MID>",
+    "<|code_middle|>", "<|middle|>",
+    "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>",  // <｜fim▁end｜>
+};
+
 // True when [begin, end) overlaps one of the ascending, disjoint `ranges`.
 bool overlaps(const std::vector<TextRange>& ranges, size_t begin, size_t end) {
   const auto it = std::lower_bound(ranges.begin(), ranges.end(), begin,
@@ -31,15 +47,30 @@ bool overlaps(const std::vector<TextRange>& ranges, size_t begin, size_t end) {
   return it != ranges.end() && it->begin < end;
 }
 
+// C's isspace in the "C" locale, which llama.cpp's strip uses.
+bool is_c_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
 }  // namespace
 
+bool phi3_strips_specials(const std::string& model_name) {
+  std::string lower = model_name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("phi-3") != std::string::npos || lower.find("phi3") != std::string::npos;
+}
+
 SpecialTokenSplitter::SpecialTokenSplitter(const std::vector<std::string>& texts,
-                                           const std::vector<TokenType>& types) {
+                                           const std::vector<TokenType>& types,
+                                           const std::string& model_name) {
   FASA_CHECK(texts.size() == types.size());
+  const bool phi3 = phi3_strips_specials(model_name);
   for (size_t i = 0; i < texts.size(); ++i) {
     const TokenType t = types[i];
     if (t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) {
-      specials_.push_back({static_cast<int32_t>(i), texts[i], t == TokenType::UserDefined});
+      const std::string& s = texts[i];
+      const bool rstrip = phi3 && s != "<unk>" && s != "<s>" && s != "<|endoftext|>";
+      specials_.push_back({static_cast<int32_t>(i), s, t == TokenType::UserDefined, rstrip});
     }
   }
   std::stable_sort(specials_.begin(), specials_.end(), [](const Special& a, const Special& b) {
@@ -80,7 +111,9 @@ std::vector<TextFragment> SpecialTokenSplitter::split(std::string_view text,
         }
         if (m > pos) next.push_back({-1, pos, m});
         next.push_back({sp.id, m, m + s.size()});
-        pos = from = m + s.size();
+        pos = m + s.size();
+        while (sp.rstrip && pos < f.end && is_c_space(text[pos])) ++pos;
+        from = pos;
       }
       if (pos < f.end) next.push_back({-1, pos, f.end});
     }
@@ -91,6 +124,11 @@ std::vector<TextFragment> SpecialTokenSplitter::split(std::string_view text,
 
 bool is_eog_text(std::string_view text) {
   return std::find(std::begin(kEogTexts), std::end(kEogTexts), text) != std::end(kEogTexts);
+}
+
+bool is_forced_control_text(std::string_view text) {
+  return is_eog_text(text) ||
+         std::find(std::begin(kFimTexts), std::end(kFimTexts), text) != std::end(kFimTexts);
 }
 
 std::string quoted_token(std::string_view s) {

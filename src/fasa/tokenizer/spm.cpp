@@ -174,11 +174,10 @@ SpmTokenizer::SpmTokenizer(SpmConfig cfg)
     if (id >= 0) eog_[static_cast<size_t>(id)] = 1;
   }
   for (size_t i = 0; i < n; ++i) {
-    if (!is_eog_text(texts_[i])) continue;
-    eog_[i] = 1;
-    types_[i] = TokenType::Control;  // llama.cpp forces these to control
+    if (is_eog_text(texts_[i])) eog_[i] = 1;
+    if (is_forced_control_text(texts_[i])) types_[i] = TokenType::Control;  // as llama.cpp does
   }
-  specials_ = SpecialTokenSplitter(texts_, types_);
+  specials_ = SpecialTokenSplitter(texts_, types_, cfg.model_name);
 
   pieces_.resize(n);
   for (size_t i = 0; i < n; ++i) {

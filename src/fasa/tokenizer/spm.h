@@ -22,6 +22,7 @@ struct SpmConfig {
   int64_t eom_id = -1;               // tokenizer.ggml.eom_token_id
   bool add_bos = true;               // tokenizer.ggml.add_bos_token
   bool add_space_prefix = true;      // tokenizer.ggml.add_space_prefix
+  std::string model_name;            // general.name (Phi-3 special-token stripping)
 };
 
 // Validates `cfg` (throws fasa::Error naming the key and the problem) and builds the tokenizer.

@@ -50,6 +50,7 @@ BpeConfig read_bpe_config(const GgufFile& file) {
   require_model(file, "gpt2");
   BpeConfig cfg;
   cfg.pre = file.get_string_or("tokenizer.ggml.pre", "");
+  cfg.model_name = file.get_string_or("general.name", "");
   cfg.tokens = read_tokens(file);
   cfg.token_types = read_token_types(file);
   if (!file.find("tokenizer.ggml.merges")) fail("missing tokenizer.ggml.merges");
@@ -73,6 +74,7 @@ SpmConfig read_spm_config(const GgufFile& file) {
     fail("missing tokenizer.ggml.scores (required for tokenizer.ggml.model = 'llama')");
   }
   cfg.scores = file.get_float_array("tokenizer.ggml.scores");
+  cfg.model_name = file.get_string_or("general.name", "");
   const auto n = static_cast<int64_t>(cfg.tokens.size());
   // llama.cpp's defaults for this model type, used when the key is absent.
   auto id_or = [&](const char* key, int64_t def) {
