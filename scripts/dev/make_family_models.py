@@ -365,9 +365,9 @@ def write(family, seed, path):
     w.add_array("tokenizer.ggml.token_type", [int(t) for t in types])
     if merges is not None:
         w.add_array("tokenizer.ggml.merges", merges)
-    for k in ("bos", "eos", "unk", "pad"):
+    for k, key in (("bos", "bos"), ("eos", "eos"), ("unk", "unknown"), ("pad", "padding")):
         if k in sp:
-            w.add_uint32(f"tokenizer.ggml.{k}_token_id", sp[k])
+            w.add_uint32(f"tokenizer.ggml.{key}_token_id", sp[k])
     for k in ("add_bos", "add_eos"):
         if k in sp:
             w.add_bool(f"tokenizer.ggml.{k}_token", sp[k])

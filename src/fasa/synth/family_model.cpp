@@ -230,7 +230,7 @@ struct Vocab {
   std::vector<int32_t> types;
   std::vector<float> scores;  // SentencePiece only
   bool has_scores = false, has_merges = false;
-  std::vector<std::pair<std::string, uint32_t>> ids;  // bos, eos, unk, pad (those present)
+  std::vector<std::pair<std::string, uint32_t>> ids;  // bos, eos, unknown, padding (those present)
   std::vector<std::pair<std::string, bool>> flags;    // add_bos, add_eos (those present)
 };
 
@@ -287,10 +287,10 @@ Vocab make_vocab(const FamilySpec& f) {
     } else if (family == "deepseek-r1-qwen") {
       v.ids = {{"bos", id["<｜begin▁of▁sentence｜>"]},
                {"eos", id["<｜end▁of▁sentence｜>"]},
-               {"pad", id["<｜end▁of▁sentence｜>"]}};
+               {"padding", id["<｜end▁of▁sentence｜>"]}};
       v.flags = {{"add_bos", true}, {"add_eos", false}};
     } else {
-      v.ids = {{"bos", id["<|endoftext|>"]}, {"eos", id["<|im_end|>"]}, {"pad", id["<|endoftext|>"]}};
+      v.ids = {{"bos", id["<|endoftext|>"]}, {"eos", id["<|im_end|>"]}, {"padding", id["<|endoftext|>"]}};
       v.flags = {{"add_bos", false}};
     }
     return v;
@@ -326,10 +326,10 @@ Vocab make_vocab(const FamilySpec& f) {
       v.scores.push_back(-1000.0f);
     }
     const auto eot = static_cast<uint32_t>(first);
-    v.ids = {{"bos", 1}, {"eos", eot}, {"unk", 0}, {"pad", eot}};
+    v.ids = {{"bos", 1}, {"eos", eot}, {"unknown", 0}, {"padding", eot}};
   } else {
     pad_to(static_cast<size_t>(f.n_vocab), -10000.0f);
-    v.ids = {{"bos", 1}, {"eos", 2}, {"unk", 0}};
+    v.ids = {{"bos", 1}, {"eos", 2}, {"unknown", 0}};
   }
   v.flags = {{"add_bos", family != "phi3"}, {"add_eos", false}};
   return v;
