@@ -10,7 +10,7 @@ integers times a power of two, exact in F16 and drawn from splitmix64 seeded by 
 tensor name), so the C++ twin (src/fasa/synth/family_model.cpp, `write_family_model`) writes the
 same bytes: tests/model/family_golden_test.cpp checks that against the sha256 recorded here.
 
-Development-time only (PyPI `gguf`, `numpy`; versions used: gguf 0.18.0, numpy 2.x):
+Development-time only (PyPI `gguf`, `numpy`; versions used: gguf 0.19.0, numpy 2.4.6):
   python3 scripts/dev/make_family_models.py OUT_DIR [--seed 1] [--family NAME ...]
 """
 import argparse
