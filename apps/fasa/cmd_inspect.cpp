@@ -110,7 +110,8 @@ void run_inspect(const InspectArgs& a) {
               rope_layout_name(c.rope_layout), c.rope_base, c.rope_dim, c.rope_dim / 2);
   std::printf("rope scaling  %s", rope_scaling_name(rs.type));
   if (rs.type != RopeScalingType::None) {
-    std::printf(", factor %g, original context %d", 1.0 / rs.freq_scale, rs.n_ctx_orig);
+    if (rs.freq_scale != 1.0f) std::printf(", factor %g", 1.0 / rs.freq_scale);
+    std::printf(", original context %d", rs.n_ctx_orig);
   }
   if (!rope.factors.empty()) std::printf(", factor table %s", rope.factors.c_str());
   if (rope.mscale != 1.0f) std::printf(", magnitude %g", rope.mscale);

@@ -682,3 +682,38 @@ TEST(CalibrationCli, HybridGemma3CoversItsGlobalLayers) {
 
 }  // namespace
 }  // namespace fasa
+
+namespace fasa {
+namespace {
+
+// A calibration records the frequency each FC really rotates at: with linear RoPE scaling by 4,
+// every FC's frequency is the base power divided by 4, the file keeps them, `calib show` prints
+// them, and the adjacent FC layout (chunks that mix two rotation pairs) records none.
+TEST(Calibration, RecordsEachFcsEffectiveFrequency) {
+  const std::string path = ::testing::TempDir() + "/calib_freq.gguf";
+  test::TinySpec s;
+  s.rope_scaling = "linear";
+  s.rope_factor = 4.0f;
+  test::write_tiny_model(path, s);
+  const auto m = Model::load(path);
+  const Calibration c = calibrate(m, text_tokens(200), small_opts(), nullptr);
+  const int hd = m->config().head_dim;
+  ASSERT_EQ(c.fc_freq.size(), static_cast<size_t>(hd / 2));
+  for (int i = 0; i < hd / 2; ++i) {
+    EXPECT_FLOAT_EQ(c.fc_freq[i], static_cast<float>(std::pow(10000.0, -2.0 * i / hd) / 4.0));
+  }
+  EXPECT_EQ(c.rope_n_ctx, small_opts().tokens + small_opts().steps);
+  const std::string file = ::testing::TempDir() + "/calib_freq.json";
+  save_calibration(c, file);
+  EXPECT_EQ(load_calibration(file).fc_freq, c.fc_freq);
+  const test::CliRun shown = test::run_cli({"calib", "show", file});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("FC freqs     rad/token at context 45: 0:0.25 1:"), std::string::npos)
+      << shown.out;
+  CalibrateOptions adjacent = small_opts();
+  adjacent.fc_layout = FcLayout::Adjacent;
+  EXPECT_TRUE(calibrate(m, text_tokens(200), adjacent, nullptr).fc_freq.empty());
+}
+
+}  // namespace
+}  // namespace fasa

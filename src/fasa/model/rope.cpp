@@ -58,6 +58,10 @@ RopeScaling read_rope_scaling(const GgufFile& f, const std::string& arch, int n_
     s.freq_scale = static_cast<float>(1.0 / factor);
   }
   if (!has_type && factor == 0.0) s.type = RopeScalingType::None;
+  // Phi-3 files declare no type: their long/short factor tensors are the scaling (LongRoPE).
+  if (!has_type && f.find_tensor("rope_factors_long.weight") != nullptr) {
+    s.type = RopeScalingType::LongRope;
+  }
   if (s.type == RopeScalingType::Linear && s.freq_scale == 1.0f) s.type = RopeScalingType::None;
   if (s.type == RopeScalingType::Yarn && factor == 0.0) {
     fail("{}: '{}scaling.type' is yarn but '{}scaling.factor' is missing", f.path(), p, p);
