@@ -17,7 +17,6 @@ import argparse
 import hashlib
 import math
 import os
-import re
 import sys
 
 import numpy as np
@@ -259,14 +258,16 @@ def vocab(f, family):
     return toks, types, scores, None, sp
 
 
+TEMPLATE_FILES = {"llama3": "llama3.1", "llama3.2": "llama3.2", "mistral": "mistral-v0.3",
+                  "qwen2.5-yarn": "qwen2.5", "deepseek-r1-qwen": "deepseek-r1-distill-qwen",
+                  "qwen3": "qwen3", "phi3": "phi3.5"}
+
+
 def chat_template(family):
-    """The template string, read from the C++ source so the two generators share it."""
-    src = open(os.path.join(REPO, "src/fasa/synth/chat_templates.cpp"), encoding="utf-8").read()
-    m = re.search(r'if \(family == "' + re.escape(family) + r'"\) \{[^\n]*\n    return R"tpl\((.*?)\)tpl";',
-                  src, re.S)
-    if m is None:
-        sys.exit(f"no chat template for {family} in chat_templates.cpp")
-    return m.group(1)
+    """The real template, from the files the C++ generator and the chat-format tests read."""
+    path = os.path.join(REPO, "tests/data/tokenizer/families/templates",
+                        TEMPLATE_FILES[family] + ".jinja")
+    return open(path, encoding="utf-8").read()
 
 
 def tensors(f, fseed):

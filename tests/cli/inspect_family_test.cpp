@@ -1,10 +1,10 @@
 // `fasa inspect` names the family, its RoPE scaling and the ignored tensors of the paper's model
-// families (random-weight files with their real metadata, src/fasa/synth/family_model.h).
+// families (random-weight files with their real metadata, src/tests/support/family_model.h).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "fasa/synth/family_model.h"
+#include "support/family_model.h"
 #include "support/cli_runner.h"
 #include "support/temp_files.h"
 

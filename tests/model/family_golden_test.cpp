@@ -1,4 +1,4 @@
-// The paper's model families as random-weight files (fasa/synth/family_model.h) against
+// The paper's model families as random-weight files (tests/support/family_model.h) against
 // llama.cpp goldens (scripts/dev/make_family_goldens.py, tests/data/model/families/*.json).
 //
 // Per family: the C++ generator writes the same bytes as the Python one llama.cpp ran on (file
@@ -23,7 +23,7 @@
 #include "fasa/hub/sha256.h"
 #include "fasa/io/gguf.h"
 #include "fasa/model/model.h"
-#include "fasa/synth/family_model.h"
+#include "support/family_model.h"
 #include "support/golden_agreement.h"
 #include "support/temp_files.h"
 

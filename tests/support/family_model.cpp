@@ -1,8 +1,10 @@
 // The family table and the weight generator; the twin of scripts/dev/make_family_models.py,
 // line for line (same key order, tensor order and draws), so both write identical bytes.
-#include "fasa/synth/family_model.h"
+#include "support/family_model.h"
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <map>
 
 #include "fasa/core/error.h"
@@ -449,6 +451,23 @@ void write_family_model(const std::string& family, uint64_t seed, const std::str
   wr.norm("output_norm.weight", d);
   if (!f.tied) wr.matrix("output.weight", d, nv, 2);
   w.write(path);
+}
+
+std::string family_chat_template(const std::string& family) {
+  static const std::map<std::string, std::string> kFiles = {
+      {"llama3", "llama3.1"},        {"llama3.2", "llama3.2"},
+      {"mistral", "mistral-v0.3"},   {"qwen2.5-yarn", "qwen2.5"},
+      {"deepseek-r1-qwen", "deepseek-r1-distill-qwen"},
+      {"qwen3", "qwen3"},            {"phi3", "phi3.5"}};
+  const auto it = kFiles.find(family);
+  if (it == kFiles.end()) fail("no chat template for family '{}'", family);
+  const std::string path =
+      std::string(FASA_TEST_DATA_DIR) + "/tokenizer/families/templates/" + it->second + ".jinja";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read {}", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace fasa
