@@ -1,9 +1,13 @@
 // `fasa bench -m MODEL [-p N1,N2] [-n N1,N2] [-b B1,B2] [-d D1,D2] [-r R] [--threads T]
 //            [--policy P1,P2 [policy flags] [--budget B1,B2]] [--compare SPEC]... [--bandwidth]
-//            [--json]`
+//            [--depth-fill prefill|synthetic] [--json]`
 // llama-bench's conventions: ppN = prompt processing of N tokens, tgN = generation of N tokens
 // one at a time, each measured after a context of depth D ("@ dD"), repeated R times (mean and
-// standard deviation of tokens/s). -p, -n and -d are comma lists: every depth runs every -p
+// standard deviation of tokens/s). The depth is a real prefill of random tokens, or with
+// `--depth-fill synthetic` random keys and values stored straight into the cache
+// (Session::fill_synthetic: the same store/on_append/commit path, no matmuls): a pp or tg step
+// at depth D costs the same whatever the cache holds, so this measures speed only, and makes
+// deep contexts on big models affordable. -p, -n and -d are comma lists: every depth runs every -p
 // value, then every -n value, as its own test (0 = skip). With -b B > 1 a tg test ("tgNxB")
 // decodes B sequences of the policy together, one forward pass per step (the server's
 // batching), and its tokens/s counts all of them.
@@ -54,6 +58,7 @@ struct BenchArgs {
   std::string n_gen = "128";
   std::string batch = "1";
   std::string depths = "0";
+  std::string depth_fill = "prefill";  // or "synthetic"
   int reps = 3;
   int threads = 0;
   std::string kv_type = "f16";
@@ -262,7 +267,17 @@ struct BenchTokens {
 std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& sessions,
                                   const std::vector<std::string>& specs, const Test& t, int depth,
                                   int reps, const BenchTokens& tok,
-                                  const std::shared_ptr<const Model>& model, SessionOptions so) {
+                                  const std::shared_ptr<const Model>& model, SessionOptions so,
+                                  bool synthetic) {
+  // The context before each measurement: `depth` prefilled tokens or synthetic rows.
+  auto fill = [&](Session& s) {
+    if (depth == 0) return;
+    if (synthetic) {
+      s.fill_synthetic(depth, 1);
+    } else {
+      s.prefill(std::vector<int32_t>(tok.ctx.begin(), tok.ctx.begin() + depth));
+    }
+  };
   std::vector<Measure> group;
   for (const std::string& spec : specs) group.push_back(Measure{spec, t, depth, {}});
   const std::vector<int32_t> pp(tok.pp.begin(), tok.pp.begin() + (t.gen ? 0 : t.n));
@@ -271,9 +286,7 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
       Session& session = *sessions[p];
       Measure& m = group[p];
       session.reset();
-      if (depth > 0) {
-        session.prefill(std::vector<int32_t>(tok.ctx.begin(), tok.ctx.begin() + depth));
-      }
+      fill(session);
       if (!t.gen) {
         m.tps.push_back(t.n / seconds_of([&] { session.prefill(pp); }));
         continue;
@@ -288,9 +301,7 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
         std::vector<SessionChunk> chunks{{&session, nullptr, 1}};
         for (int b = 1; b < t.batch; ++b) {
           mates.push_back(std::make_unique<Session>(model, so));
-          if (depth > 0) {
-            mates.back()->prefill(std::vector<int32_t>(tok.ctx.begin(), tok.ctx.begin() + depth));
-          }
+          fill(*mates.back());
           chunks.push_back({mates.back().get(), nullptr, 1});
         }
         ForwardScratch scratch;
@@ -341,6 +352,9 @@ class Report {
       std::printf(", read bandwidth %.2f GB/s (%s buffer)", bw_.read_gb_s,
                   human_bytes(bw_.bytes).c_str());
     }
+    if (a_.depth_fill == "synthetic") {
+      std::printf(", depth fill synthetic (random K/V rows: speed only)");
+    }
     std::printf("\n\n");
     std::printf("| policy | test | t/s | vs first | KV read/token | KV in RAM | KV on disk | "
                 "disk read/token |%s\n",
@@ -375,6 +389,7 @@ class Report {
     j["test"] = m.test.name();
     j["batch"] = m.test.batch;
     j["depth"] = m.depth;
+    j["depth_fill"] = a_.depth_fill;
     j["n_tokens"] = m.test.n;
     j["tokens_per_s"] = m.mean();
     j["stddev"] = m.stddev();
@@ -464,6 +479,10 @@ void run_bench(const BenchArgs& a) {
          kMinBandwidthBytes, a.bandwidth_bytes);
   }
   if (a.reps < 1) fail("-r must be >= 1 (got {})", a.reps);
+  if (a.depth_fill != "prefill" && a.depth_fill != "synthetic") {
+    fail("--depth-fill '{}': expected prefill or synthetic", a.depth_fill);
+  }
+  const bool synthetic = a.depth_fill == "synthetic";
   const std::vector<std::string> specs = bench_policy_specs(a.policy);
   apply_threads(a.threads);
   auto model = load_model(a.model);
@@ -492,6 +511,11 @@ void run_bench(const BenchArgs& a) {
   for (const std::string& spec : specs) {
     so.policy = spec;
     sessions.push_back(std::make_unique<Session>(model, so));
+    if (synthetic && max_depth > 0 && sessions.back()->policy().wants_prefill_queries()) {
+      fail("--depth-fill synthetic: policy '{}' learns from the prefill queries, which a "
+           "synthetic fill does not make; use --depth-fill prefill",
+           spec);
+    }
   }
   BenchTokens tok;
   tok.ctx = bench_tokens(std::max(max_depth, 1), c.n_vocab, 1);
@@ -501,7 +525,7 @@ void run_bench(const BenchArgs& a) {
   report.header();
   for (int d : depths) {
     for (const Test& t : tests) {
-      report.rows(measure_test(sessions, specs, t, d, a.reps, tok, model, so));
+      report.rows(measure_test(sessions, specs, t, d, a.reps, tok, model, so, synthetic));
     }
   }
 }
@@ -525,6 +549,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-d,--depth", a->depths, "context depths, comma separated")
       ->capture_default_str();
   cmd->add_option("-r,--reps", a->reps, "repetitions")->capture_default_str();
+  cmd->add_option("--depth-fill", a->depth_fill,
+                  "how the -d context is made: prefill (random tokens through the model) or "
+                  "synthetic (random K/V rows stored directly: speed only, no prefill cost)")
+      ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
   add_policy_options(cmd, a->policy, /*with_compare=*/true);

@@ -15,5 +15,6 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval);
 void add_bench_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);  // also `calib show`
 void add_serve_command(CLI::App& app);
+void add_synth_command(CLI::App& app);  // paper-shaped random-weight models
 
 }  // namespace fasa::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   fasa::cli::add_bench_command(app);
   fasa::cli::add_calibrate_command(app);
   fasa::cli::add_serve_command(app);
+  fasa::cli::add_synth_command(app);
   try {
     fasa::active_isa();  // a bad FASA_ISA fails here, before any work
     app.parse(argc, argv);

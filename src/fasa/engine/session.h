@@ -86,6 +86,16 @@ class Session {
   // that overflows its context. `scratch` holds the batch's activations between calls.
   static void forward_many(const std::vector<SessionChunk>& chunks, ForwardScratch& scratch);
 
+  // Appends n tokens of random keys and values instead of a prefill (`fasa bench --depth-fill
+  // synthetic`: the cost of a decode or prefill step at depth n does not depend on what the
+  // cache holds). The rows take the forward pass's own path: KvCache::store per (layer, kv head,
+  // slot), the policy's on_append for the global layers, commit with positions n_past.., in
+  // chunks of the prefill chunk size; so FASA builds its packed key slices and a sliding-window
+  // ring fills as in a prefill. Keys and values are about N(0, 1) per dim; no logits are made.
+  // Throws fasa::Error for n < 1, a context overflow, or a policy that learns from the prefill
+  // queries (SnapKV, H2O: a synthetic fill has none to show it).
+  void fill_synthetic(int n, uint64_t seed);
+
   void reset();  // empties the cache (and makes a fresh policy)
   // Continues from `src`'s tokens: copies its cache and shows every row to this session's policy,
   // exactly as if it had prefilled them itself (prefill is dense, so the state is identical).

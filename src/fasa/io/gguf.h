@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,9 +91,19 @@ class GgufFile {
   std::unique_ptr<Mapping> map_;
 };
 
-// Builds GGUF files (used by tests to make tiny models and malformed files).
+// Builds GGUF files (tests' tiny models and malformed files, `fasa synth`'s paper-shaped ones).
+// A tensor's bytes are given whole (add_tensor) or made at write time by a callback, row range
+// by row range (add_tensor_rows): write() streams those to the file in pieces, so a file larger
+// than memory can be written.
 class GgufWriter {
  public:
+  // Fills rows [first_row, first_row + n_rows) of a tensor's data (a row: ne[0] elements) into
+  // `out` (n_rows * row bytes). Called in row order with pieces of any size; it must give the
+  // same bytes whatever the pieces.
+  using RowFill = std::function<void(int64_t first_row, int64_t n_rows, uint8_t* out)>;
+  // (bytes written, bytes of the whole file), after each piece.
+  using Progress = std::function<void(uint64_t done, uint64_t total)>;
+
   explicit GgufWriter(uint32_t version = 3, uint64_t alignment = 32);
   void set_u32(const std::string& key, uint32_t v);
   void set_i32(const std::string& key, int32_t v);
@@ -109,19 +120,38 @@ class GgufWriter {
                   const void* data, size_t n_bytes);
   void add_tensor_f32(const std::string& name, const std::vector<int64_t>& ne,
                       const std::vector<float>& values);
-  std::vector<uint8_t> to_bytes() const;
-  void write(const std::string& path) const;  // throws fasa::Error on I/O failure
+  // A tensor whose bytes `fill` makes at write time (same checks as add_tensor).
+  void add_tensor_rows(const std::string& name, DType type, const std::vector<int64_t>& ne,
+                       RowFill fill);
+  // The most bytes of a streamed tensor made and written at once (default 32 MiB; >= one row).
+  void set_piece_bytes(size_t n);
+  uint64_t file_bytes() const;  // what write() writes: header, metadata, infos, padded data
+  std::vector<uint8_t> to_bytes() const;  // the whole file in memory (same bytes as write)
+  // Crash-safe (temporary file, fsync, rename); throws fasa::Error on I/O failure (the target
+  // is then untouched and the temporary file removed).
+  void write(const std::string& path, const Progress& progress = nullptr) const;
 
  private:
-  uint32_t version_;
-  uint64_t alignment_;
-  std::vector<GgufKV> kvs_;
   struct PendingTensor {
     std::string name;
     DType type;
     std::vector<int64_t> ne;
-    std::vector<uint8_t> bytes;
+    uint64_t n_bytes = 0;
+    int64_t n_rows = 0;
+    std::vector<uint8_t> bytes;  // given whole, or
+    RowFill fill;                // made at write time
   };
+  PendingTensor checked_tensor(const std::string& name, DType type,
+                               const std::vector<int64_t>& ne) const;
+  std::vector<uint8_t> header_bytes() const;  // everything before the first tensor's data
+  // Calls sink(bytes) for the tensor's data in pieces (no padding).
+  void emit_tensor(const PendingTensor& t,
+                   const std::function<void(const uint8_t*, size_t)>& sink) const;
+
+  uint32_t version_;
+  uint64_t alignment_;
+  size_t piece_bytes_ = size_t{32} << 20;
+  std::vector<GgufKV> kvs_;
   std::vector<PendingTensor> tensors_;
 };
 

@@ -1,6 +1,8 @@
-// GGUF writer: builds a whole file in memory (header, metadata, tensor infos, padded data).
-// Layout matches the reader in gguf.cpp; every tensor's data starts on an `alignment` boundary
-// and is followed by zero padding up to the next one.
+// GGUF writer: header, metadata, tensor infos, then each tensor's data. Layout matches the
+// reader in gguf.cpp; every tensor's data starts on an `alignment` boundary and is followed by
+// zero padding up to the next one. write() streams: only the header and one piece of one
+// tensor are in memory at a time (plus the bytes of tensors given whole).
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -152,8 +154,8 @@ void GgufWriter::set_f32_array(const std::string& key, const std::vector<float>&
   set_value(key, array_value(GgufType::FLOAT32, std::move(items)));
 }
 
-void GgufWriter::add_tensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
-                            const void* data, size_t n_bytes) {
+GgufWriter::PendingTensor GgufWriter::checked_tensor(const std::string& name, DType type,
+                                                     const std::vector<int64_t>& ne) const {
   for (const PendingTensor& t : tensors_) {
     if (t.name == name) fail("GgufWriter: duplicate tensor '{}'", name);
   }
@@ -170,14 +172,39 @@ void GgufWriter::add_tensor(const std::string& name, DType type, const std::vect
     fail("GgufWriter: tensor '{}': ne[0] = {} is not a multiple of the {} block size {}", name,
          ne[0], info->name, info->block_elems);
   }
-  const uint64_t expected = static_cast<uint64_t>(n_elements / info->block_elems) *
-                            static_cast<uint64_t>(info->block_bytes);
-  if (expected != n_bytes) {
+  PendingTensor t;
+  t.name = name;
+  t.type = type;
+  t.ne = ne;
+  t.n_bytes = static_cast<uint64_t>(n_elements / info->block_elems) *
+              static_cast<uint64_t>(info->block_bytes);
+  t.n_rows = n_elements / ne[0];
+  return t;
+}
+
+void GgufWriter::add_tensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
+                            const void* data, size_t n_bytes) {
+  PendingTensor t = checked_tensor(name, type, ne);
+  if (t.n_bytes != n_bytes) {
     fail("GgufWriter: tensor '{}': got {} bytes, {} of this shape needs {}", name, n_bytes,
-         info->name, expected);
+         dtype_name(type), t.n_bytes);
   }
   const auto* p = static_cast<const uint8_t*>(data);
-  tensors_.push_back(PendingTensor{name, type, ne, std::vector<uint8_t>(p, p + n_bytes)});
+  t.bytes.assign(p, p + n_bytes);
+  tensors_.push_back(std::move(t));
+}
+
+void GgufWriter::add_tensor_rows(const std::string& name, DType type,
+                                 const std::vector<int64_t>& ne, RowFill fill) {
+  if (!fill) fail("GgufWriter: tensor '{}': no fill function", name);
+  PendingTensor t = checked_tensor(name, type, ne);
+  t.fill = std::move(fill);
+  tensors_.push_back(std::move(t));
+}
+
+void GgufWriter::set_piece_bytes(size_t n) {
+  if (n == 0) fail("GgufWriter: piece size must be > 0");
+  piece_bytes_ = n;
 }
 
 void GgufWriter::add_tensor_f32(const std::string& name, const std::vector<int64_t>& ne,
@@ -185,7 +212,7 @@ void GgufWriter::add_tensor_f32(const std::string& name, const std::vector<int64
   add_tensor(name, DType::F32, ne, values.data(), values.size() * sizeof(float));
 }
 
-std::vector<uint8_t> GgufWriter::to_bytes() const {
+std::vector<uint8_t> GgufWriter::header_bytes() const {
   ByteSink out;
   out.bytes.insert(out.bytes.end(), {'G', 'G', 'U', 'F'});
   out.put<uint32_t>(version_);
@@ -209,21 +236,68 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
     for (int64_t d : t.ne) out.put<uint64_t>(static_cast<uint64_t>(d));
     out.put<uint32_t>(static_cast<uint32_t>(t.type));
     out.put<uint64_t>(offset);
-    offset = align_up(offset + t.bytes.size(), alignment_);
+    offset = align_up(offset + t.n_bytes, alignment_);
   }
   out.pad_to(alignment_);
-  for (const PendingTensor& t : tensors_) {
-    out.bytes.insert(out.bytes.end(), t.bytes.begin(), t.bytes.end());
-    out.pad_to(alignment_);
-  }
   return std::move(out.bytes);
+}
+
+uint64_t GgufWriter::file_bytes() const {
+  uint64_t n = header_bytes().size();
+  for (const PendingTensor& t : tensors_) n = align_up(n + t.n_bytes, alignment_);
+  return n;
+}
+
+void GgufWriter::emit_tensor(const PendingTensor& t,
+                             const std::function<void(const uint8_t*, size_t)>& sink) const {
+  if (!t.fill) {
+    sink(t.bytes.data(), t.bytes.size());
+    return;
+  }
+  const uint64_t row_bytes = t.n_bytes / static_cast<uint64_t>(t.n_rows);
+  const int64_t rows_per_piece =
+      std::max<int64_t>(1, static_cast<int64_t>(piece_bytes_ / row_bytes));
+  std::vector<uint8_t> piece;  // [rows of this piece, row_bytes]
+  for (int64_t r = 0; r < t.n_rows; r += rows_per_piece) {
+    const int64_t n = std::min(rows_per_piece, t.n_rows - r);
+    piece.assign(static_cast<size_t>(n * row_bytes), 0);
+    t.fill(r, n, piece.data());
+    sink(piece.data(), piece.size());
+  }
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  std::vector<uint8_t> out = header_bytes();
+  for (const PendingTensor& t : tensors_) {
+    emit_tensor(t, [&](const uint8_t* p, size_t n) { out.insert(out.end(), p, p + n); });
+    out.resize(align_up(out.size(), alignment_), 0);
+  }
+  return out;
 }
 
 // Crash-safe (temporary file, fsync, rename): a reader that has the old file mapped, another
 // process included, keeps reading the old bytes instead of dying of SIGBUS on a truncated map.
-void GgufWriter::write(const std::string& path) const {
-  const std::vector<uint8_t> bytes = to_bytes();
-  write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+void GgufWriter::write(const std::string& path, const Progress& progress) const {
+  AtomicFile f(path);
+  const uint64_t total = file_bytes();
+  uint64_t done = 0;
+  auto put = [&](const uint8_t* p, size_t n) {
+    f.write(std::string_view(reinterpret_cast<const char*>(p), n));
+    done += n;
+    if (progress) progress(done, total);
+  };
+  const std::vector<uint8_t> header = header_bytes();
+  put(header.data(), header.size());
+  static const std::vector<uint8_t> zeros(4096, 0);
+  for (const PendingTensor& t : tensors_) {
+    emit_tensor(t, put);
+    for (uint64_t pad = align_up(done, alignment_) - done; pad > 0;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(pad, zeros.size()));
+      put(zeros.data(), n);
+      pad -= n;
+    }
+  }
+  f.commit();
 }
 
 }  // namespace fasa
