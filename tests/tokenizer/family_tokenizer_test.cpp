@@ -24,6 +24,7 @@
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/special_tokens.h"
 #include "fasa/tokenizer/tokenizer.h"
+#include "support/hex_text.h"
 #include "support/expect_error.h"
 #include "support/temp_files.h"
 
@@ -107,28 +108,6 @@ const Loaded& load(const std::string& kind) {
   return it->second;
 }
 
-std::string from_hex(const std::string& hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
-
-std::string shown(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 std::string ids_str(const Ids& ids) {
   std::ostringstream os;
   for (size_t i = 0; i < ids.size(); ++i) os << (i ? " " : "") << ids[i];
@@ -144,13 +123,13 @@ void check_goldens(const std::string& kind) {
   EXPECT_GE(g["cases"].size(), 25u);
   for (const json& c : g["cases"]) {
     const std::string text = c["text"];
-    SCOPED_TRACE(kind + ": '" + shown(text) + "'");
+    SCOPED_TRACE(kind + ": '" + test::escaped(text) + "'");
     const Ids special = c["ids_special"].get<Ids>();
     EXPECT_EQ(ids_str(tok.encode(text, false, true)), ids_str(special));
     EXPECT_EQ(ids_str(tok.encode(text, false, false)), ids_str(c["ids_plain"].get<Ids>()));
     EXPECT_EQ(ids_str(tok.encode(text, true, true)), ids_str(c["ids_bos"].get<Ids>()));
-    EXPECT_EQ(shown(tok.decode(special, false)), shown(from_hex(c["detok_hex"])));
-    EXPECT_EQ(shown(tok.decode(special, true)), shown(from_hex(c["detok_special_hex"])));
+    EXPECT_EQ(test::escaped(tok.decode(special, false)), test::escaped(test::from_hex(c["detok_hex"])));
+    EXPECT_EQ(test::escaped(tok.decode(special, true)), test::escaped(test::from_hex(c["detok_special_hex"])));
   }
 }
 
@@ -174,7 +153,7 @@ TEST(FamilyTokenizer, Phi3StripsByModelName) {
   size_t i = 0;
   for (const json& c : g["name_variant"]["cases"]) {
     const std::string text = c["text"];
-    SCOPED_TRACE("'" + shown(text) + "'");
+    SCOPED_TRACE("'" + test::escaped(text) + "'");
     const Ids ids = tok->encode(text, false, true);
     EXPECT_EQ(ids_str(ids), ids_str(c["ids_special"].get<Ids>()));
     // The cases are the last ones of the main list, in the same order.
@@ -259,7 +238,7 @@ TEST(FamilyTokenizer, ChatFormatsMatchRealTemplates) {
       std::string want = c["jinja"];
       if (!bos.empty() && want.rfind(bos, 0) == 0) want.erase(0, bos.size());
       const std::string got = render_chat(fmt, msgs, true, def_system);
-      EXPECT_EQ(shown(got), shown(want));
+      EXPECT_EQ(test::escaped(got), test::escaped(want));
       EXPECT_EQ(ids_str(tok.encode(got, true, true)), ids_str(c["ids"].get<Ids>()));
       ++n;
     }

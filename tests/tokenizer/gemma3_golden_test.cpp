@@ -16,6 +16,7 @@
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/spm.h"
 #include "fasa/tokenizer/tokenizer.h"
+#include "support/hex_text.h"
 #include "support/model_path.h"
 
 namespace fasa {
@@ -48,14 +49,6 @@ const Loaded& load(const std::string& path) {
     loaded.tok_space_prefix = make_spm_tokenizer(std::move(cfg));
   }
   return loaded;
-}
-
-std::string from_hex(const std::string& hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
 }
 
 std::string printable(const std::string& s) {
@@ -166,7 +159,7 @@ TEST(TokenizerGemma3, GoldenDetokenize) {
     EXPECT_EQ(tok.decode(ids, true), text) << printable(text);
   }
   for (const auto& [id, hex] : goldens()["pieces_hex"].items()) {
-    EXPECT_EQ(tok.token_to_bytes(std::stoi(id), true), from_hex(hex.get<std::string>()))
+    EXPECT_EQ(tok.token_to_bytes(std::stoi(id), true), test::from_hex(hex.get<std::string>()))
         << "token " << id;
   }
 }

@@ -10,24 +10,11 @@
 
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/bpe.h"
+#include "support/hex_text.h"
 #include "support/model_path.h"
 
 namespace fasa {
 namespace {
-
-std::string escaped(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 TEST(TokenizerPreVariants, MatchLlamaCpp) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
@@ -54,7 +41,7 @@ TEST(TokenizerPreVariants, MatchLlamaCpp) {
     ++n_checked[pre];
     if (got != want) {
       ++n_failed[pre];
-      ADD_FAILURE() << "pre=" << pre << " text=\"" << escaped(text) << "\" ("
+      ADD_FAILURE() << "pre=" << pre << " text=\"" << test::escaped(text) << "\" ("
                     << ::testing::PrintToString(got) << " vs llama.cpp "
                     << ::testing::PrintToString(want) << ")";
     }

@@ -16,6 +16,7 @@
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
+#include "support/hex_text.h"
 #include "support/model_path.h"
 
 namespace fasa {
@@ -44,28 +45,6 @@ const Loaded& load(const std::string& path) {
     loaded.tok = Tokenizer::from_gguf(*loaded.file);
   }
   return loaded;
-}
-
-std::string from_hex(const std::string& hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
-
-std::string escaped(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 std::string ids_str(const std::vector<int32_t>& ids) {
@@ -102,7 +81,7 @@ TEST(TokenizerQwen25Coder, GoldenIds) {
     const auto want = c["ids"].get<std::vector<int32_t>>();
     const std::vector<int32_t> got = tok.encode(text, /*add_bos=*/false, special);
     if (got != want) ++n_mismatch;
-    EXPECT_EQ(got, want) << "text: \"" << escaped(text) << "\" parse_special=" << special
+    EXPECT_EQ(got, want) << "text: \"" << test::escaped(text) << "\" parse_special=" << special
                          << "\n want: " << ids_str(want) << "\n  got: " << ids_str(got);
   }
   EXPECT_EQ(n_mismatch, 0);
@@ -120,7 +99,7 @@ TEST(TokenizerQwen25Coder, GoldenFuzz) {
     const std::vector<int32_t> got = tok.encode(text, false, true);
     if (got != want) {
       ++n_mismatch;
-      ADD_FAILURE() << "text: \"" << escaped(text) << "\"\n want: " << ids_str(want)
+      ADD_FAILURE() << "text: \"" << test::escaped(text) << "\"\n want: " << ids_str(want)
                     << "\n  got: " << ids_str(got);
     }
   }
@@ -144,7 +123,7 @@ TEST(TokenizerQwen25Coder, GoldenDetokenize) {
     EXPECT_EQ(tok.decode(ids, true), c["detok_special"].get<std::string>()) << ids_str(ids);
   }
   for (const auto& [id, hex] : goldens()["pieces_hex"].items()) {
-    EXPECT_EQ(tok.token_to_bytes(std::stoi(id), true), from_hex(hex.get<std::string>()))
+    EXPECT_EQ(tok.token_to_bytes(std::stoi(id), true), test::from_hex(hex.get<std::string>()))
         << "token " << id;
   }
 }
@@ -167,7 +146,7 @@ TEST(TokenizerQwen25Coder, GoldenChatMatchesJinja) {
         render_chat(ChatFormat::ChatML, messages, c["add_generation_prompt"].get<bool>(), sys);
     EXPECT_EQ(text, c["text"].get<std::string>());
     EXPECT_EQ(m.tok->encode(text, false, true), c["ids"].get<std::vector<int32_t>>())
-        << escaped(text);
+        << test::escaped(text);
   }
 }
 

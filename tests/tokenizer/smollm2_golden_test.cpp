@@ -12,6 +12,7 @@
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
+#include "support/hex_text.h"
 #include "support/model_path.h"
 
 namespace fasa {
@@ -40,14 +41,6 @@ const Loaded& load(const std::string& path) {
     loaded.tok = Tokenizer::from_gguf(*loaded.file);
   }
   return loaded;
-}
-
-std::string from_hex(const std::string& hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
 }
 
 std::string printable(const std::string& s) {
@@ -122,7 +115,7 @@ TEST(TokenizerSmolLM2, GoldenDetokenize) {
     EXPECT_EQ(tok.decode(ids, true), c["detok_special"].get<std::string>()) << ids_str(ids);
   }
   for (const auto& [id, hex] : goldens()["pieces_hex"].items()) {
-    EXPECT_EQ(tok.token_to_bytes(std::stoi(id), true), from_hex(hex.get<std::string>()))
+    EXPECT_EQ(tok.token_to_bytes(std::stoi(id), true), test::from_hex(hex.get<std::string>()))
         << "token " << id;
   }
 }
