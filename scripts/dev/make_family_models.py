@@ -7,7 +7,7 @@ convert_hf_to_gguf.py (default outtype: F16 matrices, F32 norms / biases / RoPE 
 for the real model, with the real head_dim, GQA ratio, RoPE base and RoPE scaling settings, but
 2 layers, small widths, a small vocabulary and a low trained/original context. Weights are small
 integers times a power of two, exact in F16 and drawn from splitmix64 seeded by (family seed,
-tensor name), so the C++ twin (src/fasa/synth/family_model.cpp, `write_family_model`) writes the
+tensor name), so the C++ twin (tests/support/family_model.cpp, `write_family_model`) writes the
 same bytes: tests/model/family_golden_test.cpp checks that against the sha256 recorded here.
 
 Development-time only (PyPI `gguf`, `numpy`; versions used: gguf 0.19.0, numpy 2.4.6):
