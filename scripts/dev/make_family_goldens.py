@@ -10,8 +10,8 @@ Development-time only: the tests never import llama_cpp. Versions used: llama-cp
 
 Per family it writes the Python file, then runs llama.cpp on it (CPU, 2 threads, F16 KV cache,
 flash attention off, n_batch = n_ubatch = 512) once per run: phi3 twice (n_ctx = its original
-context, 256: short LongRoPE factors; n_ctx = 4096 > 256: long factors), every other family once
-with n_ctx = 4096 (past every scaled family's original context). Each run records:
+context, 256: short LongRoPE factors; n_ctx = 8192 > 256: long factors), every other family once
+with n_ctx = 8192 (past every scaled family's original context). Each run records:
   - the fed token sequence (n_ctx ids: (splitmix64 draw >> 32) mod n_vocab, no BOS) and, at 16
     positions spread to the end, the top-16 (id, logit) pairs and the whole row's argmax and its
     margin over the runner-up;
@@ -95,7 +95,7 @@ def main():
         path = os.path.join(args.model_dir, family + ".gguf")
         fm.write(family, args.seed, path)
         keys, hashes = tensor_hashes(path)
-        ctxs = [f["rope"]["orig"], 4096] if family == "phi3" else [4096]
+        ctxs = [f["rope"]["orig"], 8192] if family == "phi3" else [8192]
         out = dict(family=family, base_model=f["base"], seed=args.seed, versions=versions,
                    file_sha256=fm.sha256_file(path), file_bytes=os.path.getsize(path),
                    n_vocab=f["n_vocab"], metadata_keys=keys, tensor_sha256=hashes,

@@ -42,20 +42,20 @@ FAMILIES = {
         rope=dict(type="llama3", factor=32.0, low=1.0, high=4.0, orig=256)),
     "mistral": dict(
         base="Mistral-7B-Instruct-v0.3", arch="llama", n_layer=2, d_model=512, n_head=4, n_kv=1,
-        head_dim=128, head_dim_key=False, d_ff=1024, ctx=4096, rope_base=1000000.0, eps=1e-5,
+        head_dim=128, head_dim_key=False, d_ff=1024, ctx=8192, rope_base=1000000.0, eps=1e-5,
         tied=False, vocab="llama", pre="default", n_vocab=512, rope=None),
     "qwen2.5-yarn": dict(
         base="Qwen2.5-7B-Instruct", arch="qwen2", n_layer=2, d_model=896, n_head=7, n_kv=1,
-        head_dim=128, head_dim_key=False, d_ff=1024, ctx=1024, rope_base=1000000.0, eps=1e-6,
+        head_dim=128, head_dim_key=False, d_ff=1024, ctx=2048, rope_base=1000000.0, eps=1e-6,
         tied=False, vocab="gpt2", pre="qwen2", n_vocab=512,
-        rope=dict(type="yarn", factor=4.0, orig=1024)),
+        rope=dict(type="yarn", factor=4.0, orig=2048)),
     "deepseek-r1-qwen": dict(
         base="DeepSeek-R1-Distill-Qwen-7B", arch="qwen2", n_layer=2, d_model=896, n_head=7,
-        n_kv=1, head_dim=128, head_dim_key=False, d_ff=1024, ctx=4096, rope_base=10000.0,
+        n_kv=1, head_dim=128, head_dim_key=False, d_ff=1024, ctx=8192, rope_base=10000.0,
         eps=1e-6, tied=False, vocab="gpt2", pre="deepseek-r1-qwen", n_vocab=512, rope=None),
     "qwen3": dict(
         base="Qwen3-8B", arch="qwen3", n_layer=2, d_model=256, n_head=4, n_kv=1, head_dim=128,
-        head_dim_key=True, d_ff=768, ctx=4096, rope_base=1000000.0, eps=1e-6, tied=False,
+        head_dim_key=True, d_ff=768, ctx=8192, rope_base=1000000.0, eps=1e-6, tied=False,
         vocab="gpt2", pre="qwen2", n_vocab=512, rope=None),
     "phi3": dict(
         base="Phi-3.5-mini-instruct", arch="phi3", n_layer=2, d_model=384, n_head=4, n_kv=4,

@@ -32,9 +32,9 @@ TEST(InspectFamily, NamesFamilyAndRopeScaling) {
   EXPECT_TRUE(has(llama, "ignored       none (every tensor is bound)")) << llama;
   const std::string qwen = inspect("qwen2.5-yarn");
   EXPECT_TRUE(has(qwen, "family        Qwen 2 / 2.5")) << qwen;
-  EXPECT_TRUE(has(qwen, "rope scaling  yarn, factor 4, original context 1024, magnitude 1.13"))
+  EXPECT_TRUE(has(qwen, "rope scaling  yarn, factor 4, original context 2048, magnitude 1.13"))
       << qwen;
-  EXPECT_TRUE(has(qwen, "1024 tokens (trained), 4096 with YaRN")) << qwen;
+  EXPECT_TRUE(has(qwen, "2048 tokens (trained), 8192 with YaRN")) << qwen;
   const std::string phi = inspect("phi3");
   EXPECT_TRUE(has(phi, "family        Phi-3")) << phi;
   EXPECT_TRUE(has(phi, "rope scaling  longrope")) << phi;
