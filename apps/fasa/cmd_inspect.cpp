@@ -60,7 +60,7 @@ void run_inspect(const InspectArgs& a) {
   j["rope"]["original_context"] = rs.n_ctx_orig;
   j["rope"]["attn_factor"] = rs.attn_factor;
   // The frequencies a run at the trained context uses (the ones FASA's chunks rotate at).
-  const RopeTable rope = model->rope_table(c.n_ctx_train);
+  const RopeTable& rope = model->rope_table(c.n_ctx_train);
   j["rope"]["factor_table"] = rope.factors;
   j["rope"]["mscale"] = rope.mscale;
   j["rope"]["freqs"] = rope.freqs;

@@ -16,7 +16,7 @@ namespace {
 float plain(double base, int i, int d) { return static_cast<float>(std::pow(base, -2.0 * i / d)); }
 
 TEST(Rope, NoScalingIsTheBasePowers) {
-  const RopeTable t = make_rope_table(10000.0f, 64, RopeScaling{}, {}, 4096);
+  const RopeTable t = make_rope_table(10000.0f, 64, RopeScaling{}, {}, false);
   ASSERT_EQ(t.freqs.size(), 32u);
   for (int i = 0; i < 32; ++i) EXPECT_FLOAT_EQ(t.freqs[i], plain(10000.0, i, 64));
   EXPECT_EQ(t.mscale, 1.0f);
@@ -28,7 +28,7 @@ TEST(Rope, FrequencyFactorsDivide) {
   for (int i = 0; i < 32; ++i) ff[i] = 1.0f + i;
   RopeFactorTables tables;
   tables.freq_factors = ff.data();
-  const RopeTable t = make_rope_table(500000.0f, 64, RopeScaling{}, tables, 4096);
+  const RopeTable t = make_rope_table(500000.0f, 64, RopeScaling{}, tables, false);
   for (int i = 0; i < 32; ++i) EXPECT_FLOAT_EQ(t.freqs[i], plain(500000.0, i, 64) / (1.0f + i));
   EXPECT_EQ(t.factors, "rope_freqs");
 }
@@ -37,7 +37,7 @@ TEST(Rope, LinearScalesEveryPair) {
   RopeScaling s;
   s.type = RopeScalingType::Linear;
   s.freq_scale = 0.25f;
-  const RopeTable t = make_rope_table(10000.0f, 64, s, {}, 4096);
+  const RopeTable t = make_rope_table(10000.0f, 64, s, {}, false);
   for (int i = 0; i < 32; ++i) EXPECT_FLOAT_EQ(t.freqs[i], plain(10000.0, i, 64) * 0.25f);
   EXPECT_EQ(t.mscale, 1.0f);
 }
@@ -50,7 +50,7 @@ TEST(Rope, YarnKeepsFastPairsInterpolatesSlowOnesAndScalesMagnitude) {
   s.type = RopeScalingType::Yarn;
   s.freq_scale = 0.25f;
   s.n_ctx_orig = 32768;
-  const RopeTable t = make_rope_table(1e6f, 128, s, {}, 131072);
+  const RopeTable t = make_rope_table(1e6f, 128, s, {}, false);
   for (int i = 0; i <= 23; ++i) EXPECT_FLOAT_EQ(t.freqs[i], plain(1e6, i, 128)) << i;
   for (int i = 40; i < 64; ++i) EXPECT_FLOAT_EQ(t.freqs[i], plain(1e6, i, 128) * 0.25f) << i;
   for (int i = 24; i < 40; ++i) {  // the ramp: strictly between the two
@@ -71,8 +71,8 @@ TEST(Rope, LongRopeSwitchesTablesOnTheRunsContext) {
   s.type = RopeScalingType::LongRope;
   s.n_ctx_orig = 4096;
   s.attn_factor = 1.19f;
-  const RopeTable at_orig = make_rope_table(10000.0f, 96, s, tables, 4096);
-  const RopeTable beyond = make_rope_table(10000.0f, 96, s, tables, 4097);
+  const RopeTable at_orig = make_rope_table(10000.0f, 96, s, tables, long_rope_factors(s, 4096));
+  const RopeTable beyond = make_rope_table(10000.0f, 96, s, tables, long_rope_factors(s, 4097));
   EXPECT_EQ(at_orig.factors, "short");
   EXPECT_EQ(beyond.factors, "long");
   for (int i = 0; i < 48; ++i) {

@@ -122,7 +122,7 @@ Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int3
   c.fc_layout = o.fc_layout;
   c.fcs = fc_dims(mc.rope_layout, o.fc_layout, mc.head_dim, mc.rope_dim);
   if (o.fc_layout == FcLayout::Rope) {  // FC i is rotation pair i
-    const RopeTable rope = model->rope_table(static_cast<int>(per_sample));
+    const RopeTable& rope = model->rope_table(static_cast<int>(per_sample));
     c.fc_freq = rope.freqs;
     c.rope_mscale = rope.mscale;
     c.rope_n_ctx = static_cast<int>(per_sample);

@@ -6,18 +6,12 @@
 
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
+#include "fasa/core/splitmix.h"
 #include "fasa/engine/session.h"
 
 namespace fasa {
 
 namespace {
-
-uint64_t splitmix(uint64_t x) {
-  uint64_t z = x + 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // n values of about N(0, 1) (Irwin-Hall of 4 uniforms) from the generator state `s`.
 void random_row(uint64_t& s, float* out, int n) {
@@ -56,7 +50,8 @@ void Session::fill_synthetic(int n, uint64_t seed) {
     auto store_head = [&](int64_t job) {
       const int l = static_cast<int>(job / n_kv), g = static_cast<int>(job % n_kv);
       std::vector<float> k(hd), v(hd);  // [head_dim] each
-      uint64_t s = splitmix(seed ^ splitmix(static_cast<uint64_t>(job) << 32 ^ first_slot)) | 1;
+      uint64_t s =
+          splitmix64_mix(seed ^ splitmix64_mix(static_cast<uint64_t>(job) << 32 ^ first_slot)) | 1;
       for (int t = 0; t < m; ++t) {
         random_row(s, k.data(), hd);
         random_row(s, v.data(), hd);

@@ -34,13 +34,6 @@ void ForwardScratch::reserve(const ModelConfig& c, int n_tok) {
   up.resize(n * c.d_ff);
 }
 
-void ForwardScratch::reserve_rope(const Model& model, int n_ctx) {
-  if (n_ctx == rope_n_ctx) return;
-  rope_n_ctx = n_ctx;
-  rope = model.rope_table(n_ctx);
-  if (model.config().n_windowed_layers() > 0) rope_local = model.rope_table(n_ctx, true);
-}
-
 namespace {
 
 // RoPE of one head vector, with the table's magnitude on the rotated dims (YaRN, LongRoPE).
@@ -50,10 +43,6 @@ void rotate(float* v, const ModelConfig& c, const RopeTable& rope, int32_t pos) 
     for (int j = 0; j < c.rope_dim; ++j) v[j] *= rope.mscale;
   }
 }
-
-}  // namespace
-
-namespace {
 
 // Output head over the rows that need logits: each sequence's last row, or all of its rows.
 // Batched calls compute into scratch and scatter; a single sequence writes in place.
@@ -147,8 +136,7 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
     }
     for (int i = 0; i < n_seq; ++i) {
       const SeqChunk& sq = seqs[i];
-      s.reserve_rope(model, sq.cache->capacity());
-      const RopeTable& rope = windowed ? s.rope_local : s.rope;
+      const RopeTable& rope = model.rope_table(sq.cache->capacity(), windowed);
       for (int t = 0; t < sq.n_tok; ++t) {
         const int r = row0[i] + t;
         for (int h = 0; h < c.n_heads; ++h) {

@@ -26,13 +26,7 @@ struct ForwardScratch {
   std::vector<float> gate;   // [n_tok, d_ff]
   std::vector<float> up;     // [n_tok, d_ff]
   std::vector<float> logits;  // [n_seq_out, n_vocab] batched calls' logits before they are scattered
-  // RoPE of the run: the model's tables for the context size they were made for (LongRoPE
-  // switches tables on it), remade when a sequence with another capacity comes.
-  int rope_n_ctx = -1;
-  RopeTable rope;        // global layers
-  RopeTable rope_local;  // sliding-window layers
   void reserve(const ModelConfig& c, int n_tok);
-  void reserve_rope(const Model& model, int n_ctx);
 };
 
 // One sequence's part of a batched forward call: its cache, policy and new tokens.

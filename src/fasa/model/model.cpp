@@ -83,10 +83,9 @@ std::string layer_pattern(const std::string& name) {
 
 }  // namespace
 
-RopeTable Model::rope_table(int n_ctx, bool local) const {
-  const ModelConfig& c = config_;
-  if (local) return make_rope_table(c.rope_base_local, c.rope_dim, c.rope_scaling, {}, n_ctx, false);
-  return make_rope_table(c.rope_base, c.rope_dim, c.rope_scaling, weights_.rope_factors, n_ctx);
+const RopeTable& Model::rope_table(int n_ctx, bool local) const {
+  if (local) return rope_local_;
+  return long_rope_factors(config_.rope_scaling, n_ctx) ? rope_long_ : rope_short_;
 }
 
 std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
@@ -213,6 +212,14 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     fail("{}: tensor{} {} not used by architecture '{}'; refusing the file rather than "
          "ignoring weights (see docs/MODELS.md, strict loading)",
          f.path(), unbound.size() > 1 ? "s" : "", list, c.arch);
+  }
+  for (bool long_factors : {false, true}) {
+    (long_factors ? m->rope_long_ : m->rope_short_) =
+        make_rope_table(c.rope_base, c.rope_dim, c.rope_scaling, w.rope_factors, long_factors);
+  }
+  if (c.n_windowed_layers() > 0) {
+    m->rope_local_ =
+        make_rope_table(c.rope_base_local, c.rope_dim, c.rope_scaling, {}, false, false);
   }
   if (opts.load_tokenizer && f.find("tokenizer.ggml.model") != nullptr) {
     m->tokenizer_ = Tokenizer::from_gguf(f);

@@ -72,8 +72,8 @@ class Model {
   const Tokenizer& require_tokenizer() const;
   uint64_t weight_bytes() const;
   // The RoPE a run with n_ctx slots per sequence uses (LongRoPE switches tables on n_ctx);
-  // `local`: gemma3's sliding-window layers (their own base, unscaled).
-  RopeTable rope_table(int n_ctx, bool local = false) const;
+  // `local`: gemma3's sliding-window layers (their own base, unscaled). Made at load.
+  const RopeTable& rope_table(int n_ctx, bool local = false) const;
   // Tensors of the file the loader did not bind (each on the documented ignore list).
   const std::vector<std::string>& ignored_tensors() const { return ignored_; }
 
@@ -85,6 +85,9 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<std::vector<float>> owned_;  // norm vectors stored in a non-f32 type, converted
   std::vector<std::string> ignored_;
+  RopeTable rope_short_;  // global layers; the only table unless the file has LongRoPE factors
+  RopeTable rope_long_;   // global layers of a run past the original context (LongRoPE)
+  RopeTable rope_local_;  // sliding-window layers
 };
 
 }  // namespace fasa

@@ -5,6 +5,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/io/gguf.h"
+#include "fasa/kernels/ops.h"
 
 namespace fasa {
 
@@ -89,20 +90,17 @@ RopeScaling read_rope_scaling(const GgufFile& f, const std::string& arch, int n_
 }
 
 RopeTable make_rope_table(float base, int rope_dim, const RopeScaling& s,
-                          const RopeFactorTables& tables, int n_ctx, bool scaled) {
+                          const RopeFactorTables& tables, bool long_factors, bool scaled) {
   const int n_pairs = rope_dim / 2;
   RopeTable t;
   t.freqs.resize(n_pairs);
-  for (int i = 0; i < n_pairs; ++i) {
-    t.freqs[i] = static_cast<float>(
-        std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / rope_dim));
-  }
+  rope_freqs(base, rope_dim, t.freqs.data());  // base^(-2i / rope_dim)
   if (!scaled) return t;
   const float* factors = nullptr;
   if (tables.freq_factors != nullptr) {
     factors = tables.freq_factors;
     t.factors = "rope_freqs";
-  } else if (tables.long_factors != nullptr && n_ctx > s.n_ctx_orig) {
+  } else if (tables.long_factors != nullptr && long_factors) {
     factors = tables.long_factors;
     t.factors = "long";
   } else if (tables.short_factors != nullptr) {

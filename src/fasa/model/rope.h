@@ -55,9 +55,14 @@ struct RopeTable {
   std::string factors;       // which factor table was applied: "", "rope_freqs", "long", "short"
 };
 
-// The table for a run whose context (KV capacity per sequence) is n_ctx. `base` is the layer's
-// RoPE base (sliding-window layers of gemma3 pass their own and no scaling: `scaled` false).
+// llama.cpp's LongRoPE rule: a run whose context (KV capacity per sequence) exceeds the original
+// context rotates with the long factors, any other with the short ones.
+inline bool long_rope_factors(const RopeScaling& s, int n_ctx) { return n_ctx > s.n_ctx_orig; }
+
+// The table of a run (`long_factors`: see long_rope_factors; only LongRoPE files differ). `base`
+// is the layer's RoPE base (sliding-window layers of gemma3 pass their own and no scaling:
+// `scaled` false).
 RopeTable make_rope_table(float base, int rope_dim, const RopeScaling& s,
-                          const RopeFactorTables& tables, int n_ctx, bool scaled = true);
+                          const RopeFactorTables& tables, bool long_factors, bool scaled = true);
 
 }  // namespace fasa

@@ -7,6 +7,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
+#include "fasa/core/splitmix.h"
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/unicode.h"
 
@@ -108,18 +109,8 @@ void check_spec(const ShapeSpec& s) {
   }
 }
 
-// Splitmix64: the seed of each row's generator (tensor, row) and the generator itself.
-uint64_t splitmix(uint64_t& x) {
-  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t x = a ^ (b * 0xd1342543de82ef95ull);
-  return splitmix(x);
-}
+// The seed of each row's generator (tensor, row); splitmix64 is the generator itself.
+uint64_t mix(uint64_t a, uint64_t b) { return splitmix64_mix(a ^ (b * 0xd1342543de82ef95ull)); }
 
 uint64_t name_hash(const std::string& s) {  // FNV-1a
   uint64_t h = 0xcbf29ce484222325ull;
@@ -131,7 +122,7 @@ std::vector<float> norm_or_bias(const ShapedTensor& t, uint64_t seed) {
   uint64_t st = mix(seed, name_hash(t.name));
   std::vector<float> v(static_cast<size_t>(t.ne[0]));
   for (float& x : v) {
-    const double u = static_cast<double>(splitmix(st) >> 11) * 0x1.0p-53;  // [0, 1)
+    const double u = static_cast<double>(splitmix64(st) >> 11) * 0x1.0p-53;  // [0, 1)
     // Norm weights in [0.7, 1.3]; biases in [-1, 1].
     x = t.role == TensorRole::Norm ? static_cast<float>(0.7 + 0.6 * u)
                                    : static_cast<float>(2.0 * u - 1.0);
