@@ -68,6 +68,26 @@ TEST(StrictLoad, KnownKeysAtUnsupportedValuesAreRefused) {
             std::string::npos);
 }
 
+TEST(StrictLoad, BadRopeFactorTablesAreRefused) {
+  test::TinySpec s;
+  s.extra_tensor = "rope_freqs.weight";  // [8] = head_dim 16 / 2 pairs
+  s.extra_value = -1.0f;
+  EXPECT_NE(load_error(write("negative_factors.gguf", s))
+                .find("'rope_freqs.weight' element 0 = -1 must be a positive finite factor"),
+            std::string::npos);
+  s.extra_tensor = "rope_factors_long.weight";  // LongRoPE needs both tables
+  s.extra_value = 2.0f;
+  EXPECT_NE(load_error(write("long_only.gguf", s)).find("must come together"), std::string::npos);
+}
+
+TEST(StrictLoad, YarnWithoutItsFactorIsRefused) {
+  test::TinySpec s;
+  s.rope_scaling = "yarn";
+  EXPECT_NE(load_error(write("yarn_no_factor.gguf", s))
+                .find("'llama.rope.scaling.type' is yarn but 'llama.rope.scaling.factor' is missing"),
+            std::string::npos);
+}
+
 TEST(StrictLoad, KeysOfOtherPrefixesAreNotTheArchitecturesBusiness) {
   // general.* and tokenizer.* are read where they matter; quantize.* carries no math.
   test::TinySpec s;
