@@ -90,6 +90,7 @@ struct Measure {
   uint64_t kv_ram = 0;   // KV resident in RAM after the test: cache + policy side data
   uint64_t kv_file = 0;  // KV resident in the file tier
   uint64_t kv_global = 0, kv_window = 0;  // cache bytes of global / sliding-window layers
+  ParallelStats par;  // the parallel regions of the timed part
   double mean() const {
     double s = 0.0;
     for (double x : tps) s += x;
@@ -279,7 +280,13 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
     }
   };
   std::vector<Measure> group;
-  for (const std::string& spec : specs) group.push_back(Measure{spec, t, depth, {}});
+  for (const std::string& spec : specs) {
+    Measure m;
+    m.policy = spec;
+    m.test = t;
+    m.depth = depth;
+    group.push_back(m);
+  }
   const std::vector<int32_t> pp(tok.pp.begin(), tok.pp.begin() + (t.gen ? 0 : t.n));
   for (int r = 0; r < reps; ++r) {
     for (size_t p = 0; p < specs.size(); ++p) {
@@ -291,6 +298,7 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
         m.tps.push_back(t.n / seconds_of([&] { session.prefill(pp); }));
         continue;
       }
+      const ParallelStats par0 = parallel_stats();
       if (t.batch == 1) {
         m.tps.push_back(t.n / seconds_of([&] {
                           for (int i = 0; i < t.n; ++i) session.decode(tok.tg[i]);
@@ -312,6 +320,7 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
                           }
                         }));
       }
+      m.par = parallel_stats() - par0;
       const AttnStats& st = session.attn_stats();
       const double toks = static_cast<double>(st.decode_tokens);
       m.kv_read_per_token = st.bytes_read() / toks;
@@ -403,6 +412,11 @@ class Report {
     j["kv_window_layers_bytes"] = m.kv_window;
     j["disk_bytes_read_per_token"] = m.disk_read_per_token;
     j["disk_read_ms_per_token"] = m.disk_ms_per_token;
+    // Threads: parallel dispatches (each one ends in a barrier) per generated token, and the
+    // share of thread time spent waiting inside them.
+    j["parallel_dispatches_per_token"] =
+        static_cast<double>(m.par.dispatches) / (static_cast<double>(m.test.n) * m.test.batch);
+    j["parallel_wait_share"] = m.par.wait_share();
     if (a_.bandwidth) {
       const Roofline r = roofline_of(m, model_.weight_bytes(), bw_.read_gb_s);
       j["bytes_per_token"] = r.bytes_per_token;
