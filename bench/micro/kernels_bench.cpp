@@ -80,6 +80,11 @@ BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q2_K), static_cast<i
                                    {640}, {2048}, {1, 64}});
 BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
                                    {2048}, {768}, {1, 64}});
+// Llama-3.1-8B's shapes (larger than the caches: decode reads them from memory): the attention
+// output (4096 x 4096), the FFN up (14336 x 4096) and down (4096 x 14336) projections.
+BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
+                                   {4096}, {4096, 14336}, {1}});
+BENCHMARK(BM_Matmul)->Args({static_cast<int>(DType::Q4_K), 14336, 4096, 1});
 
 struct KvFixture {
   int n, hd = 64;

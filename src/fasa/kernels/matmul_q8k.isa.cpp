@@ -31,6 +31,8 @@ namespace {
 constexpr int kRows = 4;
 constexpr int kToks = 4;
 constexpr int64_t kMinParallelMacs = 1 << 16;
+// Q4_K / Q6_K with at most this many tokens read the blocks straight from the rows (AVX-512).
+constexpr int64_t kDirectMaxToks = 3;
 
 struct alignas(64) UnpackedBlock {
   uint8_t u[256];    // codes, element order
@@ -482,8 +484,107 @@ inline VecI block_lanes(VecI z, const BlockRegs& w, const int8_t* q) {
 }
 #endif  // FASA_AVX512
 
-template <bool kMin, int R, int NT>
-void kernel_simd(const UnpackedBlock* wk, const Q8KActs& a, int64_t tok0, float* y, int64_t ldy) {
+// A block's registers and constants, however they were made: from an UnpackedBlock in the
+// scratch (every set) or straight from the GGUF block bytes (AVX-512, Q4_K and Q6_K).
+struct LoadedBlock {
+  BlockRegs w;
+  float d;
+  VecF dmin_c;  // min types: dmin * c per lane
+  VecI c;       // offset types: c per lane, zero-extended int16 (mul_lo16 gives bsum * c)
+};
+
+// Blocks from the per-worker scratch: wk[b * kRows + r].
+template <bool kMin>
+struct UnpackedSource {
+  const UnpackedBlock* wk;
+  LoadedBlock load(int64_t b, int r) const {
+    const UnpackedBlock& k = wk[b * kRows + r];
+    return {load_block(k), k.d, kMin ? load_f(k.dmin_c) : zero_f(),
+            kMin ? zero_i() : widen_u16(k.c)};
+  }
+};
+
+#if FASA_AVX512
+// Blocks straight from the weight rows (no scratch): row r of the group starts at
+// rows + r * row_bytes. The same integers and floats as unpack_block + load_block.
+// Q4_K chunk c (elements 64 c ..) is qs[32 c .. 32 c + 31]: its low nibbles are the first 32
+// elements, its high nibbles the next 32: one ymm broadcast to both halves, shifted by 0 / 4.
+struct Q4KSource {
+  const uint8_t* rows;
+  int64_t row_bytes;
+  LoadedBlock load(int64_t b, int r) const {
+    const uint8_t* blk = rows + r * row_bytes + b * 144;
+    LoadedBlock k;
+    const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    const __m512i m4 = _mm512_set1_epi8(15);
+    for (int c = 0; c < 4; ++c) {
+      const __m512i q = _mm512_broadcast_i64x4(load256(blk + 16 + 32 * c));
+      k.w.u[c] = _mm512_and_si512(_mm512_srlv_epi16(q, shift), m4);
+    }
+    // Sub-block scales and mins (scales_q45_k), as int16: chunk c's int16 lane i (elements
+    // 64 c + 2 i, + 1) is sub-block 2 c + i / 16.
+    const uint32_t w0 = u32_at(blk + 4), w1 = u32_at(blk + 8), w2 = u32_at(blk + 12);
+    constexpr uint32_t m6 = 0x3f3f3f3f, m4s = 0x0f0f0f0f, m2 = 0x03030303;
+    const uint64_t sc = (w0 & m6) | uint64_t{(w2 & m4s) | (((w0 >> 6) & m2) << 4)} << 32;
+    const uint64_t mn = (w1 & m6) | uint64_t{((w2 >> 4) & m4s) | (((w1 >> 6) & m2) << 4)} << 32;
+    const __m512i s16 =
+        _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(sc))));
+    for (int c = 0; c < 4; ++c) {
+      const __m512i idx = _mm512_set1_epi16(static_cast<int16_t>(2 * c));
+      const __m512i half = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
+      k.w.s[c] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx, half), s16);
+    }
+    k.d = half_at(blk);
+    const float dmin = half_at(blk + 2);
+    const __m128i mv = _mm_cvtsi64_si128(static_cast<int64_t>(mn));
+    const __m512i c32 =  // lane g: -(min of sub-block g / 2)
+        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(mv, mv)));
+    k.dmin_c = _mm512_mul_ps(_mm512_set1_ps(dmin), _mm512_cvtepi32_ps(c32));
+    k.c = zero_i();
+    return k;
+  }
+};
+
+// Q6_K half h = chunks 2 h, 2 h + 1: the low nibbles of ql[64 h .. 64 h + 63] are chunk 2 h in
+// order, the high nibbles chunk 2 h + 1; bits 4, 5 come from qh[32 h + l], two bits per 32
+// elements (bits 0-1, 2-3 for chunk 2 h; 4-5, 6-7 for 2 h + 1).
+struct Q6KSource {
+  const uint8_t* rows;
+  int64_t row_bytes;
+  LoadedBlock load(int64_t b, int r) const {
+    const uint8_t* blk = rows + r * row_bytes + b * 210;
+    LoadedBlock k;
+    const __m512i m4 = _mm512_set1_epi8(15), m2 = _mm512_set1_epi8(3);
+    const __m512i one = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(load256(blk + 128 + 32 * h));
+      const __m512i lo[2] = {_mm512_and_si512(ql, m4),
+                             _mm512_and_si512(_mm512_srli_epi16(ql, 4), m4)};
+      for (int e = 0; e < 2; ++e) {
+        const __m512i sh = _mm512_add_epi16(_mm512_set1_epi16(static_cast<int16_t>(4 * e)), one);
+        const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, sh), m2);
+        k.w.u[2 * h + e] = _mm512_or_si512(lo[e], _mm512_slli_epi16(hi, 4));
+      }
+    }
+    // Group scales (int8), as int16: chunk c's int16 lane i is group 4 c + i / 8.
+    const __m256i s16 = _mm256_cvtepi8_epi16(load128(blk + 192));
+    const __m512i sz = _mm512_castsi256_si512(s16);
+    for (int c = 0; c < 4; ++c) {
+      alignas(64) int16_t idx[32];
+      for (int i = 0; i < 32; ++i) idx[i] = static_cast<int16_t>(4 * c + i / 8);
+      k.w.s[c] = _mm512_permutexvar_epi16(_mm512_load_si512(idx), sz);
+    }
+    k.d = half_at(blk + 208);
+    k.dmin_c = zero_f();
+    k.c = _mm512_cvtepu16_epi32(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5)));
+    return k;
+  }
+};
+#endif  // FASA_AVX512
+
+template <bool kMin, int R, int NT, typename Source>
+void kernel_simd(const Source& src, const Q8KActs& a, int64_t tok0, float* y, int64_t ldy) {
   const int64_t nb = a.n_in / 256;
   VecF acc[R][NT];
   for (int r = 0; r < R; ++r) {
@@ -493,23 +594,19 @@ void kernel_simd(const UnpackedBlock* wk, const Q8KActs& a, int64_t tok0, float*
     // Unrolled, so that acc stays in registers (GCC does not unroll this body by itself).
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const UnpackedBlock& k = wk[b * kRows + r];
-      const BlockRegs w = load_block(k);
+      const LoadedBlock k = src.load(b, r);
       const VecF d = bcast(k.d);
-      // Min types: dmin * c; offset types: c, zero-extended so that mul_lo16 gives bsum * c.
-      const VecF dmin_c = kMin ? load_f(k.dmin_c) : zero_f();
-      const VecI c = kMin ? zero_i() : widen_u16(k.c);
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const int64_t i = (tok0 + t) * nb + b;
         const int8_t* q = a.q.data() + (tok0 + t) * a.n_in + b * 256;
         const VecF dd = mul(d, bcast(a.d[i]));
         if constexpr (kMin) {
-          acc[r][t] = fma_i(dd, block_lanes(zero_i(), w, q), acc[r][t]);
-          acc[r][t] = fma_f(dmin_c, load_f(a.dbsum.data() + i * 16), acc[r][t]);
+          acc[r][t] = fma_i(dd, block_lanes(zero_i(), k.w, q), acc[r][t]);
+          acc[r][t] = fma_f(k.dmin_c, load_f(a.dbsum.data() + i * 16), acc[r][t]);
         } else {
-          const VecI g = mul_lo16(load_i32(a.bsum.data() + i * 16), c);
-          acc[r][t] = fma_i(dd, block_lanes(g, w, q), acc[r][t]);
+          const VecI g = mul_lo16(load_i32(a.bsum.data() + i * 16), k.c);
+          acc[r][t] = fma_i(dd, block_lanes(g, k.w, q), acc[r][t]);
         }
       }
     }
@@ -519,25 +616,25 @@ void kernel_simd(const UnpackedBlock* wk, const Q8KActs& a, int64_t tok0, float*
   }
 }
 
-template <bool kMin, int R>
-void kernel_simd_toks(int nt, const UnpackedBlock* wk, const Q8KActs& a, int64_t tok0, float* y,
+template <bool kMin, int R, typename Source>
+void kernel_simd_toks(int nt, const Source& src, const Q8KActs& a, int64_t tok0, float* y,
                       int64_t ldy) {
   switch (nt) {
-    case 1: kernel_simd<kMin, R, 1>(wk, a, tok0, y, ldy); return;
-    case 2: kernel_simd<kMin, R, 2>(wk, a, tok0, y, ldy); return;
-    case 3: kernel_simd<kMin, R, 3>(wk, a, tok0, y, ldy); return;
-    default: kernel_simd<kMin, R, kToks>(wk, a, tok0, y, ldy); return;
+    case 1: kernel_simd<kMin, R, 1>(src, a, tok0, y, ldy); return;
+    case 2: kernel_simd<kMin, R, 2>(src, a, tok0, y, ldy); return;
+    case 3: kernel_simd<kMin, R, 3>(src, a, tok0, y, ldy); return;
+    default: kernel_simd<kMin, R, kToks>(src, a, tok0, y, ldy); return;
   }
 }
 
-template <bool kMin>
-void kernel_simd_any(const UnpackedBlock* wk, int nr, const Q8KActs& a, int64_t tok0, int nt,
-                     float* y, int64_t ldy) {
+template <bool kMin, typename Source>
+void kernel_simd_any(const Source& src, int nr, const Q8KActs& a, int64_t tok0, int nt, float* y,
+                     int64_t ldy) {
   switch (nr) {
-    case 1: kernel_simd_toks<kMin, 1>(nt, wk, a, tok0, y, ldy); return;
-    case 2: kernel_simd_toks<kMin, 2>(nt, wk, a, tok0, y, ldy); return;
-    case 3: kernel_simd_toks<kMin, 3>(nt, wk, a, tok0, y, ldy); return;
-    default: kernel_simd_toks<kMin, kRows>(nt, wk, a, tok0, y, ldy); return;
+    case 1: kernel_simd_toks<kMin, 1>(nt, src, a, tok0, y, ldy); return;
+    case 2: kernel_simd_toks<kMin, 2>(nt, src, a, tok0, y, ldy); return;
+    case 3: kernel_simd_toks<kMin, 3>(nt, src, a, tok0, y, ldy); return;
+    default: kernel_simd_toks<kMin, kRows>(nt, src, a, tok0, y, ldy); return;
   }
 }
 #endif  // FASA_AVX2
@@ -567,6 +664,23 @@ void run(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, 
           __builtin_prefetch(next + off, 0, 2);
         }
       }
+#if FASA_AVX512
+      // Few tokens: the blocks straight from the rows (unpacking to the scratch would cost as
+      // much as the products); many: unpacked once, reused by every token tile.
+      if (kSimd && a.n_tok <= kDirectMaxToks && (t == DType::Q4_K || t == DType::Q6_K)) {
+        const uint8_t* rows = wb + o * row_bytes;
+        for (int64_t tok = 0; tok < a.n_tok; tok += kToks) {
+          const int nt = static_cast<int>(std::min<int64_t>(kToks, a.n_tok - tok));
+          float* yo = y + tok * n_out + o;
+          if (t == DType::Q4_K) {
+            kernel_simd_any<true>(Q4KSource{rows, row_bytes}, nr, a, tok, nt, yo, n_out);
+          } else {
+            kernel_simd_any<false>(Q6KSource{rows, row_bytes}, nr, a, tok, nt, yo, n_out);
+          }
+        }
+        continue;
+      }
+#endif
       for (int r = 0; r < nr; ++r) {
         for (int64_t b = 0; b < nb; ++b) {
           unpack_block<kSimd>(t, wb + (o + r) * row_bytes + b * bb, scratch[b * kRows + r]);
@@ -578,9 +692,10 @@ void run(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, 
 #if FASA_AVX2
         if constexpr (kSimd) {
           if (with_min) {
-            kernel_simd_any<true>(scratch.data(), nr, a, tok, nt, yo, n_out);
+            kernel_simd_any<true>(UnpackedSource<true>{scratch.data()}, nr, a, tok, nt, yo, n_out);
           } else {
-            kernel_simd_any<false>(scratch.data(), nr, a, tok, nt, yo, n_out);
+            kernel_simd_any<false>(UnpackedSource<false>{scratch.data()}, nr, a, tok, nt, yo,
+                                   n_out);
           }
           continue;
         }
