@@ -90,7 +90,7 @@ struct Measure {
   uint64_t kv_ram = 0;   // KV resident in RAM after the test: cache + policy side data
   uint64_t kv_file = 0;  // KV resident in the file tier
   uint64_t kv_global = 0, kv_window = 0;  // cache bytes of global / sliding-window layers
-  ParallelStats par;  // the parallel regions of the timed part
+  ParallelStats par;  // the parallel regions of the last repetition's timed part
   double mean() const {
     double s = 0.0;
     for (double x : tps) s += x;
@@ -294,11 +294,12 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
       Measure& m = group[p];
       session.reset();
       fill(session);
+      const ParallelStats par0 = parallel_stats();
       if (!t.gen) {
         m.tps.push_back(t.n / seconds_of([&] { session.prefill(pp); }));
+        m.par = parallel_stats() - par0;
         continue;
       }
-      const ParallelStats par0 = parallel_stats();
       if (t.batch == 1) {
         m.tps.push_back(t.n / seconds_of([&] {
                           for (int i = 0; i < t.n; ++i) session.decode(tok.tg[i]);
@@ -403,6 +404,14 @@ class Report {
     j["tokens_per_s"] = m.mean();
     j["stddev"] = m.stddev();
     j["samples"] = m.tps;
+    // Threads: parallel dispatches (each one ends in a barrier) per token, the share of thread
+    // time spent waiting inside them, and the share of the run's time inside them at all (the
+    // rest ran on one thread).
+    const double n_tok = static_cast<double>(m.test.n) * m.test.batch;
+    const double run_s = m.tps.empty() ? 0.0 : n_tok / m.tps.back();
+    j["parallel_dispatches_per_token"] = static_cast<double>(m.par.dispatches) / n_tok;
+    j["parallel_wait_share"] = m.par.wait_share();
+    j["parallel_wall_share"] = run_s > 0.0 ? m.par.wall_s / run_s : 0.0;
     if (!m.test.gen) return j;
     j["kv_bytes_read_per_token"] = m.kv_read_per_token;
     j["dense_kv_bytes_read_per_token"] = m.dense_read_per_token;
@@ -412,11 +421,6 @@ class Report {
     j["kv_window_layers_bytes"] = m.kv_window;
     j["disk_bytes_read_per_token"] = m.disk_read_per_token;
     j["disk_read_ms_per_token"] = m.disk_ms_per_token;
-    // Threads: parallel dispatches (each one ends in a barrier) per generated token, and the
-    // share of thread time spent waiting inside them.
-    j["parallel_dispatches_per_token"] =
-        static_cast<double>(m.par.dispatches) / (static_cast<double>(m.test.n) * m.test.batch);
-    j["parallel_wait_share"] = m.par.wait_share();
     if (a_.bandwidth) {
       const Roofline r = roofline_of(m, model_.weight_bytes(), bw_.read_gb_s);
       j["bytes_per_token"] = r.bytes_per_token;
