@@ -87,6 +87,8 @@ struct Measure {
   double dense_read_per_token = 0.0;  // what dense attention would have read
   double disk_read_per_token = 0.0;   // bytes the file tier's device delivered (FASA-M)
   double disk_ms_per_token = 0.0;     // time inside those reads
+  double prefetch_read_per_token = 0.0;  // of disk_read: background reads (FASA-M prefetch)
+  double prefetch_hit_share = 0.0;       // prefetched rows a decode step then used
   uint64_t kv_ram = 0;   // KV resident in RAM after the test: cache + policy side data
   uint64_t kv_file = 0;  // KV resident in the file tier
   uint64_t kv_global = 0, kv_window = 0;  // cache bytes of global / sliding-window layers
@@ -328,6 +330,10 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
       m.dense_read_per_token = st.dense_bytes / toks;
       m.disk_read_per_token = st.tier_read_bytes / toks;
       m.disk_ms_per_token = st.tier_read_ns / 1e6 / toks;
+      m.prefetch_read_per_token = st.tier_prefetch_bytes / toks;
+      m.prefetch_hit_share = st.tier_prefetch_rows > 0 ? static_cast<double>(st.tier_prefetch_hits) /
+                                                             st.tier_prefetch_rows
+                                                       : 0.0;
       m.kv_ram = session.cache().ram_bytes() + session.policy().resident_bytes();
       m.kv_file = session.cache().file_bytes();
       m.kv_global = session.cache().used_bytes_of(false);
@@ -421,6 +427,8 @@ class Report {
     j["kv_window_layers_bytes"] = m.kv_window;
     j["disk_bytes_read_per_token"] = m.disk_read_per_token;
     j["disk_read_ms_per_token"] = m.disk_ms_per_token;
+    j["disk_prefetch_bytes_per_token"] = m.prefetch_read_per_token;
+    j["disk_prefetch_hit_share"] = m.prefetch_hit_share;
     if (a_.bandwidth) {
       const Roofline r = roofline_of(m, model_.weight_bytes(), bw_.read_gb_s);
       j["bytes_per_token"] = r.bytes_per_token;

@@ -460,6 +460,26 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
       EXPECT_EQ(sc.tier_reads, 0u);
       EXPECT_GT(sm.tier_reads, 0u);
       EXPECT_GT(sm.tier_read_bytes, 0u);
+      // Prefetch (on by default): layer 1's selection is fetched for layer 2 in the background;
+      // adjacent layers pick some of the same rows, and every prefetched byte is a device byte.
+      EXPECT_LE(sm.tier_prefetch_hits, sm.tier_prefetch_rows);
+      EXPECT_LE(sm.tier_prefetch_bytes, sm.tier_read_bytes);
+      if (opts == std::string(",budget=6")) {
+        EXPECT_GT(sm.tier_prefetch_rows, 0u);
+        EXPECT_GT(sm.tier_prefetch_hits, 0u);
+        EXPECT_GT(sm.tier_prefetch_bytes, 0u);
+        // Off: the same outputs, no background reads.
+        SessionOptions off = so;
+        off.policy += ",prefetch=off";
+        Session m2(model, off);
+        c.reset();
+        EXPECT_EQ(c.prefill(prompt), m2.prefill(prompt));
+        for (size_t i = 40; i < tokens.size(); ++i) {
+          ASSERT_EQ(c.decode(tokens[i]), m2.decode(tokens[i])) << "prefetch=off token " << i;
+        }
+        EXPECT_EQ(m2.attn_stats().tier_prefetch_rows, 0u);
+        EXPECT_EQ(m2.attn_stats().tier_prefetch_hits, 0u);
+      }
       // RAM: FASA-C holds the whole cache plus its packed slice; FASA-M the slice (+ dense layers).
       const uint64_t ram_c = c.cache().ram_bytes() + c.policy().resident_bytes();
       const uint64_t ram_m = m.cache().ram_bytes() + m.policy().resident_bytes();
@@ -1200,6 +1220,8 @@ TEST(PolicyOptionsTest, BadOptionsAreErrors) {
   EXPECT_THROW(policy_from(c + ",budget=8,variant=m,offload_dir=/nonexistent/dir"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,offload_dir=" + ::testing::TempDir()), Error);  // c
   EXPECT_THROW(policy_from(c + ",budget=8,variant=m,offload_dir="), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,variant=m,prefetch=maybe"), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,prefetch=on"), Error);  // variant c has no file tier
   EXPECT_THROW(policy_from(c + ",budget=8,variant=z"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,speed=11"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,fcs=best"), Error);

@@ -119,6 +119,18 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
     for (int g = 0; g < sh.n_kv_heads; ++g) setup(g);
   }
   cache.check_io();
+  // FASA-M: while this layer attends (and the next one computes its queries), fetch for the
+  // next offloaded layer the rows this one selected: adjacent layers pick many of the same
+  // tokens, and the rows it does pick are then copies rather than device reads.
+  if (offloaded) {
+    const int next = cache.next_offloaded(s.layer);
+    for (int g = 0; next >= 0 && g < sh.n_kv_heads; ++g) {
+      const Selection& se = x.sel[g];
+      if (!se.all && !se.per_head) {
+        cache.prefetch(next, g, se.slots.data(), static_cast<int>(se.slots.size()));
+      }
+    }
+  }
   // Attention: one job per (key-list owner, chunk of kAttnChunk keys), so the work splits
   // evenly over threads at any depth; then each head merges its chunks in order.
   x.jobs.clear();
@@ -187,6 +199,9 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
       stats->tier_reads += d.reads;
       stats->tier_read_bytes += d.read_bytes;
       stats->tier_read_ns += d.read_ns;
+      stats->tier_prefetch_bytes += d.prefetch_read_bytes;
+      stats->tier_prefetch_rows += d.prefetch_rows;
+      stats->tier_prefetch_hits += d.prefetch_hits;
     }
   }
 }

@@ -38,6 +38,11 @@ struct AttnStats {
   uint64_t tier_reads = 0;
   uint64_t tier_read_bytes = 0;
   uint64_t tier_read_ns = 0;
+  // Of those: the background reads (prefetch), the rows they fetched and the rows a decode
+  // step then found there.
+  uint64_t tier_prefetch_bytes = 0;
+  uint64_t tier_prefetch_rows = 0;
+  uint64_t tier_prefetch_hits = 0;
   uint64_t bytes_read() const { return select_bytes + attend_bytes; }
   // Share of the cached rows the global (policy-driven) layers read at decode steps: 1 when
   // there were none.

@@ -71,6 +71,19 @@ KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTier
     }
   }
   tier_ = std::make_unique<KvTier>(tiering->dir, row_bytes, capacity);
+  prefetch_ = tiering->prefetch;
+}
+
+void KvCache::prefetch(int layer, int kv_head, const int32_t* slots, int n) const {
+  if (!prefetch_ || !offloaded(layer)) return;
+  tier_->prefetch(static_cast<int>(hot_index(layer, kv_head)), slots, n);
+}
+
+int KvCache::next_offloaded(int layer) const {
+  for (int l = layer + 1; l < shape_.n_layers; ++l) {
+    if (offloaded(l)) return l;
+  }
+  return -1;
 }
 
 void KvCache::copy_from(const KvCache& src) {

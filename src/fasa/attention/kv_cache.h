@@ -48,6 +48,9 @@ struct KvTiering {
   std::string dir;
   std::vector<char> offload_layer;          // [n_layers] 1 = offloaded
   std::vector<std::vector<int>> hot_dims;   // [n_layers * n_kv_heads] ascending K dims
+  // Decode fetches the next offloaded layer's rows in the background, guessing that it selects
+  // what this layer selected (KvCache::prefetch); a wrong guess costs only device bytes.
+  bool prefetch = true;
 };
 
 class KvCache {
@@ -104,6 +107,12 @@ class KvCache {
   // Thread-safe; I/O errors surface through check_io().
   void gather(int layer, int kv_head, const int32_t* slots, int n, uint8_t* k, uint8_t* v) const;
   void check_io() const;
+  // FASA-M: starts reading rows slots[0..n) (ascending) of (layer, kv_head) of an offloaded
+  // layer in the background, if the tiering asked for prefetch (KvTier::prefetch); a later
+  // gather() copies the rows found there. No effect on a RAM layer.
+  void prefetch(int layer, int kv_head, const int32_t* slots, int n) const;
+  // The first offloaded layer after `layer`, or -1.
+  int next_offloaded(int layer) const;
   TierStats tier_stats() const { return tier_ ? tier_->stats() : TierStats{}; }
   // Bytes of KV held in RAM (rows of RAM layers, hot slices, file tails) and in the file.
   uint64_t ram_bytes() const;
@@ -150,6 +159,7 @@ class KvCache {
   std::vector<std::vector<int>> hot_dims_;         // [n_layers * n_kv_heads]
   std::vector<std::vector<int>> cold_dims_;        // [n_layers * n_kv_heads] the other K dims
   std::vector<std::unique_ptr<uint8_t[]>> hot_;    // [n_layers * n_kv_heads] [n_hot, capacity]
+  bool prefetch_ = false;                          // KvTiering::prefetch
   std::unique_ptr<KvTier> tier_;                   // region = layer * n_kv_heads + kv_head;
                                                    // row = cold K dims, then V: [hd - n_hot + hd]
 };

@@ -21,7 +21,7 @@ namespace fasa {
 namespace {
 
 constexpr uint64_t kMaxRunBytes = 4u << 20;  // one read covers at most this much
-constexpr uint64_t kMaxGapBytes = 4u << 10;   // rows this close share one read  // rows this close share one read  // rows this close share one read  // rows this close share one read
+constexpr uint64_t kMaxGapBytes = 4u << 10;   // rows this close share one read
 
 uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
@@ -75,7 +75,9 @@ TierStats TierStats::operator-(const TierStats& o) const {
   return TierStats{reads - o.reads,           read_bytes - o.read_bytes,
                    row_bytes - o.row_bytes,   read_ns - o.read_ns,
                    writes - o.writes,         write_bytes - o.write_bytes,
-                   write_ns - o.write_ns};
+                   write_ns - o.write_ns,     prefetch_rows - o.prefetch_rows,
+                   prefetch_read_bytes - o.prefetch_read_bytes,
+                   prefetch_hits - o.prefetch_hits};
 }
 
 KvTier::KvTier(const std::string& dir, const std::vector<size_t>& row_bytes, int capacity)
@@ -115,6 +117,7 @@ KvTier::KvTier(const std::string& dir, const std::vector<size_t>& row_bytes, int
 }
 
 KvTier::~KvTier() {
+  prefetcher_.reset();  // joins the background thread before the file goes
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -129,6 +132,7 @@ void KvTier::write(int r, int slot, const void* row) {
 }
 
 void KvTier::flush(int n_committed) {
+  drop_prefetches();
   thread_local AlignedBuf buf;
   for (Region& g : regions_) {
     if (g.row_bytes == 0) continue;
@@ -179,6 +183,22 @@ void KvTier::pread_all(uint8_t* buf, size_t len, uint64_t off) const {
 }
 
 void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
+  thread_local std::vector<int32_t> missing, miss_slots;  // [m] indices j, their slots
+  thread_local std::vector<uint8_t> miss_rows;            // [m, row_bytes]
+  if (!take_prefetched(r, slots, n, dst, missing)) {
+    read_rows(r, slots, n, dst, false);
+    return;
+  }
+  if (missing.empty()) return;
+  const size_t rb = regions_[r].row_bytes, m = missing.size();
+  miss_slots.resize(m);
+  for (size_t i = 0; i < m; ++i) miss_slots[i] = slots ? slots[missing[i]] : missing[i];
+  miss_rows.resize(m * rb);
+  read_rows(r, miss_slots.data(), static_cast<int>(m), miss_rows.data(), false);
+  for (size_t i = 0; i < m; ++i) std::memcpy(dst + missing[i] * rb, miss_rows.data() + i * rb, rb);
+}
+
+void KvTier::read_rows(int r, const int32_t* slots, int n, uint8_t* dst, bool background) const {
   thread_local AlignedBuf buf;
   thread_local std::vector<Run> runs;
   const Region& g = regions_[r];
@@ -209,7 +229,7 @@ void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
     total += (b1 - b0) * B;
     j = k;
   }
-  row_bytes_ += static_cast<uint64_t>(n) * rb;
+  (background ? prefetch_rows_ : row_bytes_) += background ? n : static_cast<uint64_t>(n) * rb;
   if (runs.empty()) return;
   uint8_t* p = buf.get(total, mem_align_);
   const uint64_t t0 = now_ns();
@@ -261,9 +281,10 @@ void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
   } else {
     for (const Run& run : runs) pread_all(p + run.buf, run.len, run.off);
   }
-  read_ns_ += now_ns() - t0;
+  if (!background) read_ns_ += now_ns() - t0;  // background reads are not waited for here
   reads_ += runs.size();
   read_bytes_ += total;
+  if (background) prefetch_read_bytes_ += total;
   for (const Run& run : runs) {
     const uint64_t first_byte = run.off - g.file_off;
     for (int m = run.j; m < run.k; ++m) {
@@ -276,6 +297,7 @@ void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
 }
 
 void KvTier::reset() {
+  drop_prefetches();
   for (Region& g : regions_) {
     g.flushed = 0;
     g.tail.clear();
@@ -304,8 +326,11 @@ uint64_t KvTier::ram_tail_bytes() const {
 }
 
 TierStats KvTier::stats() const {
-  return TierStats{reads_.load(), read_bytes_.load(), row_bytes_.load(), read_ns_.load(),
-                   writes_,       write_bytes_,       write_ns_};
+  return TierStats{reads_.load(),          read_bytes_.load(),
+                   row_bytes_.load(),      read_ns_.load(),
+                   writes_,                write_bytes_,
+                   write_ns_,              prefetch_rows_.load(),
+                   prefetch_read_bytes_.load(), prefetch_hits_.load()};
 }
 
 }  // namespace fasa

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,11 @@ struct TierStats {
   uint64_t writes = 0;
   uint64_t write_bytes = 0;
   uint64_t write_ns = 0;
+  // Background reads (prefetch): rows asked for ahead of time, the device bytes that took, and
+  // the rows a later read found there (hits; the rest of the prefetched rows were not wanted).
+  uint64_t prefetch_rows = 0;
+  uint64_t prefetch_read_bytes = 0;  // also counted in read_bytes
+  uint64_t prefetch_hits = 0;
   TierStats operator-(const TierStats& o) const;
 };
 
@@ -41,6 +47,15 @@ class KvTier {
   // Copies rows slots[j] (slots may be null: j) of region r into dst[j * row_bytes], j < n.
   // Slots must be ascending. Thread-safe with other reads.
   void read(int r, const int32_t* slots, int n, uint8_t* dst) const;
+  // Starts reading rows slots[0..n) of region r (ascending) on a background thread; a later
+  // read() of region r copies the rows it finds there instead of reading them again, after
+  // waiting for the background read if it is still running (that wait counts as read time).
+  // Only rows wholly in the file are fetched (the RAM tail is at hand anyway). One prefetch per
+  // region: a newer one replaces an unused older one; read() uses it once. Returns at once.
+  void prefetch(int r, const int32_t* slots, int n) const;
+  // Waits for every background read and forgets its rows. flush() and reset() call it, so rows
+  // never move between the tail and the file under a background read.
+  void drop_prefetches() const;
   // Forget every row (the file is reused from slot 0).
   void reset();
   // Reads record I/O errors instead of throwing (they run in parallel loops); this throws
@@ -62,6 +77,16 @@ class KvTier {
     uint64_t flushed = 0;        // bytes [0, flushed) of the region are in the file
     std::vector<uint8_t> tail;   // bytes [flushed, flushed + tail.size()) of the region
   };
+  struct Prefetcher;  // the background reads (kv_tier_prefetch.cpp)
+  struct PrefetcherDeleter {
+    void operator()(Prefetcher* p) const;
+  };
+  // read() without the prefetched rows; background reads count as prefetch bytes.
+  void read_rows(int r, const int32_t* slots, int n, uint8_t* dst, bool background) const;
+  // Copies the rows of a finished prefetch of region r into dst (null when there is none) and
+  // returns the indices j whose rows it lacked.
+  bool take_prefetched(int r, const int32_t* slots, int n, uint8_t* dst,
+                       std::vector<int32_t>& missing) const;
   void pread_all(uint8_t* buf, size_t len, uint64_t off) const;
   void record_error(const std::string& what) const;
 
@@ -74,6 +99,8 @@ class KvTier {
   mutable std::string error_;  // first read error (guarded by a mutex)
   mutable std::atomic<uint64_t> reads_{0}, read_bytes_{0}, row_bytes_{0}, read_ns_{0};
   uint64_t writes_ = 0, write_bytes_ = 0, write_ns_ = 0;
+  mutable std::atomic<uint64_t> prefetch_rows_{0}, prefetch_read_bytes_{0}, prefetch_hits_{0};
+  mutable std::unique_ptr<Prefetcher, PrefetcherDeleter> prefetcher_;  // started by the first prefetch()
 };
 
 }  // namespace fasa

@@ -6,6 +6,8 @@
 //   n_tip=X (FCs per head, count or fraction; default 0.25)   gqa=shared|per-head (shared)
 //   dense_layers=L1+L2|none (default 0)   sink=S (0)   recent=R (0)
 //   variant=c|m (c)   offload_dir=DIR (variant m; default /var/tmp)
+//   prefetch=on|off (variant m; on): fetch the next offloaded layer's guessed rows in the
+//   background (KvTiering::prefetch)
 //   fcs=calibrated|random|high|low|mass: which FCs TIP uses (default calibrated; random, high
 //   and low are the naive choices calibration must beat: seeded random FCs, the highest- or
 //   lowest-frequency FCs; mass ranks the FCs by Double Sparsity's statistic from the same
@@ -95,6 +97,7 @@ class FasaPolicy final : public AttentionPolicy {
     }
     if (o_.variant_m) {
       tiering_.dir = o_.offload_dir;
+      tiering_.prefetch = o_.prefetch;
       // Every global layer goes to the file; a dense layer keeps nothing in RAM (no TIP) and
       // reads all its rows back at each step, sequentially. Sliding-window layers stay whole in
       // RAM (their small rings are what every step reads).
@@ -418,7 +421,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
                                                   const PolicyOptions& opts) {
   FasaOptions o;
   o.sel.dense_layers = {0};
-  bool have_budget = false, have_offload_dir = false;
+  bool have_budget = false, have_offload_dir = false, have_prefetch = false;
   for (const auto& [key, value] : opts) {
     if (key == "calib") {
       o.calib_path = value;
@@ -453,19 +456,28 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
         fail("policy 'fasa': fcs must be calibrated, random, high, low or mass (got '{}')", value);
       }
       o.fcs = value;
+    } else if (key == "prefetch") {
+      if (value != "on" && value != "off") {
+        fail("policy 'fasa': prefetch must be on or off (got '{}')", value);
+      }
+      o.sel.prefetch = value == "on";
+      have_prefetch = true;
     } else if (key == "offload_dir") {
       if (value.empty()) fail("policy 'fasa': offload_dir must name a directory");
       o.sel.offload_dir = value;
       have_offload_dir = true;
     } else {
       fail("policy 'fasa' has no option '{}' (options: calib, budget, n_tip, gqa, dense_layers, "
-           "sink, recent, fcs, variant, offload_dir)", key);
+           "sink, recent, fcs, variant, offload_dir, prefetch)", key);
     }
   }
   if (o.calib_path.empty()) {
     fail("policy 'fasa' needs a calibration file (calib=PATH; make one with `fasa calibrate`)");
   }
   if (!have_budget) fail("policy 'fasa' needs a budget (e.g. budget=256 or budget=0.1)");
+  if (have_prefetch && !o.sel.variant_m) {
+    fail("policy 'fasa': prefetch applies to variant m only (add variant=m / --variant m)");
+  }
   if (have_offload_dir && !o.sel.variant_m) {
     fail("policy 'fasa': offload_dir applies to variant m only (add variant=m / --variant m)");
   }

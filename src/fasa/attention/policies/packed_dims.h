@@ -24,6 +24,7 @@ struct PackedDimsOptions {
   int recent = 0;
   bool variant_m = false;       // FASA-M: the packed dims in RAM, the rest in a file tier
   std::string offload_dir = "/var/tmp";
+  bool prefetch = true;  // variant m: KvTiering::prefetch
 };
 
 // head_dims: [n_global * n_heads] (the global layers ascending, then the query heads) the key
