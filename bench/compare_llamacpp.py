@@ -311,7 +311,16 @@ def parse_args(argv):
     ap.add_argument("--stamp-sha256", help=argparse.SUPPRESS)
     ap.add_argument("--stamp-flags", help=argparse.SUPPRESS)
     ap.add_argument("--stamp-src", help=argparse.SUPPRESS)
-    return ap.parse_args(argv)
+    # "--fasa-args '-t 4'" would read as the driver's own -t: glue the value to its flag.
+    glued, i = [], 0
+    while i < len(argv):
+        if argv[i] in ("--fasa-args", "--llama-args") and i + 1 < len(argv):
+            glued.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            glued.append(argv[i])
+            i += 1
+    return ap.parse_args(glued)
 
 
 def int_list(text, flag, low):
@@ -391,6 +400,9 @@ def main(argv):
         for group in measure_model(a, model, log):
             results += group
             for r in group:
+                if header["fasa_version"] == "unknown":  # a fasa without --version
+                    header["fasa_version"] = r["repetitions"][0]["fasa"].get("fasa_version",
+                                                                             "unknown")
                 first = r["repetitions"][0]["fa0"]
                 llama_row = {k: first.get(k) for k in LLAMA_ROW_FIELDS}
                 if jsonl:
