@@ -21,7 +21,7 @@ VERSION=0.3.36
 CACHE=${FASA_HOME:-$HOME/.cache/fasa}/llamacpp-bench
 JOBS=${FASA_LLAMACPP_JOBS:-2}
 PY=${PYTHON:-python3}
-die() { echo "fasa compare_llamacpp: $*" >&2; exit 1; }
+die() { echo "fasa compare_llamacpp: error: $*" >&2; exit 1; }
 
 # AVX-512 with VNNI, BF16 and VBMI, no AMX: llama.cpp's AMX path dies in `ldtilecfg` on these
 # VMs (the kernel does not grant the tile state). Not native: the flags are recorded as given.

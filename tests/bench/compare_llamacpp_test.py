@@ -11,11 +11,16 @@
   missing fasa, missing llama-bench, an unknown option, a driver-owned option in --fasa-args,
   a failing llama-bench, bad -d.
 
+- bench/compare_llamacpp.sh: with a ready llama-bench (FASA_LLAMA_BENCH) it stamps it and runs
+  the driver; a source folder without llama-bench and a failing build (a CMakeLists that stops)
+  end in one error, the latter with the tail of the build log and its path.
+
   python3 tests/bench/compare_llamacpp_test.py [REPO_ROOT]
 """
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +30,7 @@ import unittest
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                        os.path.join(os.path.dirname(__file__), "..", ".."))
 DRIVER = os.path.join(ROOT, "bench", "compare_llamacpp.py")
+SCRIPT = os.path.join(ROOT, "bench", "compare_llamacpp.sh")
 DATA = os.path.join(ROOT, "tests", "data", "bench")
 LLAMA_SAMPLE = os.path.join(DATA, "llama_bench_smollm2.jsonl")
 FASA_SAMPLE = os.path.join(DATA, "fasa_bench_smollm2.jsonl")
@@ -48,6 +54,8 @@ FAKE_LLAMA = textwrap.dedent("""\
     if os.environ.get("FAKE_LLAMA_FAIL"):
         print("llama_model_load: error loading model: bad magic", file=sys.stderr)
         sys.exit(1)
+    if sys.argv[1:] == ["--version"]:
+        print("version: 9 (fake)", file=sys.stderr); sys.exit(0)
     arg = lambda k: sys.argv[sys.argv.index(k) + 1]
     fa, depth = arg("-fa"), int(arg("-d"))
     rows = [json.loads(l) for l in open(os.environ["FAKE_LLAMA_SAMPLE"]) if l.strip()]
@@ -259,6 +267,35 @@ class Driver(unittest.TestCase):
                           "llama-bench -fa 0 failed (exit 1)")
         self.assertIn("bad magic", self.run_driver(*args, "-r", "1", env=dict(
             self.env, FAKE_LLAMA_FAIL="1")).stderr)  # the tool's own reason is shown
+
+    def test_script_with_ready_llama_bench(self):
+        home = os.path.join(self.tmp.name, "home")
+        env = dict(self.env, FASA_HOME=home, FASA_LLAMA_BENCH=self.llama)
+        r = subprocess.run([SCRIPT, "--fasa", self.fasa, "-m", self.model, "-p", "64", "-n",
+                            "16", "-r", "1"], capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("llama-bench (version: 9 (fake))", r.stdout)
+        with open(os.path.join(home, "llamacpp-bench", "stamp-external.json")) as f:
+            self.assertEqual(json.load(f)["version"], "version: 9 (fake)")
+
+    def test_script_errors(self):
+        home = os.path.join(self.tmp.name, "home")
+        src = os.path.join(self.tmp.name, "src")
+        r = subprocess.run([SCRIPT, "-m", self.model], capture_output=True, text=True,
+                           env=dict(self.env, FASA_HOME=home, FASA_LLAMACPP_SRC=src))
+        self.expect_error(r, "vendor/llama.cpp has no tools/llama-bench")
+        if not shutil.which("cmake"):
+            self.fail("cmake not found (bench/compare_llamacpp.sh needs it)")
+        bench_dir = os.path.join(src, "vendor", "llama.cpp", "tools", "llama-bench")
+        os.makedirs(bench_dir)
+        open(os.path.join(bench_dir, "llama-bench.cpp"), "w").close()
+        with open(os.path.join(src, "vendor", "llama.cpp", "CMakeLists.txt"), "w") as f:
+            f.write('cmake_minimum_required(VERSION 3.14)\nproject(x NONE)\n'
+                    'message(FATAL_ERROR "the stand-in refuses")\n')
+        r = subprocess.run([SCRIPT, "-m", self.model], capture_output=True, text=True,
+                           env=dict(self.env, FASA_HOME=home, FASA_LLAMACPP_SRC=src))
+        self.expect_error(r, "llama-bench build failed; full log: " + home)
+        self.assertIn("the stand-in refuses", r.stderr)  # the log's tail
 
 
 if __name__ == "__main__":
