@@ -7,10 +7,13 @@
 #include "commands.h"
 #include "fasa/core/error.h"
 #include "fasa/core/isa.h"
+#include "provenance.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"fasa: LLM inference with Frequency-Aware Sparse Attention"};
   app.require_subcommand(1);
+  // `fasa --version`: the release and the commit built (bench/compare_llamacpp.py records it).
+  app.set_version_flag("--version", fasa::cli::version_text());
   fasa::cli::add_pull_command(app);
   fasa::cli::add_inspect_command(app);
   fasa::cli::add_tokenize_command(app);

@@ -216,6 +216,16 @@ TEST(CliTest, NoSubcommandOrBadFlags) {
   expect_clean_error(run_cli({"bench", "-m", path, "--threads", "-3"}), "--threads");
 }
 
+// `fasa --version` prints the release and, when built in a git checkout, the commit (the form
+// of "fasa_version" in the sweep summary); it needs no subcommand.
+TEST(CliTest, Version) {
+  const auto r = run_cli({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_match(
+      r.out, std::regex(R"(\d+\.\d+\.\d+( \([0-9a-f]{7,}(-dirty)?\))?\n)")))
+      << r.out;
+}
+
 TEST(CliTest, BenchTinyModelJson) {
   const std::string path = tiny("cli_bench.gguf", {});
   const auto r = run_cli({"bench", "-m", path, "-p", "16", "-n", "4", "-d", "0,8", "-r", "2",
