@@ -178,7 +178,7 @@ TEST(MatmulAmx, KQuantsWithinToleranceOfPortableAndExact) {
 TEST(MatmulAmx, BlockQuantsWithinToleranceOfPortableAndExact) {
   SKIP_WITHOUT_AMX();
   std::mt19937 rng(3131);
-  const Shape shapes[] = {{16, 32, 16}, {33, 96, 17}, {7, 768, 40}, {50, 1280, 100},
+  const Shape shapes[] = {{512, 256, 40}, {320, 256, 40}, {16, 32, 16}, {33, 96, 17}, {7, 768, 40}, {50, 1280, 100},
                           {5, 64, 600}};
   for (const DType type : kBlockTypes) {
     for (const Shape& s : shapes) check_type(type, s.n_out, s.n_in, s.n_tok, rng);
