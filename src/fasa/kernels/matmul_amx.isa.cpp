@@ -128,16 +128,27 @@ struct alignas(64) PanelBlockK {  // one 256-block of a 16-row panel
   int8_t hi[kTile][256];
   uint8_t lo[kTile][256];
   float d[kTile], dmin[kTile];
-  int32_t cpair[kTile][8];  // min types: (c_2p, c_2p+1) as two int16
+  int32_t cpair[kTile][8];  // min types: pair p of coefficients as two int16 (min_pairs)
 };
 
 struct ActsK {
   std::vector<int8_t> q;     // [tile][n_in / 4][16][4]
   std::vector<float> d;      // [tile][nb][16]
-  std::vector<int32_t> bsp;  // [tile][nb][8][16]: (bsum_2p, bsum_2p+1) as two int16
+  std::vector<int32_t> bsp;  // [tile][nb][8][16]: pair p of group sums as two int16 (min_pairs)
 };
 
-void prepare_k(const Q8KActs& a, ActsK& out) {
+// Min types pair coefficients and activation sums for dpwssd: M = sum_p of the pair products.
+// Q2_K (a min per 16 elements): pair p = groups 2p, 2p + 1 (8 pairs). Q4_K, Q5_K (a min per 32,
+// shared by two groups): sums over 32 (|sum| <= 4096, still int16), pair p = sub-blocks 2p,
+// 2p + 1 (4 pairs). Offset types: none.
+int min_pairs(DType t) { return !has_min(t) ? 0 : t == DType::Q2_K ? 8 : 4; }
+
+inline int32_t pack16(int a, int b) {
+  return static_cast<int32_t>(static_cast<uint16_t>(a) |
+                              (static_cast<uint32_t>(static_cast<uint16_t>(b)) << 16));
+}
+
+void prepare_k(const Q8KActs& a, int pairs, ActsK& out) {
   const int64_t nb = a.n_in / 256, n_tiles = (a.n_tok + kTile - 1) / kTile;
   to_vnni(a.q.data(), a.n_tok, a.n_in, out.q);
   per_tile(a.d.data(), a.n_tok, nb, out.d);
@@ -146,9 +157,12 @@ void prepare_k(const Q8KActs& a, ActsK& out) {
     for (int64_t b = 0; b < nb; ++b) {
       const int32_t* bs = a.bsum.data() + (t * nb + b) * 16;
       int32_t* dst = out.bsp.data() + ((t / kTile) * nb + b) * 8 * kTile + t % kTile;
-      for (int p = 0; p < 8; ++p) {  // |bsum| <= 16 * 128: fits int16
-        dst[p * kTile] = static_cast<int32_t>(static_cast<uint16_t>(bs[2 * p]) |
-                                              (static_cast<uint32_t>(static_cast<uint16_t>(bs[2 * p + 1])) << 16));
+      if (pairs == 8) {  // |bsum| <= 16 * 128: fits int16
+        for (int p = 0; p < 8; ++p) dst[p * kTile] = pack16(bs[2 * p], bs[2 * p + 1]);
+      } else if (pairs == 4) {
+        for (int p = 0; p < 4; ++p) {
+          dst[p * kTile] = pack16(bs[4 * p] + bs[4 * p + 1], bs[4 * p + 2] + bs[4 * p + 3]);
+        }
       }
     }
   }
@@ -182,31 +196,32 @@ void unpack_panel_k(DType t, const uint8_t* w, int64_t row_bytes, int nr, int64_
         _mm_storeu_si128(reinterpret_cast<__m128i*>(p.hi[r] + 16 * g), _mm256_cvtepi16_epi8(hi));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(p.lo[r] + 16 * g), _mm256_cvtepi16_epi8(lo));
       }
+      const int pairs = min_pairs(t);
       for (int q = 0; q < 8; ++q) {
-        p.cpair[r][q] = offset ? 0
-                               : static_cast<int32_t>(static_cast<uint16_t>(k.c[2 * q]) |
-                                                      (static_cast<uint32_t>(static_cast<uint16_t>(k.c[2 * q + 1])) << 16));
+        p.cpair[r][q] = pairs == 8 ? pack16(k.c[2 * q], k.c[2 * q + 1])
+                        : pairs == 4 && q < 4 ? pack16(k.c[4 * q], k.c[4 * q + 2])
+                                              : 0;
       }
     }
   }
 }
 
 // acc[r][j] (row r, token j) += this block's terms; chi, clo: [16 rows, 16 tokens] int32.
-template <bool kMin>
+template <int kPairs>
 inline void finish_block_k(const int32_t* chi, const int32_t* clo, const PanelBlockK& p,
                            const float* dq, const int32_t* bsp, float* acc) {
   const __m512 vdq = _mm512_loadu_ps(dq);
   __m512i bs[8];
-  if constexpr (kMin) {
-    for (int q = 0; q < 8; ++q) bs[q] = _mm512_loadu_si512(bsp + q * kTile);
+  if constexpr (kPairs > 0) {
+    for (int q = 0; q < kPairs; ++q) bs[q] = _mm512_loadu_si512(bsp + q * kTile);
   }
   for (int r = 0; r < kTile; ++r) {
     const __m512i i = _mm512_add_epi32(_mm512_slli_epi32(_mm512_loadu_si512(chi + r * kTile), 6),
                                        _mm512_loadu_si512(clo + r * kTile));
     __m512 f = _mm512_mul_ps(_mm512_set1_ps(p.d[r]), _mm512_cvtepi32_ps(i));
-    if constexpr (kMin) {
+    if constexpr (kPairs > 0) {
       __m512i m = _mm512_setzero_si512();
-      for (int q = 0; q < 8; ++q) m = _mm512_dpwssd_epi32(m, bs[q], _mm512_set1_epi32(p.cpair[r][q]));
+      for (int q = 0; q < kPairs; ++q) m = _mm512_dpwssd_epi32(m, bs[q], _mm512_set1_epi32(p.cpair[r][q]));
       f = _mm512_fmadd_ps(_mm512_set1_ps(p.dmin[r]), _mm512_cvtepi32_ps(m), f);
     }
     _mm512_storeu_ps(acc + r * kTile, _mm512_fmadd_ps(f, vdq, _mm512_loadu_ps(acc + r * kTile)));
@@ -214,7 +229,7 @@ inline void finish_block_k(const int32_t* chi, const int32_t* clo, const PanelBl
 }
 
 // NT (1 or 2) token tiles from T0 for one panel; acc: [NT][16 rows][16 tokens].
-template <bool kMin, int NT>
+template <int kPairs, int NT>
 void panel_tiles_k(const PanelBlockK* pk, int64_t nb, int64_t n_in, const ActsK& a, int64_t T0,
                    float* acc) {
   alignas(64) int32_t c[4][kTile * kTile];
@@ -249,19 +264,38 @@ void panel_tiles_k(const PanelBlockK* pk, int64_t nb, int64_t n_in, const ActsK&
     }
     for (int t = 0; t < NT; ++t) {
       const int64_t i = (T0 + t) * nb + b;
-      finish_block_k<kMin>(c[2 * t], c[2 * t + 1], pk[b], a.d.data() + i * kTile,
+      finish_block_k<kPairs>(c[2 * t], c[2 * t + 1], pk[b], a.d.data() + i * kTile,
                            a.bsp.data() + i * 8 * kTile, acc + t * kTile * kTile);
     }
+  }
+}
+
+template <int kPairs>
+void tiles_k_nt(int nt, const PanelBlockK* pk, int64_t nb, int64_t n_in, const ActsK& a,
+                int64_t T0, float* acc) {
+  if (nt == 2) {
+    panel_tiles_k<kPairs, 2>(pk, nb, n_in, a, T0, acc);
+  } else {
+    panel_tiles_k<kPairs, 1>(pk, nb, n_in, a, T0, acc);
+  }
+}
+
+void tiles_k(int pairs, int nt, const PanelBlockK* pk, int64_t nb, int64_t n_in, const ActsK& a,
+             int64_t T0, float* acc) {
+  switch (pairs) {
+    case 0: tiles_k_nt<0>(nt, pk, nb, n_in, a, T0, acc); return;
+    case 4: tiles_k_nt<4>(nt, pk, nb, n_in, a, T0, acc); return;
+    default: tiles_k_nt<8>(nt, pk, nb, n_in, a, T0, acc); return;
   }
 }
 
 void run_k(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y) {
   thread_local ActsK acts_tl;  // the caller's; workers reach it through `acts`
   ActsK& acts = acts_tl;
-  prepare_k(a, acts);
+  prepare_k(a, min_pairs(t), acts);
   const int64_t nb = n_in / 256, row_bytes = nb * block_bytes(t);
   const int64_t n_panels = (n_out + kTile - 1) / kTile, n_tiles = (a.n_tok + kTile - 1) / kTile;
-  const bool with_min = has_min(t);
+  const int pairs = min_pairs(t);
   const auto* wb = static_cast<const uint8_t*>(w);
   const TileConfig cfg = config_q8k();
   parallel_ranges(n_panels, [&](int64_t p0, int64_t p1, int) {
@@ -275,13 +309,7 @@ void run_k(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a
       unpack_panel_k(t, wb + o * row_bytes, row_bytes, nr, nb, panel.data());
       for (int64_t T = 0; T < n_tiles; T += 2) {
         const int nt = T + 1 < n_tiles ? 2 : 1;
-        if (nt == 2) {
-          with_min ? panel_tiles_k<true, 2>(panel.data(), nb, n_in, acts, T, acc)
-                   : panel_tiles_k<false, 2>(panel.data(), nb, n_in, acts, T, acc);
-        } else {
-          with_min ? panel_tiles_k<true, 1>(panel.data(), nb, n_in, acts, T, acc)
-                   : panel_tiles_k<false, 1>(panel.data(), nb, n_in, acts, T, acc);
-        }
+        tiles_k(pairs, nt, panel.data(), nb, n_in, acts, T, acc);
         for (int j = 0; j < nt; ++j) {
           store_panel(acc + j * kTile * kTile, nr, (T + j) * kTile, a.n_tok, y + o, n_out);
         }
