@@ -232,10 +232,19 @@ inline void finish_block_k(const int32_t* chi, const int32_t* clo, const PanelBl
 template <int kPairs, int NT>
 void panel_tiles_k(const PanelBlockK* pk, int64_t nb, int64_t n_in, const ActsK& a, int64_t T0,
                    float* acc) {
-  alignas(64) int32_t c[4][kTile * kTile];
+  // Software pipeline: block b's tile products run while block b - 1 is finished in fp32
+  // (tiles are stored into c[b % 2]); the fp32 order per output is unchanged (blocks in order).
+  alignas(64) int32_t c[2][4][kTile * kTile];
   std::fill(acc, acc + NT * kTile * kTile, 0.0f);
   const int8_t* q0 = a.q.data() + T0 * n_in * kTile;
   const int8_t* q1 = q0 + n_in * kTile;
+  auto finish = [&](int64_t b) {
+    for (int t = 0; t < NT; ++t) {
+      const int64_t i = (T0 + t) * nb + b;
+      finish_block_k<kPairs>(c[b % 2][2 * t], c[b % 2][2 * t + 1], pk[b], a.d.data() + i * kTile,
+                             a.bsp.data() + i * 8 * kTile, acc + t * kTile * kTile);
+    }
+  };
   for (int64_t b = 0; b < nb; ++b) {
     _tile_zero(0);
     _tile_zero(1);
@@ -256,18 +265,15 @@ void panel_tiles_k(const PanelBlockK* pk, int64_t nb, int64_t n_in, const ActsK&
         _tile_dpbusd(3, 5, 7);
       }
     }
-    _tile_stored(0, c[0], 64);
-    _tile_stored(1, c[1], 64);
+    if (b > 0) finish(b - 1);
+    _tile_stored(0, c[b % 2][0], 64);
+    _tile_stored(1, c[b % 2][1], 64);
     if constexpr (NT == 2) {
-      _tile_stored(2, c[2], 64);
-      _tile_stored(3, c[3], 64);
-    }
-    for (int t = 0; t < NT; ++t) {
-      const int64_t i = (T0 + t) * nb + b;
-      finish_block_k<kPairs>(c[2 * t], c[2 * t + 1], pk[b], a.d.data() + i * kTile,
-                           a.bsp.data() + i * 8 * kTile, acc + t * kTile * kTile);
+      _tile_stored(2, c[b % 2][2], 64);
+      _tile_stored(3, c[b % 2][3], 64);
     }
   }
+  finish(nb - 1);
 }
 
 template <int kPairs>
