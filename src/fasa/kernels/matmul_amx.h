@@ -24,7 +24,7 @@
 // AMX results do not depend on threads, tiling or n_tok (a token in any AMX batch gives the same
 // bits). They differ from the VNNI/AVX2/portable sequence (16 or 8 fp32 lanes per block), which
 // AMX cannot reproduce: its tiles sum whole 64-element dot products. Both are within
-//   |y_amx - y_other| <= (nb + 4) * 2^-23 * S,   S = sum over blocks |dq| (|d I| + |dmin M|)
+//   |y_amx - y_other| <= (nb + 5) * 2^-23 * S,   S >= sum over blocks |dq| (|d I| + |dmin M|)
 // of each other and of the exact value (nb = blocks per row; docs/CORRECTNESS.md), tested in
 // tests/kernels/matmul_amx_test.cpp against the portable path.
 #pragma once
