@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fasa/attention/attend.h"
+#include "fasa/core/amx.h"
 #include "fasa/core/dtype.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/matmul.h"
@@ -85,6 +86,30 @@ BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<i
 BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
                                    {4096}, {4096, 14336}, {1}});
 BENCHMARK(BM_Matmul)->Args({static_cast<int>(DType::Q4_K), 14336, 4096, 1});
+
+// Prefill matmuls with and without AMX (kernels/matmul_amx.h; AMX off = the VNNI path), on
+// Qwen2.5-1.5B's shapes (Q/O 1536 x 1536, gate/up 8960 x 1536, down 1536 x 8960) at 512 tokens.
+// args: type, n_out, n_in, n_tok, amx (0/1). The label says "AMX" when AMX actually ran.
+void BM_MatmulAmx(benchmark::State& st) {
+  set_amx_enabled(st.range(4) != 0);
+  const bool amx = amx_active();
+  BM_Matmul(st);
+  st.SetLabel(std::string(dtype_name(static_cast<DType>(st.range(0)))) + (amx ? " AMX" : " VNNI"));
+  set_amx_enabled(true);
+}
+BENCHMARK(BM_MatmulAmx)
+    ->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K),
+                    static_cast<int>(DType::Q8_0)},
+                   {1536}, {1536}, {512}, {0, 1}})
+    ->Args({static_cast<int>(DType::Q4_K), 8960, 1536, 512, 0})
+    ->Args({static_cast<int>(DType::Q4_K), 8960, 1536, 512, 1})
+    ->Args({static_cast<int>(DType::Q4_K), 1536, 8960, 512, 0})
+    ->Args({static_cast<int>(DType::Q4_K), 1536, 8960, 512, 1})
+    ->Args({static_cast<int>(DType::Q6_K), 1536, 8960, 512, 0})
+    ->Args({static_cast<int>(DType::Q6_K), 1536, 8960, 512, 1})
+    ->Args({static_cast<int>(DType::Q4_K), 1536, 1536, 16, 0})
+    ->Args({static_cast<int>(DType::Q4_K), 1536, 1536, 16, 1})
+    ->Unit(benchmark::kMillisecond);
 
 struct KvFixture {
   int n, hd = 64;

@@ -52,6 +52,18 @@ void matmul_q8k(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8
   FASA_DISPATCH(matmul_q8k(type, w, n_out, n_in, a, y))
 }
 
+bool has_amx_path(DType type) {
+  FASA_DISPATCH(has_amx_path(type))
+}
+
+bool matmul_q8k_amx(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y) {
+  FASA_DISPATCH(matmul_q8k_amx(type, w, n_out, n_in, a, y))
+}
+
+bool matmul_q8_amx(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y) {
+  FASA_DISPATCH(matmul_q8_amx(type, w, n_out, n_in, a, y))
+}
+
 const char* rope_layout_name(RopeLayout layout) {
   FASA_DISPATCH(rope_layout_name(layout))
 }

@@ -11,6 +11,7 @@
 #include "fasa/core/dtype.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
+#include "fasa/kernels/matmul_amx.h"
 #include "fasa/kernels/matmul_q8.h"
 #include "fasa/kernels/matmul_q8k.h"
 #include "fasa/kernels/ops.h"
