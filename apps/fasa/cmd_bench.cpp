@@ -582,7 +582,7 @@ void add_bench_command(CLI::App& app) {
                   "synthetic (random K/V rows stored directly: speed only, no prefill cost)")
       ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
   add_policy_options(cmd, a->policy, /*with_compare=*/true);
   // Only bench takes lists; run and eval keep one --policy and one --budget.
   cmd->get_option("--policy")

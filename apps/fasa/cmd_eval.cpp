@@ -234,7 +234,7 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-b,--batch", a->batch, "tokens per forward pass")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
   add_policy_options(cmd, a->policy, /*with_compare=*/true);
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a] { run_ppl(*a); });
@@ -246,7 +246,7 @@ void add_eval_command(CLI::App& app) {
   rc->add_option("--ctx", r->n_ctx, "dense prefill length")->capture_default_str();
   rc->add_option("--steps", r->steps, "decode steps measured")->capture_default_str();
   rc->add_option("-t,--threads", r->threads, "threads (0 = all cores)")->capture_default_str();
-  rc->add_option("--kv-type", r->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  rc->add_option("--kv-type", r->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
   add_policy_options(rc, r->policy, /*with_compare=*/true);
   rc->add_flag("--json", r->json, "print one JSON object");
   rc->callback([r] { run_recall(*r); });

@@ -173,7 +173,7 @@ void add_run_command(CLI::App& app) {
                 "'<|im_end|>' (default: plain text)");
   cmd->add_option("--stop", a->stop, "stop string (repeatable)");
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
   add_policy_options(cmd, a->policy);
   cmd->add_flag("-q,--quiet", a->quiet, "no statistics on stderr");
   cmd->callback([a, p, f, sys] {

@@ -311,7 +311,7 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   tc->add_option("-j,--jobs", t->jobs,
                   "tasks run in parallel, one thread each (faster on few cores; same results)")
       ->capture_default_str();
-  tc->add_option("--kv-type", t->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  tc->add_option("--kv-type", t->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
   tc->add_flag("--chat", t->chat, "wrap each prompt as a user turn of the model's chat format");
   add_policy_options(tc, t->policy, /*with_compare=*/true);
   tc->add_flag("--json", t->json, "print one JSON object (scores and every output)");
@@ -333,7 +333,7 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   sc->add_option("-j,--jobs", s->jobs,
                   "tasks run in parallel, one thread each (faster on few cores; same results)")
       ->capture_default_str();
-  sc->add_option("--kv-type", s->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  sc->add_option("--kv-type", s->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
   sc->add_flag("--chat", s->chat, "wrap each prompt as a user turn of the model's chat format");
   sc->add_flag("--resume", s->resume,
                "finish an interrupted sweep: run only the tasks missing from DIR/checkpoint.jsonl "

@@ -10,6 +10,15 @@
 //     l = l c + sum_tile e_j (16 lanes, lane = j mod 16, then a fixed tree), acc = acc c + sum e_j V_j;
 //   - chunk states are merged in chunk order, and out = acc / l.
 // Memory is O(head_dim) per query, never O(n^2); chunks are the unit of parallel work in decode.
+//
+// Q8_0 rows (KvType::Q8_0, kernels/q8_0.h): each query is quantized once per call the same way
+// as the keys (per 32-block: fp16 scale dq_b, int8 codes), and q . K_j is
+//   acc = 0;  for blocks b in order: isum_b = sum_{i < 32} qq_bi * kq_bi   (an exact int32)
+//             acc = fma(dq_b * dk_b, float(isum_b), acc)
+// (dq_b * dk_b is exact: two fp16 values). V is read as fp32 values d_b * q (exact) and summed
+// as above: acc = fma(e_j, d_b * q, acc). Only the integer sum differs between paths (VNNI
+// dpbusd, AVX2 maddubs + madd, plain C++), so every path gives the same bits
+// (ref::qk_scores_q8 is this sequence written out; tests/kernels/isa_test.cpp compares them).
 #pragma once
 
 #include <cstdint>
@@ -22,8 +31,8 @@ inline constexpr int kAttnTile = 64;    // keys scored, exponentiated and accumu
 inline constexpr int kAttnChunk = 128;  // keys per partial state
 
 struct KvRows {
-  const void* k = nullptr;  // [capacity, head_dim] of `type`
-  const void* v = nullptr;  // [capacity, head_dim] of `type`
+  const void* k = nullptr;  // [capacity] rows of `type` (kv_row_bytes(type, head_dim) each)
+  const void* v = nullptr;  // same
   KvType type = KvType::F16;
   int head_dim = 0;
 };
@@ -58,9 +67,12 @@ void attend_probs(const float* q, const KvRows& rows, const int32_t* slots, int 
 void qk_scores(const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores);
 
 namespace ref {
-// Double-precision two-pass softmax attention. probs: [n] (p on return), out: [head_dim].
+// Double-precision two-pass softmax attention over the rows' values (Q8_0: dequantized; the
+// query unquantized). probs: [n] (p on return), out: [head_dim].
 void attend_one(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
                 float* probs, float* out);
+// The Q8_0 integer Q.K sequence above in plain scalar code: qk_scores' bits for Q8_0 rows.
+void qk_scores_q8(const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores);
 }  // namespace ref
 
 }  // namespace fasa

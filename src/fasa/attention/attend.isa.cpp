@@ -8,6 +8,7 @@
 
 #include "fasa/core/f16.h"
 #include "fasa/kernels/ops.h"
+#include "fasa/kernels/q8_0.h"
 #include "fasa/core/isa_intrin.h"
 #include "fasa/dispatch/isa_api.h"
 
@@ -24,8 +25,65 @@ namespace {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+inline size_t row_size(int hd, KvType t) {
+  return t == KvType::Q8_0 ? q8_0_row_bytes(hd) : static_cast<size_t>(hd) * (t == KvType::F16 ? 2 : 4);
+}
+
 inline const uint8_t* row_ptr(const void* base, int64_t slot, int hd, KvType t) {
-  return static_cast<const uint8_t*>(base) + slot * hd * (t == KvType::F16 ? 2 : 4);
+  return static_cast<const uint8_t*>(base) + slot * row_size(hd, t);
+}
+
+// ---- Q8_0 keys and values (attend.h: "Q8_0 rows") ----
+
+inline float half_to_float(uint16_t h) {
+#if FASA_AVX2
+  return _cvtsh_ss(h);  // exact, as fp16_to_fp32
+#else
+  return fp16_to_fp32(h);
+#endif
+}
+
+// sum_{i < 32} a[i] * b[i]: an exact integer (|a|, |b| <= 127).
+inline int32_t dot_block_q8(const int8_t* a, const int8_t* b) {
+#if FASA_AVX2
+  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
+  const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));
+  const __m256i ay = _mm256_sign_epi8(y, y);  // |b|, unsigned
+  const __m256i sx = _mm256_sign_epi8(x, y);  // a * sign(b)
+#if FASA_AVX512
+  const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ay, sx);
+#else
+  const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ay, sx), _mm256_set1_epi16(1));
+#endif
+  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(h);
+#else
+  int32_t s = 0;
+  for (int i = 0; i < kQ8Block; ++i) s += int32_t{a[i]} * b[i];
+  return s;
+#endif
+}
+
+// The integer Q.K of a quantized query row and a key row, nb blocks: attend.h's sequence.
+inline float dot_q8(const uint8_t* q, const uint8_t* k, int nb) {
+  float acc = 0.0f;
+  for (int b = 0; b < nb; ++b) {
+    const int32_t isum = dot_block_q8(q8_0_block_qs(q, b), q8_0_block_qs(k, b));
+    const float dd = half_to_float(q8_0_block_d(q, b)) * half_to_float(q8_0_block_d(k, b));
+    acc = std::fma(dd, static_cast<float>(isum), acc);
+  }
+  return acc;
+}
+
+// The queries quantized as Q8_0 rows (attend.h), in a per-thread buffer. [n_q, row bytes]
+const uint8_t* quantize_queries(const float* const* qs, int n_q, int hd) {
+  thread_local std::vector<uint8_t> buf;
+  const size_t rb = q8_0_row_bytes(hd);
+  if (buf.size() < n_q * rb) buf.resize(n_q * rb);
+  for (int i = 0; i < n_q; ++i) quantize_row_q8_0(qs[i], hd, buf.data() + i * rb);
+  return buf.data();
 }
 
 // Fixed-order dot product: lane l (of 16) accumulates dims l, l + 16, ... with fused
@@ -133,6 +191,12 @@ void tile_scores(const float* q, const uint8_t* const* kp, int cnt, int hd, KvTy
   for (; j < cnt; ++j) e[j] = dot_row(q, kp[j], hd, t);
 }
 
+// tile_scores for Q8_0 keys against a quantized query row qq.
+void tile_scores_q8(const uint8_t* qq, const uint8_t* const* kp, int cnt, int hd, float* e) {
+  const int nb = hd / kQ8Block;
+  for (int j = 0; j < cnt; ++j) e[j] = dot_q8(qq, kp[j], nb);
+}
+
 // sum of e[0, cnt): 16 float lanes (lane = j mod 16, in order of j), then tree16.
 float tile_sum(const float* e, int cnt) {
   alignas(64) float lanes[16] = {};
@@ -202,6 +266,50 @@ void accumulate_row(const uint8_t* row, int hd, KvType t, const float* e_col, co
   }
 }
 
+// accumulate_row for a Q8_0 V row: acc_i = fma(e_ij, d_b * q, acc_i) per value.
+void accumulate_row_q8(const uint8_t* row, int hd, const float* e_col, const int* counts, int j,
+                       int n_q, float* states, int ss) {
+  for (int b = 0; b < hd / kQ8Block; ++b) {
+    const float dv = half_to_float(q8_0_block_d(row, b));
+    const int8_t* qs = q8_0_block_qs(row, b);
+    const int d0 = b * kQ8Block;
+#if FASA_AVX512
+    const __m512 dvv = _mm512_set1_ps(dv);
+    for (int h = 0; h < kQ8Block; h += 16) {
+      const __m512 v = _mm512_mul_ps(
+          dvv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + h)))));
+      for (int i = 0; i < n_q; ++i) {
+        if (counts[i] <= j) continue;
+        float* acc = states + i * ss + d0 + h;
+        _mm512_storeu_ps(acc, _mm512_fmadd_ps(_mm512_set1_ps(e_col[i * kAttnTile]), v,
+                                              _mm512_loadu_ps(acc)));
+      }
+    }
+#elif FASA_AVX2
+    const __m256 dvv = _mm256_set1_ps(dv);
+    for (int h = 0; h < kQ8Block; h += 8) {
+      const __m256 v = _mm256_mul_ps(
+          dvv, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + h)))));
+      for (int i = 0; i < n_q; ++i) {
+        if (counts[i] <= j) continue;
+        float* acc = states + i * ss + d0 + h;
+        _mm256_storeu_ps(acc, _mm256_fmadd_ps(_mm256_set1_ps(e_col[i * kAttnTile]), v,
+                                              _mm256_loadu_ps(acc)));
+      }
+    }
+#else
+    for (int i = 0; i < n_q; ++i) {
+      if (counts[i] <= j) continue;
+      const float p = e_col[i * kAttnTile];
+      float* acc = states + i * ss + d0;
+      for (int d = 0; d < kQ8Block; ++d) acc[d] = std::fma(p, dv * static_cast<float>(qs[d]), acc[d]);
+    }
+#endif
+  }
+}
+
 #if FASA_AVX512
 #pragma GCC diagnostic pop
 #endif
@@ -209,6 +317,14 @@ void accumulate_row(const uint8_t* row, int hd, KvType t, const float* e_col, co
 }  // namespace
 
 void qk_scores(const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores) {
+  if (rows.type == KvType::Q8_0) {
+    const uint8_t* qq = quantize_queries(&q, 1, rows.head_dim);
+    const int nb = rows.head_dim / kQ8Block;
+    for (int j = 0; j < n; ++j) {
+      scores[j] = dot_q8(qq, row_ptr(rows.k, slots ? slots[j] : j, rows.head_dim, rows.type), nb);
+    }
+    return;
+  }
   int j0 = 0;
 #if FASA_AVX512
   if (rows.head_dim % 16 == 0) {
@@ -243,6 +359,9 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
   if (counts.size() < static_cast<size_t>(n_q)) counts.resize(n_q);
   const uint8_t* kp[kAttnTile];
   const uint8_t* vp[kAttnTile];
+  const bool q8 = rows.type == KvType::Q8_0;
+  const size_t qrb = q8 ? q8_0_row_bytes(hd) : 0;
+  const uint8_t* qq = q8 ? quantize_queries(qs, n_q, hd) : nullptr;  // [n_q, qrb]
   for (int t0 = begin; t0 < end; t0 += kAttnTile) {
     const int t1 = std::min(t0 + kAttnTile, end);
     int n_tile = 0;  // keys of this tile any query sees
@@ -261,7 +380,11 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
       const int cnt = counts[i];
       if (cnt == 0) continue;
       float* e = ebuf.data() + i * kAttnTile;
-      tile_scores(qs[i], kp, cnt, hd, rows.type, e);
+      if (q8) {
+        tile_scores_q8(qq + i * qrb, kp, cnt, hd, e);
+      } else {
+        tile_scores(qs[i], kp, cnt, hd, rows.type, e);
+      }
       float mt = -INFINITY;
       for (int j = 0; j < cnt; ++j) {
         e[j] *= scale;
@@ -280,7 +403,11 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
     }
     // acc_i += e_ij V_j, key by key (each V row converted once for every query).
     for (int j = 0; j < n_tile; ++j) {
-      accumulate_row(vp[j], hd, rows.type, ebuf.data() + j, counts.data(), j, n_q, states, ss);
+      if (q8) {
+        accumulate_row_q8(vp[j], hd, ebuf.data() + j, counts.data(), j, n_q, states, ss);
+      } else {
+        accumulate_row(vp[j], hd, rows.type, ebuf.data() + j, counts.data(), j, n_q, states, ss);
+      }
     }
   }
 }

@@ -20,7 +20,7 @@ KvRows rows_of(const KvCache& cache, int layer, int kv_head) {
 struct Gathered {
   std::vector<uint8_t> k, v;
   KvRows fetch(const KvCache& cache, int layer, int kv_head, const int32_t* slots, int n) {
-    const size_t bytes = static_cast<size_t>(n) * cache.shape().head_dim * cache.elem_bytes();
+    const size_t bytes = static_cast<size_t>(n) * cache.row_bytes();
     k.resize(bytes);
     v.resize(bytes);
     cache.gather(layer, kv_head, slots, n, k.data(), v.data());
@@ -181,7 +181,7 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
     }
   }
   if (stats) {
-    const uint64_t row_bytes = 2ull * hd * cache.elem_bytes();  // one K row and one V row
+    const uint64_t row_bytes = 2ull * cache.row_bytes();  // one K row and one V row
     for (int h = 0; h < sh.n_heads; ++h) {
       const Selection& se = x.sel[h / n_group];
       const uint64_t rows = x.n_keys[h];
@@ -309,7 +309,7 @@ void window_step(const AttnStep& s, const KvCache& cache, AttnStats* stats) {
   });
   if (stats && s.n_tok == 1) {  // dense attention reads the same window
     const uint64_t n = std::min(s.first_slot + 1, window);
-    const uint64_t row_bytes = 2ull * hd * cache.elem_bytes();
+    const uint64_t row_bytes = 2ull * cache.row_bytes();
     stats->decode_steps += sh.n_heads;
     stats->slots_read += n * sh.n_heads;
     stats->slots_visible += n * sh.n_heads;

@@ -5,25 +5,73 @@
 
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
+#include "fasa/kernels/q8_0.h"
 
 namespace fasa {
 
-const char* kv_type_name(KvType t) { return t == KvType::F16 ? "f16" : "f32"; }
+const char* kv_type_name(KvType t) {
+  return t == KvType::F16 ? "f16" : t == KvType::F32 ? "f32" : "q8_0";
+}
 
 KvType parse_kv_type(const std::string& s) {
   if (s == "f16") return KvType::F16;
   if (s == "f32") return KvType::F32;
-  fail("unknown KV cache type '{}' (expected f16 or f32)", s);
+  if (s == "q8_0") return KvType::Q8_0;
+  fail("unknown KV cache type '{}' (expected f16, f32 or q8_0)", s);
+}
+
+size_t kv_row_bytes(KvType t, int head_dim) {
+  switch (t) {
+    case KvType::F16: return static_cast<size_t>(head_dim) * 2;
+    case KvType::F32: return static_cast<size_t>(head_dim) * 4;
+    case KvType::Q8_0: return q8_0_row_bytes(head_dim);
+  }
+  return 0;
+}
+
+void kv_row_to_f32(const void* row, KvType t, int head_dim, float* out) {
+  const auto* r = static_cast<const uint8_t*>(row);
+  switch (t) {
+    case KvType::F16:
+      for (int i = 0; i < head_dim; ++i) out[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(r)[i]);
+      return;
+    case KvType::F32: std::memcpy(out, r, static_cast<size_t>(head_dim) * 4); return;
+    case KvType::Q8_0: dequantize_row_q8_0(r, head_dim, out); return;
+  }
+}
+
+float kv_value(const void* row, KvType t, int i) {
+  const auto* r = static_cast<const uint8_t*>(row);
+  switch (t) {
+    case KvType::F16: return fp16_to_fp32(reinterpret_cast<const uint16_t*>(r)[i]);
+    case KvType::F32: return reinterpret_cast<const float*>(r)[i];
+    case KvType::Q8_0: return q8_0_value(r, i);
+  }
+  return 0.0f;
+}
+
+void pack_hot_q8(const uint8_t* k_row, const int* dims, int n, int8_t* q, size_t stride,
+                 uint16_t* d) {
+  thread_local std::vector<float> x;  // [n] the dims' stored values
+  x.resize(n);
+  for (int i = 0; i < n; ++i) x[i] = q8_0_value(k_row, dims[i]);
+  *d = q8_quantize(x.data(), n, q, stride);
 }
 
 KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTiering* tiering,
                  int max_batch)
     : shape_(shape),
       type_(type),
+      row_bytes_(kv_row_bytes(type, shape.head_dim)),
       capacity_(capacity),
       max_batch_(max_batch > 0 ? std::min(max_batch, capacity) : capacity),
       pos_(static_cast<size_t>(capacity)) {
   FASA_CHECK(capacity > 0 && shape.n_kv_heads > 0 && shape.head_dim > 0);
+  if (type == KvType::Q8_0 && shape.head_dim % kQ8Block != 0) {
+    fail("KV type q8_0 stores blocks of {} values: it needs a head_dim that is a multiple of {}, "
+         "and this model's head_dim is {} (use --kv-type f16)", kQ8Block, kQ8Block,
+         shape.head_dim);
+  }
   FASA_CHECK(shape.layer_window.empty() ||
              static_cast<int>(shape.layer_window.size()) == shape.n_layers);
   ram_index_.assign(shape.n_layers, -1);
@@ -40,7 +88,7 @@ KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTier
     if (!tiering || !tiering->offload_layer[l]) {
       ram_index_[l] = n_ram_layers_++;
       layer_base_[l] = n;
-      n += static_cast<size_t>(shape.n_kv_heads) * layer_cap_[l] * shape.head_dim * elem_bytes();
+      n += static_cast<size_t>(shape.n_kv_heads) * layer_cap_[l] * row_bytes_;
     }
   }
   k_.reset(new uint8_t[n]);
@@ -48,10 +96,12 @@ KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTier
   if (!tiering) return;
   FASA_CHECK(static_cast<int>(tiering->offload_layer.size()) == shape.n_layers &&
              tiering->hot_dims.size() == static_cast<size_t>(shape.n_layers) * shape.n_kv_heads);
-  const size_t nr = tiering->hot_dims.size(), eb = elem_bytes();
+  const bool q8 = type_ == KvType::Q8_0;
+  const size_t nr = tiering->hot_dims.size(), eb = q8 ? 1 : elem_bytes();
   hot_dims_.resize(nr);
   cold_dims_.resize(nr);
   hot_.resize(nr);
+  if (q8) hot_scale_.resize(nr);
   std::vector<size_t> row_bytes(nr, 0);
   for (int l = 0; l < shape.n_layers; ++l) {
     if (ram_index_[l] >= 0) continue;
@@ -67,7 +117,12 @@ KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTier
         if (!hot[d]) cold_dims_[r].push_back(d);
       }
       hot_[r].reset(new uint8_t[static_cast<size_t>(capacity) * hot_dims_[r].size() * eb + 1]);
-      row_bytes[r] = (cold_dims_[r].size() + shape.head_dim) * eb;
+      if (q8) {  // the hot slice is a copy; the file keeps whole rows (Q8_0 blocks stay whole)
+        hot_scale_[r].reset(new uint16_t[capacity]);
+        row_bytes[r] = 2 * row_bytes_;
+      } else {
+        row_bytes[r] = (cold_dims_[r].size() + shape.head_dim) * eb;
+      }
     }
   }
   tier_ = std::make_unique<KvTier>(tiering->dir, row_bytes, capacity);
@@ -95,7 +150,7 @@ void KvCache::copy_from(const KvCache& src) {
   }
   for (int l = 0; l < shape_.n_layers; ++l) {
     const size_t bytes =
-        static_cast<size_t>(std::min(src.n_used_, layer_cap_[l])) * shape_.head_dim * elem_bytes();
+        static_cast<size_t>(std::min(src.n_used_, layer_cap_[l])) * row_bytes_;
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
       std::memcpy(k_.get() + row_offset(l, g, 0), src.k_.get() + src.row_offset(l, g, 0), bytes);
       std::memcpy(v_.get() + row_offset(l, g, 0), src.v_.get() + src.row_offset(l, g, 0), bytes);
@@ -116,7 +171,11 @@ uint64_t KvCache::ram_bytes() const {
     if (ram_index_[l] >= 0) n += layer_used_bytes(l);
   }
   if (!tier_) return n;
-  for (const std::vector<int>& h : hot_dims_) n += static_cast<uint64_t>(n_used_) * h.size() * elem_bytes();
+  for (const std::vector<int>& h : hot_dims_) {
+    // q8_0: one code per dim and a 2-byte scale per slot (in a layer with hot dims)
+    n += static_cast<uint64_t>(n_used_) *
+         (type_ == KvType::Q8_0 ? (h.empty() ? 0 : h.size() + 2) : h.size() * elem_bytes());
+  }
   return n + tier_->ram_tail_bytes();
 }
 
@@ -126,7 +185,7 @@ void KvCache::check_io() const {
 
 void KvCache::gather(int layer, int kv_head, const int32_t* slots, int n, uint8_t* k,
                      uint8_t* v) const {
-  const size_t eb = elem_bytes(), hd = shape_.head_dim, row = hd * eb;
+  const size_t row = row_bytes_;
   auto slot = [&](int j) -> size_t { return row_of(layer, slots ? slots[j] : j); };
   if (!offloaded(layer)) {
     const auto* kb = static_cast<const uint8_t*>(k_rows(layer, kv_head));
@@ -138,10 +197,20 @@ void KvCache::gather(int layer, int kv_head, const int32_t* slots, int n, uint8_
     return;
   }
   const size_t r = hot_index(layer, kv_head);
+  thread_local std::vector<uint8_t> buf;  // [n, tier_row]
+  if (type_ == KvType::Q8_0) {  // whole K and V rows in the file
+    buf.resize(static_cast<size_t>(n) * 2 * row);
+    tier_->read(static_cast<int>(r), slots, n, buf.data());
+    for (int j = 0; j < n; ++j) {
+      std::memcpy(k + j * row, buf.data() + 2 * j * row, row);
+      std::memcpy(v + j * row, buf.data() + (2 * j + 1) * row, row);
+    }
+    return;
+  }
+  const size_t eb = elem_bytes(), hd = shape_.head_dim;
   const std::vector<int>& hot = hot_dims_[r];
   const std::vector<int>& cold = cold_dims_[r];
   const size_t tier_row = (cold.size() + hd) * eb, hot_col = static_cast<size_t>(capacity_) * eb;
-  thread_local std::vector<uint8_t> buf;  // [n, tier_row]
   buf.resize(static_cast<size_t>(n) * tier_row);
   tier_->read(static_cast<int>(r), slots, n, buf.data());
   const uint8_t* hb = hot_[r].get();
@@ -157,7 +226,7 @@ void KvCache::gather(int layer, int kv_head, const int32_t* slots, int n, uint8_
 
 uint64_t KvCache::layer_used_bytes(int layer) const {
   return 2ull * shape_.n_kv_heads * static_cast<uint64_t>(std::min(n_used_, layer_cap_[layer])) *
-         shape_.head_dim * elem_bytes();
+         row_bytes_;
 }
 
 uint64_t KvCache::used_bytes_of(bool windowed) const {
@@ -177,8 +246,7 @@ uint64_t KvCache::used_bytes() const {
 uint64_t KvCache::capacity_bytes() const {
   uint64_t n = 0;
   for (int l = 0; l < shape_.n_layers; ++l) {
-    n += 2ull * shape_.n_kv_heads * static_cast<uint64_t>(layer_cap_[l]) * shape_.head_dim *
-         elem_bytes();
+    n += 2ull * shape_.n_kv_heads * static_cast<uint64_t>(layer_cap_[l]) * row_bytes_;
   }
   return n;
 }
@@ -186,6 +254,27 @@ uint64_t KvCache::capacity_bytes() const {
 void KvCache::store(int layer, int kv_head, int slot, const float* k, const float* v) {
   FASA_DCHECK(slot >= 0 && slot < capacity_);
   const int hd = shape_.head_dim;
+  if (type_ == KvType::Q8_0) {
+    thread_local std::vector<uint8_t> kv;  // [2, row_bytes] the K row, then the V row
+    kv.resize(2 * row_bytes_);
+    quantize_row_q8_0(k, hd, kv.data());
+    quantize_row_q8_0(v, hd, kv.data() + row_bytes_);
+    if (offloaded(layer)) {  // the packed hot slice in RAM, whole rows to the file tier
+      const size_t r = hot_index(layer, kv_head);
+      const std::vector<int>& hot = hot_dims_[r];
+      if (!hot.empty()) {
+        pack_hot_q8(kv.data(), hot.data(), static_cast<int>(hot.size()),
+                    reinterpret_cast<int8_t*>(hot_[r].get()) + slot, capacity_,
+                    hot_scale_[r].get() + slot);
+      }
+      tier_->write(static_cast<int>(r), slot, kv.data());
+      return;
+    }
+    const size_t off = row_offset(layer, kv_head, row_of(layer, slot));
+    std::memcpy(k_.get() + off, kv.data(), row_bytes_);
+    std::memcpy(v_.get() + off, kv.data() + row_bytes_, row_bytes_);
+    return;
+  }
   if (offloaded(layer)) {
     // Convert, then split: hot K dims to RAM, the rest of K and all of V to the file tier.
     const size_t eb = elem_bytes(), r = hot_index(layer, kv_head);

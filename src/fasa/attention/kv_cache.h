@@ -18,9 +18,17 @@
 
 namespace fasa {
 
-enum class KvType { F16, F32 };
+// How K and V rows are stored: fp16, fp32, or Q8_0 blocks (kernels/q8_0.h: per 32 values one
+// fp16 scale and 32 int8 codes; head_dim must be a multiple of 32).
+enum class KvType { F16, F32, Q8_0 };
 const char* kv_type_name(KvType t);
-KvType parse_kv_type(const std::string& s);  // "f16" | "f32"; throws fasa::Error otherwise
+KvType parse_kv_type(const std::string& s);  // "f16" | "f32" | "q8_0"; throws fasa::Error otherwise
+// Bytes of one K (or V) row of head_dim values.
+size_t kv_row_bytes(KvType t, int head_dim);
+// A row of `t` as floats (Q8_0: d * q). row: kv_row_bytes(t, head_dim) bytes, out: [head_dim]
+void kv_row_to_f32(const void* row, KvType t, int head_dim, float* out);
+// Value i of such a row.
+float kv_value(const void* row, KvType t, int i);
 
 struct AttnShape {
   int n_layers = 0;
@@ -65,7 +73,13 @@ class KvCache {
   int capacity() const { return capacity_; }
   int n_used() const { return n_used_; }
   int max_batch() const { return max_batch_; }
-  size_t elem_bytes() const { return type_ == KvType::F16 ? 2 : 4; }
+  // Bytes of one K (or V) row: head_dim * 2 (f16), * 4 (f32), head_dim / 32 * 34 (q8_0).
+  size_t row_bytes() const { return row_bytes_; }
+  // Bytes of one value: f16 and f32 only (a Q8_0 value has no bytes of its own).
+  size_t elem_bytes() const {
+    FASA_CHECK(type_ != KvType::Q8_0);
+    return type_ == KvType::F16 ? 2 : 4;
+  }
   // Rows a layer holds: capacity, or the ring size of a sliding-window layer.
   int layer_capacity(int layer) const { return layer_cap_[layer]; }
   // The row of `slot` in `layer` (slot % ring size in a sliding-window layer).
@@ -79,8 +93,7 @@ class KvCache {
   uint64_t used_bytes_of(bool windowed) const;
   uint64_t capacity_bytes() const;
 
-  // [layer_capacity, head_dim] rows of elem type for (layer, kv_head); only for layers kept in
-  // RAM. Slot s of a sliding-window layer is row row_of(layer, s).
+  // [layer_capacity] rows of row_bytes() for (layer, kv_head); only for layers kept in RAM. Slot s of a sliding-window layer is row row_of(layer, s).
   const void* k_rows(int layer, int kv_head) const {
     FASA_CHECK(ram_index_[layer] >= 0);
     return k_.get() + row_offset(layer, kv_head, 0);
@@ -94,16 +107,23 @@ class KvCache {
   bool offloaded(int layer) const { return tier_ && ram_index_[layer] < 0; }
   bool tiered() const { return tier_ != nullptr; }
   // [hot_dims.size(), capacity] packed hot K dims of an offloaded (layer, kv_head), column-major:
-  // dim hot_dims[i] of slot t is element i * capacity + t.
+  // dim hot_dims[i] of slot t is element i * capacity + t. f16/f32: values of the cache's type;
+  // q8_0: int8 codes of one scale per slot, hot_scales() (the packed slice FASA reads, see
+  // pack_hot_q8 below); the file tier then holds whole K rows.
   const void* hot_rows(int layer, int kv_head) const {
     FASA_CHECK(offloaded(layer));
     return hot_[hot_index(layer, kv_head)].get();
+  }
+  // [capacity] fp16 scales of a q8_0 cache's hot slice.
+  const uint16_t* hot_scales(int layer, int kv_head) const {
+    FASA_CHECK(offloaded(layer) && type_ == KvType::Q8_0);
+    return hot_scale_[hot_index(layer, kv_head)].get();
   }
   const std::vector<int>& hot_dims(int layer, int kv_head) const {
     return hot_dims_[hot_index(layer, kv_head)];
   }
   // Copies rows slots[j] (or j when slots is null), j < n, of (layer, kv_head) into k and v:
-  // [n, head_dim] of elem type each, bit-identical to what was stored. Slots ascending.
+  // [n] rows of row_bytes() each, bit-identical to what was stored. Slots ascending.
   // Thread-safe; I/O errors surface through check_io().
   void gather(int layer, int kv_head, const int32_t* slots, int n, uint8_t* k, uint8_t* v) const;
   void check_io() const;
@@ -136,13 +156,14 @@ class KvCache {
  private:
   size_t row_offset(int layer, int kv_head, int row) const {
     return layer_base_[layer] +
-           (static_cast<size_t>(kv_head) * layer_cap_[layer] + row) * shape_.head_dim * elem_bytes();
+           (static_cast<size_t>(kv_head) * layer_cap_[layer] + row) * row_bytes_;
   }
   size_t hot_index(int layer, int kv_head) const {
     return static_cast<size_t>(layer) * shape_.n_kv_heads + kv_head;
   }
   AttnShape shape_;
   KvType type_;
+  size_t row_bytes_;
   int capacity_;
   int max_batch_;
   int n_used_ = 0;
@@ -159,9 +180,17 @@ class KvCache {
   std::vector<std::vector<int>> hot_dims_;         // [n_layers * n_kv_heads]
   std::vector<std::vector<int>> cold_dims_;        // [n_layers * n_kv_heads] the other K dims
   std::vector<std::unique_ptr<uint8_t[]>> hot_;    // [n_layers * n_kv_heads] [n_hot, capacity]
+  std::vector<std::unique_ptr<uint16_t[]>> hot_scale_;  // q8_0: [n_layers * n_kv_heads] [capacity]
   bool prefetch_ = false;                          // KvTiering::prefetch
   std::unique_ptr<KvTier> tier_;                   // region = layer * n_kv_heads + kv_head;
                                                    // row = cold K dims, then V: [hd - n_hot + hd]
+                                                   // (q8_0: the whole K row, then the V row)
 };
+
+// FASA's packed dominant-key slice of a q8_0 cache (FASA-C's copy and FASA-M's hot tier alike):
+// the dims `dims[0, n)` of one stored Q8_0 K row, dequantized, then quantized again with one scale
+// over them (kernels/q8_0.h's rule). Codes go to q[i * stride], the scale's fp16 bits to *d.
+void pack_hot_q8(const uint8_t* k_row, const int* dims, int n, int8_t* q, size_t stride,
+                 uint16_t* d);
 
 }  // namespace fasa

@@ -108,6 +108,11 @@ void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* term
   FASA_DISPATCH(tip_scores(packed, f16, stride, terms, n_terms, n, scores))
 }
 
+void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride,
+                   const TipTerm* terms, int n_terms, int n, float* scores) {
+  FASA_DISPATCH(tip_scores_q8(packed, scale, stride, terms, n_terms, n, scores))
+}
+
 void attn_state_clear(float* state, int head_dim) {
   FASA_DISPATCH(attn_state_clear(state, head_dim))
 }

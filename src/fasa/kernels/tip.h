@@ -19,9 +19,19 @@ struct TipTerm {
 void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
                 int n, float* scores);
 
+// The same over an int8 slice with one fp16 scale per slot (a q8_0 cache's packed slice,
+// kv_cache.h pack_hot_q8): acc = sum_i fma(coef_i, float(packed[col_i][t])) in term order, then
+// scores[t] = acc * fp16_to_fp32(scale[t]). packed: [n_cols, stride] int8; scale: [n] (slot t at
+// scale[t], so pass scale + a with packed + a).
+void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride,
+                   const TipTerm* terms, int n_terms, int n, float* scores);
+
 namespace ref {
 void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
                 int n, float* scores);
+// tip_scores_q8's sequence in plain scalar code (its bits).
+void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride,
+                   const TipTerm* terms, int n_terms, int n, float* scores);
 }  // namespace ref
 
 }  // namespace fasa

@@ -103,6 +103,44 @@ void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* term
   tip_tail(packed, f16, stride, terms, n_terms, t, n, scores);
 }
 
+void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride,
+                   const TipTerm* terms, int n_terms, int n, float* scores) {
+  int t = 0;
+#if FASA_AVX512
+  for (; t + 16 <= n; t += 16) {
+    __m512 a = _mm512_setzero_ps();
+    for (int i = 0; i < n_terms; ++i) {
+      const int8_t* p = packed + terms[i].col * stride + t;
+      const __m512 k = _mm512_cvtepi32_ps(
+          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+      a = _mm512_fmadd_ps(_mm512_set1_ps(terms[i].coef), k, a);
+    }
+    const __m512 d =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scale + t)));
+    _mm512_storeu_ps(scores + t, _mm512_mul_ps(a, d));
+  }
+#elif FASA_AVX2
+  for (; t + 8 <= n; t += 8) {
+    __m256 a = _mm256_setzero_ps();
+    for (int i = 0; i < n_terms; ++i) {
+      const int8_t* p = packed + terms[i].col * stride + t;
+      const __m256 k = _mm256_cvtepi32_ps(
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+      a = _mm256_fmadd_ps(_mm256_set1_ps(terms[i].coef), k, a);
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scale + t)));
+    _mm256_storeu_ps(scores + t, _mm256_mul_ps(a, d));
+  }
+#endif
+  for (; t < n; ++t) {
+    float s = 0.0f;
+    for (int i = 0; i < n_terms; ++i) {
+      s = std::fma(terms[i].coef, static_cast<float>(packed[terms[i].col * stride + t]), s);
+    }
+    scores[t] = s * fp16_to_fp32(scale[t]);
+  }
+}
+
 #if FASA_AVX512
 #pragma GCC diagnostic pop
 #endif

@@ -117,12 +117,14 @@ class FasaPolicy final : public AttentionPolicy {
 
   std::string_view name() const override { return name_; }
 
-  // Keep the packed dominant-dim slice of K up to date, in the cache's element type.
+  // Keep the packed dominant-dim slice of K up to date, in the cache's element type (q8_0: int8
+  // codes with one fp16 scale per slot, pack_hot_q8 in kv_cache.h).
   // kdom: [|dims|, capacity] column-major (dim dims[i] of slot t at i * capacity + t)
   void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
-    const size_t hd = shape_.head_dim, eb = cache.elem_bytes(), cap = cache.capacity();
-    elem_bytes_ = eb;
-    f16_ = cache.type() == KvType::F16;
+    const size_t cap = cache.capacity(), rb = cache.row_bytes();
+    type_ = cache.type();
+    const bool q8 = type_ == KvType::Q8_0;
+    const size_t eb = q8 ? 1 : cache.elem_bytes();
     n_slots_ = std::max(n_slots_, first_slot + n);
     if (layer_row_[layer] < 0) return;  // a sliding-window layer: not FASA's
     if (o_.dense_layers.count(layer) || o_.variant_m) return;  // FASA-M: the cache holds the slice
@@ -130,9 +132,15 @@ class FasaPolicy final : public AttentionPolicy {
       Group& gr = group(layer, g);
       const size_t w = gr.dims.size();
       if (gr.kdom.size() != w * cap * eb) gr.kdom.assign(w * cap * eb, 0);
+      if (q8 && gr.kscale.size() != cap) gr.kscale.assign(cap, 0);
       const auto* base = static_cast<const uint8_t*>(cache.k_rows(layer, g));
       for (int s = first_slot; s < first_slot + n; ++s) {
-        const uint8_t* row = base + s * hd * eb;
+        const uint8_t* row = base + s * rb;
+        if (q8) {
+          pack_hot_q8(row, gr.dims.data(), static_cast<int>(w),
+                      reinterpret_cast<int8_t*>(gr.kdom.data()) + s, cap, gr.kscale.data() + s);
+          continue;
+        }
         for (size_t i = 0; i < w; ++i) {
           std::memcpy(gr.kdom.data() + (i * cap + s) * eb, row + gr.dims[i] * eb, eb);
         }
@@ -147,7 +155,7 @@ class FasaPolicy final : public AttentionPolicy {
     for (int l : layers_) {
       if (o_.dense_layers.count(l)) continue;
       for (int g = 0; g < shape_.n_kv_heads; ++g) {
-        n += static_cast<uint64_t>(n_slots_) * group(l, g).dims.size() * elem_bytes_;
+        n += static_cast<uint64_t>(n_slots_) * slice_bytes(group(l, g).dims.size());
       }
     }
     return n;
@@ -191,8 +199,8 @@ class FasaPolicy final : public AttentionPolicy {
       Selection& out = outs[g];
       out.all = false;
       out.per_head = o_.per_head;
-      out.bytes_read = static_cast<uint64_t>(n) * group(layer, qs[g].kv_head).dims.size() *
-                       elem_bytes_;  // the packed slice, once
+      out.bytes_read = static_cast<uint64_t>(n) *
+                       slice_bytes(group(layer, qs[g].kv_head).dims.size());  // the packed slice, once
       if (o_.per_head) out.head_slots.resize(ng);
     }
     thread_local std::vector<float> buf;  // [n_kv, ng, n] per-head scores (the caller's)
@@ -253,12 +261,23 @@ class FasaPolicy final : public AttentionPolicy {
     }
     // A slot's score does not depend on where a call starts: column c of the tile starting at
     // slot a is at packed + (c * capacity + a) elements, i.e. the same layout offset by a.
+    const bool q8 = type_ == KvType::Q8_0;
+    const uint16_t* scale = !q8 ? nullptr
+                            : o_.variant_m ? q.cache->hot_scales(q.layer, q.kv_head)
+                                           : gr.kscale.data();  // [capacity]
+    const size_t eb = q8 ? 1 : elem_bytes();
     for (int a = t0; a < t1; a += kTipTile) {
       const int len = std::min(kTipTile, t1 - a);
       for (int j = 0; j < q.n_group; ++j) {
-        tip_scores(packed + static_cast<size_t>(a) * elem_bytes_, f16_, q.cache->capacity(),
-                   terms.data() + first[j], first[j + 1] - first[j], len,
-                   scores + static_cast<size_t>(j) * q.n_visible + a);
+        float* out = scores + static_cast<size_t>(j) * q.n_visible + a;
+        if (q8) {
+          tip_scores_q8(reinterpret_cast<const int8_t*>(packed) + a, scale + a, q.cache->capacity(),
+                        terms.data() + first[j], first[j + 1] - first[j], len, out);
+        } else {
+          tip_scores(packed + static_cast<size_t>(a) * eb, type_ == KvType::F16,
+                     q.cache->capacity(), terms.data() + first[j], first[j + 1] - first[j], len,
+                     out);
+        }
       }
     }
   }
@@ -283,11 +302,13 @@ class FasaPolicy final : public AttentionPolicy {
       return;
     }
     const Group& gr = group(q.layer, q.kv_head);
-    const size_t w = gr.dims.size(), cap = q.cache->capacity(), eb = elem_bytes_;
+    const bool q8 = type_ == KvType::Q8_0;
+    const size_t w = gr.dims.size(), cap = q.cache->capacity(), eb = q8 ? 1 : elem_bytes();
     const auto* packed = static_cast<const uint8_t*>(
         o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
                      : static_cast<const void*>(gr.kdom.data()));
     thread_local std::vector<uint8_t> cols;  // [dims, m] the candidates' packed columns
+    thread_local std::vector<uint16_t> cscale;  // q8_0: [m] their scales
     thread_local std::vector<float> scores;  // [n_group, m]
     thread_local std::vector<TipTerm> terms;
     thread_local std::vector<int32_t> picked;
@@ -297,7 +318,13 @@ class FasaPolicy final : public AttentionPolicy {
         std::memcpy(cols.data() + (i * m + c) * eb, packed + (i * cap + cand[c]) * eb, eb);
       }
     }
-    out.bytes_read = static_cast<uint64_t>(m) * w * eb;
+    if (q8) {
+      const uint16_t* scale = o_.variant_m ? q.cache->hot_scales(q.layer, q.kv_head)
+                                           : gr.kscale.data();
+      cscale.resize(m);
+      for (int c = 0; c < m; ++c) cscale[c] = scale[cand[c]];
+    }
+    out.bytes_read = static_cast<uint64_t>(m) * slice_bytes(w);
     scores.resize(static_cast<size_t>(ng) * m);
     const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
     if (o_.per_head) out.head_slots.resize(ng);
@@ -307,8 +334,14 @@ class FasaPolicy final : public AttentionPolicy {
       for (const PackedDim& d : gr.heads[j]) terms.push_back(TipTerm{d.col, qh[d.q]});
       float* score = scores.data() + static_cast<size_t>(j) * m;
       for (int a = 0; a < m; a += kTipTile) {
-        tip_scores(cols.data() + a * eb, f16_, m, terms.data(), static_cast<int>(terms.size()),
-                   std::min(kTipTile, m - a), score + a);
+        if (q8) {
+          tip_scores_q8(reinterpret_cast<const int8_t*>(cols.data()) + a, cscale.data() + a, m,
+                        terms.data(), static_cast<int>(terms.size()), std::min(kTipTile, m - a),
+                        score + a);
+        } else {
+          tip_scores(cols.data() + a * eb, type_ == KvType::F16, m, terms.data(),
+                     static_cast<int>(terms.size()), std::min(kTipTile, m - a), score + a);
+        }
       }
       if (o_.per_head) {
         pick(score, m, budget, picked);
@@ -334,7 +367,15 @@ class FasaPolicy final : public AttentionPolicy {
     std::vector<int> dims;                     // packed K dims (ascending)
     std::vector<std::vector<PackedDim>> heads;  // [n_group][scoring dims of the head]
     std::vector<uint8_t> kdom;                 // [dims.size(), capacity] of the cache's type
+                                               // (q8_0: int8 codes)
+    std::vector<uint16_t> kscale;              // q8_0: [capacity] fp16 scale of each slot's codes
   };
+  // Bytes of one value of the packed slice (f16/f32) and of one slot of a w-dim slice.
+  size_t elem_bytes() const { return type_ == KvType::F32 ? 4 : 2; }
+  size_t slice_bytes(size_t w) const {
+    if (type_ == KvType::Q8_0) return w == 0 ? 0 : w + 2;  // the codes and the scale
+    return w * elem_bytes();
+  }
   Group& group(int layer, int g) {
     return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
   }
@@ -364,8 +405,7 @@ class FasaPolicy final : public AttentionPolicy {
   PackedDimsOptions o_;
   std::vector<int> layers_;     // [n_global] the global layers, FASA's
   std::vector<int> layer_row_;  // [n_layers] index in layers_, -1 for a sliding-window layer
-  size_t elem_bytes_ = 2;  // of the cache (and so of kdom)
-  bool f16_ = true;
+  KvType type_ = KvType::F16;  // of the cache (and so of kdom)
   int n_slots_ = 0;        // slots written so far (the packed slices' used length)
   std::vector<Group> groups_;  // [n_global, n_kv_heads]
   KvTiering tiering_;          // variant m: the cache layout asked of the session

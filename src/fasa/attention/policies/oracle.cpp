@@ -34,7 +34,7 @@ class OraclePolicy final : public AttentionPolicy {
     logits.resize(n);
     out.all = false;
     out.per_head = per_head_;
-    out.bytes_read = static_cast<uint64_t>(n) * hd * q.cache->elem_bytes();  // every key
+    out.bytes_read = static_cast<uint64_t>(n) * q.cache->row_bytes();  // every key
     if (per_head_) {
       out.head_slots.resize(q.n_group);
       for (int g = 0; g < q.n_group; ++g) {

@@ -37,17 +37,11 @@ namespace fasa {
 
 namespace {
 
-// Key `slot` of (layer, kv head) as floats. out: [head_dim]
+// Key `slot` of (layer, kv head) as floats (Q8_0: dequantized). out: [head_dim]
 void key_row(const KvCache& cache, int layer, int kv_head, int slot, float* out) {
-  const int hd = cache.shape().head_dim;
-  if (cache.type() == KvType::F32) {
-    const auto* k = static_cast<const float*>(cache.k_rows(layer, kv_head)) + size_t{1} * slot * hd;
-    std::copy(k, k + hd, out);
-  } else {
-    const auto* k =
-        static_cast<const uint16_t*>(cache.k_rows(layer, kv_head)) + size_t{1} * slot * hd;
-    for (int i = 0; i < hd; ++i) out[i] = fp16_to_fp32(k[i]);
-  }
+  const auto* k = static_cast<const uint8_t*>(cache.k_rows(layer, kv_head)) +
+                  static_cast<size_t>(slot) * cache.row_bytes();
+  kv_row_to_f32(k, cache.type(), cache.shape().head_dim, out);
 }
 
 class QuestPolicy final : public AttentionPolicy {
@@ -65,7 +59,7 @@ class QuestPolicy final : public AttentionPolicy {
   // written so far), so a partly filled page, a range starting mid-page or a rewrite is exact.
   void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
     const int hd = shape_.head_dim;
-    elem_bytes_ = cache.elem_bytes();
+    row_bytes_ = cache.row_bytes();
     if (layer_row_[layer] < 0 || dense_.count(layer) || n <= 0) return;
     const int last = first_slot + n;  // slots [0, last) are written
     const size_t pages_cap = (static_cast<size_t>(cache.capacity()) + page_ - 1) / page_;
@@ -94,8 +88,8 @@ class QuestPolicy final : public AttentionPolicy {
 
   uint64_t resident_bytes() const override {
     uint64_t n = 0;
-    for (const Boxes& b : boxes_) n += static_cast<uint64_t>(b.n_pages) * 2 * shape_.head_dim;
-    return n * elem_bytes_;
+    for (const Boxes& b : boxes_) n += static_cast<uint64_t>(b.n_pages) * 2;
+    return n * row_bytes_;
   }
 
   void select(const AttnQuery& q, Selection& out) override {
@@ -110,7 +104,7 @@ class QuestPolicy final : public AttentionPolicy {
     const int n_pages = (n + page_ - 1) / page_, newest = n_pages - 1;
     out.all = false;
     out.per_head = false;
-    out.bytes_read = static_cast<uint64_t>(n_pages) * 2 * hd * elem_bytes_;  // every box
+    out.bytes_read = static_cast<uint64_t>(n_pages) * 2 * q.cache->row_bytes();  // every box
     std::vector<int32_t>& slots = out.slots;
     slots.clear();
     // The newest page first: its newest min(k, fill) slots.
@@ -171,7 +165,7 @@ class QuestPolicy final : public AttentionPolicy {
   std::set<int> dense_;
   std::vector<int> layer_row_;  // [n_layers] index among the global layers, -1 sliding-window
   std::vector<Boxes> boxes_;    // [n_global, n_kv_heads]
-  size_t elem_bytes_ = 2;       // of the cache
+  size_t row_bytes_ = 0;       // of the cache: a box's min and max count as two key rows
 };
 
 }  // namespace

@@ -200,7 +200,7 @@ class SnapPolicy final : public AttentionPolicy {
       if (j == 0 || o_.per_head) {  // the alive slots before the current one
         alive = st.voted[list];
         for (int s = st.recent_start; s < n - 1; ++s) alive.push_back(s);
-        bytes += alive.size() * hd * q.cache->elem_bytes();
+        bytes += alive.size() * q.cache->row_bytes();
       }
       const int n_cand =
           static_cast<int>(std::lower_bound(alive.begin(), alive.end(), s_w) - alive.begin());

@@ -32,10 +32,9 @@ namespace fasa {
 
 namespace {
 
-// Element i of a K or V row array of the cache's type, as a float.
-inline float elem(const void* rows, bool f16, size_t i) {
-  return f16 ? fp16_to_fp32(static_cast<const uint16_t*>(rows)[i])
-             : static_cast<const float*>(rows)[i];
+// Value c of row t of a K or V row array of the cache's type, as a float (Q8_0: d * q).
+inline float elem(const KvCache& cache, const void* rows, size_t t, int c) {
+  return kv_value(static_cast<const uint8_t*>(rows) + t * cache.row_bytes(), cache.type(), c);
 }
 
 class SparqPolicy final : public AttentionPolicy {
@@ -77,11 +76,11 @@ class SparqPolicy final : public AttentionPolicy {
       return;
     }
     const KvCache& cache = *q.cache;
-    const bool f16 = cache.type() == KvType::F16;
-    const void* keys = cache.k_rows(q.layer, q.kv_head);  // [capacity, head_dim]
+    const void* keys = cache.k_rows(q.layer, q.kv_head);  // [capacity] rows
     out.all = false;
     out.per_head = true;
-    out.bytes_read = static_cast<uint64_t>(q.n_group) * n * r_ * cache.elem_bytes();
+    // r of the row's head_dim values (Q8_0: their share of the row's bytes)
+    out.bytes_read = static_cast<uint64_t>(q.n_group) * n * r_ * cache.row_bytes() / hd;
     out.head_slots.resize(q.n_group);
     if (mean_correction_) {
       out.mix_alpha.assign(q.n_group, 1.0f);
@@ -103,7 +102,7 @@ class SparqPolicy final : public AttentionPolicy {
       for (int32_t c : dims) sum_r += absq[c];
       for (int t = 0; t < n; ++t) {
         float s = 0.0f;
-        for (int32_t c : dims) s += qh[c] * elem(keys, f16, static_cast<size_t>(t) * hd + c);
+        for (int32_t c : dims) s += qh[c] * elem(cache, keys, t, c);
         logit[t] = s;
       }
       top_k_indices(logit.data(), n, k, out.head_slots[j]);
@@ -132,11 +131,10 @@ class SparqPolicy final : public AttentionPolicy {
 
   void add_values(const KvCache& cache, int layer, int g, int s0, int s1, Group& gr) const {
     const int hd = shape_.head_dim;
-    const bool f16 = cache.type() == KvType::F16;
-    const void* v = cache.v_rows(layer, g);  // [capacity, head_dim]
+    const void* v = cache.v_rows(layer, g);  // [capacity] rows
     if (gr.v_sum.size() != static_cast<size_t>(hd)) gr.v_sum.assign(hd, 0.0);
     for (int s = s0; s < s1; ++s) {
-      for (int c = 0; c < hd; ++c) gr.v_sum[c] += elem(v, f16, static_cast<size_t>(s) * hd + c);
+      for (int c = 0; c < hd; ++c) gr.v_sum[c] += elem(cache, v, s, c);
     }
     gr.n_summed = std::max(gr.n_summed, s1);
   }

@@ -1,4 +1,5 @@
 // Reference TIP scores, double accumulation, for tests.
+#include <cmath>
 #include <cstddef>
 
 #include "fasa/core/f16.h"
@@ -25,6 +26,17 @@ void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* term
       s += static_cast<double>(terms[i].coef) * load(packed, f16, terms[i].col * stride + t);
     }
     scores[t] = static_cast<float>(s);
+  }
+}
+
+void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride,
+                   const TipTerm* terms, int n_terms, int n, float* scores) {
+  for (int t = 0; t < n; ++t) {
+    float s = 0.0f;
+    for (int i = 0; i < n_terms; ++i) {
+      s = std::fma(terms[i].coef, static_cast<float>(packed[terms[i].col * stride + t]), s);
+    }
+    scores[t] = s * fp16_to_fp32(scale[t]);
   }
 }
 
