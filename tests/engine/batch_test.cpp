@@ -11,6 +11,8 @@
 #include "fasa/engine/sampler.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
+#include "fasa/core/amx.h"
+#include "support/amx_env.h"
 #include "support/tiny_model.h"
 
 namespace fasa {
@@ -85,13 +87,14 @@ std::vector<std::vector<std::vector<float>>> batched(std::shared_ptr<const Model
   return out;
 }
 
-void expect_batched_equals_alone(const test::TinySpec& spec, const std::string& file) {
+void expect_batched_equals_alone(const test::TinySpec& spec, const std::string& file,
+                                 int prefill_chunk = 8) {
   const std::string path = ::testing::TempDir() + "/" + file;
   test::write_tiny_model(path, spec);
   auto model = Model::load(path);
   SessionOptions so;
   so.n_ctx = 96;
-  so.prefill_chunk = 8;
+  so.prefill_chunk = prefill_chunk;
   const std::vector<Seq> seqs = {
       {"full", random_tokens(21, 320, 1), 0},
       {"streaming:budget=9,sinks=2", random_tokens(30, 320, 2), 0},
@@ -114,6 +117,24 @@ TEST(BatchTest, ForwardManyEqualsEachSessionAlone) {
   test::TinySpec spec;
   spec.wtype = DType::Q4_1;
   expect_batched_equals_alone(spec, "tiny_batch_llama.gguf");
+}
+
+// With AMX on, a batch holds chunks of 16 (the AMX tiles' bits) next to prompt tails and decode
+// tokens that together make 16 rows or more: each still gets the bits it gets alone, because the
+// kernel class follows the sequence's own chunk (model/forward.cpp), not the batch's size.
+TEST(BatchTest, ForwardManyEqualsEachSessionAloneWithAmx) {
+  if (!amx_supported()) GTEST_SKIP() << "no AMX here: " << amx_status();
+  test::AmxEnv amx(true);
+  ASSERT_TRUE(amx_active()) << amx_status();
+  for (DType t : {DType::Q4_1, DType::Q4_K}) {
+    test::TinySpec spec;
+    spec.wtype = t;
+    if (t == DType::Q4_K) {  // K-quants need rows of 256
+      spec.d_model = 256;
+      spec.d_ff = 512;
+    }
+    expect_batched_equals_alone(spec, std::string("tiny_batch_amx_") + std::string(dtype_name(t)) + ".gguf", 16);
+  }
 }
 
 TEST(BatchTest, ForwardManyEqualsEachSessionAloneWithSlidingWindows) {

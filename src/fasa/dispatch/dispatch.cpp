@@ -24,8 +24,9 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
   FASA_DISPATCH(dequantize_row(type, src, dst, n))
 }
 
-void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok, float* y) {
-  FASA_DISPATCH(matmul(type, w, n_out, n_in, x, n_tok, y))
+void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok, float* y,
+            MatmulTiles tiles) {
+  FASA_DISPATCH(matmul(type, w, n_out, n_in, x, n_tok, y, tiles))
 }
 
 bool has_q8_path(DType type) {

@@ -29,8 +29,15 @@
 
 namespace fasa {
 
+// Which kernels may take a batch of tokens. kAny: matmul picks, and a batch of at least
+// kAmxMinTokens quantized tokens may take the AMX tiles (matmul_amx.h), whose bits differ from
+// the per-token kernels'. kPerToken: the per-token kernels only, so every y[t, :] has exactly the
+// bits it has when token t is computed alone. A token's bits then depend on the class of its call,
+// never on what else shares the batch (model/forward.cpp decides it per sequence chunk).
+enum class MatmulTiles { kAny, kPerToken };
+
 void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
-            float* y);
+            float* y, MatmulTiles tiles = MatmulTiles::kAny);
 
 namespace ref {
 // Plain reference, double accumulation, for tests only: ref::dequantize_row per weight row times

@@ -265,12 +265,12 @@ void matmul_portable(DType type, const void* w, int64_t n_out, int64_t n_in, con
 }  // namespace detail
 
 void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
-            float* y) {
+            float* y, MatmulTiles tiles) {
+  const bool batched_tiles = tiles == MatmulTiles::kAny && n_tok >= kAmxMinTokens && amx_active();
   if (FASA_ISA_NS::has_q8_path(type)) {  // 32-element block quants: integer dot products (matmul_q8.h)
     thread_local Q8Acts acts;
     FASA_ISA_NS::quantize_acts_q8(x, n_tok, n_in, acts);
-    if (n_tok >= kAmxMinTokens && amx_active() &&
-        FASA_ISA_NS::matmul_q8_amx(type, w, n_out, n_in, acts, y)) {
+    if (batched_tiles && FASA_ISA_NS::matmul_q8_amx(type, w, n_out, n_in, acts, y)) {
       return;  // AMX tiles for batches (matmul_amx.h)
     }
     FASA_ISA_NS::matmul_q8(type, w, n_out, n_in, acts, y);
@@ -279,8 +279,7 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
   if (FASA_ISA_NS::has_q8k_path(type)) {  // K-quants: integer dot products (matmul_q8k.h)
     thread_local Q8KActs acts;
     FASA_ISA_NS::quantize_acts_q8k(x, n_tok, n_in, acts);
-    if (n_tok >= kAmxMinTokens && amx_active() &&
-        FASA_ISA_NS::matmul_q8k_amx(type, w, n_out, n_in, acts, y)) {
+    if (batched_tiles && FASA_ISA_NS::matmul_q8k_amx(type, w, n_out, n_in, acts, y)) {
       return;
     }
     FASA_ISA_NS::matmul_q8k(type, w, n_out, n_in, acts, y);

@@ -7,14 +7,43 @@
 #include "fasa/core/parallel.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
+#include "fasa/kernels/matmul_amx.h"
 #include "fasa/kernels/ops.h"
 
 namespace fasa {
 
 namespace {
 
-void matmul_w(const WeightMatrix& w, const float* x, int n_tok, float* y) {
-  matmul(w.type, w.data, w.n_out, w.n_in, x, n_tok, y);
+// Rows of one forward call by kernel class: a sequence chunk of at least kAmxMinTokens tokens
+// may take the batched tiles (AMX), shorter ones (decode steps, short prompt tails) keep the
+// per-token kernels. So a token's bits depend on its own chunk, never on what else shares the
+// batch: the server's batched answers equal a lone `fasa run`'s, which prefills in the same chunks.
+struct RowRun {
+  int row0 = 0, n = 0;  // rows [row0, row0 + n) of x and y
+  MatmulTiles tiles = MatmulTiles::kAny;
+};
+
+// Consecutive rows of one class in one run: [rows[i], rows[i + 1]) is chunk i's.
+std::vector<RowRun> row_runs(const std::vector<int>& rows) {
+  std::vector<RowRun> runs;
+  for (size_t i = 0; i + 1 < rows.size(); ++i) {
+    const int n = rows[i + 1] - rows[i];
+    if (n == 0) continue;
+    const MatmulTiles t = n >= kAmxMinTokens ? MatmulTiles::kAny : MatmulTiles::kPerToken;
+    if (!runs.empty() && runs.back().tiles == t) {
+      runs.back().n += n;
+    } else {
+      runs.push_back({rows[i], n, t});
+    }
+  }
+  return runs;
+}
+
+void matmul_w(const WeightMatrix& w, const float* x, const std::vector<RowRun>& runs, float* y) {
+  for (const RowRun& r : runs) {
+    matmul(w.type, w.data, w.n_out, w.n_in, x + static_cast<size_t>(r.row0) * w.n_in, r.n,
+           y + static_cast<size_t>(r.row0) * w.n_out, r.tiles);
+  }
 }
 
 }  // namespace
@@ -53,6 +82,7 @@ void output_logits(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
   const size_t n_vocab = c.n_vocab;
   int n_out = 0;  // rows gathered into xn: [n_out, d_model]
   int row = 0;    // first row of the sequence in x
+  std::vector<int> out_rows{0};  // [n_seq + 1] first logits row of each sequence
   for (int i = 0; i < n_seq; ++i) {
     const SeqChunk& q = seqs[i];
     for (int t = q.all_logits ? 0 : q.n_tok - 1; t < q.n_tok; ++t, ++n_out) {
@@ -60,13 +90,14 @@ void output_logits(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
               s.xn.data() + static_cast<size_t>(n_out) * d);
     }
     row += q.n_tok;
+    out_rows.push_back(n_out);
   }
   float* out = seqs[0].logits;
   if (n_seq > 1) {
     s.logits.resize(static_cast<size_t>(n_out) * n_vocab);
     out = s.logits.data();
   }
-  matmul_w(w.output, s.xn.data(), n_out, out);  // [n_out, n_vocab]
+  matmul_w(w.output, s.xn.data(), row_runs(out_rows), out);  // [n_out, n_vocab]
   if (c.final_logit_softcap > 0.0f) {
     const float cap = c.final_logit_softcap;
     const size_t n = static_cast<size_t>(n_out) * n_vocab;
@@ -97,6 +128,7 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
     row0[i + 1] = row0[i] + q.n_tok;
   }
   const int n_rows = row0[n_seq];
+  const std::vector<RowRun> runs = row_runs(row0);
   s.reserve(c, n_rows);
   const int d = c.d_model, hd = c.head_dim;
   const int q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
@@ -124,9 +156,9 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
     for (int t = 0; t < n_rows; ++t) {
       rmsnorm(s.x.data() + t * d, L.attn_norm, c.rms_eps, d, s.xn.data() + t * d);
     }
-    matmul_w(L.wq, s.xn.data(), n_rows, s.q.data());  // [n_rows, n_heads * head_dim]
-    matmul_w(L.wk, s.xn.data(), n_rows, s.k.data());  // [n_rows, n_kv_heads * head_dim]
-    matmul_w(L.wv, s.xn.data(), n_rows, s.v.data());  // [n_rows, n_kv_heads * head_dim]
+    matmul_w(L.wq, s.xn.data(), runs, s.q.data());  // [n_rows, n_heads * head_dim]
+    matmul_w(L.wk, s.xn.data(), runs, s.k.data());  // [n_rows, n_kv_heads * head_dim]
+    matmul_w(L.wv, s.xn.data(), runs, s.v.data());  // [n_rows, n_kv_heads * head_dim]
     if (c.qkv_bias) {
       for (int t = 0; t < n_rows; ++t) {
         add_inplace(s.q.data() + t * q_dim, L.bq, q_dim);
@@ -165,7 +197,7 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
       step.out = s.att.data() + static_cast<size_t>(row0[i]) * q_dim;
       attention_forward(step, *sq.cache, *sq.policy, sq.stats);
     }
-    matmul_w(L.wo, s.att.data(), n_rows, s.proj.data());  // [n_rows, d_model]
+    matmul_w(L.wo, s.att.data(), runs, s.proj.data());  // [n_rows, d_model]
     if (c.post_norms) {
       for (int t = 0; t < n_rows; ++t) {
         float* pt = s.proj.data() + t * d;
@@ -178,15 +210,15 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
     for (int t = 0; t < n_rows; ++t) {
       rmsnorm(s.x.data() + t * d, L.ffn_norm, c.rms_eps, d, s.xn.data() + t * d);
     }
-    matmul_w(L.w_gate, s.xn.data(), n_rows, s.gate.data());  // [n_rows, d_ff]
-    matmul_w(L.w_up, s.xn.data(), n_rows, s.up.data());      // [n_rows, d_ff]
+    matmul_w(L.w_gate, s.xn.data(), runs, s.gate.data());  // [n_rows, d_ff]
+    matmul_w(L.w_up, s.xn.data(), runs, s.up.data());      // [n_rows, d_ff]
     const int64_t n_ff = static_cast<int64_t>(n_rows) * c.d_ff;
     if (c.ffn_act == FfnAct::GeluTanh) {
       gelu_tanh_mul(s.gate.data(), s.up.data(), n_ff, s.gate.data());
     } else {
       silu_mul(s.gate.data(), s.up.data(), n_ff, s.gate.data());
     }
-    matmul_w(L.w_down, s.gate.data(), n_rows, s.proj.data());  // [n_rows, d_model]
+    matmul_w(L.w_down, s.gate.data(), runs, s.proj.data());  // [n_rows, d_model]
     if (c.post_norms) {
       for (int t = 0; t < n_rows; ++t) {
         float* pt = s.proj.data() + t * d;

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Reproduces docs/BENCHMARKS.md's issue-21 measurements (2 threads). Run on a quiet machine.
+# Usage: scripts/dev/results/issue21.sh OUT_DIR [threads|roofline|policies|llamacpp|llamacpp8b ...]
+#   threads:    thread counters (dispatches and wait share per token) of this build and of
+#               FASA_BEFORE (a build with the OpenMP teams, e.g. commit 379e340), alone and with
+#               two busy processes on the two cores
+#   roofline:   8B-shaped decode tg128 at depth 0 with the bandwidth roofline
+#   policies:   8B shape, depths 1024, 16384, 32768 (synthetic fill), full / FASA-C / FASA-M
+#               (budget 1024), f16 and q8_0 KV, with the roofline
+#   llamacpp:   bench/compare_llamacpp.sh (llama-bench, fa 0/1) on SmolLM2, Gemma 3 270M and
+#               Qwen2.5-Coder-1.5B: pp512 and tg128 at depths 0 and 4096
+#   llamacpp8b: the same on the 8B shape at depth 0 (pp512, tg64; a real 16K prefill of it takes
+#               longer than a session here)
+# M8: the 8B-shaped file (fasa synth --shape llama-3.1-8b-instruct-q4_k_m -o M8); CALIB8: its
+# calibration (docs/BENCHMARKS.md, issue 20, shows both commands).
+set -euo pipefail
+OUT=${1:?usage: $0 OUT_DIR [threads|roofline|policies|llamacpp|llamacpp8b ...]}
+shift
+PARTS=${*:-threads roofline policies llamacpp llamacpp8b}
+ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
+FASA=${FASA:-$ROOT/build/fasa}
+MODELS=${FASA_HOME:-$HOME/.cache/fasa}/models
+M8=${M8:-$MODELS/shaped/llama-3.1-8b-instruct-q4_k_m-random.gguf}
+CALIB8=${CALIB8:-$MODELS/shaped/llama-3.1-8b-random.calib.json}
+SMOL=$MODELS/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf
+GEMMA=$MODELS/gemma3-270m/gemma-3-270m-q4_k_m.gguf
+QWEN=$MODELS/qwen2.5-coder-1.5b/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+mkdir -p "$OUT"
+busy() { for _ in 1 2; do (while :; do :; done) & done; }
+for part in $PARTS; do
+  uptime | tee "$OUT/$part.uptime"
+  case $part in
+  threads)
+    BEFORE=${FASA_BEFORE:?set FASA_BEFORE to a build of 379e340 (OpenMP teams)}
+    for m in "$SMOL" "$M8"; do
+      for load in quiet busy; do
+        for bin in "$BEFORE" "$FASA"; do
+          pids=""
+          if [ $load = busy ]; then busy; pids=$(jobs -p); fi
+          "$bin" bench -m "$m" -p 0 -n 32 -r 2 -t 2 --json |
+            sed "s/^{/{\"binary\":\"$(basename "$bin")\",\"load\":\"$load\",/" >> "$OUT/threads.jsonl"
+          [ -z "$pids" ] || kill $pids
+        done
+      done
+    done ;;
+  roofline)
+    "$FASA" bench -m "$M8" -p 0 -n 128 -r 2 -t 2 --bandwidth --json | tee "$OUT/roofline.jsonl" ;;
+  policies)
+    for kv in f16 q8_0; do
+      "$FASA" bench -m "$M8" -p 0 -n 16 -d 1024,16384,32768 -r 2 -t 2 --kv-type $kv \
+        --depth-fill synthetic --bandwidth --policy full,fasa --budget 1024 --calib "$CALIB8" \
+        --compare "fasa:calib=$CALIB8,budget=1024,variant=m,offload_dir=${OFFLOAD_DIR:-/var/tmp}" \
+        --json | tee "$OUT/policies_$kv.jsonl"
+    done ;;
+  llamacpp)
+    "$ROOT/bench/compare_llamacpp.sh" --fasa "$FASA" -m "$SMOL" -m "$GEMMA" -m "$QWEN" -t 2 \
+      -p 512 -n 128 -d 0,4096 -r 2 --md "$OUT/llamacpp.md" --jsonl "$OUT/llamacpp.jsonl" ;;
+  llamacpp8b)
+    "$ROOT/bench/compare_llamacpp.sh" --fasa "$FASA" -m "$M8" -t 2 -p 512 -n 64 -d 0 -r 1 \
+      --md "$OUT/llamacpp8b.md" --jsonl "$OUT/llamacpp8b.jsonl" ;;
+  *) echo "unknown part $part" >&2; exit 1 ;;
+  esac
+  uptime | tee -a "$OUT/$part.uptime"
+done
