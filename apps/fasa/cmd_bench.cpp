@@ -90,6 +90,7 @@ struct Measure {
   double disk_ms_per_token = 0.0;     // time inside those reads
   double prefetch_read_per_token = 0.0;  // of disk_read: background reads (FASA-M prefetch)
   double prefetch_hit_share = 0.0;       // prefetched rows a decode step then used
+  double dense_fallback_share = 0.0;     // decode steps the policy attended densely (break-even)
   uint64_t kv_ram = 0;   // KV resident in RAM after the test: cache + policy side data
   uint64_t kv_file = 0;  // KV resident in the file tier
   uint64_t kv_global = 0, kv_window = 0;  // cache bytes of global / sliding-window layers
@@ -332,6 +333,8 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
       m.disk_read_per_token = st.tier_read_bytes / toks;
       m.disk_ms_per_token = st.tier_read_ns / 1e6 / toks;
       m.prefetch_read_per_token = st.tier_prefetch_bytes / toks;
+      m.dense_fallback_share =
+          st.decode_steps > 0 ? static_cast<double>(st.dense_fallbacks) / st.decode_steps : 0.0;
       m.prefetch_hit_share = st.tier_prefetch_rows > 0 ? static_cast<double>(st.tier_prefetch_hits) /
                                                              st.tier_prefetch_rows
                                                        : 0.0;
@@ -431,6 +434,7 @@ class Report {
     j["disk_read_ms_per_token"] = m.disk_ms_per_token;
     j["disk_prefetch_bytes_per_token"] = m.prefetch_read_per_token;
     j["disk_prefetch_hit_share"] = m.prefetch_hit_share;
+    j["dense_fallback_share"] = m.dense_fallback_share;
     if (a_.bandwidth) {
       const Roofline r = roofline_of(m, model_.weight_bytes(), bw_.read_gb_s);
       j["bytes_per_token"] = r.bytes_per_token;

@@ -633,12 +633,51 @@ TEST(PolicyAccounting, BytesReadAndResident) {
   EXPECT_LT(fasa.bytes_read(), oracle.bytes_read());
 }
 
+// Break-even: FASA selects only while its packed slice plus the selected rows read less than
+// 0.8 of dense attention's K/V bytes; otherwise it attends densely and flags it.
+TEST(FasaPolicy, AttendsDenselyBelowItsBreakEven) {
+  const int n = 45;
+  Fixture f(n, 12, /*integer=*/true);
+  const std::string c = "fasa:calib=" + calib_path() + ",dense_layers=none";
+  auto run = [&](const std::string& spec, int* fallbacks) {
+    auto p = policy_from(c + "," + spec);
+    for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
+    int selective = 0;
+    *fallbacks = 0;
+    for (int l = 0; l < kShape.n_layers; ++l) {
+      for (int g = 0; g < kShape.n_kv_heads; ++g) {
+        Selection a;
+        p->select(f.query(l, g), a);
+        selective += !a.all;
+        *fallbacks += a.dense_fallback;
+        EXPECT_TRUE(!a.dense_fallback || a.all);
+      }
+    }
+    return selective;
+  };
+  const int groups = kShape.n_layers * kShape.n_kv_heads;
+  int fb = 0;
+  // Whole K as the slice (1/2 of K+V) + 20 of 45 rows (0.44): 0.94 of dense: not worth it.
+  EXPECT_EQ(run("n_tip=8,budget=20", &fb), 0);
+  EXPECT_EQ(fb, groups);
+  EXPECT_EQ(run("n_tip=8,budget=20,break_even=off", &fb), groups);  // asked to select anyway
+  EXPECT_EQ(fb, 0);
+  // One FC (1/16 of K+V) + 7 rows (0.16): 0.22 of dense: selects.
+  EXPECT_EQ(run("n_tip=1,budget=7", &fb), groups);
+  EXPECT_EQ(fb, 0);
+  // A budget covering the context is plain dense attention, not a fallback.
+  EXPECT_EQ(run("n_tip=1,budget=45", &fb), 0);
+  EXPECT_EQ(fb, 0);
+  EXPECT_THROW(policy_from(c + ",budget=7,break_even=maybe"), Error);
+}
+
 // With every FC dominant, TIP scores are the full logits: FASA selects exactly what the oracle
 // selects (integer data keeps every logit exact, so no rounding can reorder near-ties).
 TEST(FasaPolicy, AllFrequencyChunksSelectLikeTheOracle) {
   const int n = 45;
   Fixture f(n, 11, /*integer=*/true);
-  const std::string c = "fasa:calib=" + calib_path() + ",dense_layers=none,n_tip=8";
+  // break_even=off: with every FC the slice is the whole K, which never pays (next test).
+  const std::string c = "fasa:calib=" + calib_path() + ",dense_layers=none,n_tip=8,break_even=off";
   for (const char* gqa : {"shared", "per-head"}) {
     auto fasa = policy_from(c + ",budget=7,gqa=" + gqa);
     auto oracle = policy_from(std::string("oracle:budget=7,gqa=") + gqa);

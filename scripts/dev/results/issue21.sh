@@ -37,7 +37,8 @@ for part in $PARTS; do
         for bin in "$BEFORE" "$FASA"; do
           pids=""
           if [ $load = busy ]; then busy; pids=$(jobs -p); fi
-          "$bin" bench -m "$m" -p 0 -n 32 -r 2 -t 2 --json |
+          n=64; [ "$m" = "$M8" ] && n=16
+          "$bin" bench -m "$m" -p 0 -n $n -r 2 -t 2 --json |
             sed "s/^{/{\"binary\":\"$(basename "$bin")\",\"load\":\"$load\",/" >> "$OUT/threads.jsonl"
           [ -z "$pids" ] || kill $pids
         done

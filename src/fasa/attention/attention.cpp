@@ -186,6 +186,7 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
       const Selection& se = x.sel[h / n_group];
       const uint64_t rows = x.n_keys[h];
       stats->decode_steps += 1;
+      if (se.dense_fallback) stats->dense_fallbacks += 1;
       stats->slots_read += rows;
       stats->slots_visible += n_visible;
       if (se.per_head || h % n_group == 0) stats->attend_bytes += rows * row_bytes;

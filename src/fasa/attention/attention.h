@@ -35,6 +35,9 @@ struct AttnStats {
   uint64_t window_bytes = 0;   // of attend_bytes (and dense_bytes): sliding-window layers'
   // Decode steps' reads from a file-backed KV tier (FASA-M), as the device delivered them
   // (whole blocks); attend_bytes above counts the rows themselves, whichever tier held them.
+  // Of decode_steps: those where the policy attended densely because selecting would not pay
+  // at this context length (Selection::dense_fallback).
+  uint64_t dense_fallbacks = 0;
   uint64_t tier_reads = 0;
   uint64_t tier_read_bytes = 0;
   uint64_t tier_read_ns = 0;

@@ -186,7 +186,7 @@ void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
   thread_local std::vector<int32_t> missing, miss_slots;  // [m] indices j, their slots
   thread_local std::vector<uint8_t> miss_rows;            // [m, row_bytes]
   if (!take_prefetched(r, slots, n, dst, missing)) {
-    read_rows(r, slots, n, dst, false);
+    read_rows(r, slots, n, dst);
     return;
   }
   if (missing.empty()) return;
@@ -194,11 +194,11 @@ void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
   miss_slots.resize(m);
   for (size_t i = 0; i < m; ++i) miss_slots[i] = slots ? slots[missing[i]] : missing[i];
   miss_rows.resize(m * rb);
-  read_rows(r, miss_slots.data(), static_cast<int>(m), miss_rows.data(), false);
+  read_rows(r, miss_slots.data(), static_cast<int>(m), miss_rows.data());
   for (size_t i = 0; i < m; ++i) std::memcpy(dst + missing[i] * rb, miss_rows.data() + i * rb, rb);
 }
 
-void KvTier::read_rows(int r, const int32_t* slots, int n, uint8_t* dst, bool background) const {
+void KvTier::read_rows(int r, const int32_t* slots, int n, uint8_t* dst, BackgroundCost* bg) const {
   thread_local AlignedBuf buf;
   thread_local std::vector<Run> runs;
   const Region& g = regions_[r];
@@ -229,7 +229,7 @@ void KvTier::read_rows(int r, const int32_t* slots, int n, uint8_t* dst, bool ba
     total += (b1 - b0) * B;
     j = k;
   }
-  (background ? prefetch_rows_ : row_bytes_) += background ? n : static_cast<uint64_t>(n) * rb;
+  if (!bg) row_bytes_ += static_cast<uint64_t>(n) * rb;
   if (runs.empty()) return;
   uint8_t* p = buf.get(total, mem_align_);
   const uint64_t t0 = now_ns();
@@ -281,10 +281,14 @@ void KvTier::read_rows(int r, const int32_t* slots, int n, uint8_t* dst, bool ba
   } else {
     for (const Run& run : runs) pread_all(p + run.buf, run.len, run.off);
   }
-  if (!background) read_ns_ += now_ns() - t0;  // background reads are not waited for here
-  reads_ += runs.size();
-  read_bytes_ += total;
-  if (background) prefetch_read_bytes_ += total;
+  if (bg) {  // not waited for here; charged when the prefetch is used or dropped
+    bg->reads = runs.size();
+    bg->bytes = total;
+  } else {
+    read_ns_ += now_ns() - t0;
+    reads_ += runs.size();
+    read_bytes_ += total;
+  }
   for (const Run& run : runs) {
     const uint64_t first_byte = run.off - g.file_off;
     for (int m = run.j; m < run.k; ++m) {

@@ -81,8 +81,14 @@ class KvTier {
   struct PrefetcherDeleter {
     void operator()(Prefetcher* p) const;
   };
-  // read() without the prefetched rows; background reads count as prefetch bytes.
-  void read_rows(int r, const int32_t* slots, int n, uint8_t* dst, bool background) const;
+  // read() without the prefetched rows. A background read counts nothing itself: it returns its
+  // read calls and device bytes in *bg, charged when the prefetch is used or dropped (on the
+  // caller's thread, so per-step deltas of stats() see them).
+  struct BackgroundCost {
+    uint64_t reads = 0, bytes = 0;
+  };
+  void read_rows(int r, const int32_t* slots, int n, uint8_t* dst,
+                 BackgroundCost* bg = nullptr) const;
   // Copies the rows of a finished prefetch of region r into dst (null when there is none) and
   // returns the indices j whose rows it lacked.
   bool take_prefetched(int r, const int32_t* slots, int n, uint8_t* dst,

@@ -21,7 +21,16 @@ struct KvTier::Prefetcher {
     State state = State::kNone;
     std::vector<int32_t> slots;  // [n] ascending
     std::vector<uint8_t> rows;   // [n, row_bytes]
+    BackgroundCost cost;         // of the finished read, charged when used or dropped
   };
+
+  // Counts a finished read in the tier's stats (the caller's thread).
+  void charge(const Entry& e) const {
+    tier.reads_ += e.cost.reads;
+    tier.read_bytes_ += e.cost.bytes;
+    tier.prefetch_read_bytes_ += e.cost.bytes;
+    tier.prefetch_rows_ += e.slots.size();
+  }
 
   explicit Prefetcher(const KvTier& t) : tier(t), entries(t.regions_.size()) {
     thread = std::thread([this] { run(); });
@@ -49,8 +58,10 @@ struct KvTier::Prefetcher {
       std::vector<uint8_t> rows = std::move(e.rows);
       lock.unlock();
       rows.resize(slots.size() * tier.regions_[r].row_bytes);
-      tier.read_rows(r, slots.data(), static_cast<int>(slots.size()), rows.data(), true);
+      BackgroundCost cost;
+      tier.read_rows(r, slots.data(), static_cast<int>(slots.size()), rows.data(), &cost);
       lock.lock();
+      e.cost = cost;
       e.slots = std::move(slots);
       e.rows = std::move(rows);
       e.state = State::kDone;
@@ -102,6 +113,7 @@ void KvTier::drop_prefetches() const {
     });
   });
   for (Prefetcher::Entry& e : p.entries) {
+    if (e.state == Prefetcher::State::kDone) p.charge(e);  // read but never used
     e.state = Prefetcher::State::kNone;
     e.slots.clear();
   }
@@ -119,6 +131,7 @@ bool KvTier::take_prefetched(int r, const int32_t* slots, int n, uint8_t* dst,
   read_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::steady_clock::now() - t0)
                                         .count());
+  p.charge(e);
   const std::vector<int32_t> have = std::move(e.slots);
   const std::vector<uint8_t> rows = std::move(e.rows);
   e.state = Prefetcher::State::kNone;

@@ -51,6 +51,9 @@ struct Selection {
   uint64_t bytes_read = 0;  // bytes the policy itself read to choose (keys, side data)
   std::vector<float> mix_alpha;       // [n_group] value mixing weights; empty = none
   const float* mix_value = nullptr;   // [head_dim] the value mixed in (see above)
+  // all = true because selecting would read more than it saves (FASA's break-even), not because
+  // the budget covers the context: counted in AttnStats::dense_fallbacks.
+  bool dense_fallback = false;
   const std::vector<int32_t>& slots_for(int g) const { return per_head ? head_slots[g] : slots; }
   void set_all() {
     all = true;
@@ -58,6 +61,7 @@ struct Selection {
     slots.clear();
     bytes_read = 0;
     mix_alpha.clear();
+    dense_fallback = false;
   }
 };
 

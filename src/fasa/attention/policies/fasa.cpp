@@ -8,6 +8,8 @@
 //   variant=c|m (c)   offload_dir=DIR (variant m; default /var/tmp)
 //   prefetch=on|off (variant m; on): fetch the next offloaded layer's guessed rows in the
 //   background (KvTiering::prefetch)
+//   break_even=on|off (on): attend densely while selecting would read more than kBreakEven of
+//   dense attention's bytes (short contexts, budgets near the context); off: always select
 //   fcs=calibrated|random|high|low|mass: which FCs TIP uses (default calibrated; random, high
 //   and low are the naive choices calibration must beat: seeded random FCs, the highest- or
 //   lowest-frequency FCs; mass ranks the FCs by Double Sparsity's statistic from the same
@@ -195,6 +197,13 @@ class FasaPolicy final : public AttentionPolicy {
       for (int g = 0; g < n_kv; ++g) outs[g].set_all();
       return;
     }
+    if (o_.break_even && !pays(qs, n_kv, n, budget)) {
+      for (int g = 0; g < n_kv; ++g) {
+        outs[g].set_all();
+        outs[g].dense_fallback = true;
+      }
+      return;
+    }
     for (int g = 0; g < n_kv; ++g) {
       Selection& out = outs[g];
       out.all = false;
@@ -372,6 +381,20 @@ class FasaPolicy final : public AttentionPolicy {
   };
   // Bytes of one value of the packed slice (f16/f32) and of one slot of a w-dim slice.
   size_t elem_bytes() const { return type_ == KvType::F32 ? 4 : 2; }
+  // Break-even: selecting pays when the layer's packed slices plus the selected K/V rows are
+  // under kBreakEven of what dense attention reads (the rest of the margin pays for the
+  // softmax, the pick and the scattered reads). Below that context length the policy attends
+  // densely and says so (Selection::dense_fallback). Sinks and recent rows are inside the budget.
+  static constexpr double kBreakEven = 0.8;
+  bool pays(const AttnQuery* qs, int n_kv, int n, int budget) {
+    const double kv_row = 2.0 * static_cast<double>(qs[0].cache->row_bytes());  // K and V
+    double select = 0.0;
+    for (int g = 0; g < n_kv; ++g) {
+      select += static_cast<double>(n) * slice_bytes(group(qs[g].layer, qs[g].kv_head).dims.size()) +
+                static_cast<double>(budget) * kv_row * (o_.per_head ? qs[g].n_group : 1);
+    }
+    return select < kBreakEven * n_kv * static_cast<double>(n) * kv_row;
+  }
   size_t slice_bytes(size_t w) const {
     if (type_ == KvType::Q8_0) return w == 0 ? 0 : w + 2;  // the codes and the scale
     return w * elem_bytes();
@@ -496,6 +519,11 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
         fail("policy 'fasa': fcs must be calibrated, random, high, low or mass (got '{}')", value);
       }
       o.fcs = value;
+    } else if (key == "break_even") {
+      if (value != "on" && value != "off") {
+        fail("policy 'fasa': break_even must be on or off (got '{}')", value);
+      }
+      o.sel.break_even = value == "on";
     } else if (key == "prefetch") {
       if (value != "on" && value != "off") {
         fail("policy 'fasa': prefetch must be on or off (got '{}')", value);
@@ -508,7 +536,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
       have_offload_dir = true;
     } else {
       fail("policy 'fasa' has no option '{}' (options: calib, budget, n_tip, gqa, dense_layers, "
-           "sink, recent, fcs, variant, offload_dir, prefetch)", key);
+           "sink, recent, fcs, variant, offload_dir, prefetch, break_even)", key);
     }
   }
   if (o.calib_path.empty()) {

@@ -25,6 +25,7 @@ struct PackedDimsOptions {
   bool variant_m = false;       // FASA-M: the packed dims in RAM, the rest in a file tier
   std::string offload_dir = "/var/tmp";
   bool prefetch = true;  // variant m: KvTiering::prefetch
+  bool break_even = true;  // fasa: dense below the break-even length (fasa.cpp)
 };
 
 // head_dims: [n_global * n_heads] (the global layers ascending, then the query heads) the key
