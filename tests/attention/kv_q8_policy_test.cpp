@@ -180,7 +180,8 @@ TEST(KvQ8Policies, ChunkedPrefillEqualsTokenByTokenDecode) {
 TEST(KvQ8Policies, FasaMemoryVariantEqualsComputeVariant) {
   for (const std::string opts : {",budget=6", ",budget=0.2,gqa=per-head,sink=2,recent=3",
                                  ",budget=9,dense_layers=none,n_tip=2"}) {
-    const std::string c = "fasa:calib=" + q8_calib() + opts;
+    // break_even=off: the variants select alike (FASA-M never falls back to dense).
+    const std::string c = "fasa:calib=" + q8_calib() + opts + ",break_even=off";
     const std::string m = c + ",variant=m,offload_dir=" + ::testing::TempDir();
     EXPECT_EQ(run(c, KvType::Q8_0), run(m, KvType::Q8_0)) << opts;
   }

@@ -442,9 +442,10 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
       so.n_ctx = 96;
       so.kv_type = type;
       so.prefill_chunk = 16;  // several prefill chunks over the file tier
-      so.policy = "fasa:calib=" + calib + opts;
+      // break_even=off: the variants select alike (FASA-M never falls back to dense).
+      so.policy = "fasa:calib=" + calib + opts + ",break_even=off";
       Session c(model, so);
-      so.policy += ",variant=m,offload_dir=" + dir;
+      so.policy += ",variant=m,offload_dir=" + dir + ",prefetch=on";
       Session m(model, so);
       ASSERT_TRUE(m.cache().tiered());
       const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 40);
@@ -460,7 +461,7 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
       EXPECT_EQ(sc.tier_reads, 0u);
       EXPECT_GT(sm.tier_reads, 0u);
       EXPECT_GT(sm.tier_read_bytes, 0u);
-      // Prefetch (on by default): layer 1's selection is fetched for layer 2 in the background;
+      // Prefetch (asked for): layer 1's selection is fetched for layer 2 in the background;
       // adjacent layers pick some of the same rows, and every prefetched byte is a device byte.
       EXPECT_LE(sm.tier_prefetch_hits, sm.tier_prefetch_rows);
       EXPECT_LE(sm.tier_prefetch_bytes, sm.tier_read_bytes);
@@ -470,7 +471,7 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
         EXPECT_GT(sm.tier_prefetch_bytes, 0u);
         // Off: the same outputs, no background reads.
         SessionOptions off = so;
-        off.policy += ",prefetch=off";
+        off.policy.replace(off.policy.find(",prefetch=on"), 12, ",prefetch=off");
         Session m2(model, off);
         c.reset();
         EXPECT_EQ(c.prefill(prompt), m2.prefill(prompt));
@@ -556,7 +557,7 @@ TEST(FasaPolicy, HybridStackUsesTheGlobalLayersOnly) {
   // FASA-M: the global layers go to the file, the sliding-window rings stay in RAM; the outputs
   // equal FASA-C's.
   for (const std::string opts : {",budget=4", ",budget=0.2,gqa=per-head,sink=2,dense_layers=1"}) {
-    so.policy = c + opts;
+    so.policy = c + opts + ",break_even=off";  // the variants select alike
     Session fc(model, so);
     so.policy += ",variant=m,offload_dir=" + ::testing::TempDir();
     Session fm(model, so);

@@ -57,8 +57,8 @@ struct KvTiering {
   std::vector<char> offload_layer;          // [n_layers] 1 = offloaded
   std::vector<std::vector<int>> hot_dims;   // [n_layers * n_kv_heads] ascending K dims
   // Decode fetches the next offloaded layer's rows in the background, guessing that it selects
-  // what this layer selected (KvCache::prefetch); a wrong guess costs only device bytes.
-  bool prefetch = true;
+  // what this layer selected (KvCache::prefetch); a wrong guess costs device bytes.
+  bool prefetch = false;
 };
 
 class KvCache {

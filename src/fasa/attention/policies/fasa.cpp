@@ -6,10 +6,12 @@
 //   n_tip=X (FCs per head, count or fraction; default 0.25)   gqa=shared|per-head (shared)
 //   dense_layers=L1+L2|none (default 0)   sink=S (0)   recent=R (0)
 //   variant=c|m (c)   offload_dir=DIR (variant m; default /var/tmp)
-//   prefetch=on|off (variant m; on): fetch the next offloaded layer's guessed rows in the
-//   background (KvTiering::prefetch)
-//   break_even=on|off (on): attend densely while selecting would read more than kBreakEven of
-//   dense attention's bytes (short contexts, budgets near the context); off: always select
+//   prefetch=on|off (variant m; off): fetch the next offloaded layer's guessed rows in the
+//   background (KvTiering::prefetch; off by default: on the 8B shape it read 2x the bytes for
+//   3-6 % hits, docs/BENCHMARKS.md)
+//   break_even=on|off (on): variant c attends densely while selecting would read more than
+//   kBreakEven of dense attention's bytes (short contexts, budgets near the context); off: always
+//   select (variant m always selects: dense would read every row from the file)
 //   fcs=calibrated|random|high|low|mass: which FCs TIP uses (default calibrated; random, high
 //   and low are the naive choices calibration must beat: seeded random FCs, the highest- or
 //   lowest-frequency FCs; mass ranks the FCs by Double Sparsity's statistic from the same
@@ -197,7 +199,7 @@ class FasaPolicy final : public AttentionPolicy {
       for (int g = 0; g < n_kv; ++g) outs[g].set_all();
       return;
     }
-    if (o_.break_even && !pays(qs, n_kv, n, budget)) {
+    if (o_.break_even && !o_.variant_m && !pays(qs, n_kv, n, budget)) {
       for (int g = 0; g < n_kv; ++g) {
         outs[g].set_all();
         outs[g].dense_fallback = true;
@@ -381,10 +383,12 @@ class FasaPolicy final : public AttentionPolicy {
   };
   // Bytes of one value of the packed slice (f16/f32) and of one slot of a w-dim slice.
   size_t elem_bytes() const { return type_ == KvType::F32 ? 4 : 2; }
-  // Break-even: selecting pays when the layer's packed slices plus the selected K/V rows are
-  // under kBreakEven of what dense attention reads (the rest of the margin pays for the
+  // Break-even (FASA-C): selecting pays when the layer's packed slices plus the selected K/V
+  // rows are under kBreakEven of what dense attention reads (the rest of the margin pays for the
   // softmax, the pick and the scattered reads). Below that context length the policy attends
   // densely and says so (Selection::dense_fallback). Sinks and recent rows are inside the budget.
+  // FASA-M always selects: its slice is in RAM and dense attention would read every row from
+  // the file tier.
   static constexpr double kBreakEven = 0.8;
   bool pays(const AttnQuery* qs, int n_kv, int n, int budget) {
     const double kv_row = 2.0 * static_cast<double>(qs[0].cache->row_bytes());  // K and V

@@ -24,7 +24,7 @@ struct PackedDimsOptions {
   int recent = 0;
   bool variant_m = false;       // FASA-M: the packed dims in RAM, the rest in a file tier
   std::string offload_dir = "/var/tmp";
-  bool prefetch = true;  // variant m: KvTiering::prefetch
+  bool prefetch = false;  // variant m: KvTiering::prefetch
   bool break_even = true;  // fasa: dense below the break-even length (fasa.cpp)
 };
 
