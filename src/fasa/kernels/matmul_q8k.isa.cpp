@@ -125,14 +125,31 @@ struct BlockRegs {
   __m512i u[4], s[4];
 };
 
+// The group of each int16 lane of chunk c: lane i (elements 64 c + 2 i, + 1) is group
+// 4 c + i / 8. A constant table, so the hot loops load it rather than build it on the stack.
+struct GroupIndex {
+  alignas(64) int16_t v[4][32];
+};
+constexpr GroupIndex make_group_index() {
+  GroupIndex g{};
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 32; ++i) g.v[c][i] = static_cast<int16_t>(4 * c + i / 8);
+  }
+  return g;
+}
+inline constexpr GroupIndex kGroupIndex = make_group_index();
+
+// s16: the 16 group scales as int16 in the low half; returns chunk c's per-lane scales.
+inline __m512i group_scales(__m512i s16, int c) {
+  return _mm512_permutexvar_epi16(_mm512_load_si512(kGroupIndex.v[c]), s16);
+}
+
 inline BlockRegs load_block(const UnpackedBlock& k) {
   BlockRegs r;
   const __m512i s16 = _mm512_castsi256_si512(load256(k.s));
   for (int c = 0; c < 4; ++c) {
     r.u[c] = _mm512_load_si512(k.u + 64 * c);
-    alignas(64) int16_t idx[32];
-    for (int i = 0; i < 32; ++i) idx[i] = static_cast<int16_t>(4 * c + i / 8);
-    r.s[c] = _mm512_permutexvar_epi16(_mm512_load_si512(idx), s16);
+    r.s[c] = group_scales(s16, c);
   }
   return r;
 }
@@ -292,11 +309,7 @@ struct Q6KSource {
     // Group scales (int8), as int16: chunk c's int16 lane i is group 4 c + i / 8.
     const __m256i s16 = _mm256_cvtepi8_epi16(load128(blk + 192));
     const __m512i sz = _mm512_castsi256_si512(s16);
-    for (int c = 0; c < 4; ++c) {
-      alignas(64) int16_t idx[32];
-      for (int i = 0; i < 32; ++i) idx[i] = static_cast<int16_t>(4 * c + i / 8);
-      k.w.s[c] = _mm512_permutexvar_epi16(_mm512_load_si512(idx), sz);
-    }
+    for (int c = 0; c < 4; ++c) k.w.s[c] = group_scales(sz, c);
     k.d = half_at(blk + 208);
     k.dmin_c = zero_f();
     k.c = _mm512_cvtepu16_epi32(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5)));
