@@ -364,10 +364,10 @@ class Report {
   void header() const {
     if (a_.json) return;  // every JSON line carries its own context
     const ModelConfig& c = model_.config();
-    std::printf("model %s (%s), %d threads, KV %s, kernels %s, AMX %s",
+    std::printf("model %s (%s), %d threads, KV %s, kernels %s, AMX %s, repack %s",
                 c.name.empty() ? c.arch.c_str() : c.name.c_str(),
                 human_bytes(model_.weight_bytes()).c_str(), num_threads(), a_.kv_type.c_str(),
-                isa_name(active_isa()), amx_status().c_str());
+                isa_name(active_isa()), amx_status().c_str(), model_.repack_status().c_str());
     if (a_.bandwidth) {
       std::printf(", read bandwidth %.2f GB/s (%s buffer)", bw_.read_gb_s,
                   human_bytes(bw_.bytes).c_str());
@@ -402,6 +402,7 @@ class Report {
                                 {"threads", num_threads()},
                                 {"isa", isa_name(active_isa())},
                                 {"amx", amx_status()},
+                                {"repack", model_.repack_status()},
                                 {"kv_type", a_.kv_type},
                                 {"reps", a_.reps}};
     if (a_.bandwidth) j["read_bandwidth_gb_s"] = bw_.read_gb_s;

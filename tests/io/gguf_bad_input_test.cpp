@@ -256,6 +256,13 @@ TEST(GgufBadInput, UnknownTensorType) {
   EXPECT_OPEN_FAILS(b, "tensor 't.b' has unknown tensor type 99");
 }
 
+// The engine's own repacked layouts (kernels/repack.h) have type numbers too, never valid in a file.
+TEST(GgufBadInput, EngineOnlyTensorType) {
+  Bytes b = small_file();
+  put_u32(b, type_at(b, "t.b", 2), static_cast<uint32_t>(DType::Q4_K_R16));
+  EXPECT_OPEN_FAILS(b, "tensor 't.b' has unknown tensor type 65548");
+}
+
 TEST(GgufBadInput, RowNotMultipleOfBlock) {
   Bytes b = small_file();  // t.a has ne[0] = 8; Q8_0 blocks hold 32
   put_u32(b, type_at(b, "t.a", 1), static_cast<uint32_t>(DType::Q8_0));

@@ -8,9 +8,12 @@
 #include <thread>
 
 #include "fasa/core/error.h"
+#include "fasa/core/isa.h"
 #include "fasa/core/parallel.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
+#include "support/isa_guard.h"
+#include "support/scoped_env.h"
 #include "support/tiny_model.h"
 
 namespace fasa {
@@ -265,6 +268,53 @@ TEST(ForwardTest, BadTokensAndOverflowAreErrors) {
   so.n_ctx = 16;
   so.policy = "nonsense";
   EXPECT_THROW(Session(model, so), Error);
+}
+
+}  // namespace
+}  // namespace fasa
+
+namespace fasa {
+namespace {
+
+// Q4_K / Q6_K projections repacked at load (kernels/repack.h) give the logits of the file's rows
+// bit for bit, in prefill chunks (blocks rebuilt and unpacked) and one token at a time (the
+// 16-row kernels); FASA_NO_REPACK, LoadOptions and a non-AVX-512 instruction set turn it off.
+TEST(ForwardTest, RepackedWeightsGiveTheSameLogits) {
+  test::TinySpec spec;
+  spec.wtype = DType::Q4_K;
+  spec.wtype_mixed = DType::Q6_K;  // attn_v and ffn_down
+  spec.d_model = 256;
+  spec.d_ff = 512;
+  const std::string path = tiny_path("tiny_repack.gguf");
+  test::write_tiny_model(path, spec);
+  if (active_isa() != Isa::Avx512) GTEST_SKIP() << "repacking needs AVX-512";
+  LoadOptions off;
+  off.repack = false;
+  auto plain = Model::load(path, off);
+  auto packed = Model::load(path);
+  EXPECT_EQ(plain->repacked_matrices(), 0);
+  EXPECT_EQ(plain->repack_status(), "off (disabled)");
+  EXPECT_EQ(packed->repacked_matrices(), 7 * spec.n_layers + 1);  // every projection + output
+  EXPECT_EQ(packed->weights().layers[0].wv.type, DType::Q6_K_R16);
+  EXPECT_EQ(packed->weights().layers[0].wq.type, DType::Q4_K_R16);
+  const auto tokens = random_tokens(21, spec.n_vocab, 5);
+  SessionOptions so;
+  so.n_ctx = 64;
+  for (int chunk : {1, 8}) {
+    Session a(plain, so), b(packed, so);
+    EXPECT_EQ(a.eval_all(tokens, chunk), b.eval_all(tokens, chunk)) << "chunk " << chunk;
+  }
+  {
+    test::ScopedEnv env("FASA_NO_REPACK", "1");
+    auto m = Model::load(path);
+    EXPECT_EQ(m->repacked_matrices(), 0);
+    EXPECT_EQ(m->repack_status(), "off (FASA_NO_REPACK)");
+  }
+  IsaGuard guard;
+  set_active_isa(Isa::Avx2);
+  auto m = Model::load(path);
+  EXPECT_EQ(m->repacked_matrices(), 0);
+  EXPECT_EQ(m->repack_status(), "off (instruction set is not avx512)");
 }
 
 }  // namespace

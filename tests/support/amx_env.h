@@ -4,25 +4,12 @@
 // `FASA_NO_AMX=0 ./fasa_tests` runs the whole suite with AMX. AmxEnv switches it for one scope.
 #pragma once
 
-#include <cstdlib>
-#include <optional>
-#include <string>
+#include "support/scoped_env.h"
 
 namespace fasa::test {
 
-struct AmxEnv {
-  std::optional<std::string> saved;
-  explicit AmxEnv(bool amx_on) {
-    if (const char* v = std::getenv("FASA_NO_AMX")) saved = v;
-    setenv("FASA_NO_AMX", amx_on ? "0" : "1", 1);
-  }
-  ~AmxEnv() {
-    if (saved) {
-      setenv("FASA_NO_AMX", saved->c_str(), 1);
-    } else {
-      unsetenv("FASA_NO_AMX");
-    }
-  }
+struct AmxEnv : ScopedEnv {
+  explicit AmxEnv(bool amx_on) : ScopedEnv("FASA_NO_AMX", amx_on ? "0" : "1") {}
 };
 
 }  // namespace fasa::test

@@ -23,6 +23,9 @@ const DTypeInfo* dtype_info(uint32_t type) {
   static const DTypeInfo kI64{"I64", 1, 8, false};
   static const DTypeInfo kF64{"F64", 1, 8, false};
   static const DTypeInfo kBF16{"BF16", 1, 2, true};
+  // Bytes per block are per row on average: a 16-row group block holds 16 rows' blocks.
+  static const DTypeInfo kQ4_K_R16{"Q4_K_R16", 256, 148, true, true};
+  static const DTypeInfo kQ6_K_R16{"Q6_K_R16", 256, 210, true, true};
   switch (static_cast<DType>(type)) {
     case DType::F32: return &kF32;
     case DType::F16: return &kF16;
@@ -44,6 +47,8 @@ const DTypeInfo* dtype_info(uint32_t type) {
     case DType::I64: return &kI64;
     case DType::F64: return &kF64;
     case DType::BF16: return &kBF16;
+    case DType::Q4_K_R16: return &kQ4_K_R16;
+    case DType::Q6_K_R16: return &kQ6_K_R16;
   }
   return nullptr;
 }

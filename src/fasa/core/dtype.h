@@ -27,13 +27,18 @@ enum class DType : uint32_t {
   I64 = 27,
   F64 = 28,
   BF16 = 30,
+  // Engine-only layouts, made at load from the GGUF type of the same name (kernels/repack.h):
+  // 16 rows interleaved block by block. Never in a file (dtype_info().engine_only).
+  Q4_K_R16 = 0x10000 | 12,
+  Q6_K_R16 = 0x10000 | 14,
 };
 
 struct DTypeInfo {
   std::string_view name;   // "Q4_1"
   int64_t block_elems;     // elements per block (1 for plain types)
   int64_t block_bytes;     // bytes per block
-  bool supported;          // this engine can dequantize it
+  bool supported;          // this engine can compute with it
+  bool engine_only = false;  // a layout made at load, never valid in a GGUF file
 };
 
 // Returns nullptr for a type number this engine does not know at all.

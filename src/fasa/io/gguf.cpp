@@ -293,7 +293,9 @@ std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
     t.n_elements = n_elements;
     const uint32_t type = cur.read<uint32_t>("tensor type");
     const DTypeInfo* info = dtype_info(type);
-    if (info == nullptr) fail("{}: tensor '{}' has unknown tensor type {}", path, t.name, type);
+    if (info == nullptr || info->engine_only) {
+      fail("{}: tensor '{}' has unknown tensor type {}", path, t.name, type);
+    }
     t.type = static_cast<DType>(type);
     if (t.ne[0] % info->block_elems != 0) {
       fail("{}: tensor '{}' row length ne[0] = {} is not a multiple of the {} block size {}",

@@ -18,6 +18,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/parallel.h"
+#include "fasa/kernels/repack.h"
 
 #include "fasa/core/isa_intrin.h"
 #include "fasa/dispatch/isa_api.h"
@@ -171,9 +172,9 @@ void prepare_k(const Q8KActs& a, int pairs, ActsK& out) {
 // Rows o .. o + nr - 1 (nr <= 16) into pk[0 .. nb); rows past nr are zero.
 void unpack_panel_k(DType t, const uint8_t* w, int64_t row_bytes, int nr, int64_t nb,
                     PanelBlockK* pk) {
-  const int bb = block_bytes(t);
   const bool offset = !has_min(t);
   UnpackedBlock k;
+  uint8_t tmp[256];  // a repacked row's block, rebuilt
   for (int64_t b = 0; b < nb; ++b) {
     PanelBlockK& p = pk[b];
     for (int r = 0; r < kTile; ++r) {
@@ -184,7 +185,7 @@ void unpack_panel_k(DType t, const uint8_t* w, int64_t row_bytes, int nr, int64_
         std::memset(p.cpair[r], 0, sizeof p.cpair[r]);
         continue;
       }
-      unpack_block<true>(t, w + r * row_bytes + b * bb, k);
+      unpack_block<true>(t, gguf_block(t, w, row_bytes, r, b, tmp), k);
       p.d[r] = k.d;
       p.dmin[r] = offset ? 0.0f : k.dmin;
       for (int g = 0; g < 16; ++g) {  // v = s u (+ c): |v| <= 4096, int16

@@ -1,6 +1,7 @@
 // K-quant block unpacking shared by the integer K-quant kernels (matmul_q8k.isa.cpp,
 // matmul_amx.isa.cpp). Not a normal header: include it inside an instruction-set region
-// (core/isa_begin.h), in an anonymous namespace, after <cstring>, f16.h and isa_intrin.h; it is
+// (core/isa_begin.h), in an anonymous namespace, after <cstring>, f16.h, kernels/repack.h and
+// isa_intrin.h; it is
 // compiled once per set with the including file.
 //
 // UnpackedBlock: one 256-element block as integers (the weight model of matmul_q8k.h): codes u
@@ -21,11 +22,24 @@ int block_bytes(DType t) {
     case DType::Q4_K: return 144;
     case DType::Q5_K: return 176;
     case DType::Q6_K: return 210;
+    case DType::Q4_K_R16: return 148;  // per row: a group block holds 16 rows (repack.h)
+    case DType::Q6_K_R16: return 210;
     default: return 0;
   }
 }
 
-inline bool has_min(DType t) { return t == DType::Q2_K || t == DType::Q4_K || t == DType::Q5_K; }
+inline bool has_min(DType t) {
+  return t == DType::Q2_K || t == DType::Q4_K || t == DType::Q5_K || t == DType::Q4_K_R16;
+}
+
+// Row `row`'s block b of a matrix of type t (GGUF rows, or a repacked layout rebuilt into tmp:
+// [210] bytes). row_bytes: bytes per row (nb * block_bytes(t)).
+inline const uint8_t* gguf_block(DType t, const uint8_t* w, int64_t row_bytes, int64_t row,
+                                 int64_t b, uint8_t* tmp) {
+  if (!is_repacked(t)) return w + row * row_bytes + b * block_bytes(t);
+  gguf_block_of(t, w, row_bytes / block_bytes(t), row, b, tmp);
+  return tmp;
+}
 
 inline float half_at(const uint8_t* p) {
   uint16_t h;
@@ -261,8 +275,8 @@ void scales_q6_k(const uint8_t* b, UnpackedBlock& k) {  // s = sc (int8), c = -3
 }
 
 template <bool kSimd>
-void unpack_block(DType t, const uint8_t* b, UnpackedBlock& k) {
-  switch (t) {
+void unpack_block(DType t, const uint8_t* b, UnpackedBlock& k) {  // b: a GGUF block
+  switch (gguf_type(t)) {
     case DType::Q2_K:
       codes_q23_k<kSimd, false>(b + 16, nullptr, k.u);
       scales_q2_k<kSimd>(b, k);

@@ -1,14 +1,20 @@
 #include "fasa/model/model.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "fasa/core/error.h"
+#include "fasa/core/isa.h"
 #include "fasa/io/gguf.h"
 #include "fasa/kernels/dequant.h"
+#include "fasa/kernels/repack.h"
 #include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa {
@@ -50,6 +56,50 @@ WeightMatrix row_slice(const WeightMatrix& m, int64_t first, int64_t n) {
 }
 
 }  // namespace
+
+void Model::FreeBytes::operator()(uint8_t* p) const { std::free(p); }
+
+// Every projection matrix of a repackable type and shape gets an interleaved copy; the file's
+// pages it was read from are dropped from this process (the page cache may keep them), so
+// resident memory holds one copy. A tied output matrix is the embedding table: left as it is
+// (embedding rows are read per token from the GGUF layout).
+void Model::repack_matrices() {
+  std::vector<WeightMatrix*> ms;
+  for (LayerWeights& L : weights_.layers) {
+    for (WeightMatrix* p : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      ms.push_back(p);
+    }
+  }
+  if (weights_.output.data != weights_.tok_embd.data) ms.push_back(&weights_.output);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  for (WeightMatrix* w : ms) {
+    if (!repackable(w->type, w->n_out, w->n_in)) continue;
+    const DType rt = repacked_type(w->type);
+    const uint64_t n = static_cast<uint64_t>(w->n_out * w->n_in / 256) *
+                       static_cast<uint64_t>(dtype_info(rt).block_bytes);
+    auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
+    if (dst == nullptr) fail("out of memory repacking a {}-byte matrix (FASA_NO_REPACK=1 skips it)", n);
+    repacked_.emplace_back(dst);
+    repack_rows16(w->type, w->data, w->n_out, w->n_in, dst);
+    // Whole pages inside the source range only: a neighbouring tensor's pages stay.
+    const auto lo = reinterpret_cast<uintptr_t>(w->data);
+    const uintptr_t first = (lo + page - 1) / page * page, last = (lo + w->n_bytes) / page * page;
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    *w = WeightMatrix{rt, dst, w->n_out, w->n_in, n};
+  }
+}
+
+std::string Model::repack_status() const {
+  if (!repack_off_.empty()) return repack_off_;
+  uint64_t bytes = 0;
+  for (const LayerWeights& L : weights_.layers) {
+    for (const WeightMatrix* p : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      if (is_repacked(p->type)) bytes += p->n_bytes;
+    }
+  }
+  if (is_repacked(weights_.output.type)) bytes += weights_.output.n_bytes;
+  return fmt::format("on ({} matrices, {:.1f} MiB)", repacked_.size(), bytes / 1048576.0);
+}
 
 const Tokenizer& Model::require_tokenizer() const {
   if (!tokenizer_) fail("{}: the model file has no tokenizer metadata", file_->path());
@@ -220,6 +270,18 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   if (c.n_windowed_layers() > 0) {
     m->rope_local_ =
         make_rope_table(c.rope_base_local, c.rope_dim, c.rope_scaling, {}, false, false);
+  }
+  // Only the AVX-512 kernels read the interleaved layout faster than the file's (the others
+  // rebuild each block: the same bits, slower).
+  const char* no_repack = std::getenv("FASA_NO_REPACK");
+  if (!opts.repack) {
+    m->repack_off_ = "off (disabled)";
+  } else if (no_repack != nullptr && *no_repack != '\0' && std::string(no_repack) != "0") {
+    m->repack_off_ = "off (FASA_NO_REPACK)";
+  } else if (active_isa() != Isa::Avx512) {
+    m->repack_off_ = "off (instruction set is not avx512)";
+  } else {
+    m->repack_matrices();
   }
   if (opts.load_tokenizer && f.find("tokenizer.ggml.model") != nullptr) {
     m->tokenizer_ = Tokenizer::from_gguf(f);

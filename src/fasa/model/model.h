@@ -57,6 +57,10 @@ struct LoadOptions {
   // Test hook: run a `llama` file with the NEOX pair layout to exercise that RoPE path.
   std::optional<RopeLayout> rope_layout_override;
   bool load_tokenizer = true;  // when the file has tokenizer metadata
+  // Interleave Q4_K / Q6_K projection matrices 16 rows at a time (kernels/repack.h) when the
+  // active instruction set is AVX-512: the same bits, faster decode; the copies replace the
+  // file's pages in memory. FASA_NO_REPACK=1 in the environment turns it off for every load.
+  bool repack = true;
 };
 
 class Model {
@@ -76,6 +80,9 @@ class Model {
   const RopeTable& rope_table(int n_ctx, bool local = false) const;
   // Tensors of the file the loader did not bind (each on the documented ignore list).
   const std::vector<std::string>& ignored_tensors() const { return ignored_; }
+  // Matrices repacked at load: their count, and "on (N matrices, X MiB)" or "off (why)".
+  int repacked_matrices() const { return static_cast<int>(repacked_.size()); }
+  std::string repack_status() const;
 
  private:
   Model() = default;
@@ -85,6 +92,12 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<std::vector<float>> owned_;  // norm vectors stored in a non-f32 type, converted
   std::vector<std::string> ignored_;
+  struct FreeBytes {
+    void operator()(uint8_t* p) const;
+  };
+  std::vector<std::unique_ptr<uint8_t, FreeBytes>> repacked_;  // repacked matrices' bytes
+  std::string repack_off_;  // why matrices were not repacked ("" when they were)
+  void repack_matrices();
   RopeTable rope_short_;  // global layers; the only table unless the file has LongRoPE factors
   RopeTable rope_long_;   // global layers of a run past the original context (LongRoPE)
   RopeTable rope_local_;  // sliding-window layers

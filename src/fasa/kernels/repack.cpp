@@ -1,0 +1,146 @@
+#include "fasa/kernels/repack.h"
+
+#include <cstring>
+#include <type_traits>
+
+#include "fasa/core/error.h"
+#include "fasa/core/parallel.h"
+
+namespace fasa {
+
+namespace {
+
+constexpr int64_t kQ4KBytes = 144, kQ6KBytes = 210;  // GGUF blocks
+constexpr int64_t kQ4KR16Bytes = 148;                 // per row of a Q4_K_R16 group block
+constexpr int kR = kRepackRows;
+// Byte offsets of the parts of a group block (repack.h).
+constexpr int kQ4Sc = 2048, kQ4Mn = kQ4Sc + 8 * kR, kQ4D = kQ4Mn + 8 * kR, kQ4Dmin = kQ4D + 2 * kR;
+constexpr int kQ6Qh = 2048, kQ6Sc = kQ6Qh + 1024, kQ6D = kQ6Sc + 16 * kR;
+static_assert(kQ4Dmin + 2 * kR == kR * kQ4KR16Bytes && kQ6D + 2 * kR == kR * kQ6KBytes);
+
+// Q4_K's 12 scale bytes <-> 8 scales and 8 mins of 6 bits (sub-block j < 4: low 6 bits of
+// p[j] and p[j + 4]; j >= 4: low nibble from p[j + 4], top 2 bits from p[j - 4] and p[j]).
+void decode_q4k_scales(const uint8_t* p, uint8_t* sc, uint8_t* mn) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = p[j] & 63;
+    mn[j] = p[j + 4] & 63;
+    sc[j + 4] = static_cast<uint8_t>((p[j + 8] & 15) | ((p[j] >> 6) << 4));
+    mn[j + 4] = static_cast<uint8_t>((p[j + 8] >> 4) | ((p[j + 4] >> 6) << 4));
+  }
+}
+void encode_q4k_scales(const uint8_t* sc, const uint8_t* mn, uint8_t* p) {
+  for (int j = 0; j < 4; ++j) {
+    p[j] = static_cast<uint8_t>((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
+    p[j + 4] = static_cast<uint8_t>((mn[j] & 63) | ((mn[j + 4] >> 4) << 6));
+    p[j + 8] = static_cast<uint8_t>((sc[j + 4] & 15) | ((mn[j + 4] & 15) << 4));
+  }
+}
+
+// Row r's GGUF block `blk` into group block `g` (kIn), or back out of it.
+template <bool kIn>
+using GroupPtr = std::conditional_t<kIn, uint8_t*, const uint8_t*>;
+template <bool kIn>
+using BlockPtr = std::conditional_t<kIn, const uint8_t*, uint8_t*>;
+
+template <bool kIn>
+void move_q4k(GroupPtr<kIn> g, int r, BlockPtr<kIn> blk) {
+  auto mv = [](auto* in_g, auto* in_blk, int n) {  // one piece, in the direction of kIn
+    if constexpr (kIn) {
+      std::memcpy(in_g, in_blk, n);
+    } else {
+      std::memcpy(in_blk, in_g, n);
+    }
+  };
+  for (int lp = 0; lp < 8; ++lp) {
+    for (int c = 0; c < 4; ++c) mv(g + ((lp * 4 + c) * kR + r) * 4, blk + 16 + 32 * c + 4 * lp, 4);
+  }
+  uint8_t sc[8], mn[8];
+  if constexpr (kIn) decode_q4k_scales(blk + 4, sc, mn);
+  uint8_t* sc_p = sc;
+  uint8_t* mn_p = mn;
+  for (int j = 0; j < 8; ++j) {
+    mv(g + kQ4Sc + j * kR + r, sc_p + j, 1);
+    mv(g + kQ4Mn + j * kR + r, mn_p + j, 1);
+  }
+  if constexpr (!kIn) encode_q4k_scales(sc, mn, blk + 4);
+  mv(g + kQ4D + 2 * r, blk, 2);
+  mv(g + kQ4Dmin + 2 * r, blk + 2, 2);
+}
+
+template <bool kIn>
+void move_q6k(GroupPtr<kIn> g, int r, BlockPtr<kIn> blk) {
+  auto mv = [](auto* in_g, auto* in_blk, int n) {  // one piece, in the direction of kIn
+    if constexpr (kIn) {
+      std::memcpy(in_g, in_blk, n);
+    } else {
+      std::memcpy(in_blk, in_g, n);
+    }
+  };
+  for (int h = 0; h < 2; ++h) {
+    for (int l = 0; l < 16; ++l) mv(g + ((h * 16 + l) * kR + r) * 4, blk + 64 * h + 4 * l, 4);
+    for (int l8 = 0; l8 < 8; ++l8) {
+      mv(g + kQ6Qh + ((h * 8 + l8) * kR + r) * 4, blk + 128 + 32 * h + 4 * l8, 4);
+    }
+  }
+  for (int s = 0; s < 16; ++s) mv(g + kQ6Sc + s * kR + r, blk + 192 + s, 1);
+  mv(g + kQ6D + 2 * r, blk + 208, 2);
+}
+
+}  // namespace
+
+bool is_repacked(DType t) { return t == DType::Q4_K_R16 || t == DType::Q6_K_R16; }
+
+bool repackable(DType t, int64_t n_out, int64_t n_in) {
+  return (t == DType::Q4_K || t == DType::Q6_K) && n_out > 0 && n_out % kR == 0 && n_in > 0 &&
+         n_in % 256 == 0;
+}
+
+DType repacked_type(DType t) {
+  FASA_CHECK(t == DType::Q4_K || t == DType::Q6_K);
+  return t == DType::Q4_K ? DType::Q4_K_R16 : DType::Q6_K_R16;
+}
+
+DType gguf_type(DType t) {
+  return t == DType::Q4_K_R16 ? DType::Q4_K : t == DType::Q6_K_R16 ? DType::Q6_K : t;
+}
+
+int64_t group_block_bytes(DType t) {
+  FASA_CHECK(is_repacked(t));
+  return t == DType::Q4_K_R16 ? kR * kQ4KR16Bytes : kR * kQ6KBytes;
+}
+
+void repack_rows16(DType t, const void* src, int64_t n_out, int64_t n_in, void* dst) {
+  FASA_CHECK(repackable(t, n_out, n_in));
+  const int64_t nb = n_in / 256;
+  const int64_t bb = t == DType::Q4_K ? kQ4KBytes : kQ6KBytes;
+  const int64_t gb = group_block_bytes(repacked_type(t));
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  parallel_for(n_out / kR, [&](int64_t grp) {
+    uint8_t blk[kQ6KBytes];
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* g = d + (grp * nb + b) * gb;
+      for (int r = 0; r < kR; ++r) {
+        std::memcpy(blk, s + ((grp * kR + r) * nb + b) * bb, bb);
+        if (t == DType::Q4_K) {
+          move_q4k<true>(g, r, blk);
+        } else {
+          move_q6k<true>(g, r, blk);
+        }
+      }
+    }
+  });
+}
+
+void gguf_block_of(DType t, const void* w, int64_t nb, int64_t row, int64_t b, uint8_t* blk) {
+  FASA_DCHECK(is_repacked(t));
+  const uint8_t* g =
+      static_cast<const uint8_t*>(w) + ((row / kR) * nb + b) * group_block_bytes(t);
+  if (t == DType::Q4_K_R16) {
+    move_q4k<false>(g, static_cast<int>(row % kR), blk);
+  } else {
+    move_q6k<false>(g, static_cast<int>(row % kR), blk);
+  }
+}
+
+}  // namespace fasa

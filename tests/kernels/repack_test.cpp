@@ -1,0 +1,159 @@
+// Repacked K-quant layouts (kernels/repack.h): every block rebuilt byte for byte, and a
+// repacked matrix giving the same bits as its GGUF rows on every path (16-row kernels, the
+// unpacked path at more tokens, portable, every instruction set, AMX tiles).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fasa/core/amx.h"
+#include "fasa/core/dtype.h"
+#include "fasa/core/f16.h"
+#include "fasa/core/isa.h"
+#include "fasa/core/parallel.h"
+#include "fasa/kernels/matmul.h"
+#include "fasa/kernels/matmul_amx.h"
+#include "fasa/kernels/matmul_q8k.h"
+#include "fasa/kernels/repack.h"
+#include "support/amx_env.h"
+#include "support/isa_guard.h"
+
+namespace fasa {
+namespace {
+
+// Random bytes with small finite fp16 d (and dmin): [n_out, n_in] of Q4_K or Q6_K.
+std::vector<uint8_t> random_rows(DType t, int64_t n_out, int64_t n_in, std::mt19937& rng) {
+  const int64_t bb = dtype_info(t).block_bytes, n_blocks = n_out * n_in / 256;
+  std::vector<uint8_t> w(static_cast<size_t>(n_blocks * bb));
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t* blk = w.data() + b * bb;
+    for (int off : t == DType::Q4_K ? std::vector<int>{0, 2} : std::vector<int>{208}) {
+      const uint16_t h = fp32_to_fp16(scale(rng));
+      std::memcpy(blk + off, &h, 2);
+    }
+  }
+  return w;
+}
+
+std::vector<uint8_t> repacked(DType t, const std::vector<uint8_t>& w, int64_t n_out, int64_t n_in) {
+  std::vector<uint8_t> r(static_cast<size_t>(n_out * n_in / 256 *
+                                             dtype_info(repacked_type(t)).block_bytes));
+  repack_rows16(t, w.data(), n_out, n_in, r.data());
+  return r;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), 4 * a.size()) == 0;
+}
+
+TEST(Repack, Types) {
+  EXPECT_TRUE(repackable(DType::Q4_K, 32, 512));
+  EXPECT_TRUE(repackable(DType::Q6_K, 16, 256));
+  EXPECT_FALSE(repackable(DType::Q4_K, 24, 512));  // not whole groups of 16 rows
+  EXPECT_FALSE(repackable(DType::Q5_K, 32, 512));
+  EXPECT_FALSE(repackable(DType::Q8_0, 32, 512));
+  EXPECT_EQ(repacked_type(DType::Q4_K), DType::Q4_K_R16);
+  EXPECT_EQ(gguf_type(DType::Q6_K_R16), DType::Q6_K);
+  EXPECT_EQ(gguf_type(DType::Q8_0), DType::Q8_0);
+  for (DType t : {DType::Q4_K, DType::Q6_K}) {
+    const DTypeInfo& a = dtype_info(t);
+    const DTypeInfo& b = dtype_info(repacked_type(t));
+    EXPECT_TRUE(b.engine_only);
+    EXPECT_FALSE(a.engine_only);
+    EXPECT_EQ(group_block_bytes(repacked_type(t)), 16 * b.block_bytes) << a.name;
+    EXPECT_TRUE(has_q8k_path(repacked_type(t)));
+  }
+}
+
+// Every row's every block comes back byte for byte (the Q4_K scales are decoded in the layout and
+// encoded again: all 96 bits of the 12 scale bytes are used, so that is a bijection).
+TEST(Repack, BlocksRebuildExactly) {
+  std::mt19937 rng(7);
+  for (DType t : {DType::Q4_K, DType::Q6_K}) {
+    const int64_t n_out = 48, n_in = 768, nb = 3, bb = dtype_info(t).block_bytes;
+    const std::vector<uint8_t> w = random_rows(t, n_out, n_in, rng);
+    const std::vector<uint8_t> r = repacked(t, w, n_out, n_in);
+    EXPECT_NE(w, r);
+    int bad = 0;
+    for (int64_t row = 0; row < n_out; ++row) {
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t blk[256];
+        gguf_block_of(repacked_type(t), r.data(), nb, row, b, blk);
+        bad += std::memcmp(blk, w.data() + (row * nb + b) * bb, bb) != 0;
+      }
+    }
+    EXPECT_EQ(bad, 0) << dtype_name(t);
+  }
+}
+
+// The same bits as the GGUF rows: 1-3 tokens (16-row kernels where AVX-512 has them), more
+// tokens (blocks rebuilt and unpacked), portable, every instruction set, any thread count.
+TEST(Repack, MatmulSameBitsAsGgufRows) {
+  std::mt19937 rng(11);
+  IsaGuard guard;
+  for (DType t : {DType::Q4_K, DType::Q6_K}) {
+    for (int64_t n_tok : {1, 2, 3, 5, 17}) {
+      const int64_t n_out = 48, n_in = 1024;
+      const std::vector<uint8_t> w = random_rows(t, n_out, n_in, rng);
+      const std::vector<uint8_t> r = repacked(t, w, n_out, n_in);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      std::vector<float> x(static_cast<size_t>(n_tok * n_in));
+      for (auto& v : x) v = nd(rng);
+      Q8KActs a;
+      quantize_acts_q8k(x.data(), n_tok, n_in, a);
+      std::vector<float> want(static_cast<size_t>(n_tok * n_out), NAN);
+      detail::matmul_q8k_portable(t, w.data(), n_out, n_in, a, want.data());
+      const std::string what =
+          std::string(dtype_name(t)) + " n_tok=" + std::to_string(n_tok);
+      for (const Isa isa : available_isas()) {
+        set_active_isa(isa);
+        for (int threads : {1, 2}) {
+          const int saved = num_threads();
+          set_num_threads(threads);
+          std::vector<float> y(want.size(), NAN), y_port(want.size(), NAN), y_mm(want.size(), NAN);
+          matmul_q8k(repacked_type(t), r.data(), n_out, n_in, a, y.data());
+          detail::matmul_q8k_portable(repacked_type(t), r.data(), n_out, n_in, a, y_port.data());
+          matmul(repacked_type(t), r.data(), n_out, n_in, x.data(), n_tok, y_mm.data(),
+                 MatmulTiles::kPerToken);
+          set_num_threads(saved);
+          const std::string at = what + " " + std::string(isa_name(isa)) + " threads=" +
+                                 std::to_string(threads);
+          EXPECT_TRUE(same_bits(want, y)) << at;
+          EXPECT_TRUE(same_bits(want, y_port)) << at << " portable";
+          EXPECT_TRUE(same_bits(want, y_mm)) << at << " matmul";
+        }
+      }
+    }
+  }
+}
+
+// AMX tiles unpack repacked blocks to the same integers: the same bits as on the GGUF rows.
+TEST(Repack, AmxSameBitsAsGgufRows) {
+  if (!amx_supported()) GTEST_SKIP() << "no AMX here: " << amx_status();
+  test::AmxEnv amx(true);
+  IsaGuard guard;
+  set_active_isa(Isa::Avx512);
+  std::mt19937 rng(13);
+  for (DType t : {DType::Q4_K, DType::Q6_K}) {
+    const int64_t n_out = 32, n_in = 512, n_tok = 20;
+    const std::vector<uint8_t> w = random_rows(t, n_out, n_in, rng);
+    const std::vector<uint8_t> r = repacked(t, w, n_out, n_in);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n_tok * n_in));
+    for (auto& v : x) v = nd(rng);
+    Q8KActs a;
+    quantize_acts_q8k(x.data(), n_tok, n_in, a);
+    std::vector<float> want(static_cast<size_t>(n_tok * n_out), NAN), y(want.size(), NAN);
+    ASSERT_TRUE(matmul_q8k_amx(t, w.data(), n_out, n_in, a, want.data()));
+    ASSERT_TRUE(matmul_q8k_amx(repacked_type(t), r.data(), n_out, n_in, a, y.data()));
+    EXPECT_TRUE(same_bits(want, y)) << dtype_name(t);
+  }
+}
+
+}  // namespace
+}  // namespace fasa
