@@ -17,9 +17,14 @@ run() {  # name, then bench arguments
     done
   done
 }
+PARTS=${PARTS:-"small 8b"}
 uptime >> "$OUT/uptime.txt"
-run smollm2 -m smollm2-135m -p 0 -n 64 -r 3
-run gemma3 -m gemma3-270m -p 0 -n 64 -r 3
-uptime >> "$OUT/uptime.txt"
-run llama8b_shaped -m "$SHAPED" -p 0 -n 16 -r 2
-uptime >> "$OUT/uptime.txt"
+case " $PARTS " in *" small "*)
+  run smollm2 -m smollm2-135m -p 0 -n 64 -r 3
+  run gemma3 -m gemma3-270m -p 0 -n 64 -r 3
+  uptime >> "$OUT/uptime.txt";;
+esac
+case " $PARTS " in *" 8b "*)
+  run llama8b_shaped -m "$SHAPED" -p 0 -n 16 -r 2
+  uptime >> "$OUT/uptime.txt";;
+esac
