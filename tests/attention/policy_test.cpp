@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <set>
 
+#include "fasa/attention/attend.h"
 #include "fasa/attention/attention.h"
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policy.h"
@@ -966,6 +968,77 @@ std::vector<float> decode_through_driver(const Fixture& f, AttentionPolicy& p, i
   step.out = out.data();
   attention_forward(step, f.cache, p, nullptr);
   return out;
+}
+
+// Records the probabilities the driver hands a policy that learns from them (H2O, SnapKV), for a
+// selection of every slot or of the even slots.
+class ProbsSpy final : public AttentionPolicy {
+ public:
+  explicit ProbsSpy(bool even) : even_(even) {}
+  std::string_view name() const override { return "probs-spy"; }
+  bool wants_probs() const override { return true; }
+  void select(const AttnQuery& q, Selection& out) override {
+    if (!even_) {
+      out.set_all();
+      return;
+    }
+    out.all = false;
+    out.per_head = false;
+    out.slots.clear();
+    for (int s = 0; s < q.n_visible; s += 2) out.slots.push_back(s);
+  }
+  void on_probs(int, int head, const Selection&, const float* probs, int n) override {
+    got[head].assign(probs, probs + n);
+  }
+  std::map<int, std::vector<float>> got;  // head -> its probabilities
+
+ private:
+  bool even_;
+};
+
+// Decode attention and the probabilities for H2O / SnapKV share one parallel region: outputs
+// and probabilities equal attend_probs' on the caller, whatever the thread count (several chunk
+// jobs per head, so the region's cost-balanced ranges split the items).
+TEST(AttentionDriver, ProbsAndOutputsDoNotDependOnThreads) {
+  const int n = 700;  // 6 chunks of 128 keys
+  Fixture f(n, 23);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kShape.head_dim));
+  for (const bool even : {false, true}) {
+    ProbsSpy ref_sel(even);
+    std::map<int, std::vector<float>> want;  // [layer * n_heads + head] -> probabilities
+    std::vector<std::vector<float>> want_out(kShape.n_layers);
+    set_num_threads(1);
+    for (int l = 0; l < kShape.n_layers; ++l) {
+      std::vector<Selection> sel(kShape.n_kv_heads);
+      for (int g = 0; g < kShape.n_kv_heads; ++g) ref_sel.select(f.query(l, g), sel[g]);
+      for (int h = 0; h < kShape.n_heads; ++h) {
+        const Selection& se = sel[h / kShape.n_group()];
+        const KvRows rows{f.cache.k_rows(l, h / kShape.n_group()),
+                          f.cache.v_rows(l, h / kShape.n_group()), f.cache.type(),
+                          kShape.head_dim};
+        const int m = se.all ? n : static_cast<int>(se.slots.size());
+        std::vector<float>& p = want[l * kShape.n_heads + h];
+        p.resize(m);
+        attend_probs(f.q.data() + h * kShape.head_dim, rows, se.all ? nullptr : se.slots.data(),
+                     m, scale, p.data());
+      }
+    }
+    for (const int nt : {2, 3, 1}) {
+      set_num_threads(nt);
+      for (int l = 0; l < kShape.n_layers; ++l) {
+        ProbsSpy spy(even);
+        const std::vector<float> out = decode_through_driver(f, spy, l);
+        if (want_out[l].empty()) want_out[l] = out;
+        EXPECT_EQ(out, want_out[l]) << "layer " << l << ", " << nt << " threads";
+        ASSERT_EQ(spy.got.size(), static_cast<size_t>(kShape.n_heads));
+        for (int h = 0; h < kShape.n_heads; ++h) {
+          EXPECT_EQ(spy.got[h], want[l * kShape.n_heads + h])
+              << "layer " << l << " head " << h << ", " << nt << " threads, even=" << even;
+        }
+      }
+    }
+    set_num_threads(0);
+  }
 }
 
 // SparQ against the paper's formula computed here in double: per query head the r largest |q_c|,

@@ -225,6 +225,31 @@ TEST(ForwardTest, ThreadCountDoesNotChangeLogits) {
   EXPECT_EQ(one, two);
 }
 
+// Issue 21: a decode step opens at most 5 parallel regions per layer (fused q/k/v, attention,
+// output projection, fused gate/up, down) and one for the logits; the full policy's selection
+// none. Every matrix here is above matmul's one-thread threshold (65536 multiply-adds), so
+// separate q/k/v and gate/up calls would open 3 and 2.
+TEST(ForwardTest, DecodeOpensFewParallelRegions) {
+  test::TinySpec spec = spec_with(DType::Q4_K, 4, 2);
+  spec.d_model = 256;
+  spec.d_ff = 512;
+  spec.wtype_mixed = DType::Q6_K;  // attn_v and ffn_down: mixed types in one fused call
+  const std::string path = tiny_path("tiny_regions.gguf");
+  test::write_tiny_model(path, spec);
+  auto model = Model::load(path);
+  SessionOptions so;
+  so.n_ctx = 64;
+  set_num_threads(2);
+  Session s(model, so);
+  s.prefill(random_tokens(9, spec.n_vocab, 4));
+  const ParallelStats before = parallel_stats();
+  s.decode(7);
+  const uint64_t regions = (parallel_stats() - before).dispatches;
+  set_num_threads(0);
+  EXPECT_LE(regions, 5u * spec.n_layers + 1u);
+  EXPECT_GT(regions, 0u);
+}
+
 TEST(ForwardTest, ConcurrentSessionsShareWeights) {
   const std::string path = tiny_path("tiny_concurrent.gguf");
   test::write_tiny_model(path, spec_with(DType::Q4_1, 4, 2));

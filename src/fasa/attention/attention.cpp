@@ -62,6 +62,7 @@ struct DecodeScratch {
   std::vector<float> parts;           // [jobs, n_q, state]
   std::vector<float> total;           // [state]
   std::vector<float> probs;           // [n_heads, n_visible] for policies that learn from them
+  std::vector<int64_t> bounds;        // [ranges + 1] item ranges of the jobs + probs region
 };
 
 void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
@@ -150,7 +151,19 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
     }
   }
   if (x.parts.size() < off) x.parts.resize(off);
-  parallel_for(static_cast<int64_t>(x.jobs.size()), [&](int64_t j) {
+  // A policy that learns from probabilities (H2O, SnapKV) gets them from the same region: they
+  // read only the selection, not the chunk states. Items: the chunk jobs, then one per head.
+  const bool probs = policy.wants_probs();
+  if (probs) x.probs.resize(static_cast<size_t>(sh.n_heads) * n_visible);  // [n_heads, n_visible]
+  const int64_t n_jobs = static_cast<int64_t>(x.jobs.size());
+  const int64_t n_items = n_jobs + (probs ? sh.n_heads : 0);
+  auto item = [&](int64_t j) {
+    if (j >= n_jobs) {
+      const int h = static_cast<int>(j - n_jobs);
+      attend_probs(s.q + static_cast<size_t>(h) * hd, x.rows[h], x.lists[h], x.n_keys[h], scale,
+                   x.probs.data() + static_cast<size_t>(h) * n_visible);
+      return;
+    }
     const DecodeJob& job = x.jobs[j];
     thread_local std::vector<const float*> qs;
     thread_local std::vector<int> n_keys;
@@ -161,7 +174,35 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
     const int begin = job.chunk * kAttnChunk;
     attend_partial(qs.data(), job.n_q, n_keys.data(), x.rows[job.head0], x.lists[job.head0], begin,
                    std::min(n, begin + kAttnChunk), scale, x.parts.data() + job.part_off);
-  });
+  };
+  if (!probs) {
+    parallel_for(n_items, item);
+  } else {
+    // A head's probabilities cost about a whole key list, a chunk job one chunk per query:
+    // contiguous ranges of about equal cost (key rows read x queries), fixed by the thread count.
+    x.bounds.assign(1, 0);
+    {
+      auto cost = [&](int64_t j) -> int64_t {
+        if (j >= n_jobs) return x.n_keys[j - n_jobs];
+        const DecodeJob& job = x.jobs[j];
+        return int64_t{job.n_q} *
+               std::min(kAttnChunk, x.n_keys[job.head0] - job.chunk * kAttnChunk);
+      };
+      int64_t total = 0;
+      for (int64_t j = 0; j < n_items; ++j) total += cost(j);
+      const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads(), n_items));
+      int64_t acc = 0;
+      for (int64_t j = 0; j < n_items; ++j) {
+        acc += cost(j);
+        const int64_t w = static_cast<int64_t>(x.bounds.size());  // the range being filled
+        if (w < nt && acc * nt >= total * w && j + 1 < n_items) x.bounds.push_back(j + 1);
+      }
+      x.bounds.push_back(n_items);
+    }
+    parallel_for(static_cast<int64_t>(x.bounds.size()) - 1, [&](int64_t r) {
+      for (int64_t j = x.bounds[r]; j < x.bounds[r + 1]; ++j) item(j);
+    });
+  }
   x.total.resize(ss);
   for (int h = 0; h < sh.n_heads; ++h) {
     attn_state_clear(x.total.data(), hd);
@@ -169,12 +210,7 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
     attn_state_finish(x.total.data(), hd, s.out + static_cast<size_t>(h) * hd);
     mix_value(x.sel[h / n_group], h % n_group, hd, s.out + static_cast<size_t>(h) * hd);
   }
-  if (policy.wants_probs()) {  // [n_heads, n_visible]
-    x.probs.resize(static_cast<size_t>(sh.n_heads) * n_visible);
-    parallel_for(sh.n_heads, [&](int64_t h) {
-      attend_probs(s.q + h * hd, x.rows[h], x.lists[h], x.n_keys[h], scale,
-                   x.probs.data() + h * n_visible);
-    });
+  if (probs) {
     for (int h = 0; h < sh.n_heads; ++h) {
       policy.on_probs(s.layer, h, x.sel[h / n_group], x.probs.data() + static_cast<size_t>(h) * n_visible,
                       x.n_keys[h]);

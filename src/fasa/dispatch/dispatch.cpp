@@ -29,6 +29,11 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
   FASA_DISPATCH(matmul(type, w, n_out, n_in, x, n_tok, y, tiles))
 }
 
+void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* x, int64_t n_tok,
+                  MatmulTiles tiles) {
+  FASA_DISPATCH(matmul_multi(jobs, n_jobs, n_in, x, n_tok, tiles))
+}
+
 bool has_q8_path(DType type) {
   FASA_DISPATCH(has_q8_path(type))
 }
@@ -39,6 +44,11 @@ void quantize_acts_q8(const float* x, int64_t n_tok, int64_t n_in, Q8Acts& out) 
 
 void matmul_q8(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y) {
   FASA_DISPATCH(matmul_q8(type, w, n_out, n_in, a, y))
+}
+
+void matmul_q8_rows(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
+                    int64_t o0, int64_t o1, float* y) {
+  FASA_DISPATCH(matmul_q8_rows(type, w, n_out, n_in, a, o0, o1, y))
 }
 
 bool has_q8k_path(DType type) {

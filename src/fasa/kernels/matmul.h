@@ -39,6 +39,23 @@ enum class MatmulTiles { kAny, kPerToken };
 void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
             float* y, MatmulTiles tiles = MatmulTiles::kAny);
 
+// One matrix of a fused call (matmul_multi): y = W x for the call's shared x.
+struct MatmulJob {
+  DType type = DType::F32;
+  const void* w = nullptr;  // [n_out, n_in] rows of `type`
+  int64_t n_out = 0;
+  float* y = nullptr;       // [n_tok, n_out]; must not overlap another job's y, any w or x
+};
+
+// The jobs' products with one shared input x: [n_tok, n_in] (q/k/v of a layer, gate/up). Each
+// job's y has exactly the bits matmul(job.type, job.w, job.n_out, n_in, x, n_tok, job.y, tiles)
+// gives (the per-row arithmetic is the same), but the quantized activations are made once per
+// kind (q8 / q8_K) and the quantized jobs' row groups share ONE parallel region: a static
+// partition over the jobs' concatenated groups of 4 rows, so which worker computes a row never
+// changes a bit. Float types, and batches that may take the AMX tiles, run as separate calls.
+void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* x,
+                  int64_t n_tok, MatmulTiles tiles = MatmulTiles::kAny);
+
 namespace ref {
 // Plain reference, double accumulation, for tests only: ref::dequantize_row per weight row times
 // the f32 activations; for the q8-path types, block codes straight from the layouts times the

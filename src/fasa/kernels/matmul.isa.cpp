@@ -293,6 +293,82 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
 #endif
 }
 
+// Fused calls (matmul.h): the quantized jobs' row groups of kRows, concatenated in job order, are
+// split statically over the workers of one region. A worker's piece of a job is rows [o0, o1):
+// q8 types compute them in place (matmul_q8_rows); the K-quants call matmul_q8k on the row slice
+// (inside a region it runs on the caller) and, for several tokens, scatter its [n_tok, o1 - o0]
+// result into y's rows.
+void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* x, int64_t n_tok,
+                  MatmulTiles tiles) {
+  if (n_tok <= 0 || n_jobs <= 0) return;
+  const bool batched_tiles = tiles == MatmulTiles::kAny && n_tok >= kAmxMinTokens && amx_active();
+  thread_local std::vector<int64_t> group0;  // [n_fused + 1] first concatenated group per job
+  thread_local std::vector<const MatmulJob*> fused;
+  group0.assign(1, 0);
+  fused.clear();
+  bool any_q8 = false, any_q8k = false;
+  int64_t macs = 0;
+  for (int j = 0; j < n_jobs; ++j) {
+    const MatmulJob& job = jobs[j];
+    const bool q8 = FASA_ISA_NS::has_q8_path(job.type);
+    const bool q8k = FASA_ISA_NS::has_q8k_path(job.type);
+    if (job.n_out <= 0 || batched_tiles || !(q8 || q8k)) continue;  // separate calls below
+    any_q8 |= q8;
+    any_q8k |= q8k;
+    fused.push_back(&job);
+    group0.push_back(group0.back() + (job.n_out + kRows - 1) / kRows);
+    macs += job.n_out * n_in * n_tok;
+  }
+  if (!fused.empty()) {
+    thread_local Q8Acts acts8;
+    thread_local Q8KActs acts8k;
+    if (any_q8) FASA_ISA_NS::quantize_acts_q8(x, n_tok, n_in, acts8);
+    if (any_q8k) FASA_ISA_NS::quantize_acts_q8k(x, n_tok, n_in, acts8k);
+    const Q8Acts& a8 = acts8;  // the caller's: workers reach them through these references
+    const Q8KActs& a8k = acts8k;
+    const std::vector<int64_t>& g0 = group0;
+    const std::vector<const MatmulJob*>& fj = fused;
+    auto work = [&](int64_t g_begin, int64_t g_end, int /*worker*/) {
+      for (size_t j = 0; j < fj.size(); ++j) {
+        const int64_t lo = std::max(g_begin, g0[j]), hi = std::min(g_end, g0[j + 1]);
+        if (lo >= hi) continue;
+        const MatmulJob& job = *fj[j];
+        const int64_t o0 = (lo - g0[j]) * kRows, o1 = std::min((hi - g0[j]) * kRows, job.n_out);
+        if (FASA_ISA_NS::has_q8_path(job.type)) {
+          FASA_ISA_NS::matmul_q8_rows(job.type, job.w, job.n_out, n_in, a8, o0, o1, job.y);
+          continue;
+        }
+        const DTypeInfo& info = dtype_info(job.type);
+        const auto* rows = static_cast<const uint8_t*>(job.w) +
+                           o0 * (n_in / info.block_elems * info.block_bytes);
+        const int64_t n = o1 - o0;
+        if (n_tok == 1) {
+          FASA_ISA_NS::matmul_q8k(job.type, rows, n, n_in, a8k, job.y + o0);
+          continue;
+        }
+        thread_local std::vector<float> part;  // [n_tok, n]
+        part.resize(static_cast<size_t>(n_tok * n));
+        FASA_ISA_NS::matmul_q8k(job.type, rows, n, n_in, a8k, part.data());
+        for (int64_t t = 0; t < n_tok; ++t) {
+          std::copy(part.data() + t * n, part.data() + (t + 1) * n, job.y + t * job.n_out + o0);
+        }
+      }
+    };
+    if (macs < kMinParallelMacs) {
+      work(0, g0.back(), 0);
+    } else {
+      parallel_ranges(g0.back(), work);
+    }
+  }
+  for (int j = 0; j < n_jobs; ++j) {
+    const MatmulJob& job = jobs[j];
+    const bool quant = FASA_ISA_NS::has_q8_path(job.type) || FASA_ISA_NS::has_q8k_path(job.type);
+    if (job.n_out > 0 && (batched_tiles || !quant)) {
+      FASA_ISA_NS::matmul(job.type, job.w, job.n_out, n_in, x, n_tok, job.y, tiles);
+    }
+  }
+}
+
 }  // namespace fasa::FASA_ISA_NS
 
 #include "fasa/core/isa_end.h"

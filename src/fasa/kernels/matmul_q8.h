@@ -39,6 +39,11 @@ void quantize_acts_q8(const float* x, int64_t n_tok, int64_t n_in, Q8Acts& out);
 // y: [n_tok, n_out] (see above). Threads: parallel over output rows.
 void matmul_q8(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y);
 
+// Rows [o0, o1) of matmul_q8's y: [n_tok, n_out], computed on the calling thread (no parallel
+// region): the same bits as matmul_q8 gives them. For fused calls (matmul_multi).
+void matmul_q8_rows(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
+                    int64_t o0, int64_t o1, float* y);
+
 namespace detail {
 void matmul_q8_portable(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
                         float* y);

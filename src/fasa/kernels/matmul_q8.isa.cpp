@@ -368,6 +368,19 @@ void matmul_q8(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8A
 #endif
 }
 
+void matmul_q8_rows(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
+                    int64_t o0, int64_t o1, float* y) {
+  if (o0 >= o1 || a.n_tok <= 0) return;
+  FASA_DCHECK(layout_of(type).bytes > 0 && n_in % 32 == 0 && a.n_in == n_in && 0 <= o0 &&
+              o1 <= n_out);
+  const int64_t row_bytes = n_in / 32 * layout_of(type).bytes;
+#if FASA_AVX2
+  rows_simd_any(type, static_cast<const uint8_t*>(w), row_bytes, o0, o1, a, y, n_out);
+#else
+  rows_portable(type, static_cast<const uint8_t*>(w), row_bytes, o0, o1, a, y, n_out);
+#endif
+}
+
 }  // namespace fasa::FASA_ISA_NS
 
 #include "fasa/core/isa_end.h"

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <iterator>
+#include <utility>
 
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
@@ -43,6 +46,23 @@ void matmul_w(const WeightMatrix& w, const float* x, const std::vector<RowRun>& 
   for (const RowRun& r : runs) {
     matmul(w.type, w.data, w.n_out, w.n_in, x + static_cast<size_t>(r.row0) * w.n_in, r.n,
            y + static_cast<size_t>(r.row0) * w.n_out, r.tiles);
+  }
+}
+
+// Matrices that read the same x (q/k/v, gate/up): one fused call per row run (matmul_multi:
+// the activations quantized once, one parallel region; the same bits as matmul_w on each).
+void matmul_shared_x(std::initializer_list<std::pair<const WeightMatrix*, float*>> mats,
+                     const float* x, const std::vector<RowRun>& runs) {
+  MatmulJob jobs[3];  // the most a layer shares: q, k, v
+  FASA_CHECK(mats.size() <= std::size(jobs));
+  const int64_t n_in = mats.begin()->first->n_in;
+  for (const RowRun& r : runs) {
+    int n = 0;
+    for (const auto& [w, y] : mats) {
+      FASA_DCHECK(w->n_in == n_in);
+      jobs[n++] = {w->type, w->data, w->n_out, y + static_cast<size_t>(r.row0) * w->n_out};
+    }
+    matmul_multi(jobs, n, n_in, x + static_cast<size_t>(r.row0) * n_in, r.n, r.tiles);
   }
 }
 
@@ -156,9 +176,9 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
     for (int t = 0; t < n_rows; ++t) {
       rmsnorm(s.x.data() + t * d, L.attn_norm, c.rms_eps, d, s.xn.data() + t * d);
     }
-    matmul_w(L.wq, s.xn.data(), runs, s.q.data());  // [n_rows, n_heads * head_dim]
-    matmul_w(L.wk, s.xn.data(), runs, s.k.data());  // [n_rows, n_kv_heads * head_dim]
-    matmul_w(L.wv, s.xn.data(), runs, s.v.data());  // [n_rows, n_kv_heads * head_dim]
+    // q: [n_rows, n_heads * head_dim]; k, v: [n_rows, n_kv_heads * head_dim]
+    matmul_shared_x({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xn.data(),
+                    runs);
     if (c.qkv_bias) {
       for (int t = 0; t < n_rows; ++t) {
         add_inplace(s.q.data() + t * q_dim, L.bq, q_dim);
@@ -210,8 +230,8 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
     for (int t = 0; t < n_rows; ++t) {
       rmsnorm(s.x.data() + t * d, L.ffn_norm, c.rms_eps, d, s.xn.data() + t * d);
     }
-    matmul_w(L.w_gate, s.xn.data(), runs, s.gate.data());  // [n_rows, d_ff]
-    matmul_w(L.w_up, s.xn.data(), runs, s.up.data());      // [n_rows, d_ff]
+    // gate, up: [n_rows, d_ff]
+    matmul_shared_x({{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}}, s.xn.data(), runs);
     const int64_t n_ff = static_cast<int64_t>(n_rows) * c.d_ff;
     if (c.ffn_act == FfnAct::GeluTanh) {
       gelu_tanh_mul(s.gate.data(), s.up.data(), n_ff, s.gate.data());

@@ -10,6 +10,10 @@ class FullPolicy final : public AttentionPolicy {
  public:
   std::string_view name() const override { return "full"; }
   void select(const AttnQuery&, Selection& out) override { out.set_all(); }
+  // Nothing to compute, so no parallel region for it (one fewer per layer and decode token).
+  void select_layer(const AttnQuery*, int n, Selection* outs) override {
+    for (int g = 0; g < n; ++g) outs[g].set_all();
+  }
 };
 
 }  // namespace
