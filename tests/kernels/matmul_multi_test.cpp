@@ -16,6 +16,7 @@
 #include "fasa/core/isa.h"
 #include "fasa/core/parallel.h"
 #include "fasa/kernels/matmul.h"
+#include "fasa/kernels/repack.h"
 #include "support/isa_guard.h"
 
 namespace fasa {
@@ -31,6 +32,12 @@ constexpr int64_t kNIn = 512;  // a multiple of both block sizes (32, 256)
 // Random weights [n_out, kNIn] of `type`: random quant bytes with small fp16 scales (and mins) at
 // each block's scale fields, or normal values for F16.
 std::vector<uint8_t> make_weights(DType type, int64_t n_out, std::mt19937& rng) {
+  if (is_repacked(type)) {  // GGUF rows of the base type, interleaved (kernels/repack.h)
+    const std::vector<uint8_t> rows = make_weights(gguf_type(type), n_out, rng);
+    std::vector<uint8_t> w(static_cast<size_t>(n_out * kNIn / 256 * dtype_info(type).block_bytes));
+    repack_rows16(gguf_type(type), rows.data(), n_out, kNIn, w.data());
+    return w;
+  }
   const DTypeInfo& info = dtype_info(type);
   const int64_t n_blocks = n_out * kNIn / info.block_elems;
   std::vector<uint8_t> w(static_cast<size_t>(n_blocks * info.block_bytes));
@@ -124,6 +131,9 @@ const Combo kCombos[] = {
     {"Mixed",
      {{DType::Q4_K, 70}, {DType::Q8_0, 21}, {DType::F16, 9}, {DType::Q6_K, 30}, {DType::Q4_0, 6}}},
     {"Tiny", {{DType::Q4_0, 5}, {DType::Q6_K, 3}}},
+    // Repacked slices must start at 16-row groups whatever the split.
+    {"Repacked",
+     {{DType::Q4_K_R16, 96}, {DType::Q6_K_R16, 48}, {DType::Q4_K, 37}, {DType::Q4_K_R16, 32}}},
 };
 
 // Readable names in failure messages instead of gtest's byte dump.

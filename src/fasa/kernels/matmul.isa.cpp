@@ -19,6 +19,7 @@
 #include "fasa/kernels/matmul_amx.h"
 #include "fasa/kernels/matmul_q8.h"
 #include "fasa/kernels/matmul_q8k.h"
+#include "fasa/kernels/repack.h"
 
 #include "fasa/core/isa_intrin.h"
 #include "fasa/dispatch/isa_api.h"
@@ -293,11 +294,14 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
 #endif
 }
 
-// Fused calls (matmul.h): the quantized jobs' row groups of kRows, concatenated in job order, are
+// Fused calls (matmul.h): the quantized jobs' row groups (kRows, or 16 when repacked), concatenated in job order, are
 // split statically over the workers of one region. A worker's piece of a job is rows [o0, o1):
 // q8 types compute them in place (matmul_q8_rows); the K-quants call matmul_q8k on the row slice
 // (inside a region it runs on the caller) and, for several tokens, scatter its [n_tok, o1 - o0]
 // result into y's rows.
+// Rows per group of a fused job: a repacked layout's slices must start at a 16-row group.
+int64_t group_rows(DType t) { return is_repacked(t) ? kRepackRows : kRows; }
+
 void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* x, int64_t n_tok,
                   MatmulTiles tiles) {
   if (n_tok <= 0 || n_jobs <= 0) return;
@@ -316,7 +320,7 @@ void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* 
     any_q8 |= q8;
     any_q8k |= q8k;
     fused.push_back(&job);
-    group0.push_back(group0.back() + (job.n_out + kRows - 1) / kRows);
+    group0.push_back(group0.back() + (job.n_out + group_rows(job.type) - 1) / group_rows(job.type));
     macs += job.n_out * n_in * n_tok;
   }
   if (!fused.empty()) {
@@ -333,7 +337,8 @@ void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* 
         const int64_t lo = std::max(g_begin, g0[j]), hi = std::min(g_end, g0[j + 1]);
         if (lo >= hi) continue;
         const MatmulJob& job = *fj[j];
-        const int64_t o0 = (lo - g0[j]) * kRows, o1 = std::min((hi - g0[j]) * kRows, job.n_out);
+        const int64_t gr = group_rows(job.type);
+        const int64_t o0 = (lo - g0[j]) * gr, o1 = std::min((hi - g0[j]) * gr, job.n_out);
         if (FASA_ISA_NS::has_q8_path(job.type)) {
           FASA_ISA_NS::matmul_q8_rows(job.type, job.w, job.n_out, n_in, a8, o0, o1, job.y);
           continue;
