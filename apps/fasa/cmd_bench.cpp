@@ -67,6 +67,7 @@ struct BenchArgs {
   bool json = false;
   bool bandwidth = false;
   int64_t bandwidth_bytes = 1ll << 30;
+  bool warmup = true;  // one untimed prefill + decode per policy first (llama-bench does too)
 };
 
 struct Test {
@@ -403,6 +404,7 @@ class Report {
                                 {"isa", isa_name(active_isa())},
                                 {"amx", amx_status()},
                                 {"repack", model_.repack_status()},
+                                {"warmup", a_.warmup},
                                 {"kv_type", a_.kv_type},
                                 {"reps", a_.reps}};
     if (a_.bandwidth) j["read_bandwidth_gb_s"] = bw_.read_gb_s;
@@ -556,6 +558,15 @@ void run_bench(const BenchArgs& a) {
   tok.tg = bench_tokens(std::max(longest, 1), c.n_vocab, 3);
   const Report report(a, *model, bw);
   report.header();
+  if (a.warmup) {  // first touches of the weights, the pool's threads, AMX tiles: untimed
+    const int n_warm = std::min(32, so.n_ctx - 1);  // and one decode step: fits the context
+    const std::vector<int32_t> warm = bench_tokens(std::max(n_warm, 1), c.n_vocab, 4);
+    for (const auto& s : sessions) {
+      if (n_warm > 0) s->prefill(std::vector<int32_t>(warm.begin(), warm.begin() + n_warm));
+      s->decode(warm[0]);
+      s->reset();
+    }
+  }
   for (int d : depths) {
     for (const Test& t : tests) {
       report.rows(measure_test(sessions, specs, t, d, a.reps, tok, model, so, synthetic));
@@ -602,6 +613,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--bandwidth-bytes", a->bandwidth_bytes,
                   "buffer size of the --bandwidth probe, >= 64 MiB")
       ->capture_default_str();
+  cmd->add_flag("!--no-warmup", a->warmup,
+                "skip the untimed warm-up run (a 32-token prefill and one decode step per policy)");
   cmd->add_flag("--json", a->json,
                 "JSON Lines: one self-contained object per result row (with -p 0 -n 0 "
                 "--bandwidth: one object)");

@@ -318,6 +318,22 @@ TEST(CliTest, BenchJsonLinesAreSelfContained) {
   }
 }
 
+// An untimed warm-up (32-token prefill and one decode step, or less in a short context) runs
+// first unless --no-warmup; every row says which, and which weights were repacked.
+TEST(CliTest, BenchWarmupAndRepackInRows) {
+  const std::string path = tiny("cli_bench_warmup.gguf", {});
+  for (const bool warm : {true, false}) {
+    std::vector<std::string> args{"bench", "-m", path, "-p", "0", "-n", "1", "-r", "1", "--json"};
+    if (!warm) args.push_back("--no-warmup");
+    const auto r = run_cli(args);  // a 1-token context: the warm-up is one decode step
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto rows = json_lines(r.out);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0]["warmup"], warm);
+    EXPECT_TRUE(rows[0]["repack"].get<std::string>().rfind("off", 0) == 0) << rows[0].dump();
+  }
+}
+
 // --policy × --budget, each with the other policy flags, then --compare; `full` takes no
 // options and appears once.
 TEST(CliTest, BenchPolicyBudgetCrossProduct) {

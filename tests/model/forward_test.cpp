@@ -305,30 +305,36 @@ namespace {
 // bit for bit, in prefill chunks (blocks rebuilt and unpacked) and one token at a time (the
 // 16-row kernels); FASA_NO_REPACK, LoadOptions and a non-AVX-512 instruction set turn it off.
 TEST(ForwardTest, RepackedWeightsGiveTheSameLogits) {
-  test::TinySpec spec;
-  spec.wtype = DType::Q4_K;
-  spec.wtype_mixed = DType::Q6_K;  // attn_v and ffn_down
-  spec.d_model = 256;
-  spec.d_ff = 512;
-  const std::string path = tiny_path("tiny_repack.gguf");
-  test::write_tiny_model(path, spec);
   if (active_isa() != Isa::Avx512) GTEST_SKIP() << "repacking needs AVX-512";
-  LoadOptions off;
-  off.repack = false;
-  auto plain = Model::load(path, off);
-  auto packed = Model::load(path);
-  EXPECT_EQ(plain->repacked_matrices(), 0);
-  EXPECT_EQ(plain->repack_status(), "off (disabled)");
-  EXPECT_EQ(packed->repacked_matrices(), 7 * spec.n_layers + 1);  // every projection + output
-  EXPECT_EQ(packed->weights().layers[0].wv.type, DType::Q6_K_R16);
-  EXPECT_EQ(packed->weights().layers[0].wq.type, DType::Q4_K_R16);
-  const auto tokens = random_tokens(21, spec.n_vocab, 5);
-  SessionOptions so;
-  so.n_ctx = 64;
-  for (int chunk : {1, 8}) {
-    Session a(plain, so), b(packed, so);
-    EXPECT_EQ(a.eval_all(tokens, chunk), b.eval_all(tokens, chunk)) << "chunk " << chunk;
+  for (bool tied : {false, true}) {
+    test::TinySpec spec;
+    spec.wtype = DType::Q4_K;
+    spec.wtype_mixed = DType::Q6_K;  // attn_v and ffn_down
+    spec.d_model = 256;
+    spec.d_ff = 512;
+    spec.tied_output = tied;  // the embedding then reads the repacked output matrix
+    const std::string path = tiny_path(tied ? "tiny_repack_tied.gguf" : "tiny_repack.gguf");
+    test::write_tiny_model(path, spec);
+    LoadOptions off;
+    off.repack = false;
+    auto plain = Model::load(path, off);
+    auto packed = Model::load(path);
+    EXPECT_EQ(plain->repacked_matrices(), 0);
+    EXPECT_EQ(plain->repack_status(), "off (disabled)");
+    EXPECT_EQ(packed->repacked_matrices(), 7 * spec.n_layers + 1);  // every projection + output
+    EXPECT_EQ(packed->weights().layers[0].wv.type, DType::Q6_K_R16);
+    EXPECT_EQ(packed->weights().layers[0].wq.type, DType::Q4_K_R16);
+    EXPECT_EQ(packed->weights().tok_embd.type, tied ? DType::Q4_K_R16 : DType::Q4_K);
+    const auto tokens = random_tokens(21, spec.n_vocab, 5);
+    SessionOptions so;
+    so.n_ctx = 64;
+    for (int chunk : {1, 8}) {
+      Session a(plain, so), b(packed, so);
+      EXPECT_EQ(a.eval_all(tokens, chunk), b.eval_all(tokens, chunk))
+          << "chunk " << chunk << (tied ? " tied" : "");
+    }
   }
+  const std::string path = tiny_path("tiny_repack.gguf");
   {
     test::ScopedEnv env("FASA_NO_REPACK", "1");
     auto m = Model::load(path);

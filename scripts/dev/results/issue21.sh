@@ -11,6 +11,8 @@
 #               Qwen2.5-Coder-1.5B: pp512 and tg128 at depths 0 and 4096
 #   llamacpp8b: the same on the 8B shape at depth 0 (pp512, tg64; a real 16K prefill of it takes
 #               longer than a session here)
+#   d0:         all four models at depth 0 (pp512, tg64), 2 repetitions alternating
+#   norepack:   8B-shaped tg128 at depth 0 with FASA_NO_REPACK=1 and without, alternating
 # M8: the 8B-shaped file (fasa synth --shape llama-3.1-8b-instruct-q4_k_m -o M8); CALIB8: its
 # calibration (docs/BENCHMARKS.md, issue 20, shows both commands).
 set -euo pipefail
@@ -59,6 +61,16 @@ for part in $PARTS; do
   llamacpp8b)
     "$ROOT/bench/compare_llamacpp.sh" --fasa "$FASA" -m "$M8" -t 2 -p 512 -n 64 -d 0 -r 1 \
       --md "$OUT/llamacpp8b.md" --jsonl "$OUT/llamacpp8b.jsonl" ;;
+  d0)
+    "$ROOT/bench/compare_llamacpp.sh" --fasa "$FASA" -m "$SMOL" -m "$GEMMA" -m "$QWEN" -m "$M8" \
+      -t 2 -p 512 -n 64 -d 0 -r 2 --md "$OUT/d0.md" --jsonl "$OUT/d0.jsonl" ;;
+  norepack)
+    for rep in 1 2; do
+      for e in 1 0; do
+        FASA_NO_REPACK=$e "$FASA" bench -m "$M8" -p 0 -n 128 -r 1 -t 2 --bandwidth --json |
+          tee -a "$OUT/norepack.jsonl"
+      done
+    done ;;
   *) echo "unknown part $part" >&2; exit 1 ;;
   esac
   uptime | tee -a "$OUT/$part.uptime"

@@ -5,6 +5,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
+#include "fasa/kernels/dequant.h"
 
 namespace fasa {
 
@@ -140,6 +141,15 @@ void gguf_block_of(DType t, const void* w, int64_t nb, int64_t row, int64_t b, u
     move_q4k<false>(g, static_cast<int>(row % kR), blk);
   } else {
     move_q6k<false>(g, static_cast<int>(row % kR), blk);
+  }
+}
+
+void dequantize_row_r16(DType t, const void* w, int64_t n_in, int64_t row, float* dst) {
+  const int64_t nb = n_in / 256;
+  uint8_t blk[256];
+  for (int64_t b = 0; b < nb; ++b) {
+    gguf_block_of(t, w, nb, row, b, blk);
+    dequantize_row(gguf_type(t), blk, dst + 256 * b, 256);
   }
 }
 

@@ -47,4 +47,8 @@ void repack_rows16(DType t, const void* src, int64_t n_out, int64_t n_in, void* 
 // [block_bytes of gguf_type(t)]. w: the matrix, nb: blocks per row.
 void gguf_block_of(DType t, const void* w, int64_t nb, int64_t row, int64_t b, uint8_t* blk);
 
+// Row `row` of a repacked [n_out, n_in] matrix dequantized (the GGUF row's values exactly):
+// dst: [n_in]. For a tied embedding table that was repacked as the output matrix.
+void dequantize_row_r16(DType t, const void* w, int64_t n_in, int64_t row, float* dst);
+
 }  // namespace fasa

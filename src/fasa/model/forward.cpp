@@ -12,6 +12,7 @@
 #include "fasa/kernels/matmul.h"
 #include "fasa/kernels/matmul_amx.h"
 #include "fasa/kernels/ops.h"
+#include "fasa/kernels/repack.h"
 
 namespace fasa {
 
@@ -159,10 +160,14 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
   const size_t emb_row_bytes = w.tok_embd.n_bytes / static_cast<size_t>(w.tok_embd.n_out);
   for (int i = 0; i < n_seq; ++i) {
     for (int t = 0; t < seqs[i].n_tok; ++t) {
-      const auto* row =
-          static_cast<const uint8_t*>(w.tok_embd.data) + seqs[i].tokens[t] * emb_row_bytes;
       float* xt = s.x.data() + static_cast<size_t>(row0[i] + t) * d;
-      dequantize_row(w.tok_embd.type, row, xt, d);
+      if (is_repacked(w.tok_embd.type)) {  // a tied output matrix, repacked at load
+        dequantize_row_r16(w.tok_embd.type, w.tok_embd.data, d, seqs[i].tokens[t], xt);
+      } else {
+        const auto* row =
+            static_cast<const uint8_t*>(w.tok_embd.data) + seqs[i].tokens[t] * emb_row_bytes;
+        dequantize_row(w.tok_embd.type, row, xt, d);
+      }
       if (c.embd_scale != 1.0f) {
         for (int j = 0; j < d; ++j) xt[j] *= c.embd_scale;
       }

@@ -61,8 +61,8 @@ void Model::FreeBytes::operator()(uint8_t* p) const { std::free(p); }
 
 // Every projection matrix of a repackable type and shape gets an interleaved copy; the file's
 // pages it was read from are dropped from this process (the page cache may keep them), so
-// resident memory holds one copy. A tied output matrix is the embedding table: left as it is
-// (embedding rows are read per token from the GGUF layout).
+// resident memory holds one copy. A tied output matrix is the embedding table too: the
+// embedding then reads its rows from the copy (forward.cpp).
 void Model::repack_matrices() {
   std::vector<WeightMatrix*> ms;
   for (LayerWeights& L : weights_.layers) {
@@ -70,7 +70,8 @@ void Model::repack_matrices() {
       ms.push_back(p);
     }
   }
-  if (weights_.output.data != weights_.tok_embd.data) ms.push_back(&weights_.output);
+  const bool tied = weights_.output.data == weights_.tok_embd.data;
+  ms.push_back(&weights_.output);
   const long page = ::sysconf(_SC_PAGESIZE);
   for (WeightMatrix* w : ms) {
     if (!repackable(w->type, w->n_out, w->n_in)) continue;
@@ -87,10 +88,12 @@ void Model::repack_matrices() {
     if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
     *w = WeightMatrix{rt, dst, w->n_out, w->n_in, n};
   }
+  if (tied) weights_.tok_embd = weights_.output;
 }
 
 std::string Model::repack_status() const {
   if (!repack_off_.empty()) return repack_off_;
+  if (repacked_.empty()) return "off (no Q4_K or Q6_K matrix with whole groups of 16 rows)";
   uint64_t bytes = 0;
   for (const LayerWeights& L : weights_.layers) {
     for (const WeightMatrix* p : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
