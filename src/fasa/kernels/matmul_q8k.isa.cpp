@@ -394,7 +394,8 @@ inline __m512i bcast4(const int8_t* q) {  // 4 activation bytes into every lane
   return _mm512_set1_epi32(v);
 }
 // The group's bytes kR16Ahead blocks on (into L2), one line at a time: at one token the
-// hardware prefetcher alone leaves the loads waiting (measured ~20 % slower on 8B shapes).
+// hardware prefetcher alone leaves the loads waiting (8B-shape decode, 2 threads: 2.9 t/s
+// without, 3.4-3.9 with; 3 and 6 blocks ahead alike: docs/results/issue21/repack/quick_checks.txt).
 constexpr int kR16Ahead = 3;
 inline void prefetch_group_block(const uint8_t* g, int64_t gb) {
   for (int64_t o = 0; o < gb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(g + kR16Ahead * gb + o), _MM_HINT_T1);
