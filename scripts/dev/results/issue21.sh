@@ -13,6 +13,7 @@
 #               longer than a session here)
 #   d0:         all four models at depth 0 (pp512, tg64), 2 repetitions alternating
 #   norepack:   8B-shaped tg128 at depth 0 with FASA_NO_REPACK=1 and without, alternating
+#   final:      d0 again (fasa now warms up untimed), then SmolLM2, Gemma 3 and Qwen at depth 4096
 # M8: the 8B-shaped file (fasa synth --shape llama-3.1-8b-instruct-q4_k_m -o M8); CALIB8: its
 # calibration (docs/BENCHMARKS.md, issue 20, shows both commands).
 set -euo pipefail
@@ -64,6 +65,11 @@ for part in $PARTS; do
   d0)
     "$ROOT/bench/compare_llamacpp.sh" --fasa "$FASA" -m "$SMOL" -m "$GEMMA" -m "$QWEN" -m "$M8" \
       -t 2 -p 512 -n 64 -d 0 -r 2 --md "$OUT/d0.md" --jsonl "$OUT/d0.jsonl" ;;
+  final)
+    "$ROOT/bench/compare_llamacpp.sh" --fasa "$FASA" -m "$SMOL" -m "$GEMMA" -m "$QWEN" -m "$M8" \
+      -t 2 -p 512 -n 64 -d 0 -r 2 --md "$OUT/final_d0.md" --jsonl "$OUT/final_d0.jsonl"
+    "$ROOT/bench/compare_llamacpp.sh" --fasa "$FASA" -m "$SMOL" -m "$GEMMA" -m "$QWEN" \
+      -t 2 -p 512 -n 64 -d 4096 -r 2 --md "$OUT/final_d4096.md" --jsonl "$OUT/final_d4096.jsonl" ;;
   norepack)
     for rep in 1 2; do
       for e in 1 0; do
