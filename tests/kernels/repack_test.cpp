@@ -47,6 +47,23 @@ std::vector<uint8_t> repacked(DType t, const std::vector<uint8_t>& w, int64_t n_
   return r;
 }
 
+// A random matrix in both layouts and quantized random activations.
+struct Case {
+  std::vector<uint8_t> w, r;  // GGUF rows, repacked
+  std::vector<float> x;       // [n_tok, n_in]
+  Q8KActs a;
+};
+Case make_case(DType t, int64_t n_out, int64_t n_in, int64_t n_tok, std::mt19937& rng) {
+  Case c;
+  c.w = random_rows(t, n_out, n_in, rng);
+  c.r = repacked(t, c.w, n_out, n_in);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  c.x.resize(static_cast<size_t>(n_tok * n_in));
+  for (auto& v : c.x) v = nd(rng);
+  quantize_acts_q8k(c.x.data(), n_tok, n_in, c.a);
+  return c;
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), 4 * a.size()) == 0;
 }
@@ -99,13 +116,11 @@ TEST(Repack, MatmulSameBitsAsGgufRows) {
   for (DType t : {DType::Q4_K, DType::Q6_K}) {
     for (int64_t n_tok : {1, 2, 3, 5, 17}) {
       const int64_t n_out = 48, n_in = 1024;
-      const std::vector<uint8_t> w = random_rows(t, n_out, n_in, rng);
-      const std::vector<uint8_t> r = repacked(t, w, n_out, n_in);
-      std::normal_distribution<float> nd(0.0f, 1.0f);
-      std::vector<float> x(static_cast<size_t>(n_tok * n_in));
-      for (auto& v : x) v = nd(rng);
-      Q8KActs a;
-      quantize_acts_q8k(x.data(), n_tok, n_in, a);
+      const Case k = make_case(t, n_out, n_in, n_tok, rng);
+      const std::vector<uint8_t>& w = k.w;
+      const std::vector<uint8_t>& r = k.r;
+      const std::vector<float>& x = k.x;
+      const Q8KActs& a = k.a;
       std::vector<float> want(static_cast<size_t>(n_tok * n_out), NAN);
       detail::matmul_q8k_portable(t, w.data(), n_out, n_in, a, want.data());
       const std::string what =
@@ -141,16 +156,10 @@ TEST(Repack, AmxSameBitsAsGgufRows) {
   std::mt19937 rng(13);
   for (DType t : {DType::Q4_K, DType::Q6_K}) {
     const int64_t n_out = 32, n_in = 512, n_tok = 20;
-    const std::vector<uint8_t> w = random_rows(t, n_out, n_in, rng);
-    const std::vector<uint8_t> r = repacked(t, w, n_out, n_in);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> x(static_cast<size_t>(n_tok * n_in));
-    for (auto& v : x) v = nd(rng);
-    Q8KActs a;
-    quantize_acts_q8k(x.data(), n_tok, n_in, a);
+    const Case k = make_case(t, n_out, n_in, n_tok, rng);
     std::vector<float> want(static_cast<size_t>(n_tok * n_out), NAN), y(want.size(), NAN);
-    ASSERT_TRUE(matmul_q8k_amx(t, w.data(), n_out, n_in, a, want.data()));
-    ASSERT_TRUE(matmul_q8k_amx(repacked_type(t), r.data(), n_out, n_in, a, y.data()));
+    ASSERT_TRUE(matmul_q8k_amx(t, k.w.data(), n_out, n_in, k.a, want.data()));
+    ASSERT_TRUE(matmul_q8k_amx(repacked_type(t), k.r.data(), n_out, n_in, k.a, y.data()));
     EXPECT_TRUE(same_bits(want, y)) << dtype_name(t);
   }
 }

@@ -401,6 +401,13 @@ inline void prefetch_group_block(const uint8_t* g, int64_t gb) {
   for (int64_t o = 0; o < gb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(g + kR16Ahead * gb + o), _MM_HINT_T1);
 }
 
+template <int T>
+inline void zero_all(__m512 (&acc)[T][16]) {
+  for (auto& row : acc) {
+    for (auto& v : row) v = _mm512_setzero_ps();
+  }
+}
+
 // y[0..16) = the 16 rows' outputs: hsum16 of each row's lanes (matmul_q8k.h) as vertical adds.
 inline void store_rows(__m512 (&acc)[16], float* y) {
   for (int s = 8; s >= 1; s /= 2) {
@@ -415,10 +422,8 @@ template <int T>
 void kernel_q4k_r16(const uint8_t* g, int64_t nb, const Q8KActs& a, int64_t tok0, float* y,
                     int64_t ldy) {
   constexpr int64_t gb = 16 * 148;
-  __m512 acc[T][16];
-  for (auto& row : acc) {
-    for (auto& v : row) v = _mm512_setzero_ps();
-  }
+  __m512 acc[T][16];  // [token][spec lane], 16 rows each
+  zero_all(acc);
   const __m512i m4 = _mm512_set1_epi8(15);
   for (int64_t b = 0; b < nb; ++b, g += gb) {
     prefetch_group_block(g, gb);
@@ -487,10 +492,8 @@ template <int T>
 void kernel_q6k_r16(const uint8_t* g, int64_t nb, const Q8KActs& a, int64_t tok0, float* y,
                     int64_t ldy) {
   constexpr int64_t gb = 16 * 210;
-  __m512 acc[T][16];
-  for (auto& row : acc) {
-    for (auto& v : row) v = _mm512_setzero_ps();
-  }
+  __m512 acc[T][16];  // [token][spec lane], 16 rows each
+  zero_all(acc);
   for (int64_t b = 0; b < nb; ++b, g += gb) {
     prefetch_group_block(g, gb);
     alignas(64) __m512i sp[16];  // [group] per row (s, s)

@@ -43,25 +43,27 @@ using GroupPtr = std::conditional_t<kIn, uint8_t*, const uint8_t*>;
 template <bool kIn>
 using BlockPtr = std::conditional_t<kIn, const uint8_t*, uint8_t*>;
 
+// n bytes between the group block and the GGUF block, in the direction of kIn.
+template <bool kIn>
+void move_piece(GroupPtr<kIn> in_g, BlockPtr<kIn> in_blk, int n) {
+  if constexpr (kIn) {
+    std::memcpy(in_g, in_blk, n);
+  } else {
+    std::memcpy(in_blk, in_g, n);
+  }
+}
+
 template <bool kIn>
 void move_q4k(GroupPtr<kIn> g, int r, BlockPtr<kIn> blk) {
-  auto mv = [](auto* in_g, auto* in_blk, int n) {  // one piece, in the direction of kIn
-    if constexpr (kIn) {
-      std::memcpy(in_g, in_blk, n);
-    } else {
-      std::memcpy(in_blk, in_g, n);
-    }
-  };
+  constexpr auto mv = move_piece<kIn>;
   for (int lp = 0; lp < 8; ++lp) {
     for (int c = 0; c < 4; ++c) mv(g + ((lp * 4 + c) * kR + r) * 4, blk + 16 + 32 * c + 4 * lp, 4);
   }
   uint8_t sc[8], mn[8];
   if constexpr (kIn) decode_q4k_scales(blk + 4, sc, mn);
-  uint8_t* sc_p = sc;
-  uint8_t* mn_p = mn;
   for (int j = 0; j < 8; ++j) {
-    mv(g + kQ4Sc + j * kR + r, sc_p + j, 1);
-    mv(g + kQ4Mn + j * kR + r, mn_p + j, 1);
+    mv(g + kQ4Sc + j * kR + r, sc + j, 1);
+    mv(g + kQ4Mn + j * kR + r, mn + j, 1);
   }
   if constexpr (!kIn) encode_q4k_scales(sc, mn, blk + 4);
   mv(g + kQ4D + 2 * r, blk, 2);
@@ -70,13 +72,7 @@ void move_q4k(GroupPtr<kIn> g, int r, BlockPtr<kIn> blk) {
 
 template <bool kIn>
 void move_q6k(GroupPtr<kIn> g, int r, BlockPtr<kIn> blk) {
-  auto mv = [](auto* in_g, auto* in_blk, int n) {  // one piece, in the direction of kIn
-    if constexpr (kIn) {
-      std::memcpy(in_g, in_blk, n);
-    } else {
-      std::memcpy(in_blk, in_g, n);
-    }
-  };
+  constexpr auto mv = move_piece<kIn>;
   for (int h = 0; h < 2; ++h) {
     for (int l = 0; l < 16; ++l) mv(g + ((h * 16 + l) * kR + r) * 4, blk + 64 * h + 4 * l, 4);
     for (int l8 = 0; l8 < 8; ++l8) {
