@@ -15,6 +15,7 @@
 #include "fasa/core/f16.h"
 #include "fasa/kernels/matmul.h"
 #include "fasa/kernels/ops.h"
+#include "fasa/kernels/repack.h"
 #include "fasa/kernels/tip.h"
 #include "fasa/kernels/topk.h"
 
@@ -86,6 +87,32 @@ BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<i
 BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
                                    {4096}, {4096, 14336}, {1}});
 BENCHMARK(BM_Matmul)->Args({static_cast<int>(DType::Q4_K), 14336, 4096, 1});
+
+// The same K-quant shapes repacked 16 rows at a time (kernels/repack.h), as the model loader does
+// on AVX-512: bytes per second count the GGUF rows' bytes, comparable with BM_Matmul's.
+// args: GGUF type (Q4_K / Q6_K), n_out, n_in, n_tok.
+void BM_MatmulRepacked(benchmark::State& st) {
+  const auto t = static_cast<DType>(st.range(0));
+  const int64_t n_out = st.range(1), n_in = st.range(2), n_tok = st.range(3);
+  std::mt19937 rng(1);
+  const auto w = random_weights(t, n_out, n_in, rng);
+  const DType rt = repacked_type(t);
+  std::vector<uint8_t> r(static_cast<size_t>(n_out * n_in / 256 * dtype_info(rt).block_bytes));
+  repack_rows16(t, w.data(), n_out, n_in, r.data());
+  std::vector<float> x(n_tok * n_in), y(n_tok * n_out);
+  for (auto& v : x) v = static_cast<float>(rng() % 200) / 100.0f - 1.0f;
+  for (auto _ : st) {
+    matmul(rt, r.data(), n_out, n_in, x.data(), n_tok, y.data(), MatmulTiles::kPerToken);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.SetLabel(std::string(dtype_name(rt)));
+  st.SetBytesProcessed(st.iterations() * static_cast<int64_t>(w.size()));
+}
+BENCHMARK(BM_MatmulRepacked)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
+                                           {2048}, {768}, {1, 4, 64}});
+BENCHMARK(BM_MatmulRepacked)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
+                                           {4096}, {4096, 14336}, {1}});
+BENCHMARK(BM_MatmulRepacked)->Args({static_cast<int>(DType::Q4_K), 14336, 4096, 1});
 
 // Prefill matmuls with and without AMX (kernels/matmul_amx.h; AMX off = the VNNI path), on
 // Qwen2.5-1.5B's shapes (Q/O 1536 x 1536, gate/up 8960 x 1536, down 1536 x 8960) at 512 tokens.
