@@ -81,6 +81,7 @@ void Model::repack_matrices() {
     auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
     if (dst == nullptr) fail("out of memory repacking a {}-byte matrix (FASA_NO_REPACK=1 skips it)", n);
     repacked_.emplace_back(dst);
+    repacked_bytes_ += n;
     repack_rows16(w->type, w->data, w->n_out, w->n_in, dst);
     // Whole pages inside the source range only: a neighbouring tensor's pages stay.
     const auto lo = reinterpret_cast<uintptr_t>(w->data);
@@ -94,14 +95,7 @@ void Model::repack_matrices() {
 std::string Model::repack_status() const {
   if (!repack_off_.empty()) return repack_off_;
   if (repacked_.empty()) return "off (no Q4_K or Q6_K matrix with whole groups of 16 rows)";
-  uint64_t bytes = 0;
-  for (const LayerWeights& L : weights_.layers) {
-    for (const WeightMatrix* p : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      if (is_repacked(p->type)) bytes += p->n_bytes;
-    }
-  }
-  if (is_repacked(weights_.output.type)) bytes += weights_.output.n_bytes;
-  return fmt::format("on ({} matrices, {:.1f} MiB)", repacked_.size(), bytes / 1048576.0);
+  return fmt::format("on ({} matrices, {:.1f} MiB)", repacked_.size(), repacked_bytes_ / 1048576.0);
 }
 
 const Tokenizer& Model::require_tokenizer() const {

@@ -96,6 +96,7 @@ class Model {
     void operator()(uint8_t* p) const;
   };
   std::vector<std::unique_ptr<uint8_t, FreeBytes>> repacked_;  // repacked matrices' bytes
+  uint64_t repacked_bytes_ = 0;                                // their sizes, summed
   std::string repack_off_;  // why matrices were not repacked ("" when they were)
   void repack_matrices();
   RopeTable rope_short_;  // global layers; the only table unless the file has LongRoPE factors
