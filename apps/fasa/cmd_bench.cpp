@@ -418,12 +418,14 @@ class Report {
     j["tokens_per_s"] = m.mean();
     j["stddev"] = m.stddev();
     j["samples"] = m.tps;
-    // Threads: parallel dispatches (each one ends in a barrier) per token, the share of thread
-    // time spent waiting inside them, and the share of the run's time inside them at all (the
-    // rest ran on one thread).
+    // Threads (last repetition): parallel dispatches (pool wake-ups; a decode step is one team)
+    // and barriers (points where the workers wait for each other) per token, the share of thread
+    // time spent waiting inside the regions, and the share of the run's time inside them at all
+    // (the rest ran on one thread).
     const double n_tok = static_cast<double>(m.test.n) * m.test.batch;
     const double run_s = m.tps.empty() ? 0.0 : n_tok / m.tps.back();
     j["parallel_dispatches_per_token"] = static_cast<double>(m.par.dispatches) / n_tok;
+    j["parallel_barriers_per_token"] = static_cast<double>(m.par.barriers) / n_tok;
     j["parallel_wait_share"] = m.par.wait_share();
     j["parallel_wall_share"] = run_s > 0.0 ? m.par.wall_s / run_s : 0.0;
     if (!m.test.gen) return j;

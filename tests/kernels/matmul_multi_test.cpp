@@ -170,6 +170,47 @@ TEST_P(MatmulMulti, EqualsSeparateCallsBitwise) {
   }
 }
 
+// In a team's collective code (core/parallel.h: the forward pass of a decode step) every worker
+// makes the calls: fused and separate calls split their rows over the team, and products under
+// the one-thread threshold run on one worker. The bits equal one thread's calls.
+TEST_P(MatmulMulti, InATeamEqualsOneThreadBitwise) {
+  const Combo& c = GetParam();
+  ThreadCountGuard threads;
+  IsaGuard isa_guard;
+  const std::vector<Mat> mats = make_mats(c.shapes, 41);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const int64_t n_tok : {1, 3}) {
+    std::vector<float> x(static_cast<size_t>(n_tok * kNIn));  // [n_tok, kNIn]
+    for (float& v : x) v = normal(rng);
+    for (const Isa isa : available_isas()) {
+      set_active_isa(isa);
+      set_num_threads(1);
+      const auto want = run_separate(mats, x.data(), n_tok, MatmulTiles::kPerToken);
+      for (const int nt : {2, 3}) {
+        set_num_threads(nt);
+        auto fused = fresh_outputs(mats, n_tok), separate = fresh_outputs(mats, n_tok);
+        std::vector<MatmulJob> jobs;
+        for (size_t j = 0; j < mats.size(); ++j) {
+          jobs.push_back({mats[j].type, mats[j].w.data(), mats[j].n_out, fused[j].data()});
+        }
+        parallel_team([&] {  // shared outputs, as the forward pass's
+          matmul_multi(jobs.data(), static_cast<int>(jobs.size()), kNIn, x.data(), n_tok,
+                       MatmulTiles::kPerToken);
+          for (size_t j = 0; j < mats.size(); ++j) {
+            matmul(mats[j].type, mats[j].w.data(), mats[j].n_out, kNIn, x.data(), n_tok,
+                   separate[j].data(), MatmulTiles::kPerToken);
+          }
+        });
+        EXPECT_EQ(bit_mismatches(want, fused), 0)
+            << c.name << " fused n_tok=" << n_tok << " threads=" << nt << " " << isa_name(isa);
+        EXPECT_EQ(bit_mismatches(want, separate), 0)
+            << c.name << " separate n_tok=" << n_tok << " threads=" << nt << " " << isa_name(isa);
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kernels, MatmulMulti, ::testing::ValuesIn(kCombos),
                          [](const auto& info) { return std::string(info.param.name); });
 

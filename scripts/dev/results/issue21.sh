@@ -14,6 +14,9 @@
 #   d0:         all four models at depth 0 (pp512, tg64), 2 repetitions alternating
 #   norepack:   8B-shaped tg128 at depth 0 with FASA_NO_REPACK=1 and without, alternating
 #   final:      d0 again (fasa now warms up untimed), then SmolLM2, Gemma 3 and Qwen at depth 4096
+#   team:       decode as one team per step against FASA_BEFORE (a build of ae69543: a region per
+#               parallel step): SmolLM2, Gemma 3 and the 8B shape, tg64 / tg16, quiet and with two
+#               busy processes on the two cores, two rounds alternating the binaries
 # M8: the 8B-shaped file (fasa synth --shape llama-3.1-8b-instruct-q4_k_m -o M8); CALIB8: its
 # calibration (docs/BENCHMARKS.md, issue 20, shows both commands).
 set -euo pipefail
@@ -44,6 +47,24 @@ for part in $PARTS; do
           "$bin" bench -m "$m" -p 0 -n $n -r 2 -t 2 --json |
             sed "s/^{/{\"binary\":\"$(basename "$bin")\",\"load\":\"$load\",/" >> "$OUT/threads.jsonl"
           [ -z "$pids" ] || kill $pids
+        done
+      done
+    done ;;
+  team)
+    BEFORE=${FASA_BEFORE:?set FASA_BEFORE to a build of ae69543 (a region per parallel step)}
+    for round in 1 2; do
+      for m in "$SMOL" "$GEMMA" "$M8"; do
+        for load in quiet busy; do
+          for bin in "$BEFORE" "$FASA"; do
+            pids=""
+            if [ $load = busy ]; then busy; pids=$(jobs -p); fi
+            n=64; [ "$m" = "$M8" ] && n=16
+            label=team; [ "$bin" = "$BEFORE" ] && label=regions
+            "$bin" bench -m "$m" -p 0 -n $n -r 2 -t 2 --json |
+              sed "s/^{/{\"binary\":\"$label\",\"load\":\"$load\",\"round\":$round,/" \
+                >> "$OUT/team.jsonl"
+            [ -z "$pids" ] || kill $pids
+          done
         done
       done
     done ;;

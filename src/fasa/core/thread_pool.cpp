@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -24,37 +23,17 @@
 #include <omp.h>
 
 #include "fasa/core/parallel.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define FASA_CPU_RELAX() _mm_pause()
-#else
-#define FASA_CPU_RELAX() ((void)0)
-#endif
+#include "fasa/core/pool_wait.h"
 
 namespace fasa {
 
 namespace {
 
-// Spin this many checks before sleeping: a pause is ~40 ns on recent x86, so ~100 us of spinning,
-// longer than the serial stretches between the regions of a forward pass.
-constexpr int kSpinChecks = 2500;
-
-thread_local bool tl_in_region = false;
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Spins until pred() or kSpinChecks, then returns pred().
-template <typename Pred>
-bool spin_until(Pred pred) {
-  for (int i = 0; i < kSpinChecks; ++i) {
-    if (pred()) return true;
-    FASA_CPU_RELAX();
-  }
-  return pred();
-}
+using detail::now_s;
+using detail::RangeMode;
+using detail::spin_until;
+using detail::tl_mode;
+using detail::tl_wait_s;
 
 struct alignas(64) WorkerSlot {
   double busy_s = 0.0;       // time in this region's work, written by the worker
@@ -84,15 +63,17 @@ class Pool {
     generation_.fetch_add(1, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
 
-    tl_in_region = true;
+    const RangeMode outer = tl_mode;
+    tl_mode = RangeMode::kSerial;
+    const double wait0 = tl_wait_s;
     std::exception_ptr err;
     try {
       call(ctx, 0);
     } catch (...) {
       err = std::current_exception();
     }
-    tl_in_region = false;
-    const double busy0 = now_s() - t0;
+    tl_mode = outer;
+    const double busy0 = now_s() - t0 - (tl_wait_s - wait0);
 
     if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
       caller_sleeping_.store(true, std::memory_order_seq_cst);
@@ -105,7 +86,7 @@ class Pool {
     const double wall = now_s() - t0;
     double busy = busy0;
     for (int w = 1; w < nt; ++w) busy += slots_[w].busy_s;
-    record(nt, wall, busy);
+    record(nt, wall, busy, 1);
     // The first error of the region (worker 0 first), once every worker is done with ctx.
     for (int w = 1; w < nt && !err; ++w) err = slots_[w].error;
     for (int w = 1; w < nt; ++w) slots_[w].error = nullptr;
@@ -119,6 +100,11 @@ class Pool {
     return stats_;
   }
 
+  void add_barriers(uint64_t n) {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    stats_.barriers += n;
+  }
+
  private:
   void grow(int n_workers) {
     if (static_cast<int>(threads_.size()) >= n_workers) return;
@@ -130,7 +116,7 @@ class Pool {
   }
 
   void worker(int w, uint32_t seen) {
-    tl_in_region = true;  // a worker never starts a region of its own
+    tl_mode = RangeMode::kSerial;  // a worker never starts a region of its own
     while (true) {
       if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -141,13 +127,14 @@ class Pool {
       seen = generation_.load(std::memory_order_acquire);
       if (stop_.load(std::memory_order_acquire)) return;
       if (w < nt_) {
-        const double b0 = now_s();
+        const double b0 = now_s(), wait0 = tl_wait_s;
         try {
           call_(ctx_, w);
         } catch (...) {
           slots_[w].error = std::current_exception();
         }
-        slots_[w].busy_s = now_s() - b0;
+        tl_mode = RangeMode::kSerial;  // whatever the region's work set
+        slots_[w].busy_s = now_s() - b0 - (tl_wait_s - wait0);
         if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
             caller_sleeping_.load(std::memory_order_seq_cst)) {
           pending_.notify_one();
@@ -156,9 +143,10 @@ class Pool {
     }
   }
 
-  void record(int nt, double wall, double busy) {
+  void record(int nt, double wall, double busy, uint64_t barriers) {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     ++stats_.dispatches;
+    stats_.barriers += barriers;
     stats_.wall_s += wall;
     stats_.thread_s += nt * wall;
     stats_.busy_s += busy;
@@ -211,25 +199,66 @@ void set_num_threads(int n) { g_num_threads.store(n > 0 ? n : 0, std::memory_ord
 ParallelStats parallel_stats() { return pool().stats(); }
 
 ParallelStats operator-(const ParallelStats& a, const ParallelStats& b) {
-  return {a.dispatches - b.dispatches, a.wall_s - b.wall_s, a.thread_s - b.thread_s,
-          a.busy_s - b.busy_s};
+  return {a.dispatches - b.dispatches, a.barriers - b.barriers, a.wall_s - b.wall_s,
+          a.thread_s - b.thread_s, a.busy_s - b.busy_s};
 }
 
 namespace detail {
 
-bool in_parallel_region() { return tl_in_region || omp_in_parallel(); }
+bool in_parallel_region() { return tl_mode != RangeMode::kTop || omp_in_parallel(); }
 
-void run_workers(int nt, void (*call)(void*, int), void* ctx) {
+int range_width() {
+  switch (tl_mode) {
+    case RangeMode::kTop:
+      return omp_in_parallel() ? 1 : num_threads();
+    case RangeMode::kSerial:
+      return 1;
+    case RangeMode::kTeamAll:
+    case RangeMode::kTeamLead:
+      return team_size();
+  }
+  return 1;
+}
+
+bool ranges_are_collective() { return tl_mode == RangeMode::kTeamAll; }
+
+void run_serially(int nt, void (*call)(void*, int), void* ctx) {
+  const RangeMode outer = tl_mode;
+  tl_mode = RangeMode::kSerial;
+  try {
+    for (int w = 0; w < nt; ++w) call(ctx, w);
+  } catch (...) {
+    tl_mode = outer;
+    throw;
+  }
+  tl_mode = outer;
+}
+
+bool run_on_pool(int nt, void (*call)(void*, int), void* ctx, const uint64_t* barriers) {
   Pool& p = pool();
   std::unique_lock<std::mutex> lock(p.run_mutex(), std::try_to_lock);
-  if (nt <= 1 || !lock.owns_lock()) {  // another thread's region runs: do it all here
-    const bool outer = tl_in_region;
-    tl_in_region = true;
-    for (int w = 0; w < nt; ++w) call(ctx, w);
-    tl_in_region = outer;
-    return;
-  }
+  if (nt <= 1 || !lock.owns_lock()) return false;
   p.run(nt, call, ctx);
+  if (barriers != nullptr && *barriers > 0) p.add_barriers(*barriers);
+  return true;
+}
+
+void run_workers(int nt, void (*call)(void*, int), void* ctx) {
+  switch (tl_mode) {
+    case RangeMode::kTeamAll:
+      team_share(nt, call, ctx);
+      return;
+    case RangeMode::kTeamLead:
+      team_hand_off(nt, call, ctx);
+      return;
+    case RangeMode::kSerial:
+      run_serially(nt, call, ctx);
+      return;
+    case RangeMode::kTop:
+      break;
+  }
+  // Another thread's region runs: do it all here.
+  if (!run_on_pool(nt, call, ctx, nullptr)) run_serially(nt, call, ctx);
 }
 
 }  // namespace detail

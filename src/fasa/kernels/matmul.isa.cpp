@@ -236,7 +236,7 @@ void matmul_impl(DequantFn dequant, KernelFn kernel, DType type, const void* w, 
   // Tiny products run on the calling thread: a fork/join would cost more than it saves. The
   // result is the same either way.
   if (n_out * n_in * n_tok < kMinParallelMacs) {
-    run_groups(0, n_groups, 0);
+    team_single([&] { run_groups(0, n_groups, 0); });  // one worker, also in a team
   } else {
     parallel_ranges(n_groups, run_groups);
   }
@@ -360,7 +360,7 @@ void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* 
       }
     };
     if (macs < kMinParallelMacs) {
-      work(0, g0.back(), 0);
+      team_single([&] { work(0, g0.back(), 0); });  // one worker, also in a team
     } else {
       parallel_ranges(g0.back(), work);
     }

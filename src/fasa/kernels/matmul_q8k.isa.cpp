@@ -648,7 +648,7 @@ void run(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, 
     }
   };
   if (n_out * n_in * a.n_tok < kMinParallelMacs) {
-    work(0, n_groups, 0);
+    team_single([&] { work(0, n_groups, 0); });  // one worker, also in a team's collective code
   } else {
     parallel_ranges(n_groups, work);
   }

@@ -84,6 +84,19 @@ void ForwardScratch::reserve(const ModelConfig& c, int n_tok) {
   up.resize(n * c.d_ff);
 }
 
+void ForwardScratch::reserve_team(const ModelConfig& c, int n_tok, int n_workers) {
+  const size_t n = static_cast<size_t>(n_tok);
+  if (act.size() < n * c.d_ff) act.resize(n * c.d_ff);
+  if (static_cast<int>(peers.size()) < n_workers - 1) peers.resize(n_workers - 1);
+  if (n_tok <= peer_tok_cap) return;
+  peer_tok_cap = n_tok;
+  for (WorkerRows& p : peers) {
+    p.x.resize(n * c.d_model);
+    p.xn.resize(n * c.d_model);
+    p.act.resize(n * c.d_ff);
+  }
+}
+
 namespace {
 
 // RoPE of one head vector, with the table's magnitude on the rotated dims (YaRN, LongRoPE).
@@ -94,166 +107,240 @@ void rotate(float* v, const ModelConfig& c, const RopeTable& rope, int32_t pos) 
   }
 }
 
-// Output head over the rows that need logits: each sequence's last row, or all of its rows.
-// Batched calls compute into scratch and scatter; a single sequence writes in place.
-void output_logits(const Model& model, const SeqChunk* seqs, int n_seq, ForwardScratch& s) {
-  const ModelConfig& c = model.config();
-  const ModelWeights& w = model.weights();
-  const int d = c.d_model;
-  const size_t n_vocab = c.n_vocab;
-  int n_out = 0;  // rows gathered into xn: [n_out, d_model]
-  int row = 0;    // first row of the sequence in x
-  std::vector<int> out_rows{0};  // [n_seq + 1] first logits row of each sequence
-  for (int i = 0; i < n_seq; ++i) {
-    const SeqChunk& q = seqs[i];
-    for (int t = q.all_logits ? 0 : q.n_tok - 1; t < q.n_tok; ++t, ++n_out) {
-      rmsnorm(s.x.data() + static_cast<size_t>(row + t) * d, w.output_norm, c.rms_eps, d,
-              s.xn.data() + static_cast<size_t>(n_out) * d);
-    }
-    row += q.n_tok;
-    out_rows.push_back(n_out);
+// Calls with fewer rows than this run as one team (core/parallel.h: one dispatch for the whole
+// call, workers meeting at barriers): decode steps and short batches, whose parallel steps last
+// microseconds. Longer calls (prefill chunks, with the batched AMX tiles) open a region per step,
+// each lasting milliseconds, and keep one copy of the rows.
+constexpr int kTeamMaxRows = static_cast<int>(kAmxMinTokens) - 1;
+
+// One forward call's shape, shared by its steps.
+struct Call {
+  const Model& model;
+  const ModelConfig& c;
+  const SeqChunk* seqs;
+  int n_seq;
+  std::vector<int> row0;        // [n_seq + 1] first row of each sequence in x
+  std::vector<int> first_slot;  // [n_seq] where its new tokens go in its cache
+  int n_rows = 0;
+  std::vector<RowRun> runs;
+  ForwardScratch& s;
+};
+
+// This worker's rows: its own in a team, the scratch's own otherwise (worker 0).
+struct Rows {
+  float* x;    // [n_rows, d_model] residual stream
+  float* xn;   // [n_rows, d_model] normed
+  float* act;  // [n_rows, d_ff] act(gate) * up
+};
+
+Rows worker_rows(ForwardScratch& s) {
+  const int w = team_worker();
+  if (w > 0) {
+    ForwardScratch::WorkerRows& p = s.peers[w - 1];
+    return {p.x.data(), p.xn.data(), p.act.data()};
   }
-  float* out = seqs[0].logits;
-  if (n_seq > 1) {
-    s.logits.resize(static_cast<size_t>(n_out) * n_vocab);
-    out = s.logits.data();
-  }
-  matmul_w(w.output, s.xn.data(), row_runs(out_rows), out);  // [n_out, n_vocab]
-  if (c.final_logit_softcap > 0.0f) {
-    const float cap = c.final_logit_softcap;
-    const size_t n = static_cast<size_t>(n_out) * n_vocab;
-    for (size_t i = 0; i < n; ++i) out[i] = cap * std::tanh(out[i] / cap);
-  }
-  if (n_seq == 1) return;
-  const float* src = out;
-  for (int i = 0; i < n_seq; ++i) {
-    const size_t n = (seqs[i].all_logits ? seqs[i].n_tok : 1) * n_vocab;
-    std::copy(src, src + n, seqs[i].logits);
-    src += n;
-  }
+  // A team's other workers read gate while worker 0 computes its act: not in place then.
+  return {s.x.data(), s.xn.data(), team_size() > 1 ? s.act.data() : s.gate.data()};
 }
 
-}  // namespace
-
-void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardScratch& s) {
-  const ModelConfig& c = model.config();
-  const ModelWeights& w = model.weights();
-  FASA_CHECK(n_seq > 0);
-  std::vector<int> row0(n_seq + 1, 0);  // [n_seq + 1] first row of each sequence in x
-  std::vector<int> first_slot(n_seq);   // [n_seq] where its new tokens go in its cache
-  for (int i = 0; i < n_seq; ++i) {
-    const SeqChunk& q = seqs[i];
-    FASA_CHECK(q.n_tok > 0 && q.n_tok <= q.cache->max_batch());
-    FASA_CHECK(q.cache->n_used() + q.n_tok <= q.cache->capacity());
-    first_slot[i] = q.cache->n_used();
-    row0[i + 1] = row0[i] + q.n_tok;
-  }
-  const int n_rows = row0[n_seq];
-  const std::vector<RowRun> runs = row_runs(row0);
-  s.reserve(c, n_rows);
-  const int d = c.d_model, hd = c.head_dim;
-  const int q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
-  // The attention kernels scale q.k by 1/sqrt(head_dim); another model scale is folded into q.
-  const float q_fold = c.attn_scale * std::sqrt(static_cast<float>(hd));
-
-  // Embedding rows.  x: [n_rows, d_model]
-  const size_t emb_row_bytes = w.tok_embd.n_bytes / static_cast<size_t>(w.tok_embd.n_out);
-  for (int i = 0; i < n_seq; ++i) {
-    for (int t = 0; t < seqs[i].n_tok; ++t) {
-      float* xt = s.x.data() + static_cast<size_t>(row0[i] + t) * d;
-      if (is_repacked(w.tok_embd.type)) {  // a tied output matrix, repacked at load
-        dequantize_row_r16(w.tok_embd.type, w.tok_embd.data, d, seqs[i].tokens[t], xt);
+// Embedding rows into this worker's x.
+void embed(const Call& k, const Rows& r) {
+  const ModelConfig& c = k.c;
+  const WeightMatrix& emb = k.model.weights().tok_embd;
+  const int d = c.d_model;
+  const size_t emb_row_bytes = emb.n_bytes / static_cast<size_t>(emb.n_out);
+  for (int i = 0; i < k.n_seq; ++i) {
+    for (int t = 0; t < k.seqs[i].n_tok; ++t) {
+      float* xt = r.x + static_cast<size_t>(k.row0[i] + t) * d;
+      if (is_repacked(emb.type)) {  // a tied output matrix, repacked at load
+        dequantize_row_r16(emb.type, emb.data, d, k.seqs[i].tokens[t], xt);
       } else {
-        const auto* row =
-            static_cast<const uint8_t*>(w.tok_embd.data) + seqs[i].tokens[t] * emb_row_bytes;
-        dequantize_row(w.tok_embd.type, row, xt, d);
+        const auto* row = static_cast<const uint8_t*>(emb.data) + k.seqs[i].tokens[t] * emb_row_bytes;
+        dequantize_row(emb.type, row, xt, d);
       }
       if (c.embd_scale != 1.0f) {
         for (int j = 0; j < d; ++j) xt[j] *= c.embd_scale;
       }
     }
   }
+}
 
-  for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& L = w.layers[l];
-    const bool windowed = c.windowed(l);
-    // Attention block.
-    for (int t = 0; t < n_rows; ++t) {
-      rmsnorm(s.x.data() + t * d, L.attn_norm, c.rms_eps, d, s.xn.data() + t * d);
-    }
-    // q: [n_rows, n_heads * head_dim]; k, v: [n_rows, n_kv_heads * head_dim]
-    matmul_shared_x({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xn.data(),
-                    runs);
-    if (c.qkv_bias) {
-      for (int t = 0; t < n_rows; ++t) {
-        add_inplace(s.q.data() + t * q_dim, L.bq, q_dim);
-        add_inplace(s.k.data() + t * kv_dim, L.bk, kv_dim);
-        add_inplace(s.v.data() + t * kv_dim, L.bv, kv_dim);
-      }
-    }
-    for (int i = 0; i < n_seq; ++i) {
-      const SeqChunk& sq = seqs[i];
-      const RopeTable& rope = model.rope_table(sq.cache->capacity(), windowed);
-      for (int t = 0; t < sq.n_tok; ++t) {
-        const int r = row0[i] + t;
-        for (int h = 0; h < c.n_heads; ++h) {
-          float* qr = s.q.data() + r * q_dim + h * hd;
-          if (c.qk_norm) rmsnorm(qr, L.q_norm, c.rms_eps, hd, qr);
-          rotate(qr, c, rope, sq.pos[t]);
-          if (q_fold != 1.0f) {
-            for (int j = 0; j < hd; ++j) qr[j] *= q_fold;
-          }
-        }
-        for (int g = 0; g < c.n_kv_heads; ++g) {
-          float* kr = s.k.data() + r * kv_dim + g * hd;
-          if (c.qk_norm) rmsnorm(kr, L.k_norm, c.rms_eps, hd, kr);
-          rotate(kr, c, rope, sq.pos[t]);
-          sq.cache->store(l, g, first_slot[i] + t, kr, s.v.data() + r * kv_dim + g * hd);
-        }
-      }
-      // Sliding-window layers attend over their window, outside any policy.
-      if (!windowed) sq.policy->on_append(*sq.cache, l, first_slot[i], sq.n_tok);
-      AttnStep step;
-      step.layer = l;
-      step.n_tok = sq.n_tok;
-      step.first_slot = first_slot[i];
-      step.pos = sq.pos;
-      step.q = s.q.data() + static_cast<size_t>(row0[i]) * q_dim;
-      step.out = s.att.data() + static_cast<size_t>(row0[i]) * q_dim;
-      attention_forward(step, *sq.cache, *sq.policy, sq.stats);
-    }
-    matmul_w(L.wo, s.att.data(), runs, s.proj.data());  // [n_rows, d_model]
-    if (c.post_norms) {
-      for (int t = 0; t < n_rows; ++t) {
-        float* pt = s.proj.data() + t * d;
-        rmsnorm(pt, L.attn_post_norm, c.rms_eps, d, pt);
-      }
-    }
-    add_inplace(s.x.data(), s.proj.data(), static_cast<int64_t>(n_rows) * d);
-
-    // Feed-forward block: act(gate) * up, act = SiLU (SwiGLU) or tanh-GELU (GeGLU).
-    for (int t = 0; t < n_rows; ++t) {
-      rmsnorm(s.x.data() + t * d, L.ffn_norm, c.rms_eps, d, s.xn.data() + t * d);
-    }
-    // gate, up: [n_rows, d_ff]
-    matmul_shared_x({{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}}, s.xn.data(), runs);
-    const int64_t n_ff = static_cast<int64_t>(n_rows) * c.d_ff;
-    if (c.ffn_act == FfnAct::GeluTanh) {
-      gelu_tanh_mul(s.gate.data(), s.up.data(), n_ff, s.gate.data());
-    } else {
-      silu_mul(s.gate.data(), s.up.data(), n_ff, s.gate.data());
-    }
-    matmul_w(L.w_down, s.gate.data(), runs, s.proj.data());  // [n_rows, d_model]
-    if (c.post_norms) {
-      for (int t = 0; t < n_rows; ++t) {
-        float* pt = s.proj.data() + t * d;
-        rmsnorm(pt, L.ffn_post_norm, c.rms_eps, d, pt);
-      }
-    }
-    add_inplace(s.x.data(), s.proj.data(), static_cast<int64_t>(n_rows) * d);
+void norm_rows(const Call& k, const float* x, const float* weight, float* out) {
+  const int d = k.c.d_model;
+  for (int t = 0; t < k.n_rows; ++t) {
+    rmsnorm(x + static_cast<size_t>(t) * d, weight, k.c.rms_eps, d, out + static_cast<size_t>(t) * d);
   }
-  for (int i = 0; i < n_seq; ++i) seqs[i].cache->commit(seqs[i].n_tok, seqs[i].pos);
-  output_logits(model, seqs, n_seq, s);
+}
+
+// x += proj, or x += rmsnorm(proj) with post-norms (normed into this worker's xn; proj is shared).
+void add_residual(const Call& k, const Rows& r, const float* post_norm) {
+  const int64_t n = static_cast<int64_t>(k.n_rows) * k.c.d_model;
+  if (k.c.post_norms) {
+    norm_rows(k, k.s.proj.data(), post_norm, r.xn);
+    add_inplace(r.x, r.xn, n);
+  } else {
+    add_inplace(r.x, k.s.proj.data(), n);
+  }
+}
+
+// Biases, QK-norm, RoPE and the new K/V of layer l, then each sequence's attention into att.
+// Writes shared buffers and caches: runs on one worker (team_single).
+void attend(const Call& k, int l) {
+  const ModelConfig& c = k.c;
+  const LayerWeights& L = k.model.weights().layers[l];
+  ForwardScratch& s = k.s;
+  const bool windowed = c.windowed(l);
+  const int hd = c.head_dim;
+  const int q_dim = c.n_heads * hd, kv_dim = c.n_kv_heads * hd;
+  // The attention kernels scale q.k by 1/sqrt(head_dim); another model scale is folded into q.
+  const float q_fold = c.attn_scale * std::sqrt(static_cast<float>(hd));
+  if (c.qkv_bias) {
+    for (int t = 0; t < k.n_rows; ++t) {
+      add_inplace(s.q.data() + t * q_dim, L.bq, q_dim);
+      add_inplace(s.k.data() + t * kv_dim, L.bk, kv_dim);
+      add_inplace(s.v.data() + t * kv_dim, L.bv, kv_dim);
+    }
+  }
+  for (int i = 0; i < k.n_seq; ++i) {
+    const SeqChunk& sq = k.seqs[i];
+    const RopeTable& rope = k.model.rope_table(sq.cache->capacity(), windowed);
+    for (int t = 0; t < sq.n_tok; ++t) {
+      const int r = k.row0[i] + t;
+      for (int h = 0; h < c.n_heads; ++h) {
+        float* qr = s.q.data() + r * q_dim + h * hd;
+        if (c.qk_norm) rmsnorm(qr, L.q_norm, c.rms_eps, hd, qr);
+        rotate(qr, c, rope, sq.pos[t]);
+        if (q_fold != 1.0f) {
+          for (int j = 0; j < hd; ++j) qr[j] *= q_fold;
+        }
+      }
+      for (int g = 0; g < c.n_kv_heads; ++g) {
+        float* kr = s.k.data() + r * kv_dim + g * hd;
+        if (c.qk_norm) rmsnorm(kr, L.k_norm, c.rms_eps, hd, kr);
+        rotate(kr, c, rope, sq.pos[t]);
+        sq.cache->store(l, g, k.first_slot[i] + t, kr, s.v.data() + r * kv_dim + g * hd);
+      }
+    }
+    // Sliding-window layers attend over their window, outside any policy.
+    if (!windowed) sq.policy->on_append(*sq.cache, l, k.first_slot[i], sq.n_tok);
+    AttnStep step;
+    step.layer = l;
+    step.n_tok = sq.n_tok;
+    step.first_slot = k.first_slot[i];
+    step.pos = sq.pos;
+    step.q = s.q.data() + static_cast<size_t>(k.row0[i]) * q_dim;
+    step.out = s.att.data() + static_cast<size_t>(k.row0[i]) * q_dim;
+    attention_forward(step, *sq.cache, *sq.policy, sq.stats);
+  }
+}
+
+// One transformer layer. Collective in a team: the projections split their rows over the
+// workers, attention runs on worker 0 (its kernels served by the others), and each worker
+// repeats the element-wise steps on its own rows.
+void layer(const Call& k, const Rows& r, int l) {
+  const LayerWeights& L = k.model.weights().layers[l];
+  ForwardScratch& s = k.s;
+  // Attention block. q: [n_rows, n_heads * head_dim]; k, v: [n_rows, n_kv_heads * head_dim]
+  norm_rows(k, r.x, L.attn_norm, r.xn);
+  matmul_shared_x({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, r.xn, k.runs);
+  team_single([&] { attend(k, l); });
+  matmul_w(L.wo, s.att.data(), k.runs, s.proj.data());  // [n_rows, d_model]
+  add_residual(k, r, L.attn_post_norm);
+
+  // Feed-forward block: act(gate) * up, act = SiLU (SwiGLU) or tanh-GELU (GeGLU).
+  norm_rows(k, r.x, L.ffn_norm, r.xn);
+  // gate, up: [n_rows, d_ff]
+  matmul_shared_x({{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}}, r.xn, k.runs);
+  const int64_t n_ff = static_cast<int64_t>(k.n_rows) * k.c.d_ff;
+  if (k.c.ffn_act == FfnAct::GeluTanh) {
+    gelu_tanh_mul(s.gate.data(), s.up.data(), n_ff, r.act);
+  } else {
+    silu_mul(s.gate.data(), s.up.data(), n_ff, r.act);
+  }
+  matmul_w(L.w_down, r.act, k.runs, s.proj.data());  // [n_rows, d_model]
+  add_residual(k, r, L.ffn_post_norm);
+}
+
+// Output head over the rows that need logits: each sequence's last row, or all of its rows.
+// Batched calls compute into scratch (sized by the caller) and scatter; a single sequence writes
+// in place.
+void output_logits(const Call& k, const Rows& r) {
+  const ModelConfig& c = k.c;
+  const ModelWeights& w = k.model.weights();
+  const int d = c.d_model;
+  const size_t n_vocab = c.n_vocab;
+  int n_out = 0;  // rows gathered into xn: [n_out, d_model]
+  int row = 0;    // first row of the sequence in x
+  std::vector<int> out_rows{0};  // [n_seq + 1] first logits row of each sequence
+  for (int i = 0; i < k.n_seq; ++i) {
+    const SeqChunk& q = k.seqs[i];
+    for (int t = q.all_logits ? 0 : q.n_tok - 1; t < q.n_tok; ++t, ++n_out) {
+      rmsnorm(r.x + static_cast<size_t>(row + t) * d, w.output_norm, c.rms_eps, d,
+              r.xn + static_cast<size_t>(n_out) * d);
+    }
+    row += q.n_tok;
+    out_rows.push_back(n_out);
+  }
+  float* out = k.n_seq > 1 ? k.s.logits.data() : k.seqs[0].logits;
+  matmul_w(w.output, r.xn, row_runs(out_rows), out);  // [n_out, n_vocab]
+  if (c.final_logit_softcap > 0.0f) {
+    const float cap = c.final_logit_softcap;
+    parallel_ranges(static_cast<int64_t>(n_out) * n_vocab, [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; ++i) out[i] = cap * std::tanh(out[i] / cap);
+    });
+  }
+  if (k.n_seq == 1) return;
+  team_single([&] {
+    const float* src = out;
+    for (int i = 0; i < k.n_seq; ++i) {
+      const size_t n = (k.seqs[i].all_logits ? k.seqs[i].n_tok : 1) * n_vocab;
+      std::copy(src, src + n, k.seqs[i].logits);
+      src += n;
+    }
+  });
+}
+
+// Rows of logits a call writes: every row of an all_logits sequence, the last row of the others.
+int logit_rows(const SeqChunk* seqs, int n_seq) {
+  int n = 0;
+  for (int i = 0; i < n_seq; ++i) n += seqs[i].all_logits ? seqs[i].n_tok : 1;
+  return n;
+}
+
+}  // namespace
+
+void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardScratch& s) {
+  const ModelConfig& c = model.config();
+  FASA_CHECK(n_seq > 0);
+  Call k{model, c, seqs, n_seq, std::vector<int>(n_seq + 1, 0), std::vector<int>(n_seq), 0, {}, s};
+  for (int i = 0; i < n_seq; ++i) {
+    const SeqChunk& q = seqs[i];
+    FASA_CHECK(q.n_tok > 0 && q.n_tok <= q.cache->max_batch());
+    FASA_CHECK(q.cache->n_used() + q.n_tok <= q.cache->capacity());
+    k.first_slot[i] = q.cache->n_used();
+    k.row0[i + 1] = k.row0[i] + q.n_tok;
+  }
+  k.n_rows = k.row0[n_seq];
+  k.runs = row_runs(k.row0);
+  s.reserve(c, k.n_rows);
+  if (n_seq > 1) s.logits.resize(static_cast<size_t>(logit_rows(seqs, n_seq)) * c.n_vocab);
+  const bool team = k.n_rows <= kTeamMaxRows && num_threads() > 1;
+  if (team) s.reserve_team(c, k.n_rows, num_threads());
+
+  auto body = [&] {
+    const Rows r = worker_rows(s);
+    embed(k, r);
+    for (int l = 0; l < c.n_layers; ++l) layer(k, r, l);
+    team_single([&] {
+      for (int i = 0; i < n_seq; ++i) seqs[i].cache->commit(seqs[i].n_tok, seqs[i].pos);
+    });
+    output_logits(k, r);
+  };
+  if (team) {
+    parallel_team(body);
+  } else {
+    body();
+  }
 }
 
 void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const int32_t* tokens,

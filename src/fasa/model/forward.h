@@ -1,4 +1,4 @@
-// The forward pass of the llama family and Gemma 3, top to bottom in one function (see
+// The forward pass of the llama family and Gemma 3, as named steps (see
 // forward.cpp); the config's switches (biases, QK-norm, post-norms, activation, windows) say
 // which steps a layer takes.
 #pragma once
@@ -27,6 +27,19 @@ struct ForwardScratch {
   std::vector<float> up;     // [n_tok, d_ff]
   std::vector<float> logits;  // [n_seq_out, n_vocab] batched calls' logits before they are scattered
   void reserve(const ModelConfig& c, int n_tok);
+
+  // A team's per-worker rows (decode-sized calls run as one team: forward.cpp). Every worker
+  // keeps its own residual stream and the values computed from it element-wise, so no worker waits
+  // for another's element-wise work; worker 0's are x, xn and act.
+  struct WorkerRows {
+    std::vector<float> x;    // [n_tok, d_model] this worker's copy of the residual stream
+    std::vector<float> xn;   // [n_tok, d_model] normed
+    std::vector<float> act;  // [n_tok, d_ff] act(gate) * up
+  };
+  std::vector<float> act;         // [n_tok, d_ff] worker 0's act(gate) * up in a team
+  std::vector<WorkerRows> peers;  // [workers - 1] workers 1 ..
+  int peer_tok_cap = 0;
+  void reserve_team(const ModelConfig& c, int n_tok, int n_workers);
 };
 
 // One sequence's part of a batched forward call: its cache, policy and new tokens.
