@@ -120,7 +120,7 @@ TEST(AttendTest, ManyQueriesEqualOneAtATime) {
   std::mt19937 rng(11);
   std::normal_distribution<float> nd;
   for (KvType t : {KvType::F16, KvType::F32}) {
-    for (int hd : {16, 64, 24}) {
+    for (int hd : {16, 64, 24, 80, 128}) {
       const int n_max = 3 * kAttnChunk + 37;
       Rows r = make_rows(n_max, hd, t, rng);
       const KvRows rows{r.k.data(), r.v.data(), t, hd};

@@ -182,7 +182,7 @@ TEST(Isa, TipSameBits) {
 TEST(Isa, AttentionSameBits) {
   std::mt19937 rng(4);
   for (KvType t : {KvType::F16, KvType::F32}) {
-    for (int hd : {64, 24}) {
+    for (int hd : {64, 24, 80, 128, 256}) {  // AVX-512 holds 4, 1 + 4, 8, 2 x 8 vectors of acc
       const int n = 2 * kAttnChunk + 77;
       const std::vector<float> kf = normal(n * hd, rng), vf = normal(n * hd, rng);
       std::vector<uint16_t> kh(kf.size()), vh(vf.size());

@@ -14,9 +14,19 @@
 #   d0:         all four models at depth 0 (pp512, tg64), 2 repetitions alternating
 #   norepack:   8B-shaped tg128 at depth 0 with FASA_NO_REPACK=1 and without, alternating
 #   final:      d0 again (fasa now warms up untimed), then SmolLM2, Gemma 3 and Qwen at depth 4096
+#   d16k:       llama-bench comparison at depth 16384: Gemma 3 (pp512, tg128, 2 repetitions) and
+#               Qwen (tg64, 1 repetition: each repetition prefills 16K tokens three times).
+#               SmolLM2's trained context is 8192, the 8B shape's 16K prefill takes too long here
+#   kvq8tasks:  task scores with q8_0 KV against f16 KV: SmolLM2, the first 10 prompts of
+#               passkey, niah-single and niah-multikey at 4K (the kinds full attention scores on
+#               at all: docs/RESULTS.md, issue 6) from Pride and Prejudice, full and FASA (budget
+#               256, the issue-6 calibration from Emma), -j 2
+#   attn:       attention with register-held accumulators against FASA_BEFORE (ae69543): SmolLM2
+#               pp512 + tg64 and Qwen pp512 + tg32 at depth 4096, two rounds alternating
 #   team:       decode as one team per step against FASA_BEFORE (a build of ae69543: a region per
 #               parallel step): SmolLM2, Gemma 3 and the 8B shape, tg64 / tg16, quiet and with two
-#               busy processes on the two cores, two rounds alternating the binaries
+#               busy processes on the two cores, rounds ROUNDS (default "1 2") alternating the
+#               binaries
 # M8: the 8B-shaped file (fasa synth --shape llama-3.1-8b-instruct-q4_k_m -o M8); CALIB8: its
 # calibration (docs/BENCHMARKS.md, issue 20, shows both commands).
 set -euo pipefail
@@ -50,9 +60,42 @@ for part in $PARTS; do
         done
       done
     done ;;
+  d16k)
+    "$ROOT/bench/compare_llamacpp.sh" --fasa "$FASA" -m "$GEMMA" -t 2 -p 512 -n 128 -d 16384 -r 2 \
+      --md "$OUT/d16k_gemma.md" --jsonl "$OUT/d16k_gemma.jsonl"
+    "$ROOT/bench/compare_llamacpp.sh" --fasa "$FASA" -m "$QWEN" -t 2 -p 0 -n 64 -d 16384 -r 1 \
+      --md "$OUT/d16k_qwen.md" --jsonl "$OUT/d16k_qwen.jsonl" ;;
+  attn)
+    BEFORE=${FASA_BEFORE:?set FASA_BEFORE to a build of ae69543}
+    for round in 1 2; do
+      for bin in "$BEFORE" "$FASA"; do
+        label=new; [ "$bin" = "$BEFORE" ] && label=before
+        "$bin" bench -m "$SMOL" -p 512 -n 64 -d 4096 -r 1 -t 2 --json |
+          sed "s/^{/{\"binary\":\"$label\",\"round\":$round,/" >> "$OUT/attn.jsonl"
+        "$bin" bench -m "$QWEN" -p 512 -n 32 -d 4096 -r 1 -t 2 --json |
+          sed "s/^{/{\"binary\":\"$label\",\"round\":$round,/" >> "$OUT/attn.jsonl"
+      done
+    done ;;
+  kvq8tasks)
+    TXT=${FASA_HOME:-$HOME/.cache/fasa}/texts/austen_pride_and_prejudice.txt
+    EMMA=$ROOT/docs/results/issue6/inputs/emma.json
+    for k in passkey niah-single niah-multikey; do
+      "$FASA" gen-tasks -m "$SMOL" --kind $k --haystack "$TXT" --ctx 4096 --n 25 --seed 1 \
+        -o "$OUT/smollm2_4k_$k.jsonl" >&2
+      head -10 "$OUT/smollm2_4k_$k.jsonl"
+    done > "$OUT/smollm2_4k_10each.jsonl"
+    rm "$OUT/smollm2_4k_passkey.jsonl" "$OUT/smollm2_4k_niah-single.jsonl" \
+      "$OUT/smollm2_4k_niah-multikey.jsonl"
+    for kv in f16 q8_0; do
+      start=$SECONDS
+      "$FASA" eval tasks -m "$SMOL" --tasks "$OUT/smollm2_4k_10each.jsonl" -j 2 \
+        --kv-type $kv --policy full --compare "fasa:calib=$EMMA,budget=256" --json \
+        > "$OUT/tasks_$kv.json" 2> "$OUT/tasks_$kv.log"
+      echo "wall seconds: $((SECONDS - start))" >> "$OUT/tasks_$kv.log"
+    done ;;
   team)
     BEFORE=${FASA_BEFORE:?set FASA_BEFORE to a build of ae69543 (a region per parallel step)}
-    for round in 1 2; do
+    for round in ${ROUNDS:-1 2}; do
       for m in "$SMOL" "$GEMMA" "$M8"; do
         for load in quiet busy; do
           for bin in "$BEFORE" "$FASA"; do

@@ -266,6 +266,49 @@ void accumulate_row(const uint8_t* row, int hd, KvType t, const float* e_col, co
   }
 }
 
+#if FASA_AVX512
+// Sixteen row elements [d, d + 16) as fp32 (f16 -> f32 is exact).
+template <bool kF16>
+inline __m512 load16(const uint8_t* row, int d) {
+  if constexpr (kF16) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * d)));
+  } else {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + d);
+  }
+}
+
+// One query's acc[d0, d0 + 16 NZ) += e[j] V_j[d0, ...) for j < cnt, held in registers across the
+// keys. Per element the same fused multiply-adds in key order as accumulate_row, so the same bits.
+template <int NZ, bool kF16>
+void accumulate_block(const uint8_t* const* vrows, int d0, const float* e, int cnt, float* acc) {
+  __m512 a[NZ];
+  for (int z = 0; z < NZ; ++z) a[z] = _mm512_loadu_ps(acc + d0 + 16 * z);
+  for (int j = 0; j < cnt; ++j) {
+    const __m512 p = _mm512_set1_ps(e[j]);
+    for (int z = 0; z < NZ; ++z) a[z] = _mm512_fmadd_ps(p, load16<kF16>(vrows[j], d0 + 16 * z), a[z]);
+  }
+  for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(acc + d0 + 16 * z, a[z]);
+}
+
+// accumulate_block over a whole head (hd % 16 == 0): blocks of 8, 4 and 1 vectors.
+template <bool kF16>
+void accumulate_query(const uint8_t* const* vrows, int hd, const float* e, int cnt, float* acc) {
+  int d0 = 0;
+  for (; d0 + 128 <= hd; d0 += 128) accumulate_block<8, kF16>(vrows, d0, e, cnt, acc);
+  for (; d0 + 64 <= hd; d0 += 64) accumulate_block<4, kF16>(vrows, d0, e, cnt, acc);
+  for (; d0 < hd; d0 += 16) accumulate_block<1, kF16>(vrows, d0, e, cnt, acc);
+}
+
+// cnt f16 rows as fp32 rows [cnt, hd] in out; ptrs[j] = row j of out.
+void rows_to_f32(const uint8_t* const* rows, int cnt, int hd, float* out, const uint8_t** ptrs) {
+  for (int j = 0; j < cnt; ++j) {
+    float* o = out + static_cast<size_t>(j) * hd;
+    for (int d = 0; d < hd; d += 16) _mm512_storeu_ps(o + d, load16<true>(rows[j], d));
+    ptrs[j] = reinterpret_cast<const uint8_t*>(o);
+  }
+}
+#endif
+
 // accumulate_row for a Q8_0 V row: acc_i = fma(e_ij, d_b * q, acc_i) per value.
 void accumulate_row_q8(const uint8_t* row, int hd, const float* e_col, const int* counts, int j,
                        int n_q, float* states, int ss) {
@@ -361,6 +404,14 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
   const uint8_t* vp[kAttnTile];
   const bool q8 = rows.type == KvType::Q8_0;
   const size_t qrb = q8 ? q8_0_row_bytes(hd) : 0;
+#if FASA_AVX512
+  const bool fast = !q8 && hd % 16 == 0;  // register-held accumulators (same bits)
+  thread_local std::vector<float> kvbuf;   // [2, kAttnTile, hd] a tile's K then V rows as fp32
+  if (fast && rows.type == KvType::F16 && n_q > 1 &&
+      kvbuf.size() < 2u * kAttnTile * static_cast<size_t>(hd)) {
+    kvbuf.resize(2u * kAttnTile * static_cast<size_t>(hd));
+  }
+#endif
   const uint8_t* qq = q8 ? quantize_queries(qs, n_q, hd) : nullptr;  // [n_q, qrb]
   for (int t0 = begin; t0 < end; t0 += kAttnTile) {
     const int t1 = std::min(t0 + kAttnTile, end);
@@ -375,6 +426,15 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
       kp[j] = row_ptr(rows.k, s, hd, rows.type);
       vp[j] = row_ptr(rows.v, s, hd, rows.type);
     }
+    KvType kt = rows.type;  // the type kp / vp point at now
+#if FASA_AVX512
+    // Several queries read each row of the tile: convert the f16 rows once (exact).
+    if (fast && kt == KvType::F16 && n_q > 1) {
+      rows_to_f32(kp, n_tile, hd, kvbuf.data(), kp);
+      rows_to_f32(vp, n_tile, hd, kvbuf.data() + static_cast<size_t>(kAttnTile) * hd, vp);
+      kt = KvType::F32;
+    }
+#endif
     // Scores, the new running max, exp, the tile's sum; rescale acc to the new max.
     for (int i = 0; i < n_q; ++i) {
       const int cnt = counts[i];
@@ -383,7 +443,7 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
       if (q8) {
         tile_scores_q8(qq + i * qrb, kp, cnt, hd, e);
       } else {
-        tile_scores(qs[i], kp, cnt, hd, rows.type, e);
+        tile_scores(qs[i], kp, cnt, hd, kt, e);
       }
       float mt = -INFINITY;
       for (int j = 0; j < cnt; ++j) {
@@ -401,6 +461,20 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
         for (int d = 0; d < hd; ++d) st[d] *= corr;
       }
     }
+#if FASA_AVX512
+    if (fast) {  // acc_i += e_ij V_j, query by query with acc_i in registers
+      for (int i = 0; i < n_q; ++i) {
+        if (counts[i] == 0) continue;
+        const float* e = ebuf.data() + i * kAttnTile;
+        if (kt == KvType::F16) {
+          accumulate_query<true>(vp, hd, e, counts[i], states + i * ss);
+        } else {
+          accumulate_query<false>(vp, hd, e, counts[i], states + i * ss);
+        }
+      }
+      continue;
+    }
+#endif
     // acc_i += e_ij V_j, key by key (each V row converted once for every query).
     for (int j = 0; j < n_tile; ++j) {
       if (q8) {
