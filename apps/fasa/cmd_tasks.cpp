@@ -112,6 +112,7 @@ void run_tasks_cmd(const TasksArgs& a) {
   j["tasks_file"] = a.tasks;
   j["n_ctx"] = r.n_ctx;
   j["chat"] = a.chat;
+  j["kv_type"] = a.kv_type;
   j["seconds"] = r.seconds;
   add_provenance(j, model->file().path(), "", "", a.tasks);
   j["results"] = nlohmann::ordered_json::array();

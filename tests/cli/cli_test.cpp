@@ -647,6 +647,7 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   EXPECT_EQ(j["items"].size(), 4u);
   EXPECT_EQ(j["tasks_sha256"], fasa::hub::sha256_file_hex(tasks));
   EXPECT_EQ(j["model_sha256"], fasa::hub::sha256_file_hex(path));
+  EXPECT_EQ(j["kv_type"], "f16");
   const std::string dir = temp_file("cli_sweep");
   std::filesystem::remove_all(dir);
   r = run_cli({"eval", "sweep", "-m", path, "--tasks", tasks, "--policies", "full,streaming",

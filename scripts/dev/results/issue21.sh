@@ -23,6 +23,7 @@
 #               256, the issue-6 calibration from Emma), -j 2
 #   attn:       attention with register-held accumulators against FASA_BEFORE (ae69543): SmolLM2
 #               pp512 + tg64 and Qwen pp512 + tg32 at depth 4096, two rounds alternating
+#   smol4k:     llama-bench comparison of SmolLM2 at depth 4096 again (pp512, tg128, 2 repetitions)
 #   team:       decode as one team per step against FASA_BEFORE (a build of ae69543: a region per
 #               parallel step): SmolLM2, Gemma 3 and the 8B shape, tg64 / tg16, quiet and with two
 #               busy processes on the two cores, rounds ROUNDS (default "1 2") alternating the
@@ -76,6 +77,9 @@ for part in $PARTS; do
           sed "s/^{/{\"binary\":\"$label\",\"round\":$round,/" >> "$OUT/attn.jsonl"
       done
     done ;;
+  smol4k)
+    "$ROOT/bench/compare_llamacpp.sh" --fasa "$FASA" -m "$SMOL" -t 2 -p 512 -n 128 -d 4096 -r 2 \
+      --md "$OUT/smol4k.md" --jsonl "$OUT/smol4k.jsonl" ;;
   kvq8tasks)
     TXT=${FASA_HOME:-$HOME/.cache/fasa}/texts/austen_pride_and_prejudice.txt
     EMMA=$ROOT/docs/results/issue6/inputs/emma.json
