@@ -8,14 +8,12 @@
 #include <gtest/gtest.h>
 
 #include "fasa/core/parallel.h"
+#include "support/threads_guard.h"
 
 namespace fasa {
 namespace {
 
-struct ThreadsGuard {
-  explicit ThreadsGuard(int n) { set_num_threads(n); }
-  ~ThreadsGuard() { set_num_threads(0); }
-};
+using test::ThreadsGuard;
 
 TEST(ThreadPool, EveryIndexRunsOnceForAnyThreadCount) {
   for (int nt : {1, 2, 3, 4, 7}) {

@@ -114,6 +114,14 @@ int64_t bit_mismatches(const std::vector<std::vector<float>>& a,
   return bad;
 }
 
+// Activations [n_tok, kNIn] drawn from N(0, 1).
+std::vector<float> normal_acts(int64_t n_tok, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n_tok * kNIn));
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
 struct Combo {
   const char* name;
   std::vector<std::pair<DType, int64_t>> shapes;  // (type, n_out) per job, in call order
@@ -149,10 +157,8 @@ TEST_P(MatmulMulti, EqualsSeparateCallsBitwise) {
   IsaGuard isa_guard;
   const std::vector<Mat> mats = make_mats(c.shapes, 31);
   std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const int64_t n_tok : {1, 3, 17}) {
-    std::vector<float> x(static_cast<size_t>(n_tok * kNIn));  // [n_tok, kNIn]
-    for (float& v : x) v = normal(rng);
+    const std::vector<float> x = normal_acts(n_tok, rng);  // [n_tok, kNIn]
     for (const MatmulTiles tiles : {MatmulTiles::kPerToken, MatmulTiles::kAny}) {
       for (const Isa isa : available_isas()) {
         set_active_isa(isa);
@@ -179,10 +185,8 @@ TEST_P(MatmulMulti, InATeamEqualsOneThreadBitwise) {
   IsaGuard isa_guard;
   const std::vector<Mat> mats = make_mats(c.shapes, 41);
   std::mt19937 rng(9);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const int64_t n_tok : {1, 3}) {
-    std::vector<float> x(static_cast<size_t>(n_tok * kNIn));  // [n_tok, kNIn]
-    for (float& v : x) v = normal(rng);
+    const std::vector<float> x = normal_acts(n_tok, rng);  // [n_tok, kNIn]
     for (const Isa isa : available_isas()) {
       set_active_isa(isa);
       set_num_threads(1);
