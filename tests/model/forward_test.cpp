@@ -225,10 +225,37 @@ TEST(ForwardTest, ThreadCountDoesNotChangeLogits) {
   EXPECT_EQ(one, two);
 }
 
-// Issue 21: a decode step opens at most 5 parallel regions per layer (fused q/k/v, attention,
-// output projection, fused gate/up, down) and one for the logits; the full policy's selection
-// none. Every matrix here is above matmul's one-thread threshold (65536 multiply-adds), so
-// separate q/k/v and gate/up calls would open 3 and 2.
+// A session whose decode team grows (2 threads, then 3) gives the new worker its own rows and
+// the bits of one thread.
+TEST(ForwardTest, DecodeTeamGrowingMidSessionKeepsTheBits) {
+  const std::string path = tiny_path("tiny_team_grow.gguf");
+  test::write_tiny_model(path, spec_with(DType::Q8_0, 4, 2));
+  auto model = Model::load(path);
+  SessionOptions so;
+  so.n_ctx = 64;
+  const auto prompt = random_tokens(9, 320, 5);
+  auto run = [&](int first_threads, int then_threads) {
+    set_num_threads(first_threads);
+    Session s(model, so);
+    s.prefill(prompt);
+    std::vector<float> out = s.decode(3);
+    set_num_threads(then_threads);
+    for (int32_t t : {11, 12}) {
+      const std::vector<float>& l = s.decode(t);
+      out.insert(out.end(), l.begin(), l.end());
+    }
+    return out;
+  };
+  const std::vector<float> one = run(1, 1);
+  const std::vector<float> grown = run(2, 3);
+  set_num_threads(0);
+  EXPECT_EQ(one, grown);
+}
+
+// Issue 21: a decode step is one team region (one dispatch) whose workers meet at most 6 times
+// per layer (q/k/v, attention's hand-off and end, o, gate/up, down) plus the commit, the logits
+// and the region's end. Every matrix here is above matmul's one-thread threshold (65536
+// multiply-adds), so no product runs on worker 0 alone.
 TEST(ForwardTest, DecodeStepIsOneDispatch) {
   test::TinySpec spec = spec_with(DType::Q4_K, 4, 2);
   spec.d_model = 256;

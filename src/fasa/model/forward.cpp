@@ -88,9 +88,8 @@ void ForwardScratch::reserve_team(const ModelConfig& c, int n_tok, int n_workers
   const size_t n = static_cast<size_t>(n_tok);
   if (act.size() < n * c.d_ff) act.resize(n * c.d_ff);
   if (static_cast<int>(peers.size()) < n_workers - 1) peers.resize(n_workers - 1);
-  if (n_tok <= peer_tok_cap) return;
-  peer_tok_cap = n_tok;
-  for (WorkerRows& p : peers) {
+  for (WorkerRows& p : peers) {  // a worker added later starts empty: size each one
+    if (p.x.size() >= n * c.d_model) continue;
     p.x.resize(n * c.d_model);
     p.xn.resize(n * c.d_model);
     p.act.resize(n * c.d_ff);

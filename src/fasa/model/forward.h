@@ -38,7 +38,6 @@ struct ForwardScratch {
   };
   std::vector<float> act;         // [n_tok, d_ff] worker 0's act(gate) * up in a team
   std::vector<WorkerRows> peers;  // [workers - 1] workers 1 ..
-  int peer_tok_cap = 0;
   void reserve_team(const ModelConfig& c, int n_tok, int n_workers);
 };
 
