@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "fasa/attention/policy.h"
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 #include "fasa/core/error.h"
 #include "fuzz_util.h"
 

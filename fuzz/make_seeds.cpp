@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 #include "fasa/eval/tasks.h"
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/unicode.h"

@@ -12,7 +12,7 @@
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/calibrate/heatmap.h"
 #include "fasa/core/error.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 #include "fasa/io/atomic_file.h"
 #include "fasa/tokenizer/tokenizer.h"
 
@@ -52,7 +52,7 @@ void run_calibrate(const CalibrateArgs& a) {
   });
   const std::string name = a.text.substr(a.text.find_last_of('/') + 1);
   c.text_name = name;
-  c.text_sha256 = hub::sha256_hex(text);
+  c.text_sha256 = sha256_hex(text);
   out.write(calibration_json(c));
   out.commit();
   std::printf("%s\n", a.out.c_str());

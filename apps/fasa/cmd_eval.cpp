@@ -9,7 +9,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "provenance.h"
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/eval/perplexity.h"

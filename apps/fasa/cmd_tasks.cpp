@@ -20,7 +20,7 @@
 #include "fasa/eval/sweep_checkpoint.h"
 #include "fasa/eval/task_gen.h"
 #include "fasa/eval/task_runner.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 #include "fasa/io/atomic_file.h"
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/chat.h"
@@ -173,11 +173,11 @@ void run_sweep(const SweepArgs& a) {
   auto model = load_model(a.model);
   SweepMeta m;
   m.model = model->file().path();
-  m.model_sha256 = hub::sha256_file_hex(m.model);
+  m.model_sha256 = sha256_file_hex(m.model);
   m.calib = a.calib;
-  if (!a.calib.empty()) m.calib_sha256 = hub::sha256_file_hex(a.calib);
+  if (!a.calib.empty()) m.calib_sha256 = sha256_file_hex(a.calib);
   m.tasks_file = a.tasks;
-  m.tasks_sha256 = hub::sha256_file_hex(a.tasks);
+  m.tasks_sha256 = sha256_file_hex(a.tasks);
   m.version = version_text();
   m.date = utc_now();
   m.chat = a.chat;

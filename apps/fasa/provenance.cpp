@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "fasa/attention/policy.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 
 #ifndef FASA_VERSION
 #define FASA_VERSION "dev"
@@ -24,7 +24,7 @@ std::string file_sha256(const std::string& path) {
   static std::map<std::string, std::string> done;
   std::lock_guard<std::mutex> lock(mu);
   auto it = done.find(path);
-  if (it == done.end()) it = done.emplace(path, hub::sha256_file_hex(path)).first;
+  if (it == done.end()) it = done.emplace(path, sha256_file_hex(path)).first;
   return it->second;
 }
 

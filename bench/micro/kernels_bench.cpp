@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "fasa/attention/attend.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/core/amx.h"
 #include "fasa/core/dtype.h"
 #include "fasa/core/f16.h"

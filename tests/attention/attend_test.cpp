@@ -7,7 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "fasa/attention/attend.h"
+#include "support/ref/kernels_ref.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/core/f16.h"
 
 namespace fasa {

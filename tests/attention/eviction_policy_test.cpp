@@ -14,7 +14,7 @@
 
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policies/snapkv.h"
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/attention/policy.h"
 #include "fasa/attention/prefill_observers.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 #include "support/tiny_model.h"

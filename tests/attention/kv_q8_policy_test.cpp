@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fasa/attention/registry.h"
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"

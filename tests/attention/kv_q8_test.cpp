@@ -10,7 +10,8 @@
 #include <set>
 #include <vector>
 
-#include "fasa/attention/attend.h"
+#include "support/ref/kernels_ref.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/attention/kv_cache.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"

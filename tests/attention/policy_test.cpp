@@ -10,11 +10,11 @@
 #include <random>
 #include <set>
 
-#include "fasa/attention/attend.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/attention/attention.h"
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policy.h"
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"

@@ -3,8 +3,8 @@
 // out by hand.
 #include <gtest/gtest.h>
 
-#include "fasa/bench/bandwidth.h"
-#include "fasa/bench/roofline.h"
+#include "fasa/kernels/bandwidth.h"
+#include "fasa/eval/roofline.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 #include "support/cli_runner.h"
 #include "support/expect_error.h"
 

@@ -16,7 +16,7 @@
 #include "fasa/calibrate/heatmap.h"
 #include "fasa/core/error.h"
 #include "fasa/engine/session.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 #include "fasa/model/model.h"
 #include "support/cli_runner.h"
 #include "support/model_path.h"
@@ -646,10 +646,10 @@ TEST(CalibrationCli, HybridGemma3CoversItsGlobalLayers) {
   EXPECT_EQ(rec["head_recall"].size(), 3u * 4);
   EXPECT_EQ(rec["dense_fraction"], 0.0);
   // Provenance: the build, and the hashes of the model, the text and the spec's calibration.
-  EXPECT_EQ(rec["model_sha256"], hub::sha256_file_hex(path));
-  EXPECT_EQ(rec["text_sha256"], hub::sha256_file_hex(persuasion));
+  EXPECT_EQ(rec["model_sha256"], sha256_file_hex(path));
+  EXPECT_EQ(rec["text_sha256"], sha256_file_hex(persuasion));
   EXPECT_EQ(rec["calib"], out);
-  EXPECT_EQ(rec["calib_sha256"], hub::sha256_file_hex(out));
+  EXPECT_EQ(rec["calib_sha256"], sha256_file_hex(out));
   EXPECT_EQ(rec["fasa_version"].get<std::string>().rfind("0.", 0), 0u) << rec["fasa_version"];
   const auto rt = test::run_cli({"eval", "recall", "-m", path, "--text",
                                  persuasion, "--ctx", "100", "--steps", "1",

@@ -6,7 +6,7 @@
 #include <random>
 #include <set>
 
-#include "fasa/calibrate/frequency_chunks.h"
+#include "fasa/attention/frequency_chunks.h"
 #include "fasa/core/error.h"
 #include "fasa/kernels/ops.h"
 

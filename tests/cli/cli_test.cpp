@@ -12,7 +12,7 @@
 #include "fasa/engine/prompt.h"
 #include "fasa/eval/sweep_checkpoint.h"
 #include "fasa/eval/tasks.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 #include "fasa/io/gguf.h"
 #include "fasa/model/model.h"
 #include "support/cli_runner.h"
@@ -197,7 +197,7 @@ TEST(CliTest, IsaEnvironmentVariable) {
   EXPECT_NE(r.out.find("\"test\":\"tg2\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"isa\":\"scalar\""), std::string::npos) << r.out;
   // Every JSON line names its build and the model's sha256.
-  const std::string model_sha = fasa::hub::sha256_file_hex(path);
+  const std::string model_sha = fasa::sha256_file_hex(path);
   const std::string first_line = r.out.substr(0, r.out.find('\n'));
   const auto row = nlohmann::json::parse(first_line);
   EXPECT_EQ(row["model_sha256"], model_sha);
@@ -615,7 +615,7 @@ TEST(CliRealModel, EvalPplJsonAndShortText) {
   EXPECT_LT(j["ppl"].get<double>(), 1000.0);
   EXPECT_GT(j["ppl_se"].get<double>(), 0.0);
   // Provenance: the build and the hashes of the model and the text (no calibration: full).
-  EXPECT_EQ(j["model_sha256"], fasa::hub::sha256_file_hex(path));
+  EXPECT_EQ(j["model_sha256"], fasa::sha256_file_hex(path));
   EXPECT_EQ(j["text_sha256"], "7c67b5985c6d0de1efaeb5d342d52cb82c38083c40e2295129e30e87ee690ebe");
   EXPECT_FALSE(j.contains("calib_sha256"));
   EXPECT_NE(j["fasa_version"].get<std::string>().find('('), std::string::npos) << j["fasa_version"];
@@ -645,8 +645,8 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   EXPECT_EQ(j["results"][0]["policy"], "streaming:budget=16");
   EXPECT_LE(j["n_ctx"].get<int>(), 160);
   EXPECT_EQ(j["items"].size(), 4u);
-  EXPECT_EQ(j["tasks_sha256"], fasa::hub::sha256_file_hex(tasks));
-  EXPECT_EQ(j["model_sha256"], fasa::hub::sha256_file_hex(path));
+  EXPECT_EQ(j["tasks_sha256"], fasa::sha256_file_hex(tasks));
+  EXPECT_EQ(j["model_sha256"], fasa::sha256_file_hex(path));
   EXPECT_EQ(j["kv_type"], "f16");
   const std::string dir = temp_file("cli_sweep");
   std::filesystem::remove_all(dir);

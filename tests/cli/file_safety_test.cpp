@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 #include "support/cli_runner.h"
 #include "support/temp_files.h"
 #include "support/tiny_model.h"

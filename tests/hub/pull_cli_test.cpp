@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 
 namespace fs = std::filesystem;
 
@@ -49,7 +49,7 @@ class PullCli : public ::testing::Test {
     content_ = std::string(50000, 'g') + "fake gguf";
     fs::create_directories(root_ / "hf" / "org");
     std::ofstream(root_ / "hf" / "org" / "fake.gguf", std::ios::binary) << content_;
-    write_models(fasa::hub::sha256_hex(content_));
+    write_models(fasa::sha256_hex(content_));
   }
   void TearDown() override { fs::remove_all(root_); }
 
@@ -103,11 +103,11 @@ TEST_F(PullCli, PrintsPathLastAndDoesNotDownloadTwice) {
 }
 
 TEST_F(PullCli, CorruptedDownloadExitsNonZeroAndLeavesNothing) {
-  write_models(fasa::hub::sha256_hex("something else"));
+  write_models(fasa::sha256_hex("something else"));
   const CliRun r = fasa("pull fake-model -q");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "fasa: error: sha256 mismatch")) << r.err;
-  EXPECT_TRUE(contains(r.err, fasa::hub::sha256_hex(content_))) << r.err;
+  EXPECT_TRUE(contains(r.err, fasa::sha256_hex(content_))) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_FALSE(fs::exists(final_path()));
 }

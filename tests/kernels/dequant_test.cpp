@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/ref/kernels_ref.h"
 #include "fasa/core/dtype.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "fasa/attention/attend.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/isa.h"

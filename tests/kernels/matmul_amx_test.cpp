@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/ref/kernels_ref.h"
 #include "fasa/core/amx.h"
 #include "fasa/core/dtype.h"
 #include "fasa/core/f16.h"

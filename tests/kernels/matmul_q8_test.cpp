@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "support/ref/kernels_ref.h"
 #include "fasa/core/dtype.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/dequant.h"

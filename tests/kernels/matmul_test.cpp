@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/ref/kernels_ref.h"
 #include "fasa/core/dtype.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/parallel.h"

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "support/ref/kernels_ref.h"
 #include "fasa/kernels/topk.h"
 
 namespace fasa {

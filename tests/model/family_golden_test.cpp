@@ -20,7 +20,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/engine/session.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 #include "fasa/io/gguf.h"
 #include "fasa/model/model.h"
 #include "support/family_model.h"
@@ -50,7 +50,7 @@ std::string write_file(const std::string& family, uint64_t seed) {
 
 std::string sha256_of_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  hub::Sha256 h;
+  Sha256 h;
   std::vector<char> buf(1 << 20);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
@@ -68,7 +68,7 @@ void check_same_file(const std::string& family, const nlohmann::json& g, const s
   const auto& want = g["tensor_sha256"];
   EXPECT_EQ(f->tensors().size(), want.size()) << family;
   for (const GgufTensorInfo& t : f->tensors()) {
-    hub::Sha256 h;
+    Sha256 h;
     h.update(t.data, t.n_bytes);
     ASSERT_TRUE(want.contains(t.name)) << family << ": tensor " << t.name << " not in the golden";
     EXPECT_EQ(h.hex_digest(), want[t.name].get<std::string>()) << family << ": " << t.name;

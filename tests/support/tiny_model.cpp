@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "support/ref/kernels_ref.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/io/gguf.h"

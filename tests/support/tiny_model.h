@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "support/ref/kernels_ref.h"
 #include "fasa/core/dtype.h"
 
 namespace fasa::test {

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "support/ref/kernels_ref.h"
 #include "fasa/engine/session.h"
 #include "fasa/io/gguf.h"
 #include "fasa/kernels/dequant.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "fasa/attention/attend.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/core/parallel.h"
 
 namespace fasa {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 
 namespace fasa {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 
 namespace fasa {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "fasa/core/error.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 #include "fasa/io/gguf.h"
 
 namespace fasa {
@@ -49,7 +49,7 @@ PolicyContext policy_context(std::shared_ptr<const Model> model) {
   };
   auto memo = std::make_shared<Memo>();
   ctx.model_sha256 = [model, memo] {
-    std::call_once(memo->once, [&] { memo->hex = hub::sha256_file_hex(model->file().path()); });
+    std::call_once(memo->once, [&] { memo->hex = sha256_file_hex(model->file().path()); });
     return memo->hex;
   };
   return ctx;

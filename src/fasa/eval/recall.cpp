@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "fasa/attention/attend.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
 #include "fasa/engine/session.h"

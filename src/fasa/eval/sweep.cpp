@@ -9,7 +9,7 @@
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
 #include "fasa/eval/line_plot.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 
 namespace fasa {
 
@@ -124,7 +124,7 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
     PolicyOptions opts;
     parse_policy_spec(entries[p].spec, &name, &opts);
     if (const auto c = opts.find("calib"); c != opts.end() && c->second != meta.calib) {
-      e["calib_sha256"] = hub::sha256_file_hex(c->second);
+      e["calib_sha256"] = sha256_file_hex(c->second);
     }
     e["score"] = t.kind_average[p];
     e["score_all_tasks"] = t.overall[p];

@@ -6,7 +6,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/hub/cache.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 #include "fasa/hub/subprocess.h"
 
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/io/json_read.h"
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 
 namespace fasa::hub {
 namespace {

@@ -12,9 +12,4 @@ namespace fasa {
 // Fast path (may use SIMD). dst: [n] f32.
 void dequantize_row(DType type, const void* src, float* dst, int64_t n);
 
-namespace ref {
-// Plain scalar reference, one block at a time, written straight from the block layouts.
-void dequantize_row(DType type, const void* src, float* dst, int64_t n);
-}  // namespace ref
-
 }  // namespace fasa

@@ -11,7 +11,7 @@
 #include "fasa/core/f16.h"
 #include "fasa/kernels/matmul.h"
 #include "fasa/core/isa_intrin.h"
-#include "fasa/dispatch/isa_api.h"
+#include "fasa/kernels/isa_api.h"
 
 #include "fasa/core/isa_begin.h"
 

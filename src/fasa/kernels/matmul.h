@@ -56,16 +56,6 @@ struct MatmulJob {
 void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* x,
                   int64_t n_tok, MatmulTiles tiles = MatmulTiles::kAny);
 
-namespace ref {
-// Plain reference, double accumulation, for tests only: ref::dequantize_row per weight row times
-// the f32 activations; for the q8-path types, block codes straight from the layouts times the
-// activations as quantize_acts_q8 quantizes them; for the K-quants, the dequantized rows times
-// the activations as quantize_acts_q8k quantizes them (d * q). So the engine's intended math,
-// without its fp32 rounding.
-void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
-            float* y);
-}  // namespace ref
-
 namespace detail {
 // The non-SIMD fallbacks of fasa::matmul and fasa::dequantize_row, always compiled and exposed so
 // tests can check they give the same bits as the SIMD paths on machines that have them.

@@ -21,7 +21,7 @@
 #include "fasa/kernels/repack.h"
 
 #include "fasa/core/isa_intrin.h"
-#include "fasa/dispatch/isa_api.h"
+#include "fasa/kernels/isa_api.h"
 
 #include "fasa/core/isa_begin.h"
 

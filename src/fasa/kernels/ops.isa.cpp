@@ -2,7 +2,7 @@
 
 #include <cmath>
 #include "fasa/core/isa_intrin.h"
-#include "fasa/dispatch/isa_api.h"
+#include "fasa/kernels/isa_api.h"
 
 #include "fasa/core/isa_begin.h"
 

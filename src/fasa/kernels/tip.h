@@ -26,12 +26,4 @@ void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* term
 void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride,
                    const TipTerm* terms, int n_terms, int n, float* scores);
 
-namespace ref {
-void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
-                int n, float* scores);
-// tip_scores_q8's sequence in plain scalar code (its bits).
-void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride,
-                   const TipTerm* terms, int n_terms, int n, float* scores);
-}  // namespace ref
-
 }  // namespace fasa

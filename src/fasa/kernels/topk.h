@@ -12,11 +12,6 @@ namespace fasa {
 // is fine). Equal scores (+0 and -0 included): the lower index wins.
 void top_k_indices(const float* scores, int n, int k, std::vector<int32_t>& out);
 
-namespace ref {
-// Plain reference: a full stable sort by (score descending, index ascending).
-void top_k_indices(const float* scores, int n, int k, std::vector<int32_t>& out);
-}  // namespace ref
-
 // |A ∩ B| of two ascending, duplicate-free index lists.
 int sorted_overlap(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
 

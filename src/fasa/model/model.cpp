@@ -12,6 +12,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/core/isa.h"
+#include "fasa/core/sha256.h"
 #include "fasa/io/gguf.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/repack.h"
@@ -289,5 +290,7 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
   }
   return m;
 }
+
+std::string model_identity(const Model& model) { return sha256_file_hex(model.file().path()); }
 
 }  // namespace fasa

@@ -104,4 +104,7 @@ class Model {
   RopeTable rope_local_;  // sliding-window layers
 };
 
+// sha256 of the model file: the identity calibrations and results are bound to.
+std::string model_identity(const Model& model);
+
 }  // namespace fasa

@@ -26,7 +26,7 @@
 #include "fasa/attention/policies/packed_dims.h"
 #include "fasa/attention/policies/policy_options.h"
 #include "fasa/attention/registry.h"
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 #include "fasa/core/error.h"
 
 namespace fasa {

@@ -16,7 +16,7 @@
 #include <cmath>
 #include <vector>
 
-#include "fasa/attention/attend.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 #include "fasa/core/error.h"
 
 namespace fasa {

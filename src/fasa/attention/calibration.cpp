@@ -1,4 +1,4 @@
-#include "fasa/calibrate/calibration.h"
+#include "fasa/attention/calibration.h"
 
 #include <algorithm>
 #include <fstream>
@@ -10,11 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
-#include "fasa/hub/sha256.h"
 #include "fasa/io/atomic_file.h"
 #include "fasa/io/gguf.h"
 #include "fasa/io/json_read.h"
-#include "fasa/model/model.h"
 
 namespace fasa {
 
@@ -27,16 +25,6 @@ int Calibration::covered_row(int layer) const {
   const int r = row(layer);
   FASA_CHECK(r >= 0);
   return r;
-}
-
-std::string layer_list_text(const std::vector<int>& layers) {
-  if (layers.empty()) return "none";
-  bool run = layers.size() > 2;
-  for (size_t i = 1; run && i < layers.size(); ++i) run = layers[i] == layers[i - 1] + 1;
-  if (run) return fmt::format("{}-{}", layers.front(), layers.back());
-  std::string s;
-  for (size_t i = 0; i < layers.size(); ++i) s += (i ? ", " : "") + std::to_string(layers[i]);
-  return s;
 }
 
 void Calibration::rank_all() {
@@ -58,10 +46,6 @@ std::vector<int> Calibration::heavy_channels(int layer, int head, int n) const {
   std::stable_sort(dims.begin(), dims.end(), [&](int a, int b) { return imp[a] > imp[b]; });
   dims.resize(std::clamp(n, 0, head_dim));
   return dims;
-}
-
-std::string model_identity(const Model& model) {
-  return hub::sha256_file_hex(model.file().path());
 }
 
 std::string calibration_json(const Calibration& c) {

@@ -21,11 +21,10 @@
 #include <vector>
 
 #include "fasa/attention/policy.h"
-#include "fasa/calibrate/frequency_chunks.h"
+#include "fasa/core/layer_list.h"
+#include "fasa/attention/frequency_chunks.h"
 
 namespace fasa {
-
-class Model;
 
 inline constexpr int kCalibrationVersion = 3;
 
@@ -86,12 +85,6 @@ struct Calibration {
  private:
   int covered_row(int layer) const;
 };
-
-// "0-29" for a contiguous run, else "5, 11, 17" (layer lists in messages and reports).
-std::string layer_list_text(const std::vector<int>& layers);
-
-// sha256 of the model file (the identity a calibration is bound to).
-std::string model_identity(const Model& model);
 
 // The file's text (JSON, ending in a newline).
 std::string calibration_json(const Calibration& c);

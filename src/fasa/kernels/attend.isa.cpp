@@ -1,4 +1,4 @@
-#include "fasa/attention/attend.h"
+#include "fasa/kernels/attend.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/q8_0.h"
 #include "fasa/core/isa_intrin.h"
-#include "fasa/dispatch/isa_api.h"
+#include "fasa/kernels/isa_api.h"
 
 #include "fasa/core/isa_begin.h"
 

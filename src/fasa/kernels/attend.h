@@ -23,19 +23,12 @@
 
 #include <cstdint>
 
-#include "fasa/attention/kv_cache.h"
+#include "fasa/kernels/kv_rows.h"
 
 namespace fasa {
 
 inline constexpr int kAttnTile = 64;    // keys scored, exponentiated and accumulated together
 inline constexpr int kAttnChunk = 128;  // keys per partial state
-
-struct KvRows {
-  const void* k = nullptr;  // [capacity] rows of `type` (kv_row_bytes(type, head_dim) each)
-  const void* v = nullptr;  // same
-  KvType type = KvType::F16;
-  int head_dim = 0;
-};
 
 // A partial state is [head_dim + 2] floats: acc[head_dim], then m, then l. Empty: m = -inf,
 // l = 0, acc = 0.
@@ -65,14 +58,5 @@ void attend_probs(const float* q, const KvRows& rows, const int32_t* slots, int 
 
 // Raw logits q . K[s_j] (no scale) for j in [0, n); scores: [n].
 void qk_scores(const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores);
-
-namespace ref {
-// Double-precision two-pass softmax attention over the rows' values (Q8_0: dequantized; the
-// query unquantized). probs: [n] (p on return), out: [head_dim].
-void attend_one(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
-                float* probs, float* out);
-// The Q8_0 integer Q.K sequence above in plain scalar code: qk_scores' bits for Q8_0 rows.
-void qk_scores_q8(const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores);
-}  // namespace ref
 
 }  // namespace fasa

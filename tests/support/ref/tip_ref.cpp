@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "support/ref/kernels_ref.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/tip.h"
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "support/ref/kernels_ref.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"

@@ -2,7 +2,8 @@
 #include <cmath>
 #include <vector>
 
-#include "fasa/attention/attend.h"
+#include "support/ref/kernels_ref.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/q8_0.h"
 

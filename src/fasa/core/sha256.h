@@ -1,4 +1,5 @@
-// SHA-256 (FIPS 180-4), streaming. Used to verify downloaded model files.
+// SHA-256 (FIPS 180-4), streaming. Used to verify downloads and to name
+// the exact model, calibration and task files in results.
 //
 //   Sha256 h;  h.update(data, n);  ...  std::string hex = h.hex_digest();
 //   sha256_file_hex(path)   — hash a whole file (1 MiB reads), lowercase hex.
@@ -11,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace fasa::hub {
+namespace fasa {
 
 class Sha256 {
  public:
@@ -47,4 +48,4 @@ std::string sha256_file_hex(const std::filesystem::path& path);
 // True when s is 64 lowercase hex digits.
 bool is_sha256_hex(std::string_view s);
 
-}  // namespace fasa::hub
+}  // namespace fasa

@@ -1,4 +1,4 @@
-#include "fasa/calibrate/frequency_chunks.h"
+#include "fasa/attention/frequency_chunks.h"
 
 #include <algorithm>
 #include <vector>

@@ -1,5 +1,5 @@
 // SHA-256 against the FIPS 180-4 / NIST example vectors, padding edge lengths and streaming.
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -12,9 +12,9 @@
 #include "fasa/core/error.h"
 
 namespace fs = std::filesystem;
-using fasa::hub::Sha256;
-using fasa::hub::sha256_file_hex;
-using fasa::hub::sha256_hex;
+using fasa::Sha256;
+using fasa::sha256_file_hex;
+using fasa::sha256_hex;
 
 namespace {
 
@@ -106,9 +106,9 @@ TEST(Sha256, FileMatchesInMemory) {
 }
 
 TEST(Sha256, HexValidation) {
-  EXPECT_TRUE(fasa::hub::is_sha256_hex(sha256_hex("abc")));
-  EXPECT_FALSE(fasa::hub::is_sha256_hex(""));
-  EXPECT_FALSE(fasa::hub::is_sha256_hex(std::string(63, 'a')));
-  EXPECT_FALSE(fasa::hub::is_sha256_hex(std::string(64, 'A')));  // lowercase only
-  EXPECT_FALSE(fasa::hub::is_sha256_hex(std::string(64, 'g')));
+  EXPECT_TRUE(fasa::is_sha256_hex(sha256_hex("abc")));
+  EXPECT_FALSE(fasa::is_sha256_hex(""));
+  EXPECT_FALSE(fasa::is_sha256_hex(std::string(63, 'a')));
+  EXPECT_FALSE(fasa::is_sha256_hex(std::string(64, 'A')));  // lowercase only
+  EXPECT_FALSE(fasa::is_sha256_hex(std::string(64, 'g')));
 }

@@ -40,6 +40,7 @@
 // exact (at most 11 + 6 + 5 significant bits) and only the final subtraction rounds.
 #include <cstring>
 
+#include "support/ref/kernels_ref.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/dequant.h"

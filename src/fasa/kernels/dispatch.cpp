@@ -2,7 +2,7 @@
 // forwarder per isa_api.inc entry (keep the two lists in step). The cost is one switch on a
 // relaxed atomic load per call, negligible next to the row-sized work of every kernel.
 #include "fasa/core/isa.h"
-#include "fasa/dispatch/isa_api.h"
+#include "fasa/kernels/isa_api.h"
 
 #if FASA_X86
 #define FASA_DISPATCH(call)                 \

@@ -1,6 +1,6 @@
 // SHA-256 per FIPS 180-4 §6.2. Portable C++; the compiler keeps the 8 working variables in
 // registers, which gives a few hundred MB/s — a 100 MB model verifies in well under a second.
-#include "fasa/hub/sha256.h"
+#include "fasa/core/sha256.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -11,7 +11,7 @@
 
 #include "fasa/core/error.h"
 
-namespace fasa::hub {
+namespace fasa {
 namespace {
 
 // First 32 bits of the fractional parts of the cube roots of the first 64 primes (§4.2.2).
@@ -165,4 +165,4 @@ bool is_sha256_hex(std::string_view s) {
   return true;
 }
 
-}  // namespace fasa::hub
+}  // namespace fasa

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "fasa/attention/attend.h"
-#include "fasa/bench/bandwidth.h"
+#include "fasa/kernels/attend.h"
+#include "fasa/kernels/bandwidth.h"
 #include "fasa/core/dtype.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
@@ -18,15 +18,15 @@
 #include "fasa/kernels/tip.h"
 
 namespace fasa::isa_scalar {
-#include "fasa/dispatch/isa_api.inc"
+#include "fasa/kernels/isa_api.inc"
 }  // namespace fasa::isa_scalar
 
 #if FASA_X86
 namespace fasa::isa_avx2 {
-#include "fasa/dispatch/isa_api.inc"
+#include "fasa/kernels/isa_api.inc"
 }  // namespace fasa::isa_avx2
 
 namespace fasa::isa_avx512 {
-#include "fasa/dispatch/isa_api.inc"
+#include "fasa/kernels/isa_api.inc"
 }  // namespace fasa::isa_avx512
 #endif

@@ -1,4 +1,4 @@
-#include "fasa/bench/roofline.h"
+#include "fasa/eval/roofline.h"
 
 namespace fasa {
 

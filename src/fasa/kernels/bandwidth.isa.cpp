@@ -1,4 +1,4 @@
-#include "fasa/bench/bandwidth.h"
+#include "fasa/kernels/bandwidth.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,7 +12,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/core/isa_intrin.h"
-#include "fasa/dispatch/isa_api.h"
+#include "fasa/kernels/isa_api.h"
 
 #include "fasa/core/isa_begin.h"
 
