@@ -23,6 +23,7 @@
 
 #include <cstdint>
 
+#include "fasa/kernels/kernel_list.h"
 #include "fasa/kernels/kv_rows.h"
 
 namespace fasa {
@@ -33,30 +34,38 @@ inline constexpr int kAttnChunk = 128;  // keys per partial state
 // A partial state is [head_dim + 2] floats: acc[head_dim], then m, then l. Empty: m = -inf,
 // l = 0, acc = 0.
 inline constexpr int attn_state_size(int head_dim) { return head_dim + 2; }
-void attn_state_clear(float* state, int head_dim);
 
-// For each of n_q queries that read the same key list: the partial state over keys
-// [begin, min(end, n_keys[i])) into states + i * attn_state_size(head_dim). begin must be a
-// multiple of kAttnChunk and end - begin <= kAttnChunk. qs: [n_q] pointers to [head_dim].
-void attend_partial(const float* const* qs, int n_q, const int* n_keys, const KvRows& rows,
-                    const int32_t* slots, int begin, int end, float scale, float* states);
-
-// into = merge(into, from): the state over both key sets (into's keys first).
-void attn_state_merge(float* into, const float* from, int head_dim);
-
-// out[head_dim] = acc / l (zeros for an empty state).
-void attn_state_finish(const float* state, int head_dim, float* out);
-
-// One query over keys [0, n): chunk by chunk, merged in order. q, out: [head_dim].
-void attend_one(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
-                float* out);
-
-// Attention probabilities for a policy that learns from them: p = softmax(scale * q . K[s_j]).
-// probs: [n]. (Computed apart from attend_one, which never materializes them.)
-void attend_probs(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
-                  float* probs);
-
-// Raw logits q . K[s_j] (no scale) for j in [0, n); scores: [n].
-void qk_scores(const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores);
+// attn_state_clear: an empty state.
+// attend_partial: for each of n_q queries that read the same key list, the partial state over
+//   keys [begin, min(end, n_keys[i])) into states + i * attn_state_size(head_dim). begin must be
+//   a multiple of kAttnChunk and end - begin <= kAttnChunk. qs: [n_q] pointers to [head_dim].
+// attn_state_merge: into = merge(into, from), the state over both key sets (into's keys first).
+// attn_state_finish: out[head_dim] = acc / l (zeros for an empty state).
+// attend_one: one query over keys [0, n): chunk by chunk, merged in order. q, out: [head_dim].
+// attend_probs: attention probabilities for a policy that learns from them:
+//   p = softmax(scale * q . K[s_j]). probs: [n]. (Computed apart from attend_one, which never
+//   materializes them.)
+// qk_scores: raw logits q . K[s_j] (no scale) for j in [0, n); scores: [n].
+#define FASA_ATTEND_KERNELS(X)                                                                    \
+  X(void, attn_state_clear, (float* state, int head_dim), (state, head_dim))                      \
+  X(void, attend_partial,                                                                         \
+    (const float* const* qs, int n_q, const int* n_keys, const KvRows& rows,                      \
+     const int32_t* slots, int begin, int end, float scale, float* states),                       \
+    (qs, n_q, n_keys, rows, slots, begin, end, scale, states))                                    \
+  X(void, attn_state_merge, (float* into, const float* from, int head_dim),                       \
+    (into, from, head_dim))                                                                       \
+  X(void, attn_state_finish, (const float* state, int head_dim, float* out),                      \
+    (state, head_dim, out))                                                                       \
+  X(void, attend_one,                                                                             \
+    (const float* q, const KvRows& rows, const int32_t* slots, int n, float scale, float* out),   \
+    (q, rows, slots, n, scale, out))                                                              \
+  X(void, attend_probs,                                                                           \
+    (const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,                \
+     float* probs),                                                                               \
+    (q, rows, slots, n, scale, probs))                                                            \
+  X(void, qk_scores,                                                                              \
+    (const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores),             \
+    (q, rows, slots, n, scores))
+FASA_ATTEND_KERNELS(FASA_DECLARE_KERNEL)
 
 }  // namespace fasa

@@ -18,6 +18,8 @@ namespace fasa::FASA_ISA_NS {
 
 namespace {
 
+#include "fasa/kernels/simd_common.inc.h"
+
 #if FASA_AVX512
 // GCC 12 warns falsely inside its own _mm512_cvtph_ps (GCC bug 105593).
 #pragma GCC diagnostic push
@@ -34,14 +36,6 @@ inline const uint8_t* row_ptr(const void* base, int64_t slot, int hd, KvType t) 
 }
 
 // ---- Q8_0 keys and values (attend.h: "Q8_0 rows") ----
-
-inline float half_to_float(uint16_t h) {
-#if FASA_AVX2
-  return _cvtsh_ss(h);  // exact, as fp16_to_fp32
-#else
-  return fp16_to_fp32(h);
-#endif
-}
 
 // sum_{i < 32} a[i] * b[i]: an exact integer (|a|, |b| <= 127).
 inline int32_t dot_block_q8(const int8_t* a, const int8_t* b) {

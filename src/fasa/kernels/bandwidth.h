@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "fasa/kernels/kernel_list.h"
 namespace fasa {
 
 struct BandwidthResult {
@@ -26,6 +27,12 @@ inline constexpr uint64_t kMinBandwidthBytes = 64ull << 20;
 // Allocates `bytes` (at least kMinBandwidthBytes, at most half the physical memory), touches every
 // page once, then reads the whole buffer `reps` times with num_threads() workers and reports the
 // best repetition. Throws fasa::Error on a bad size or when the buffer cannot be allocated.
-BandwidthResult measure_read_bandwidth(uint64_t bytes = 1ull << 30, int reps = 5);
+#define FASA_BANDWIDTH_KERNELS(X)                                                                 \
+  X(BandwidthResult, measure_read_bandwidth, (uint64_t bytes, int reps), (bytes, reps))
+FASA_BANDWIDTH_KERNELS(FASA_DECLARE_KERNEL)
+// 1 GiB, 5 repetitions unless given.
+inline BandwidthResult measure_read_bandwidth(uint64_t bytes = 1ull << 30) {
+  return measure_read_bandwidth(bytes, 5);
+}
 
 }  // namespace fasa

@@ -6,10 +6,13 @@
 #include <cstdint>
 
 #include "fasa/core/dtype.h"
+#include "fasa/kernels/kernel_list.h"
 
 namespace fasa {
 
-// Fast path (may use SIMD). dst: [n] f32.
-void dequantize_row(DType type, const void* src, float* dst, int64_t n);
+// dequantize_row: fast path (may use SIMD). dst: [n] f32.
+#define FASA_DEQUANT_KERNELS(X) \
+  X(void, dequantize_row, (DType type, const void* src, float* dst, int64_t n), (type, src, dst, n))
+FASA_DEQUANT_KERNELS(FASA_DECLARE_KERNEL)
 
 }  // namespace fasa

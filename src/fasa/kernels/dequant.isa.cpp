@@ -19,15 +19,7 @@ namespace fasa::FASA_ISA_NS {
 
 namespace {
 
-inline float load_f16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-#if FASA_AVX2
-  return _cvtsh_ss(h);  // hardware conversion; same bits as fp16_to_fp32 (NaN quieted)
-#else
-  return fp16_to_fp32(h);
-#endif
-}
+#include "fasa/kernels/simd_common.inc.h"
 
 inline uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
@@ -72,7 +64,7 @@ void row_bf16_portable(const uint8_t* s, float* y, int64_t n) {  // y: [n]
 
 void row_q4_0_portable(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n_blocks * 32]
   for (int64_t b = 0; b < n_blocks; ++b, s += 18, y += 32) {
-    const float d = load_f16(s);
+    const float d = half_at(s);
     const uint8_t* qs = s + 2;
     // Low nibbles, then high nibbles, each one contiguous 16-float store. Without the pragmas
     // GCC 12 unrolls these loops completely and then fails to vectorize the straight-line code.
@@ -85,8 +77,8 @@ void row_q4_0_portable(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n
 
 void row_q4_1_portable(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n_blocks * 32]
   for (int64_t b = 0; b < n_blocks; ++b, s += 20, y += 32) {
-    const float d = load_f16(s);
-    const float m = load_f16(s + 2);
+    const float d = half_at(s);
+    const float m = half_at(s + 2);
     const uint8_t* qs = s + 4;
 #pragma GCC unroll 1
     for (int j = 0; j < 16; ++j) y[j] = d * static_cast<float>(qs[j] & 0x0f) + m;
@@ -100,8 +92,8 @@ void row_q5_portable(const uint8_t* s, float* y, int64_t n_blocks) {
   // y: [n_blocks * 32]; Q5_0 (has_min = false, offset -16) or Q5_1 (+ m).
   constexpr int64_t block_bytes = has_min ? 24 : 22;
   for (int64_t b = 0; b < n_blocks; ++b, s += block_bytes, y += 32) {
-    const float d = load_f16(s);
-    const float m = has_min ? load_f16(s + 2) : 0.0f;
+    const float d = half_at(s);
+    const float m = has_min ? half_at(s + 2) : 0.0f;
     const uint32_t qh = load_u32(s + (has_min ? 4 : 2));
     const uint8_t* qs = s + (has_min ? 8 : 6);
     const int offset = has_min ? 0 : 16;
@@ -121,7 +113,7 @@ void row_q5_portable(const uint8_t* s, float* y, int64_t n_blocks) {
 
 void row_q8_0_portable(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n_blocks * 32]
   for (int64_t b = 0; b < n_blocks; ++b, s += 34, y += 32) {
-    const float d = load_f16(s);
+    const float d = half_at(s);
     const int8_t* qs = reinterpret_cast<const int8_t*>(s + 2);
     for (int j = 0; j < 32; ++j) y[j] = d * static_cast<float>(qs[j]);
   }
@@ -130,7 +122,7 @@ void row_q8_0_portable(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n
 void row_q6_k_portable(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n_blocks * 256]
   for (int64_t b = 0; b < n_blocks; ++b, s += 210, y += 256) {
     const int8_t* scales = reinterpret_cast<const int8_t*>(s + 192);
-    const float d = load_f16(s + 208);
+    const float d = half_at(s + 208);
     for (int half = 0; half < 2; ++half) {
       const uint8_t* ql = s + 64 * half;
       const uint8_t* qh = s + 128 + 32 * half;
@@ -157,10 +149,10 @@ void row_q6_k_portable(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n
 }
 
 // Q2_K and Q3_K: two halves of 128, each four 2-bit planes (shift 2 j) of two groups of 16, one
-// scale per group (docs in kernels/ref/dequant_ref.cpp). y: [n_blocks * 256]
+// scale per group (docs in tests/support/ref/dequant_ref.cpp). y: [n_blocks * 256]
 void row_q2_k_portable(const uint8_t* s, float* y, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b, s += 84, y += 256) {
-    const float d = load_f16(s + 80), dmin = load_f16(s + 82);
+    const float d = half_at(s + 80), dmin = half_at(s + 82);
     const uint8_t* sc = s;
     float* out = y;
     for (int n = 0; n < 2; ++n) {
@@ -183,7 +175,7 @@ void row_q3_k_portable(const uint8_t* s, float* y, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b, s += 110, y += 256) {
     const uint8_t* hm = s;
     const uint8_t* packed = s + 96;
-    const float d = load_f16(s + 108);
+    const float d = half_at(s + 108);
     int8_t scales[16];  // the 6-bit scales, minus 32
     for (int i = 0; i < 8; ++i) {
       const int hi = packed[8 + i % 4] >> (2 * (i / 4));  // bits 0-1: scale i, 4-5: scale i + 8
@@ -213,7 +205,7 @@ template <bool High>
 void row_q45_k_portable(const uint8_t* s, float* y, int64_t n_blocks) {
   constexpr int kBytes = High ? 176 : 144;
   for (int64_t b = 0; b < n_blocks; ++b, s += kBytes, y += 256) {
-    const float d = load_f16(s), dmin = load_f16(s + 2);
+    const float d = half_at(s), dmin = half_at(s + 2);
     const uint8_t* p = s + 4;  // 12 bytes of packed scales and mins
     const uint8_t* qh = s + 16;
     const uint8_t* qs = s + (High ? 48 : 16);
@@ -283,8 +275,8 @@ void row_q4_avx512(const uint8_t* s, float* y, int64_t n_blocks) {
   const __m512i low4 = _mm512_set1_epi32(0x0f);
   const __m512i offset = _mm512_set1_epi32(has_min ? 0 : 8);
   for (int64_t b = 0; b < n_blocks; ++b, s += block_bytes, y += 32) {
-    const __m512 d = _mm512_set1_ps(load_f16(s));
-    const __m512 m = _mm512_set1_ps(has_min ? load_f16(s + 2) : 0.0f);
+    const __m512 d = _mm512_set1_ps(half_at(s));
+    const __m512 m = _mm512_set1_ps(has_min ? half_at(s + 2) : 0.0f);
     const __m512i bytes = load_u8x16(s + (has_min ? 4 : 2));
     const __m512i q0 = _mm512_sub_epi32(_mm512_and_si512(bytes, low4), offset);
     const __m512i q1 = _mm512_sub_epi32(_mm512_srli_epi32(bytes, 4), offset);
@@ -301,8 +293,8 @@ void row_q5_avx512(const uint8_t* s, float* y, int64_t n_blocks) {
   const __m512i bit4 = _mm512_set1_epi32(0x10);
   const __m512i offset = _mm512_set1_epi32(has_min ? 0 : 16);
   for (int64_t b = 0; b < n_blocks; ++b, s += block_bytes, y += 32) {
-    const __m512 d = _mm512_set1_ps(load_f16(s));
-    const __m512 m = _mm512_set1_ps(has_min ? load_f16(s + 2) : 0.0f);
+    const __m512 d = _mm512_set1_ps(half_at(s));
+    const __m512 m = _mm512_set1_ps(has_min ? half_at(s + 2) : 0.0f);
     const uint32_t qh = load_u32(s + (has_min ? 4 : 2));
     const __m512i bytes = load_u8x16(s + (has_min ? 8 : 6));
     __m512i q0 = _mm512_and_si512(bytes, low4);
@@ -318,7 +310,7 @@ void row_q5_avx512(const uint8_t* s, float* y, int64_t n_blocks) {
 
 void row_q8_0_avx512(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n_blocks * 32]
   for (int64_t b = 0; b < n_blocks; ++b, s += 34, y += 32) {
-    const __m512 d = _mm512_set1_ps(load_f16(s));
+    const __m512 d = _mm512_set1_ps(half_at(s));
     const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2));
     const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 18));
     _mm512_storeu_ps(y, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo))));
@@ -336,7 +328,7 @@ void row_q6_k_avx512(const uint8_t* s, float* y, int64_t n_blocks) {  // y: [n_b
   };
   for (int64_t b = 0; b < n_blocks; ++b, s += 210, y += 256) {
     const int8_t* scales = reinterpret_cast<const int8_t*>(s + 192);
-    const float d = load_f16(s + 208);
+    const float d = half_at(s + 208);
     for (int half = 0; half < 2; ++half) {
       const uint8_t* ql = s + 64 * half;
       const uint8_t* qh = s + 128 + 32 * half;

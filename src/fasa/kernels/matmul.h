@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "fasa/core/dtype.h"
+#include "fasa/kernels/kernel_list.h"
 
 namespace fasa {
 
@@ -36,9 +37,6 @@ namespace fasa {
 // never on what else shares the batch (model/forward.cpp decides it per sequence chunk).
 enum class MatmulTiles { kAny, kPerToken };
 
-void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
-            float* y, MatmulTiles tiles = MatmulTiles::kAny);
-
 // One matrix of a fused call (matmul_multi): y = W x for the call's shared x.
 struct MatmulJob {
   DType type = DType::F32;
@@ -47,21 +45,45 @@ struct MatmulJob {
   float* y = nullptr;       // [n_tok, n_out]; must not overlap another job's y, any w or x
 };
 
-// The jobs' products with one shared input x: [n_tok, n_in] (q/k/v of a layer, gate/up). Each
+// matmul: y = W x as described at the top of this file.
+// matmul_multi: the jobs' products with one shared input x: [n_tok, n_in] (q/k/v of a layer, gate/up). Each
 // job's y has exactly the bits matmul(job.type, job.w, job.n_out, n_in, x, n_tok, job.y, tiles)
 // gives (the per-row arithmetic is the same), but the quantized activations are made once per
 // kind (q8 / q8_K) and the quantized jobs' row groups share ONE parallel region: a static
 // partition over the jobs' concatenated groups of 4 rows, so which worker computes a row never
 // changes a bit. Float types, and batches that may take the AMX tiles, run as separate calls.
-void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* x,
-                  int64_t n_tok, MatmulTiles tiles = MatmulTiles::kAny);
+#define FASA_MATMUL_KERNELS(X)                                                                    \
+  X(void, matmul,                                                                                 \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,       \
+     float* y, MatmulTiles tiles),                                                                \
+    (type, w, n_out, n_in, x, n_tok, y, tiles))                                                   \
+  X(void, matmul_multi,                                                                           \
+    (const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* x, int64_t n_tok,              \
+     MatmulTiles tiles),                                                                          \
+    (jobs, n_jobs, n_in, x, n_tok, tiles))
+FASA_MATMUL_KERNELS(FASA_DECLARE_KERNEL)
+
+// Without `tiles`: MatmulTiles::kAny.
+inline void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x,
+                   int64_t n_tok, float* y) {
+  matmul(type, w, n_out, n_in, x, n_tok, y, MatmulTiles::kAny);
+}
+inline void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* x,
+                         int64_t n_tok) {
+  matmul_multi(jobs, n_jobs, n_in, x, n_tok, MatmulTiles::kAny);
+}
 
 namespace detail {
 // The non-SIMD fallbacks of fasa::matmul and fasa::dequantize_row, always compiled and exposed so
 // tests can check they give the same bits as the SIMD paths on machines that have them.
-void matmul_portable(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x,
-                     int64_t n_tok, float* y);
-void dequantize_row_portable(DType type, const void* src, float* dst, int64_t n);
+#define FASA_MATMUL_DETAIL_KERNELS(X)                                                             \
+  X(void, matmul_portable,                                                                        \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,       \
+     float* y),                                                                                   \
+    (type, w, n_out, n_in, x, n_tok, y))                                                          \
+  X(void, dequantize_row_portable, (DType type, const void* src, float* dst, int64_t n),          \
+    (type, src, dst, n))
+FASA_MATMUL_DETAIL_KERNELS(FASA_DECLARE_KERNEL)
 }  // namespace detail
 
 }  // namespace fasa

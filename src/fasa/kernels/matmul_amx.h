@@ -32,6 +32,7 @@
 #include <cstdint>
 
 #include "fasa/core/dtype.h"
+#include "fasa/kernels/kernel_list.h"
 #include "fasa/kernels/matmul_q8.h"
 #include "fasa/kernels/matmul_q8k.h"
 
@@ -40,14 +41,18 @@ namespace fasa {
 // Batches smaller than this stay on the VNNI path (measured: bench/micro, docs/ARCHITECTURE.md).
 constexpr int64_t kAmxMinTokens = 16;
 
-// Whether the AMX kernels cover `type` (K-quants, and the 32-block quants).
-bool has_amx_path(DType type);
-// y: [n_tok, n_out]. Return false (y untouched) when this instruction set has no AMX kernels
-// (only avx512 has them) or the type is not covered. The caller checks amx_active() first: on a
-// CPU or process without AMX permission these fault.
-bool matmul_q8k_amx(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a,
-                    float* y);
-bool matmul_q8_amx(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
-                   float* y);
+// has_amx_path: whether the AMX kernels cover `type` (K-quants, and the 32-block quants).
+// matmul_q8k_amx, matmul_q8_amx: y: [n_tok, n_out]. Return false (y untouched) when this
+//   instruction set has no AMX kernels (only avx512 has them) or the type is not covered. The
+//   caller checks amx_active() first: on a CPU or process without AMX permission these fault.
+#define FASA_MATMUL_AMX_KERNELS(X)                                                                \
+  X(bool, has_amx_path, (DType type), (type))                                                     \
+  X(bool, matmul_q8k_amx,                                                                         \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y),         \
+    (type, w, n_out, n_in, a, y))                                                                 \
+  X(bool, matmul_q8_amx,                                                                          \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y),          \
+    (type, w, n_out, n_in, a, y))
+FASA_MATMUL_AMX_KERNELS(FASA_DECLARE_KERNEL)
 
 }  // namespace fasa

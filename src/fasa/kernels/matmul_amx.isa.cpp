@@ -34,6 +34,7 @@ namespace fasa::FASA_ISA_NS {
 
 namespace {
 
+#include "fasa/kernels/simd_common.inc.h"
 #include "fasa/kernels/q8k_unpack.inc.h"
 
 constexpr int kTile = 16;  // rows per panel, tokens per tile

@@ -21,10 +21,9 @@
 #include <vector>
 
 #include "fasa/core/dtype.h"
+#include "fasa/kernels/kernel_list.h"
 
 namespace fasa {
-
-bool has_q8_path(DType type);
 
 // Activations quantized per 32-block. n_in must be a multiple of 32.
 struct Q8Acts {
@@ -34,19 +33,31 @@ struct Q8Acts {
   std::vector<float> s;        // [n_tok, n_blocks] fp16-rounded d * sum(q)
   std::vector<int32_t> sum4;   // [n_tok, n_blocks, 8] sum of q over elements 4k..4k+3
 };
-void quantize_acts_q8(const float* x, int64_t n_tok, int64_t n_in, Q8Acts& out);  // x: [n_tok, n_in]
 
-// y: [n_tok, n_out] (see above). Threads: parallel over output rows.
-void matmul_q8(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y);
-
-// Rows [o0, o1) of matmul_q8's y: [n_tok, n_out], computed on the calling thread (no parallel
-// region): the same bits as matmul_q8 gives them. For fused calls (matmul_multi).
-void matmul_q8_rows(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
-                    int64_t o0, int64_t o1, float* y);
+// has_q8_path: whether `type` takes this path.
+// quantize_acts_q8: x: [n_tok, n_in].
+// matmul_q8: y: [n_tok, n_out] (see above). Threads: parallel over output rows.
+// matmul_q8_rows: rows [o0, o1) of matmul_q8's y: [n_tok, n_out], computed on the calling thread
+//   (no parallel region): the same bits as matmul_q8 gives them. For fused calls (matmul_multi).
+#define FASA_MATMUL_Q8_KERNELS(X)                                                                 \
+  X(bool, has_q8_path, (DType type), (type))                                                      \
+  X(void, quantize_acts_q8, (const float* x, int64_t n_tok, int64_t n_in, Q8Acts& out),           \
+    (x, n_tok, n_in, out))                                                                        \
+  X(void, matmul_q8,                                                                              \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y),          \
+    (type, w, n_out, n_in, a, y))                                                                 \
+  X(void, matmul_q8_rows,                                                                         \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, int64_t o0,         \
+     int64_t o1, float* y),                                                                       \
+    (type, w, n_out, n_in, a, o0, o1, y))
+FASA_MATMUL_Q8_KERNELS(FASA_DECLARE_KERNEL)
 
 namespace detail {
-void matmul_q8_portable(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
-                        float* y);
+#define FASA_MATMUL_Q8_DETAIL_KERNELS(X)                                                          \
+  X(void, matmul_q8_portable,                                                                     \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y),          \
+    (type, w, n_out, n_in, a, y))
+FASA_MATMUL_Q8_DETAIL_KERNELS(FASA_DECLARE_KERNEL)
 }  // namespace detail
 
 }  // namespace fasa

@@ -24,6 +24,8 @@ namespace fasa::FASA_ISA_NS {
 
 namespace {
 
+#include "fasa/kernels/simd_common.inc.h"
+
 constexpr int kRows = 4;
 constexpr int kToks = 4;
 constexpr int64_t kMinParallelMacs = 1 << 16;
@@ -45,12 +47,6 @@ constexpr Layout layout_of(DType t) {
     case DType::Q8_0: return {34, 128, false};
     default: return {};
   }
-}
-
-inline float half_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return fp16_to_fp32(h);
 }
 
 // ---- portable ---------------------------------------------------------------------------------
@@ -189,13 +185,6 @@ inline __m256i block_lanes(__m256i bias, __m256i u, __m256i xq) {
 template <DType T>
 constexpr bool uses_bias() {
   return layout_of(T).off != 0 && (FASA_AVX512 || T != DType::Q8_0);
-}
-
-inline float hsum8_simd(__m256 v) {
-  __m128 r = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(r);
 }
 
 // R rows x NT tokens; rows at w (stride row_bytes), tokens tok0.. ; y at [tok, o].

@@ -37,6 +37,7 @@ constexpr int64_t kDirectMaxToks = 3;
 // Repacked matrices take the 16-row kernels (AVX-512) in tiles of up to this many tokens.
 constexpr int kR16Toks = 4;
 
+#include "fasa/kernels/simd_common.inc.h"
 #include "fasa/kernels/q8k_unpack.inc.h"
 
 // ---- portable ---------------------------------------------------------------------------------
@@ -92,14 +93,6 @@ void kernel_portable(bool with_min, const UnpackedBlock* wk, int nr, const Q8KAc
 // kernel loads a block's weights once per row and reuses them for every token of the tile.
 
 #if FASA_AVX2
-// hsum16's tree once the 16 lanes are down to 8 (v = lanes 0-7 + lanes 8-15).
-inline float hsum8_simd(__m256 v) {
-  __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-  r = _mm_add_ss(r, _mm_movehdup_ps(r));
-  return _mm_cvtss_f32(r);
-}
-
 #if FASA_AVX512
 using VecF = __m512;
 using VecI = __m512i;

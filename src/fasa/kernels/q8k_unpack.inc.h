@@ -1,8 +1,7 @@
 // K-quant block unpacking shared by the integer K-quant kernels (matmul_q8k.isa.cpp,
 // matmul_amx.isa.cpp). Not a normal header: include it inside an instruction-set region
-// (core/isa_begin.h), in an anonymous namespace, after <cstring>, f16.h, kernels/repack.h and
-// isa_intrin.h; it is
-// compiled once per set with the including file.
+// (core/isa_begin.h), in an anonymous namespace, after <cstring>, f16.h, kernels/repack.h, isa_intrin.h and
+// kernels/simd_common.inc.h; it is compiled once per set with the including file.
 //
 // UnpackedBlock: one 256-element block as integers (the weight model of matmul_q8k.h): codes u
 // in element order, per group of 16 elements the integer scale s and coefficient c, fp32 d and
@@ -41,16 +40,6 @@ inline const uint8_t* gguf_block(DType t, const uint8_t* w, int64_t row_bytes, i
   return tmp;
 }
 
-inline float half_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-#if FASA_AVX2
-  return _cvtsh_ss(h);  // hardware conversion; same bits as fp16_to_fp32 (NaN quieted)
-#else
-  return fp16_to_fp32(h);
-#endif
-}
-
 inline uint32_t u32_at(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, 4);
@@ -65,7 +54,7 @@ inline void store256(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m25
 inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 #endif
 
-// ---- unpacking (block layouts: kernels/ref/dequant_ref.cpp) -----------------------------------
+// ---- unpacking (block layouts: tests/support/ref/dequant_ref.cpp) -----------------------------------
 // Each function fills one part of an UnpackedBlock; the same integers whether kSimd (AVX2, where
 // this set has it) or not. The AVX2 branches build their vectors in registers: bytes stored one
 // way and loaded another would stall on store forwarding.
