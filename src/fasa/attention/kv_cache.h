@@ -1,11 +1,14 @@
-// Per-sequence KV cache. Rows are contiguous per (layer, kv_head): a policy or kernel that reads
-// a head's keys walks one dense [capacity, head_dim] array. Slot (row index) and pos (the token
-// position, the RoPE angle) are kept apart: they differ once anything is evicted.
+// Per-sequence KV cache: the slots used, their positions, and one store per layer
+// (kv_layer_store.h) that holds the rows. Rows are contiguous per (layer, kv_head): a policy or
+// kernel that reads a head's keys walks one dense [capacity, head_dim] array. Slot (row index)
+// and pos (the token position, the RoPE angle) are kept apart: they differ once anything is
+// evicted.
 //
-// Sliding-window layers (shape.window(layer) > 0) keep a ring of layer_capacity(layer) =
-// min(capacity, window + max_batch - 1) rows instead: slot s lives in row s % layer_capacity,
-// so their memory stays constant however long the sequence grows, and a forward call of up to
-// max_batch tokens never overwrites a row one of its own queries still reads.
+// Stores: a global layer's rows are a KvPlainStore; sliding-window layers (shape.window(layer) >
+// 0) keep a KvRingStore of layer_capacity(layer) = min(capacity, window + max_batch - 1) rows
+// instead: slot s lives in row s % layer_capacity, so their memory stays constant however long
+// the sequence grows, and a forward call of up to max_batch tokens never overwrites a row one of
+// its own queries still reads; FASA-M's offloaded layers are KvTieredStores over one file tier.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "fasa/attention/kv_layer_store.h"
 #include "fasa/attention/kv_tier.h"
+#include "fasa/attention/kv_tiered_store.h"
 #include "fasa/core/error.h"
 #include "fasa/kernels/kv_rows.h"
 
@@ -84,32 +89,32 @@ class KvCache {
 
   // [layer_capacity] rows of row_bytes() for (layer, kv_head); only for layers kept in RAM. Slot s of a sliding-window layer is row row_of(layer, s).
   const void* k_rows(int layer, int kv_head) const {
-    FASA_CHECK(ram_index_[layer] >= 0);
-    return k_.get() + row_offset(layer, kv_head, 0);
+    FASA_CHECK(!offloaded(layer));
+    return stores_[layer]->k_rows(kv_head);
   }
   const void* v_rows(int layer, int kv_head) const {
-    FASA_CHECK(ram_index_[layer] >= 0);
-    return v_.get() + row_offset(layer, kv_head, 0);
+    FASA_CHECK(!offloaded(layer));
+    return stores_[layer]->v_rows(kv_head);
   }
 
   // Tiering (FASA-M). offloaded(layer) layers have no k_rows/v_rows: read them with gather().
-  bool offloaded(int layer) const { return tier_ && ram_index_[layer] < 0; }
+  bool offloaded(int layer) const { return stores_[layer]->tiered() != nullptr; }
   bool tiered() const { return tier_ != nullptr; }
   // [hot_dims.size(), capacity] packed hot K dims of an offloaded (layer, kv_head), column-major:
   // dim hot_dims[i] of slot t is element i * capacity + t. f16/f32: values of the cache's type;
   // q8_0: int8 codes of one scale per slot, hot_scales() (the packed slice FASA reads, see
   // pack_hot_q8 below); the file tier then holds whole K rows.
-  const void* hot_rows(int layer, int kv_head) const {
-    FASA_CHECK(offloaded(layer));
-    return hot_[hot_index(layer, kv_head)].get();
-  }
+  const void* hot_rows(int layer, int kv_head) const { return tiered(layer).hot_rows(kv_head); }
   // [capacity] fp16 scales of a q8_0 cache's hot slice.
   const uint16_t* hot_scales(int layer, int kv_head) const {
-    FASA_CHECK(offloaded(layer) && type_ == KvType::Q8_0);
-    return hot_scale_[hot_index(layer, kv_head)].get();
+    FASA_CHECK(type_ == KvType::Q8_0);
+    return tiered(layer).hot_scales(kv_head);
   }
+  // The hot K dims of an offloaded (layer, kv_head); none in a layer kept in RAM.
   const std::vector<int>& hot_dims(int layer, int kv_head) const {
-    return hot_dims_[hot_index(layer, kv_head)];
+    static const std::vector<int> kNone;
+    const KvTieredStore* t = stores_[layer]->tiered();
+    return t ? t->hot_dims(kv_head) : kNone;
   }
   // Copies rows slots[j] (or j when slots is null), j < n, of (layer, kv_head) into k and v:
   // [n] rows of row_bytes() each, bit-identical to what was stored. Slots ascending.
@@ -143,12 +148,10 @@ class KvCache {
   void clear();
 
  private:
-  size_t row_offset(int layer, int kv_head, int row) const {
-    return layer_base_[layer] +
-           (static_cast<size_t>(kv_head) * layer_cap_[layer] + row) * row_bytes_;
-  }
-  size_t hot_index(int layer, int kv_head) const {
-    return static_cast<size_t>(layer) * shape_.n_kv_heads + kv_head;
+  const KvTieredStore& tiered(int layer) const {
+    const KvTieredStore* t = stores_[layer]->tiered();
+    FASA_CHECK(t != nullptr);
+    return *t;
   }
   AttnShape shape_;
   KvType type_;
@@ -156,30 +159,12 @@ class KvCache {
   int capacity_;
   int max_batch_;
   int n_used_ = 0;
-  std::vector<int> ram_index_;    // [n_layers] layer's index in k_/v_, -1 when offloaded
-  int n_ram_layers_ = 0;
   std::vector<int> layer_cap_;    // [n_layers] rows per (layer, kv_head)
-  std::vector<size_t> layer_base_;  // [n_layers] byte offset of a RAM layer in k_/v_
-  // k_: RAM layers in order, each [n_kv_heads, layer_capacity, head_dim] (pages untouched until
-  // written)
-  std::unique_ptr<uint8_t[]> k_;
-  std::unique_ptr<uint8_t[]> v_;  // same
   std::vector<int32_t> pos_;      // [capacity]
-  // Tiering, when asked for:
-  std::vector<std::vector<int>> hot_dims_;         // [n_layers * n_kv_heads]
-  std::vector<std::vector<int>> cold_dims_;        // [n_layers * n_kv_heads] the other K dims
-  std::vector<std::unique_ptr<uint8_t[]>> hot_;    // [n_layers * n_kv_heads] [n_hot, capacity]
-  std::vector<std::unique_ptr<uint16_t[]>> hot_scale_;  // q8_0: [n_layers * n_kv_heads] [capacity]
-  bool prefetch_ = false;                          // KvTiering::prefetch
-  std::unique_ptr<KvTier> tier_;                   // region = layer * n_kv_heads + kv_head;
-                                                   // row = cold K dims, then V: [hd - n_hot + hd]
-                                                   // (q8_0: the whole K row, then the V row)
+  std::unique_ptr<KvTier> tier_;  // FASA-M's file, when asked for: region = layer * n_kv_heads +
+                                  // kv_head (declared before the stores, which point at it)
+  bool prefetch_ = false;         // KvTiering::prefetch
+  std::vector<std::unique_ptr<KvLayerStore>> stores_;  // [n_layers]
 };
-
-// FASA's packed dominant-key slice of a q8_0 cache (FASA-C's copy and FASA-M's hot tier alike):
-// the dims `dims[0, n)` of one stored Q8_0 K row, dequantized, then quantized again with one scale
-// over them (kernels/q8_0.h's rule). Codes go to q[i * stride], the scale's fp16 bits to *d.
-void pack_hot_q8(const uint8_t* k_row, const int* dims, int n, int8_t* q, size_t stride,
-                 uint16_t* d);
 
 }  // namespace fasa
