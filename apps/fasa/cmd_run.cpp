@@ -93,7 +93,7 @@ void run_run(const RunArgs& a) {
                "(%.1f tok/s); stop: %s\n",
                r.n_prompt, r.prefill_ms, r.n_prompt * 1000.0 / std::max(r.prefill_ms, 1e-9),
                n_gen, r.decode_ms, n_gen > 0 ? n_gen * 1000.0 / std::max(r.decode_ms, 1e-9) : 0.0,
-               r.stop_reason.c_str());
+               name(r.stop_reason));
   std::fprintf(stderr,
                "fasa: threads %d; context %d; KV cache %s (%s used of %s); weights %s; peak RSS "
                "%s\n",

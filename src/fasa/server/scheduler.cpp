@@ -16,8 +16,9 @@ std::string policy_name(const std::string& spec) { return spec.substr(0, spec.fi
 
 }  // namespace
 
-const char* finish_reason(const std::string& stop_reason) {
-  return stop_reason == "length" || stop_reason == "context" ? "length" : "stop";
+const char* finish_reason(StopReason stop_reason) {
+  return stop_reason == StopReason::Length || stop_reason == StopReason::Context ? "length"
+                                                                                   : "stop";
 }
 
 // ---- Job: the hand-over between the engine thread and the request's thread ----

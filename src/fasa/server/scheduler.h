@@ -23,7 +23,7 @@
 namespace fasa::server {
 
 struct JobResult {
-  std::string stop_reason;       // generate()'s: "eos" | "stop" | "length" | "context"
+  StopReason stop_reason = StopReason::None;  // generate()'s
   int prompt_tokens = 0;
   int completion_tokens = 0;
   uint64_t kv_bytes_read = 0;    // at decode steps (selection side data included)
@@ -136,6 +136,6 @@ class Scheduler {
 
 // The OpenAI finish_reason of a stop reason: "stop" (end of sequence, stop string) or "length"
 // (token limit, context end).
-const char* finish_reason(const std::string& stop_reason);
+const char* finish_reason(StopReason stop_reason);
 
 }  // namespace fasa::server
