@@ -115,7 +115,13 @@ class Scheduler {
   struct Active;
   void loop();
   void admit(std::vector<Active>& active);
-  void step(std::vector<Active>& active);
+  void step(std::vector<Active>& active);  // its steps:
+  void drop_cancelled(std::vector<Active>& active);
+  std::vector<SessionChunk> plan_chunks(std::vector<Active>& active, std::vector<size_t>& sampled);
+  bool forward_or_fail(std::vector<Active>& active, const std::vector<SessionChunk>& chunks);
+  int sample(std::vector<Active>& active, const std::vector<size_t>& sampled,
+             std::vector<bool>& done);
+  void count_step(size_t n_rows, int generated);
   void retire(Active& a, bool cancelled);
   void update_gauges(const std::vector<Active>& active);
 
