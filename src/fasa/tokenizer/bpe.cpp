@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <initializer_list>
 #include <unordered_map>
 
 #include "fasa/core/error.h"
@@ -66,6 +67,10 @@ class BpeTokenizer final : public Tokenizer {
   void check_id(int32_t id) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
   std::string render(int32_t id) const;
+  // The constructor's steps.
+  void take_vocab(BpeConfig& cfg);
+  void read_merges(const std::vector<std::string>& merges);
+  void mark_eog(std::initializer_list<int32_t> ids);
 
   std::vector<std::string> texts_;
   std::vector<TokenType> types_;
@@ -81,6 +86,32 @@ class BpeTokenizer final : public Tokenizer {
 };
 
 BpeTokenizer::BpeTokenizer(BpeConfig cfg) : pre_(pre_tokenizer_for(cfg.pre)) {
+  take_vocab(cfg);
+  read_merges(cfg.merges);
+  const int64_t n = static_cast<int64_t>(texts_.size());
+  auto special_id = [&](int64_t id, const char* key) -> int32_t {
+    if (id < -1 || id >= n) {
+      fail("tokenizer.ggml.{} = {} is out of range (the vocabulary has {} tokens)", key, id, n);
+    }
+    return static_cast<int32_t>(id);
+  };
+  bos_ = special_id(cfg.bos_id, "bos_token_id");
+  eos_ = special_id(cfg.eos_id, "eos_token_id");
+  const int32_t eot = special_id(cfg.eot_id, "eot_token_id");
+  const int32_t eom = special_id(cfg.eom_id, "eom_token_id");
+  add_bos_ = cfg.add_bos < 0 ? pre_.default_add_bos : cfg.add_bos != 0;
+  if (add_bos_ && bos_ < 0) {
+    fail("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set");
+  }
+  mark_eog({eos_, eot, eom});
+  specials_ = SpecialTokenSplitter(texts_, types_, cfg.model_name);
+  pieces_.resize(texts_.size());
+  for (size_t i = 0; i < texts_.size(); ++i) pieces_[i] = render(static_cast<int32_t>(i));
+}
+
+// Texts (empty ones named as llama.cpp does, no duplicates) and types, the text -> id map and
+// each byte's token.
+void BpeTokenizer::take_vocab(BpeConfig& cfg) {
   const size_t n = cfg.tokens.size();
   if (n == 0) fail("tokenizer.ggml.tokens is empty");
   if (n > static_cast<size_t>(INT32_MAX)) fail("tokenizer.ggml.tokens has too many entries");
@@ -111,10 +142,13 @@ BpeTokenizer::BpeTokenizer(BpeConfig cfg) : pre_(pre_tokenizer_for(cfg.pre)) {
   for (int b = 0; b < 256; ++b) {
     byte_ids_[static_cast<size_t>(b)] = find_token(unicode::byte_to_utf8(static_cast<uint8_t>(b)));
   }
+}
 
-  merges_.reserve(cfg.merges.size());
-  for (size_t r = 0; r < cfg.merges.size(); ++r) {
-    const std::string& m = cfg.merges[r];
+// "left right" pairs of tokens whose concatenation is a token; the first rank of a pair wins.
+void BpeTokenizer::read_merges(const std::vector<std::string>& merges) {
+  merges_.reserve(merges.size());
+  for (size_t r = 0; r < merges.size(); ++r) {
+    const std::string& m = merges[r];
     const size_t space = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
     if (space == std::string::npos) {
       fail("tokenizer.ggml.merges[{}] = {} is not 'left right'", r, quoted_token(m));
@@ -133,34 +167,19 @@ BpeTokenizer::BpeTokenizer(BpeConfig cfg) : pre_(pre_tokenizer_for(cfg.pre)) {
     }
     merges_.emplace(pair_key(l, rt), Merge{static_cast<int32_t>(r), result});  // first rank wins
   }
+}
 
-  auto special_id = [&](int64_t id, const char* key) -> int32_t {
-    if (id < -1 || id >= static_cast<int64_t>(n)) {
-      fail("tokenizer.ggml.{} = {} is out of range (the vocabulary has {} tokens)", key, id, n);
-    }
-    return static_cast<int32_t>(id);
-  };
-  bos_ = special_id(cfg.bos_id, "bos_token_id");
-  eos_ = special_id(cfg.eos_id, "eos_token_id");
-  const int32_t eot = special_id(cfg.eot_id, "eot_token_id");
-  const int32_t eom = special_id(cfg.eom_id, "eom_token_id");
-  add_bos_ = cfg.add_bos < 0 ? pre_.default_add_bos : cfg.add_bos != 0;
-  if (add_bos_ && bos_ < 0) {
-    fail("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set");
-  }
-
-  eog_.assign(n, 0);
-  for (int32_t id : {eos_, eot, eom}) {
+// End of generation: the given ids (-1: none) and llama.cpp's end-of-turn texts; forced control
+// texts become Control tokens.
+void BpeTokenizer::mark_eog(std::initializer_list<int32_t> ids) {
+  eog_.assign(texts_.size(), 0);
+  for (int32_t id : ids) {
     if (id >= 0) eog_[static_cast<size_t>(id)] = 1;
   }
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < texts_.size(); ++i) {
     if (is_eog_text(texts_[i])) eog_[i] = 1;
     if (is_forced_control_text(texts_[i])) types_[i] = TokenType::Control;  // as llama.cpp does
   }
-  specials_ = SpecialTokenSplitter(texts_, types_, cfg.model_name);
-
-  pieces_.resize(n);
-  for (size_t i = 0; i < n; ++i) pieces_[i] = render(static_cast<int32_t>(i));
 }
 
 std::string BpeTokenizer::render(int32_t id) const {
