@@ -52,15 +52,16 @@ std::vector<std::string> specs_of(const PplOptions& o) {
   return specs;
 }
 
-// One run over the chunks: a session per policy, kept across chunks (reset for each), and the
-// sums each policy's result is made of.
+// The steps of one run over the chunks, over perplexity_all's state: a session per policy, kept
+// across chunks (reset for each), and the sums each policy's result is made of.
 struct PplRun {
   const PplOptions& o;
   const int n_vocab;
   const SharedPrefill& shared;
-  std::vector<std::unique_ptr<Session>> sessions;  // [n_specs]
-  std::vector<PplResult> results;                  // [n_specs]
-  std::vector<double> nll, nll2;                   // [n_specs] sums of -log p and its square
+  std::vector<std::unique_ptr<Session>>& sessions;  // [n_specs]
+  std::vector<PplResult>& results;                  // [n_specs]
+  std::vector<double>& nll;                         // [n_specs] sums of -log p
+  std::vector<double>& nll2;                        // [n_specs] sums of its square
 
   void score(size_t p, const float* logits, int32_t next) {
     results[p].argmax.push_back(argmax(logits, n_vocab));
@@ -109,18 +110,6 @@ struct PplRun {
     }
   }
 
-  void end_chunk() {
-    for (size_t p = 0; p < sessions.size(); ++p) {
-      PplResult& r = results[p];
-      const AttnStats& st = sessions[p]->attn_stats();
-      r.attn.decode_steps += st.decode_steps;
-      r.attn.slots_read += st.slots_read;
-      r.attn.slots_visible += st.slots_visible;
-      r.attn.window_slots += st.window_slots;
-      r.chunk_ppl.push_back(std::exp(nll[p] / static_cast<double>(r.n_scored)));
-    }
-  }
-
   void finish(const std::vector<std::string>& specs, int n_chunks, double seconds) {
     for (size_t p = 0; p < results.size(); ++p) {
       PplResult& r = results[p];
@@ -154,17 +143,17 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
     sessions.push_back(std::make_unique<Session>(model, so, pctx));
   }
   const SharedPrefill shared(model, specs, so, pctx);
-  PplRun run{o, model->config().n_vocab, shared, std::move(sessions),
-             std::vector<PplResult>(specs.size()), std::vector<double>(specs.size(), 0.0),
-             std::vector<double>(specs.size(), 0.0)};
 
   const auto t0 = std::chrono::steady_clock::now();
-  for (PplResult& r : run.results) {
+  std::vector<PplResult> results(specs.size());
+  std::vector<double> nll(specs.size(), 0.0), nll2(specs.size(), 0.0);
+  for (PplResult& r : results) {
     r.n_tokens = static_cast<int64_t>(tokens.size());
     r.argmax.reserve(static_cast<size_t>(n_chunks) * o.n_ctx);
   }
+  PplRun run{o, model->config().n_vocab, shared, sessions, results, nll, nll2};
   for (int c = 0; c < n_chunks; ++c) {
-    for (auto& s : run.sessions) s->reset();
+    for (auto& s : sessions) s->reset();
     std::vector<int32_t> chunk(tokens.begin() + int64_t{c} * o.n_ctx,
                                tokens.begin() + int64_t{c + 1} * o.n_ctx);  // [n_ctx]
     if (o.chunk_bos >= 0) chunk[0] = o.chunk_bos;
@@ -173,12 +162,20 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
     } else {
       run.batch_chunk(chunk);
     }
-    run.end_chunk();
+    for (size_t p = 0; p < sessions.size(); ++p) {
+      PplResult& r = results[p];
+      const AttnStats& st = sessions[p]->attn_stats();
+      r.attn.decode_steps += st.decode_steps;
+      r.attn.slots_read += st.slots_read;
+      r.attn.slots_visible += st.slots_visible;
+      r.attn.window_slots += st.window_slots;
+      r.chunk_ppl.push_back(std::exp(nll[p] / static_cast<double>(r.n_scored)));
+    }
     if (progress) progress(c + 1, n_chunks);
   }
   run.finish(specs, n_chunks,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  return run.results;
+  return results;
 }
 
 PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
