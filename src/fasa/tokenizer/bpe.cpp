@@ -24,6 +24,14 @@ uint64_t pair_key(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
 
+// A symbol of one word being merged: a byte's character, then the tokens merges make.
+struct BpeSymbol {
+  int32_t id;  // -1: the byte's character is not in the vocabulary
+  int32_t prev, next;
+  uint8_t byte;
+  bool alive;
+};
+
 class BpeTokenizer final : public Tokenizer {
  public:
   explicit BpeTokenizer(BpeConfig cfg);
@@ -66,6 +74,10 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_bos, const SplitRule& rule) const;
   void check_id(int32_t id) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  // The word's bytes as one token, or -1 (pre-tokenizers that ignore merges look this up first).
+  int32_t whole_word_id(std::string_view word) const;
+  // Applies merges to adjacent symbols, lowest rank first (leftmost on ties), until none applies.
+  void merge_pairs(std::vector<BpeSymbol>& sym) const;
   std::string render(int32_t id) const;
   // The constructor's steps.
   void take_vocab(BpeConfig& cfg);
@@ -242,29 +254,43 @@ TokenType BpeTokenizer::token_type(int32_t id) const {
 
 void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   if (pre_.ignore_merges) {
-    std::string encoded;
-    for (char c : word) encoded += unicode::byte_to_utf8(static_cast<uint8_t>(c));
-    const int32_t id = find_token(encoded);
-    if (id >= 0) {
+    if (const int32_t id = whole_word_id(word); id >= 0) {
       out.push_back(id);
       return;
     }
   }
-  struct Symbol {
-    int32_t id;  // -1: the byte's character is not in the vocabulary
-    int32_t prev, next;
-    uint8_t byte;
-    bool alive;
-  };
-  struct Bigram {
-    int32_t rank, left, right, left_id, right_id, result;
-  };
   const auto n = static_cast<int32_t>(word.size());
-  std::vector<Symbol> sym(static_cast<size_t>(n));
+  std::vector<BpeSymbol> sym(static_cast<size_t>(n));  // [n] one per byte, linked
   for (int32_t i = 0; i < n; ++i) {
     const auto b = static_cast<uint8_t>(word[static_cast<size_t>(i)]);
     sym[static_cast<size_t>(i)] = {byte_ids_[b], i - 1, i + 1 < n ? i + 1 : -1, b, true};
   }
+  merge_pairs(sym);
+  for (int32_t i = 0; i >= 0 && i < n; i = sym[static_cast<size_t>(i)].next) {
+    const BpeSymbol& s = sym[static_cast<size_t>(i)];
+    if (s.id >= 0) {
+      out.push_back(s.id);
+      continue;
+    }
+    // llama.cpp's fallback for a character missing from the vocabulary: each of its UTF-8
+    // bytes as a one-byte token, where such a token exists (usually none does).
+    for (char c : unicode::byte_to_utf8(s.byte)) {
+      const int32_t id = find_token(std::string_view(&c, 1));
+      if (id >= 0) out.push_back(id);
+    }
+  }
+}
+
+int32_t BpeTokenizer::whole_word_id(std::string_view word) const {
+  std::string encoded;
+  for (char c : word) encoded += unicode::byte_to_utf8(static_cast<uint8_t>(c));
+  return find_token(encoded);
+}
+
+void BpeTokenizer::merge_pairs(std::vector<BpeSymbol>& sym) const {
+  struct Bigram {
+    int32_t rank, left, right, left_id, right_id, result;
+  };
   // Min-heap on (rank, left position).
   const auto later = [](const Bigram& a, const Bigram& b) {
     return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
@@ -279,13 +305,14 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
     heap.push_back({it->second.rank, left, right, l, r, it->second.result});
     std::push_heap(heap.begin(), heap.end(), later);
   };
+  const auto n = static_cast<int32_t>(sym.size());
   for (int32_t i = 0; i + 1 < n; ++i) add_pair(i, i + 1);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     const Bigram bg = heap.back();
     heap.pop_back();
-    Symbol& l = sym[static_cast<size_t>(bg.left)];
-    Symbol& r = sym[static_cast<size_t>(bg.right)];
+    BpeSymbol& l = sym[static_cast<size_t>(bg.left)];
+    BpeSymbol& r = sym[static_cast<size_t>(bg.right)];
     // Stale when either side has merged since the pair was queued.
     if (!l.alive || !r.alive || l.next != bg.right || l.id != bg.left_id || r.id != bg.right_id) {
       continue;
@@ -296,19 +323,6 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
     if (r.next >= 0) sym[static_cast<size_t>(r.next)].prev = bg.left;
     add_pair(l.prev, bg.left);
     add_pair(bg.left, l.next);
-  }
-  for (int32_t i = 0; i >= 0 && i < n; i = sym[static_cast<size_t>(i)].next) {
-    const Symbol& s = sym[static_cast<size_t>(i)];
-    if (s.id >= 0) {
-      out.push_back(s.id);
-      continue;
-    }
-    // llama.cpp's fallback for a character missing from the vocabulary: each of its UTF-8
-    // bytes as a one-byte token, where such a token exists (usually none does).
-    for (char c : unicode::byte_to_utf8(s.byte)) {
-      const int32_t id = find_token(std::string_view(&c, 1));
-      if (id >= 0) out.push_back(id);
-    }
   }
 }
 

@@ -59,6 +59,36 @@ std::string unescape_spaces(std::string_view text) {
   return out;
 }
 
+// A symbol of one fragment being merged.
+struct SpmSymbol {
+  uint32_t begin, len;  // bytes of the fragment; len 0: merged into its left neighbour
+  int32_t prev, next;
+  int32_t id;  // the token after a merge; -2: a single character, not looked up yet
+};
+
+// A queued merge of two adjacent symbols.
+struct SpmBigram {
+  float score;
+  int32_t left, right;
+  uint32_t len;  // bytes of the merged pair when it was queued
+  int32_t id;    // the merged token
+};
+
+// One symbol per UTF-8 character of `text` (valid UTF-8), linked left to right.
+std::vector<SpmSymbol> spm_characters(std::string_view text) {
+  std::vector<SpmSymbol> sym;
+  sym.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const unicode::Utf8Seq seq = unicode::utf8_at(text, i);  // the text is valid UTF-8
+    const auto len = static_cast<uint32_t>(std::max<uint32_t>(seq.len, 1));
+    const auto idx = static_cast<int32_t>(sym.size());
+    sym.push_back(
+        {static_cast<uint32_t>(i), len, idx - 1, i + len < text.size() ? idx + 1 : -1, -2});
+    i += len;
+  }
+  return sym;
+}
+
 class SpmTokenizer final : public Tokenizer {
  public:
   explicit SpmTokenizer(SpmConfig cfg);
@@ -94,6 +124,8 @@ class SpmTokenizer final : public Tokenizer {
   void check_id(int32_t id) const;
   // Encodes one escaped text fragment ("▁" for spaces) and appends its ids.
   void encode_fragment(std::string_view text, std::vector<int32_t>& out) const;
+  // Merges adjacent symbols of `text` into the highest-scoring tokens until no pair is a token.
+  void merge_pairs(std::string_view text, std::vector<SpmSymbol>& sym) const;
   void append_bytes(std::string_view chars, std::vector<int32_t>& out) const;
   // The constructor's steps.
   void take_vocab(SpmConfig& cfg);
@@ -277,36 +309,30 @@ void SpmTokenizer::append_bytes(std::string_view chars, std::vector<int32_t>& ou
 }
 
 void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& out) const {
-  struct Symbol {
-    uint32_t begin, len;  // bytes of `text`; len 0: merged into its left neighbour
-    int32_t prev, next;
-    int32_t id;  // the token after a merge; -2: a single character, not looked up yet
-  };
-  struct Bigram {
-    float score;
-    int32_t left, right;
-    uint32_t len;  // bytes of the merged pair when it was queued
-    int32_t id;    // the merged token
-  };
-  std::vector<Symbol> sym;
-  sym.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    const unicode::Utf8Seq seq = unicode::utf8_at(text, i);  // the text is valid UTF-8
-    const auto len = static_cast<uint32_t>(std::max<uint32_t>(seq.len, 1));
-    const auto idx = static_cast<int32_t>(sym.size());
-    sym.push_back(
-        {static_cast<uint32_t>(i), len, idx - 1, i + len < text.size() ? idx + 1 : -1, -2});
-    i += len;
-  }
+  std::vector<SpmSymbol> sym = spm_characters(text);
   if (sym.empty()) return;
+  merge_pairs(text, sym);
+  for (int32_t i = 0; i >= 0; i = sym[static_cast<size_t>(i)].next) {
+    const SpmSymbol& s = sym[static_cast<size_t>(i)];
+    const std::string_view piece = text.substr(s.begin, s.len);
+    const int32_t id = s.id == -2 ? find_token(piece) : s.id;
+    if (id >= 0) {
+      out.push_back(id);
+    } else {
+      append_bytes(piece, out);  // never merged: one character missing from the vocabulary
+    }
+  }
+}
+
+void SpmTokenizer::merge_pairs(std::string_view text, std::vector<SpmSymbol>& sym) const {
   // Max-heap on score; equal scores: the leftmost pair first.
-  const auto lower = [](const Bigram& a, const Bigram& b) {
+  const auto lower = [](const SpmBigram& a, const SpmBigram& b) {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   };
-  std::vector<Bigram> heap;
+  std::vector<SpmBigram> heap;
   const auto add_pair = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
-    const Symbol& l = sym[static_cast<size_t>(left)];
+    const SpmSymbol& l = sym[static_cast<size_t>(left)];
     const uint32_t len = l.len + sym[static_cast<size_t>(right)].len;
     const int32_t id = find_token(text.substr(l.begin, len));
     if (id < 0) return;
@@ -318,10 +344,10 @@ void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& 
   }
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), lower);
-    const Bigram bg = heap.back();
+    const SpmBigram bg = heap.back();
     heap.pop_back();
-    Symbol& l = sym[static_cast<size_t>(bg.left)];
-    Symbol& r = sym[static_cast<size_t>(bg.right)];
+    SpmSymbol& l = sym[static_cast<size_t>(bg.left)];
+    SpmSymbol& r = sym[static_cast<size_t>(bg.right)];
     // Stale when either side has merged since the pair was queued.
     if (l.len == 0 || r.len == 0 || l.len + r.len != bg.len) continue;
     l.len += r.len;
@@ -331,16 +357,6 @@ void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& 
     if (r.next >= 0) sym[static_cast<size_t>(r.next)].prev = bg.left;
     add_pair(l.prev, bg.left);
     add_pair(bg.left, l.next);
-  }
-  for (int32_t i = 0; i >= 0; i = sym[static_cast<size_t>(i)].next) {
-    const Symbol& s = sym[static_cast<size_t>(i)];
-    const std::string_view piece = text.substr(s.begin, s.len);
-    const int32_t id = s.id == -2 ? find_token(piece) : s.id;
-    if (id >= 0) {
-      out.push_back(id);
-    } else {
-      append_bytes(piece, out);  // never merged: one character missing from the vocabulary
-    }
   }
 }
 
