@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <utility>
 #include <memory>
 #include <random>
 
@@ -268,6 +269,42 @@ struct BenchTokens {
   std::vector<int32_t> ctx, pp, tg;
 };
 
+// The context before each measurement: `depth` prefilled tokens or synthetic rows.
+void fill_context(Session& s, int depth, bool synthetic, const BenchTokens& tok) {
+  if (depth == 0) return;
+  if (synthetic) {
+    s.fill_synthetic(depth, 1);
+  } else {
+    s.prefill(std::vector<int32_t>(tok.ctx.begin(), tok.ctx.begin() + depth));
+  }
+}
+
+// Tokens per second of t.n decode steps: the session alone, or with t.batch - 1 more sequences
+// of the same policy (so.policy) and depth decoding alongside.
+double decode_tps(Session& session, const Test& t, int depth, bool synthetic,
+                  const BenchTokens& tok, const std::shared_ptr<const Model>& model,
+                  const SessionOptions& so) {
+  if (t.batch == 1) {
+    return t.n / seconds_of([&] {
+             for (int i = 0; i < t.n; ++i) session.decode(tok.tg[i]);
+           });
+  }
+  std::vector<std::unique_ptr<Session>> mates;
+  std::vector<SessionChunk> chunks{{&session, nullptr, 1}};
+  for (int b = 1; b < t.batch; ++b) {
+    mates.push_back(std::make_unique<Session>(model, so));
+    fill_context(*mates.back(), depth, synthetic, tok);
+    chunks.push_back({mates.back().get(), nullptr, 1});
+  }
+  ForwardScratch scratch;
+  return static_cast<double>(t.n) * t.batch / seconds_of([&] {
+           for (int i = 0; i < t.n; ++i) {
+             for (SessionChunk& c : chunks) c.tokens = &tok.tg[i];
+             Session::forward_many(chunks, scratch);
+           }
+         });
+}
+
 // One test at one depth for every policy. Repetitions alternate between the policies, so drift
 // and noise on a shared machine hit every policy alike and the ratios stay fair.
 std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& sessions,
@@ -275,15 +312,6 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
                                   int reps, const BenchTokens& tok,
                                   const std::shared_ptr<const Model>& model, SessionOptions so,
                                   bool synthetic) {
-  // The context before each measurement: `depth` prefilled tokens or synthetic rows.
-  auto fill = [&](Session& s) {
-    if (depth == 0) return;
-    if (synthetic) {
-      s.fill_synthetic(depth, 1);
-    } else {
-      s.prefill(std::vector<int32_t>(tok.ctx.begin(), tok.ctx.begin() + depth));
-    }
-  };
   std::vector<Measure> group;
   for (const std::string& spec : specs) {
     Measure m;
@@ -298,34 +326,15 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
       Session& session = *sessions[p];
       Measure& m = group[p];
       session.reset();
-      fill(session);
+      fill_context(session, depth, synthetic, tok);
       const ParallelStats par0 = parallel_stats();
       if (!t.gen) {
         m.tps.push_back(t.n / seconds_of([&] { session.prefill(pp); }));
         m.par = parallel_stats() - par0;
         continue;
       }
-      if (t.batch == 1) {
-        m.tps.push_back(t.n / seconds_of([&] {
-                          for (int i = 0; i < t.n; ++i) session.decode(tok.tg[i]);
-                        }));
-      } else {  // batch - 1 more sequences of the same policy and depth decode alongside
-        so.policy = specs[p];
-        std::vector<std::unique_ptr<Session>> mates;
-        std::vector<SessionChunk> chunks{{&session, nullptr, 1}};
-        for (int b = 1; b < t.batch; ++b) {
-          mates.push_back(std::make_unique<Session>(model, so));
-          fill(*mates.back());
-          chunks.push_back({mates.back().get(), nullptr, 1});
-        }
-        ForwardScratch scratch;
-        m.tps.push_back(static_cast<double>(t.n) * t.batch / seconds_of([&] {
-                          for (int i = 0; i < t.n; ++i) {
-                            for (SessionChunk& c : chunks) c.tokens = &tok.tg[i];
-                            Session::forward_many(chunks, scratch);
-                          }
-                        }));
-      }
+      so.policy = specs[p];
+      m.tps.push_back(decode_tps(session, t, depth, synthetic, tok, model, so));
       m.par = parallel_stats() - par0;
       const AttnStats& st = session.attn_stats();
       const double toks = static_cast<double>(st.decode_tokens);
@@ -497,11 +506,16 @@ void print_bandwidth_only(const BenchArgs& a, const BandwidthResult& bw) {
               kBandwidthPasses);
 }
 
-void run_bench(const BenchArgs& a) {
-  // Every flag is checked before the model loads and the probe runs.
+// The tests and depths to run (every flag is checked before the model loads and the probe
+// runs).
+struct BenchPlan {
+  std::vector<Test> tests;
+  std::vector<int> depths;
+};
+BenchPlan checked_plan(const BenchArgs& a) {
   const std::vector<int> prompts = parse_counts("-p", a.n_prompt);
   const std::vector<int> gens = parse_counts("-n", a.n_gen);
-  const std::vector<int> depths = parse_counts("-d", a.depths);
+  std::vector<int> depths = parse_counts("-d", a.depths);
   const std::vector<int> batches = parse_counts("--batch", a.batch);
   for (int b : batches) {
     if (b < 1) fail("--batch values must be >= 1 (got {})", b);
@@ -519,6 +533,25 @@ void run_bench(const BenchArgs& a) {
   if (a.depth_fill != "prefill" && a.depth_fill != "synthetic") {
     fail("--depth-fill '{}': expected prefill or synthetic", a.depth_fill);
   }
+  return {tests, std::move(depths)};
+}
+
+// First touches of the weights, the pool's threads, AMX tiles: a short prefill and one decode
+// step per session (fitting the context), untimed.
+void warm_up(const std::vector<std::unique_ptr<Session>>& sessions, int n_ctx, int n_vocab) {
+  const int n_warm = std::min(32, n_ctx - 1);
+  const std::vector<int32_t> warm = bench_tokens(std::max(n_warm, 1), n_vocab, 4);
+  for (const auto& s : sessions) {
+    if (n_warm > 0) s->prefill(std::vector<int32_t>(warm.begin(), warm.begin() + n_warm));
+    s->decode(warm[0]);
+    s->reset();
+  }
+}
+
+void run_bench(const BenchArgs& a) {
+  const BenchPlan plan = checked_plan(a);
+  const std::vector<Test>& tests = plan.tests;
+  const std::vector<int>& depths = plan.depths;
   const bool synthetic = a.depth_fill == "synthetic";
   const std::vector<std::string> specs = bench_policy_specs(a.policy);
   apply_threads(a.threads);
@@ -560,15 +593,7 @@ void run_bench(const BenchArgs& a) {
   tok.tg = bench_tokens(std::max(longest, 1), c.n_vocab, 3);
   const Report report(a, *model, bw);
   report.header();
-  if (a.warmup) {  // first touches of the weights, the pool's threads, AMX tiles: untimed
-    const int n_warm = std::min(32, so.n_ctx - 1);  // and one decode step: fits the context
-    const std::vector<int32_t> warm = bench_tokens(std::max(n_warm, 1), c.n_vocab, 4);
-    for (const auto& s : sessions) {
-      if (n_warm > 0) s->prefill(std::vector<int32_t>(warm.begin(), warm.begin() + n_warm));
-      s->decode(warm[0]);
-      s->reset();
-    }
-  }
+  if (a.warmup) warm_up(sessions, so.n_ctx, c.n_vocab);
   for (int d : depths) {
     for (const Test& t : tests) {
       report.rows(measure_test(sessions, specs, t, d, a.reps, tok, model, so, synthetic));

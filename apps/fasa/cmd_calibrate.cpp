@@ -65,60 +65,58 @@ struct ShowArgs {
   bool json = false;
 };
 
-void run_show(const ShowArgs& a) {
-  const Calibration c = load_calibration(a.path);
-  if (!(a.n_tip > 0.0)) fail("--n-tip must be positive (got {})", a.n_tip);
-  if (!a.image.empty()) {
-    auto ends_with = [&](const std::string& e) {
-      return a.image.size() >= e.size() &&
-             a.image.compare(a.image.size() - e.size(), e.size(), e) == 0;
-    };
-    const bool png = ends_with(".png");
-    if (!png && !ends_with(".svg")) {
-      fail("--image writes SVG or PNG, chosen by the extension: give a file name ending in .svg "
-           "or .png (got '{}')", a.image);
-    }
-    AtomicFile out(a.image);
-    out.write(png ? calibration_heatmap_png(c) : calibration_heatmap_svg(c));
-    out.commit();
-    std::fprintf(stderr, "fasa: heatmap written to %s\n", a.image.c_str());
+// --image: an SVG or PNG heatmap, chosen by the extension.
+void write_heatmap(const Calibration& c, const std::string& image) {
+  auto ends_with = [&](const std::string& e) {
+    return image.size() >= e.size() && image.compare(image.size() - e.size(), e.size(), e) == 0;
+  };
+  const bool png = ends_with(".png");
+  if (!png && !ends_with(".svg")) {
+    fail("--image writes SVG or PNG, chosen by the extension: give a file name ending in .svg "
+         "or .png (got '{}')", image);
   }
-  const int n_tip = std::clamp(
-      a.n_tip < 1.0 ? static_cast<int>(a.n_tip * c.n_fc() + 0.5) : static_cast<int>(a.n_tip), 1,
-      c.n_fc());
-  if (a.json) {
-    nlohmann::ordered_json j;
-    j["model"] = c.model_name;
-    j["fc_layout"] = fc_layout_name(c.fc_layout);
-    j["k"] = c.k;
-    j["n_tip"] = n_tip;
-    if (!c.fc_freq.empty()) {
-      j["fc_freq"] = c.fc_freq;
-      j["rope_mscale"] = c.rope_mscale;
-      j["rope_n_ctx"] = c.rope_n_ctx;
-    }
-    j["covered_layers"] = c.layers;
-    // Indexed by layer; null for a layer the file does not cover (a sliding-window layer).
-    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-    for (int l = 0; l < c.n_layers; ++l) {
-      if (!c.covers(l)) {
-        layers.push_back(nullptr);
-        continue;
-      }
-      nlohmann::ordered_json heads = nlohmann::ordered_json::array();
-      for (int h = 0; h < c.n_heads; ++h) {
-        std::vector<int32_t> dom(c.rank(l, h), c.rank(l, h) + n_tip);
-        nlohmann::ordered_json e = {{"dominant", dom}, {"top_ca", c.ca(l, h)[dom[0]]}};
-        if (c.has_channel_importance()) e["heavy_channels"] = c.heavy_channels(l, h, 2 * n_tip);
-        heads.push_back(e);
-      }
-      layers.push_back(heads);
-    }
-    j["layers"] = layers;
-    std::printf("%s\n", j.dump().c_str());
-    return;
+  AtomicFile out(image);
+  out.write(png ? calibration_heatmap_png(c) : calibration_heatmap_svg(c));
+  out.commit();
+  std::fprintf(stderr, "fasa: heatmap written to %s\n", image.c_str());
+}
+
+// The file's summary and each covered head's n_tip dominant FCs, as one JSON line.
+void print_show_json(const Calibration& c, int n_tip) {
+  nlohmann::ordered_json j;
+  j["model"] = c.model_name;
+  j["fc_layout"] = fc_layout_name(c.fc_layout);
+  j["k"] = c.k;
+  j["n_tip"] = n_tip;
+  if (!c.fc_freq.empty()) {
+    j["fc_freq"] = c.fc_freq;
+    j["rope_mscale"] = c.rope_mscale;
+    j["rope_n_ctx"] = c.rope_n_ctx;
   }
-  std::printf("calibration  %s (%s, FC layout %s, %d FCs per head)\n", a.path.c_str(),
+  j["covered_layers"] = c.layers;
+  // Indexed by layer; null for a layer the file does not cover (a sliding-window layer).
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (!c.covers(l)) {
+      layers.push_back(nullptr);
+      continue;
+    }
+    nlohmann::ordered_json heads = nlohmann::ordered_json::array();
+    for (int h = 0; h < c.n_heads; ++h) {
+      std::vector<int32_t> dom(c.rank(l, h), c.rank(l, h) + n_tip);
+      nlohmann::ordered_json e = {{"dominant", dom}, {"top_ca", c.ca(l, h)[dom[0]]}};
+      if (c.has_channel_importance()) e["heavy_channels"] = c.heavy_channels(l, h, 2 * n_tip);
+      heads.push_back(e);
+    }
+    layers.push_back(heads);
+  }
+  j["layers"] = layers;
+  std::printf("%s\n", j.dump().c_str());
+}
+
+// The same as text: a header, then one line per covered head.
+void print_show_text(const Calibration& c, const std::string& path, int n_tip) {
+  std::printf("calibration  %s (%s, FC layout %s, %d FCs per head)\n", path.c_str(),
               c.model_name.c_str(), fc_layout_name(c.fc_layout), c.n_fc());
   std::printf("made with    K = %d, %d samples x (%d tokens + %d steps) of %s\n", c.k,
               c.n_samples, c.tokens_per_sample, c.steps, c.text_name.c_str());
@@ -155,6 +153,20 @@ void run_show(const ShowArgs& a) {
       }
       std::printf("\n");
     }
+  }
+}
+
+void run_show(const ShowArgs& a) {
+  const Calibration c = load_calibration(a.path);
+  if (!(a.n_tip > 0.0)) fail("--n-tip must be positive (got {})", a.n_tip);
+  if (!a.image.empty()) write_heatmap(c, a.image);
+  const int n_tip = std::clamp(
+      a.n_tip < 1.0 ? static_cast<int>(a.n_tip * c.n_fc() + 0.5) : static_cast<int>(a.n_tip), 1,
+      c.n_fc());
+  if (a.json) {
+    print_show_json(c, n_tip);
+  } else {
+    print_show_text(c, a.path, n_tip);
   }
 }
 

@@ -29,11 +29,32 @@ std::string shape_str(const std::vector<int64_t>& ne) {
   return s;
 }
 
-void run_inspect(const InspectArgs& a) {
-  auto model = load_model(a.model);
-  const ModelConfig& c = model->config();
-  const GgufFile& f = model->file();
-  const Tokenizer* tok = model->tokenizer();
+// The RoPE section: layout, base, scaling, and the frequencies a run at the trained context uses
+// (the ones FASA's chunks rotate at).
+nlohmann::ordered_json rope_json(const Model& model) {
+  const ModelConfig& c = model.config();
+  nlohmann::ordered_json j = {{"layout", rope_layout_name(c.rope_layout)},
+                              {"base", c.rope_base},
+                              {"dim", c.rope_dim},
+                              {"n_fc", c.rope_dim / 2}};
+  const RopeScaling& rs = c.rope_scaling;
+  j["scaling"] = rope_scaling_name(rs.type);
+  j["freq_scale"] = rs.freq_scale;
+  j["original_context"] = rs.n_ctx_orig;
+  j["attn_factor"] = rs.attn_factor;
+  const RopeTable& rope = model.rope_table(c.n_ctx_train);
+  j["factor_table"] = rope.factors;
+  j["mscale"] = rope.mscale;
+  j["freqs"] = rope.freqs;
+  if (c.n_windowed_layers() > 0) j["base_local"] = c.rope_base_local;
+  return j;
+}
+
+// Everything but the tensor table (`--json` adds it as "tensors").
+nlohmann::ordered_json inspect_json(const Model& model) {
+  const ModelConfig& c = model.config();
+  const GgufFile& f = model.file();
+  const Tokenizer* tok = model.tokenizer();
   nlohmann::ordered_json j;
   j["path"] = f.path();
   j["gguf_version"] = f.version();
@@ -50,21 +71,7 @@ void run_inspect(const InspectArgs& a) {
   j["n_vocab"] = c.n_vocab;
   j["n_ctx_train"] = c.n_ctx_train;
   j["rms_eps"] = c.rms_eps;
-  j["rope"] = {{"layout", rope_layout_name(c.rope_layout)},
-               {"base", c.rope_base},
-               {"dim", c.rope_dim},
-               {"n_fc", c.rope_dim / 2}};
-  const RopeScaling& rs = c.rope_scaling;
-  j["rope"]["scaling"] = rope_scaling_name(rs.type);
-  j["rope"]["freq_scale"] = rs.freq_scale;
-  j["rope"]["original_context"] = rs.n_ctx_orig;
-  j["rope"]["attn_factor"] = rs.attn_factor;
-  // The frequencies a run at the trained context uses (the ones FASA's chunks rotate at).
-  const RopeTable& rope = model->rope_table(c.n_ctx_train);
-  j["rope"]["factor_table"] = rope.factors;
-  j["rope"]["mscale"] = rope.mscale;
-  j["rope"]["freqs"] = rope.freqs;
-  if (c.n_windowed_layers() > 0) j["rope"]["base_local"] = c.rope_base_local;
+  j["rope"] = rope_json(model);
   j["block"] = {{"ffn_act", ffn_act_name(c.ffn_act)},
                 {"qkv_bias", c.qkv_bias},
                 {"qk_norm", c.qk_norm},
@@ -75,7 +82,7 @@ void run_inspect(const InspectArgs& a) {
   // Per layer: the sliding window, 0 for a global layer.
   j["layer_window"] = c.layer_window.empty() ? std::vector<int>(c.n_layers, 0) : c.layer_window;
   j["tied_output"] = c.tied_output;
-  j["weight_bytes"] = model->weight_bytes();
+  j["weight_bytes"] = model.weight_bytes();
   if (tok) {
     j["tokenizer"] = {{"model", f.get_string_or("tokenizer.ggml.model", "")},
                       {"pre", f.get_string_or("tokenizer.ggml.pre", "")},
@@ -84,6 +91,12 @@ void run_inspect(const InspectArgs& a) {
                       {"eos_id", tok->eos_id()},
                       {"add_bos", tok->adds_bos()}};
   }
+  j["n_tensors"] = f.tensors().size();
+  j["ignored_tensors"] = model.ignored_tensors();
+  return j;
+}
+
+nlohmann::ordered_json tensors_json(const GgufFile& f) {
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
   for (const auto& t : f.tensors()) {
     tensors.push_back({{"name", t.name},
@@ -91,21 +104,14 @@ void run_inspect(const InspectArgs& a) {
                        {"shape", t.ne},
                        {"bytes", t.n_bytes}});
   }
-  j["n_tensors"] = f.tensors().size();
-  j["ignored_tensors"] = model->ignored_tensors();
-  if (a.json) {
-    j["tensors"] = tensors;
-    std::printf("%s\n", j.dump(2).c_str());
-    return;
-  }
-  std::printf("file          %s (GGUF v%u, %s)\n", f.path().c_str(), f.version(),
-              human_bytes(f.file_bytes()).c_str());
-  std::printf("architecture  %s%s%s\n", c.arch.c_str(), c.name.empty() ? "" : "  name: ",
-              c.name.c_str());
-  std::printf("layers        %d   d_model %d   d_ff %d\n", c.n_layers, c.d_model, c.d_ff);
-  std::printf("heads         %d query, %d kv (group %d), head_dim %d\n", c.n_heads,
-              c.n_kv_heads, c.n_group(), c.head_dim);
-  std::printf("family        %s\n", model_family(f, c).c_str());
+  return tensors;
+}
+
+// The "rope", "rope scaling", "block" and (hybrid stacks) "attention" lines.
+void print_rope_and_block(const Model& model) {
+  const ModelConfig& c = model.config();
+  const RopeScaling& rs = c.rope_scaling;
+  const RopeTable& rope = model.rope_table(c.n_ctx_train);
   std::printf("rope          layout %s, base %g, %d dims (%d frequency chunks)\n",
               rope_layout_name(c.rope_layout), c.rope_base, c.rope_dim, c.rope_dim / 2);
   std::printf("rope scaling  %s", rope_scaling_name(rs.type));
@@ -129,6 +135,22 @@ void run_inspect(const InspectArgs& a) {
     std::printf("attention     %d sliding-window layers (window %d, rope base %g), global layers %s\n",
                 c.n_windowed_layers(), window, c.rope_base_local, global.c_str());
   }
+}
+
+// The text report: a summary, then the tensor table.
+void print_inspect(const Model& model) {
+  const ModelConfig& c = model.config();
+  const GgufFile& f = model.file();
+  const Tokenizer* tok = model.tokenizer();
+  std::printf("file          %s (GGUF v%u, %s)\n", f.path().c_str(), f.version(),
+              human_bytes(f.file_bytes()).c_str());
+  std::printf("architecture  %s%s%s\n", c.arch.c_str(), c.name.empty() ? "" : "  name: ",
+              c.name.c_str());
+  std::printf("layers        %d   d_model %d   d_ff %d\n", c.n_layers, c.d_model, c.d_ff);
+  std::printf("heads         %d query, %d kv (group %d), head_dim %d\n", c.n_heads,
+              c.n_kv_heads, c.n_group(), c.head_dim);
+  std::printf("family        %s\n", model_family(f, c).c_str());
+  print_rope_and_block(model);
   std::printf("context       %d tokens (trained)%s\n", c.n_ctx_train,
               c.n_ctx_max() > c.n_ctx_train
                   ? fmt::format(", {} with YaRN", c.n_ctx_max()).c_str()
@@ -140,15 +162,26 @@ void run_inspect(const InspectArgs& a) {
                 f.get_string_or("tokenizer.ggml.pre", "").c_str(), tok->bos_id(), tok->eos_id(),
                 tok->adds_bos() ? "yes" : "no");
   }
-  std::printf("weights       %s in %zu tensors\n", human_bytes(model->weight_bytes()).c_str(),
+  std::printf("weights       %s in %zu tensors\n", human_bytes(model.weight_bytes()).c_str(),
               f.tensors().size());
   std::string ignored;
-  for (const std::string& n : model->ignored_tensors()) ignored += (ignored.empty() ? "" : ", ") + n;
+  for (const std::string& n : model.ignored_tensors()) ignored += (ignored.empty() ? "" : ", ") + n;
   std::printf("ignored       %s\n\n", ignored.empty() ? "none (every tensor is bound)" : ignored.c_str());
   std::printf("%-32s %-6s %-16s %12s\n", "tensor", "type", "shape", "bytes");
   for (const auto& t : f.tensors()) {
     std::printf("%-32s %-6s %-16s %12llu\n", t.name.c_str(), std::string(dtype_name(t.type)).c_str(),
                 shape_str(t.ne).c_str(), static_cast<unsigned long long>(t.n_bytes));
+  }
+}
+
+void run_inspect(const InspectArgs& a) {
+  auto model = load_model(a.model);
+  if (a.json) {
+    nlohmann::ordered_json j = inspect_json(*model);
+    j["tensors"] = tensors_json(model->file());
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_inspect(*model);
   }
 }
 

@@ -40,6 +40,26 @@ struct RunArgs {
   SamplerParams sampler;
 };
 
+void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Session& session,
+                 const GenerateResult& r);
+void print_kv_reads(const RunArgs& a, Session& session);
+
+// The prompt's tokens: the text as given, or one user turn (after the system text, if any) in
+// the model's chat format.
+std::vector<int32_t> prompt_tokens(const RunArgs& a, const Model& model, const std::string& text) {
+  std::vector<int32_t> prompt;
+  if (a.chat) {
+    std::vector<ChatMessage> msgs;
+    if (a.has_system) msgs.push_back({"system", a.system});
+    msgs.push_back({"user", text});
+    prompt = chat_prompt_tokens(model, msgs, a.parse_special);
+  } else {
+    prompt = text_prompt_tokens(model, text, a.parse_special);
+  }
+  if (prompt.empty()) fail("the prompt is empty");
+  return prompt;
+}
+
 void run_run(const RunArgs& a) {
   if (a.has_prompt == a.has_file) fail("give exactly one of -p TEXT or -f FILE");
   if (a.n_predict < -1) fail("-n must be >= -1 (got {})", a.n_predict);
@@ -50,16 +70,7 @@ void run_run(const RunArgs& a) {
     fail("prompt is not valid UTF-8 (byte offset {})", bad);
   }
   auto model = load_model(a.model);
-  std::vector<int32_t> prompt;
-  if (a.chat) {
-    std::vector<ChatMessage> msgs;
-    if (a.has_system) msgs.push_back({"system", a.system});
-    msgs.push_back({"user", text});
-    prompt = chat_prompt_tokens(*model, msgs, a.parse_special);
-  } else {
-    prompt = text_prompt_tokens(*model, text, a.parse_special);
-  }
-  if (prompt.empty()) fail("the prompt is empty");
+  const std::vector<int32_t> prompt = prompt_tokens(a, *model, text);
 
   SessionOptions so;
   so.n_ctx = a.n_ctx;
@@ -87,13 +98,19 @@ void run_run(const RunArgs& a) {
   std::printf("\n");
   std::fflush(stdout);
   if (a.quiet) return;
+  print_stats(a, model, session, r);
+}
+
+// Timing, memory, and what the policy read: to stderr.
+void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Session& session,
+                 const GenerateResult& r) {
   const int n_gen = static_cast<int>(r.tokens.size());
   std::fprintf(stderr,
                "\nfasa: prompt %d tokens in %.1f ms (%.1f tok/s); generated %d tokens in %.1f ms "
                "(%.1f tok/s); stop: %s\n",
                r.n_prompt, r.prefill_ms, r.n_prompt * 1000.0 / std::max(r.prefill_ms, 1e-9),
                n_gen, r.decode_ms, n_gen > 0 ? n_gen * 1000.0 / std::max(r.decode_ms, 1e-9) : 0.0,
-               r.stop_reason.c_str());
+               name(r.stop_reason));
   std::fprintf(stderr,
                "fasa: threads %d; context %d; KV cache %s (%s used of %s); weights %s; peak RSS "
                "%s\n",
@@ -104,6 +121,11 @@ void run_run(const RunArgs& a) {
   if (const std::string by_type = kv_by_layer_type(session.cache()); !by_type.empty()) {
     std::fprintf(stderr, "fasa: KV by layer type: %s\n", by_type.c_str());
   }
+  print_kv_reads(a, session);
+}
+
+// The share of K/V rows the policy read, the bytes per decoded token, and the file tier's reads.
+void print_kv_reads(const RunArgs& a, Session& session) {
   const AttnStats& st = session.attn_stats();
   if (st.slots_visible > 0) {
     const AttnShape& sh = session.cache().shape();

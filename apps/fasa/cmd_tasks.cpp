@@ -161,18 +161,10 @@ void write_file(const std::filesystem::path& p, const std::string& s) {
   write_file_atomic(p.string(), s);
 }
 
-void run_sweep(const SweepArgs& a) {
-  apply_threads(a.threads);
-  const std::vector<SweepEntry> entries = sweep_entries(a.policies, a.budgets, a.calib);
-  const std::vector<Task> tasks = load_tasks(a.tasks);
-  std::error_code ec;
-  std::filesystem::create_directories(a.out_dir, ec);
-  if (ec || !std::filesystem::is_directory(a.out_dir)) {
-    fail("cannot create output directory '{}'", a.out_dir);
-  }
-  auto model = load_model(a.model);
+// What results.json records about the run (the hashes bind a resumed sweep to its inputs).
+SweepMeta sweep_meta(const SweepArgs& a, const Model& model) {
   SweepMeta m;
-  m.model = model->file().path();
+  m.model = model.file().path();
   m.model_sha256 = sha256_file_hex(m.model);
   m.calib = a.calib;
   if (!a.calib.empty()) m.calib_sha256 = sha256_file_hex(a.calib);
@@ -183,6 +175,69 @@ void run_sweep(const SweepArgs& a) {
   m.chat = a.chat;
   m.kv_type = a.kv_type;
   m.threads = num_threads();
+  return m;
+}
+
+// What a checkpoint must match to be resumed.
+SweepIdentity sweep_identity(const SweepArgs& a, const SweepMeta& m, size_t n_tasks,
+                             const std::vector<std::string>& policies) {
+  SweepIdentity id;
+  id.model_sha256 = m.model_sha256;
+  id.calib_sha256 = m.calib_sha256;
+  id.tasks_sha256 = m.tasks_sha256;
+  id.kv_type = a.kv_type;
+  id.n_tasks = static_cast<int>(n_tasks);
+  id.n_ctx = a.n_ctx;
+  id.chat = a.chat;
+  id.policies = policies;
+  return id;
+}
+
+// The checkpoint's finished tasks as known outcomes (their prefill time into *resumed_prefill_s),
+// and each task finished here appended to it at once.
+TaskRunResume resume_from(CheckpointFile& ckpt, const std::vector<Task>& tasks,
+                          const std::string& version, double* resumed_prefill_s) {
+  TaskRunResume resume;
+  if (!ckpt.done().empty()) {
+    resume.known.resize(tasks.size());
+    for (const TaskDone& d : ckpt.done()) {
+      resume.known[d.task] = d.outcomes;
+      *resumed_prefill_s += d.prefill_seconds;
+    }
+  }
+  resume.on_task_done = [&ckpt, &tasks, version](size_t i, int n_prompt,
+                                                  const std::vector<TaskOutcome>& outcomes,
+                                                  double prefill_s) {
+    ckpt.append({i, tasks[i].id, n_prompt, prefill_s, outcomes, version});
+  };
+  return resume;
+}
+
+// Tasks per build that ran them: the checkpoint's, and this run's.
+std::vector<std::pair<std::string, int>> task_builds(const CheckpointFile& ckpt,
+                                                     const std::string& version, size_t n_tasks,
+                                                     int n_known) {
+  std::map<std::string, int> builds;
+  for (const TaskDone& d : ckpt.done()) {
+    builds[d.fasa_version.empty() ? "unrecorded" : d.fasa_version] += 1;
+  }
+  if (n_tasks > static_cast<size_t>(n_known)) {
+    builds[version] += static_cast<int>(n_tasks) - n_known;
+  }
+  return {builds.begin(), builds.end()};
+}
+
+void run_sweep(const SweepArgs& a) {
+  apply_threads(a.threads);
+  const std::vector<SweepEntry> entries = sweep_entries(a.policies, a.budgets, a.calib);
+  const std::vector<Task> tasks = load_tasks(a.tasks);
+  std::error_code ec;
+  std::filesystem::create_directories(a.out_dir, ec);
+  if (ec || !std::filesystem::is_directory(a.out_dir)) {
+    fail("cannot create output directory '{}'", a.out_dir);
+  }
+  auto model = load_model(a.model);
+  SweepMeta m = sweep_meta(a, *model);
   TaskRunOptions o;
   o.policies.clear();  // (the default is {"full"})
   for (const auto& e : entries) o.policies.push_back(e.spec);
@@ -191,33 +246,14 @@ void run_sweep(const SweepArgs& a) {
   o.n_ctx = a.n_ctx;
   o.kv_type = parse_kv_type(a.kv_type);
   // Every finished task goes to DIR/checkpoint.jsonl at once; --resume runs only the others.
-  SweepIdentity id;
-  id.model_sha256 = m.model_sha256;
-  id.calib_sha256 = m.calib_sha256;
-  id.tasks_sha256 = m.tasks_sha256;
-  id.kv_type = a.kv_type;
-  id.n_tasks = static_cast<int>(tasks.size());
-  id.n_ctx = a.n_ctx;
-  id.chat = a.chat;
-  id.policies = o.policies;
   const std::filesystem::path dir(a.out_dir);
-  CheckpointFile ckpt((dir / "checkpoint.jsonl").string(), id, tasks, a.resume);
+  CheckpointFile ckpt((dir / "checkpoint.jsonl").string(),
+                      sweep_identity(a, m, tasks.size(), o.policies), tasks, a.resume);
   if (!a.resume_other_build) {
     check_same_build(ckpt.done(), m.version, (dir / "checkpoint.jsonl").string());
   }
-  TaskRunResume resume;
   double resumed_prefill_s = 0.0;
-  if (!ckpt.done().empty()) {
-    resume.known.resize(tasks.size());
-    for (const TaskDone& d : ckpt.done()) {
-      resume.known[d.task] = d.outcomes;
-      resumed_prefill_s += d.prefill_seconds;
-    }
-  }
-  resume.on_task_done = [&](size_t i, int n_prompt, const std::vector<TaskOutcome>& outcomes,
-                            double prefill_s) {
-    ckpt.append({i, tasks[i].id, n_prompt, prefill_s, outcomes, m.version});
-  };
+  const TaskRunResume resume = resume_from(ckpt, tasks, m.version, &resumed_prefill_s);
   std::fprintf(stderr, "fasa: sweep of %zu policy settings on %zu tasks -> %s\n", entries.size(),
                tasks.size(), a.out_dir.c_str());
   if (a.resume) {
@@ -233,16 +269,7 @@ void run_sweep(const SweepArgs& a) {
   }
   r.prefill_seconds += resumed_prefill_s;
   m.resumed_tasks = r.n_known;
-  {
-    std::map<std::string, int> builds;
-    for (const TaskDone& d : ckpt.done()) {
-      builds[d.fasa_version.empty() ? "unrecorded" : d.fasa_version] += 1;
-    }
-    if (tasks.size() > static_cast<size_t>(r.n_known)) {
-      builds[m.version] += static_cast<int>(tasks.size()) - r.n_known;
-    }
-    m.task_builds.assign(builds.begin(), builds.end());
-  }
+  m.task_builds = task_builds(ckpt, m.version, tasks.size(), r.n_known);
   write_file(dir / "results.json", sweep_json(m, tasks, entries, r));
   const std::string md = sweep_markdown(m, tasks, entries, r);
   write_file(dir / "results.md", md);

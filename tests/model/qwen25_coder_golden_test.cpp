@@ -210,13 +210,13 @@ TEST(Qwen25CoderGolden, ChatPromptTokensAndGreedyAnswer) {
   // not return.
   const auto want = g["chat_greedy_tokens"].get<std::vector<int32_t>>();
   std::vector<int32_t> got = r.tokens;
-  if (r.stop_reason == "eos" && !want.empty() && tok.is_eog(want.back())) {
+  if (r.stop_reason == StopReason::Eos && !want.empty() && tok.is_eog(want.back())) {
     got.push_back(want.back());
   }
   size_t same = 0;
   while (same < want.size() && same < got.size() && want[same] == got[same]) ++same;
   std::printf("greedy answer: %s [%s] (first %zu of %zu tokens as llama.cpp's)\n", r.text.c_str(),
-              r.stop_reason.c_str(), same, want.size());
+              name(r.stop_reason), same, want.size());
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got, want) << r.text;
   // The whole recorded answer, teacher-forced (each step fed the reference's token): every

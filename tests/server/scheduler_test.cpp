@@ -54,6 +54,19 @@ struct Case {
   int n;
 };
 
+// The printed names (`fasa run`'s "stop: ...") and the OpenAI finish_reason of each stop reason.
+TEST(StopReasonTest, NamesAndFinishReasons) {
+  const std::vector<std::pair<StopReason, std::string>> names = {
+      {StopReason::None, "none"},     {StopReason::Eos, "eos"},
+      {StopReason::Stop, "stop"},     {StopReason::Length, "length"},
+      {StopReason::Context, "context"}, {StopReason::Done, "done"}};
+  for (const auto& [r, n] : names) {
+    EXPECT_EQ(name(r), n);
+    const bool cut = r == StopReason::Length || r == StopReason::Context;
+    EXPECT_STREQ(finish_reason(r), cut ? "length" : "stop") << n;
+  }
+}
+
 TEST(SchedulerTest, BatchedJobsEqualALoneGenerate) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
   auto model = Model::load(path);

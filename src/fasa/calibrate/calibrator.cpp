@@ -83,11 +83,9 @@ class AgreementObserver final : public AttentionPolicy {
   std::vector<int64_t> counts_;    // [n_global, n_heads]
 };
 
-}  // namespace
-
-Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
-                      const CalibrateOptions& o, const std::function<void(int, int)>& progress) {
-  const ModelConfig& mc = model->config();
+// Bad options, a model without global layers, or a text shorter than one sample fail here.
+void check_options(const ModelConfig& mc, const AttnShape& shape, int64_t n_text,
+                   const CalibrateOptions& o) {
   if (o.samples < 1) fail("--samples must be >= 1 (got {})", o.samples);
   if (o.steps < 1) fail("--steps must be >= 1 (got {})", o.steps);
   if (o.k < 1) fail("--k must be >= 1 (got {})", o.k);
@@ -100,18 +98,22 @@ Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int3
     fail("--tokens + --steps = {} exceeds the model's context length {}", per_sample,
          mc.n_ctx_max());
   }
-  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};
   if (shape.global_layers().empty()) {
     fail("every layer of this model is a sliding-window layer: FASA has no global layer to "
          "calibrate");
   }
-  const int64_t n_text = static_cast<int64_t>(tokens.size());
   if (n_text < per_sample) {
     fail("the calibration text has {} tokens; one sample needs --tokens + --steps = {}", n_text,
          per_sample);
   }
+}
+
+// The file's description of the model and the run (everything but the statistics).
+Calibration calibration_header(const Model& model, const CalibrateOptions& o, int64_t n_text) {
+  const ModelConfig& mc = model.config();
+  const int64_t per_sample = int64_t{o.tokens} + o.steps;
   Calibration c;
-  c.model_sha256 = model_identity(*model);
+  c.model_sha256 = model_identity(model);
   c.model_name = mc.name;
   c.arch = mc.arch;
   c.n_layers = mc.n_layers;
@@ -122,7 +124,7 @@ Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int3
   c.fc_layout = o.fc_layout;
   c.fcs = fc_dims(mc.rope_layout, o.fc_layout, mc.head_dim, mc.rope_dim);
   if (o.fc_layout == FcLayout::Rope) {  // FC i is rotation pair i
-    const RopeTable& rope = model->rope_table(static_cast<int>(per_sample));
+    const RopeTable& rope = model.rope_table(static_cast<int>(per_sample));
     c.fc_freq = rope.freqs;
     c.rope_mscale = rope.mscale;
     c.rope_n_ctx = static_cast<int>(per_sample);
@@ -132,6 +134,19 @@ Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int3
   c.tokens_per_sample = o.tokens;
   c.steps = o.steps;
   c.text_tokens = n_text;
+  return c;
+}
+
+}  // namespace
+
+Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+                      const CalibrateOptions& o, const std::function<void(int, int)>& progress) {
+  const ModelConfig& mc = model->config();
+  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};
+  const int64_t n_text = static_cast<int64_t>(tokens.size());
+  check_options(mc, shape, n_text, o);
+  const int64_t per_sample = int64_t{o.tokens} + o.steps;
+  Calibration c = calibration_header(*model, o, n_text);
 
   AgreementObserver observer(shape, c.fcs, o.k);
   SessionOptions so;

@@ -16,6 +16,18 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+const char* name(StopReason r) {
+  switch (r) {
+    case StopReason::None: return "none";
+    case StopReason::Eos: return "eos";
+    case StopReason::Stop: return "stop";
+    case StopReason::Length: return "length";
+    case StopReason::Context: return "context";
+    case StopReason::Done: return "done";
+  }
+  return "?";
+}
+
 bool scan_stop_strings(std::string& pending, const std::vector<std::string>& stop,
                        std::string* ready) {
   size_t first = std::string::npos;
@@ -86,7 +98,7 @@ GenerateResult generate_from_prefilled(Session& session, const GenerateOptions& 
 Generation::Generation(const Tokenizer& tok, const GenerateOptions& opts)
     : tok_(tok), opts_(opts), sampler_(opts.sampler), dec_(tok) {}
 
-void Generation::finish(const char* reason, std::string* out) {
+void Generation::finish(StopReason reason, std::string* out) {
   stop_reason_ = reason;
   done_ = true;
   pending_ += dec_.flush();
@@ -100,29 +112,29 @@ std::string Generation::step(const float* logits, int n_vocab, bool room) {
   std::string out;
   const int n_max = opts_.n_predict;
   if (n_max >= 0 && static_cast<int>(tokens_.size()) >= n_max) {  // only when n_predict == 0
-    finish("length", &out);
+    finish(StopReason::Length, &out);
     return out;
   }
   const int32_t id = sampler_.sample(logits, n_vocab);
   if (opts_.stop_at_eog && tok_.is_eog(id)) {
-    finish("eos", &out);
+    finish(StopReason::Eos, &out);
     return out;
   }
   tokens_.push_back(id);
   pending_ += dec_.push(id);
   if (scan_stop_strings(pending_, opts_.stop, &out)) {  // the stop string itself is dropped
     text_ += out;
-    stop_reason_ = "stop";
+    stop_reason_ = StopReason::Stop;
     done_ = true;
     return out;
   }
   text_ += out;
   if (opts_.stop_when && opts_.stop_when(text_)) {
-    finish("done", &out);
+    finish(StopReason::Done, &out);
   } else if (n_max >= 0 && static_cast<int>(tokens_.size()) >= n_max) {
-    finish("length", &out);
+    finish(StopReason::Length, &out);
   } else if (!room) {
-    finish("context", &out);
+    finish(StopReason::Context, &out);
   } else {
     next_ = id;
   }

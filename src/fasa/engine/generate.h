@@ -14,13 +14,25 @@
 
 namespace fasa {
 
+// Why a generation ended.
+enum class StopReason {
+  None,     // not yet (a Generation that is not done())
+  Eos,      // an end-of-generation token was sampled (not emitted)
+  Stop,     // a stop string appeared (not emitted)
+  Length,   // n_predict tokens were generated
+  Context,  // the context is full
+  Done,     // GenerateOptions::stop_when said so
+};
+// "none" | "eos" | "stop" | "length" | "context" | "done": what `fasa run` prints.
+const char* name(StopReason r);
+
 struct GenerateOptions {
   int n_predict = 128;                 // max new tokens (< 0: until EOS or context end)
   SamplerParams sampler;
   std::vector<std::string> stop;       // stop strings (not included in the output)
   bool stop_at_eog = true;
   // Checked with the text emitted so far after each new piece; true ends generation
-  // (stop_reason "done"). May be null. E.g. a task scorer whose score can no longer change.
+  // (StopReason::Done). May be null. E.g. a task scorer whose score can no longer change.
   std::function<bool(const std::string&)> stop_when;
   // Called after each prefill chunk with (tokens done, prompt tokens); may be null.
   std::function<void(int, int)> prefill_progress;
@@ -29,7 +41,7 @@ struct GenerateOptions {
 struct GenerateResult {
   std::vector<int32_t> tokens;  // generated ids
   std::string text;             // emitted text
-  std::string stop_reason;      // "eos" | "stop" | "length" | "context" | "done"
+  StopReason stop_reason = StopReason::None;
   int n_prompt = 0;
   double prefill_ms = 0.0;
   double decode_ms = 0.0;
@@ -49,12 +61,12 @@ class Generation {
   std::string step(const float* logits, int n_vocab, bool room);
   bool done() const { return done_; }
   int32_t next_token() const { return next_; }
-  const std::string& stop_reason() const { return stop_reason_; }  // once done()
+  StopReason stop_reason() const { return stop_reason_; }  // once done()
   const std::vector<int32_t>& tokens() const { return tokens_; }  // generated ids
   const std::string& text() const { return text_; }                 // emitted so far
 
  private:
-  void finish(const char* reason, std::string* out);  // flushes held-back text into *out
+  void finish(StopReason reason, std::string* out);  // flushes held-back text into *out
 
   const Tokenizer& tok_;
   GenerateOptions opts_;
@@ -63,7 +75,7 @@ class Generation {
   std::string pending_;  // decoded text held back: it may still grow into a stop string
   std::string text_;
   std::vector<int32_t> tokens_;
-  std::string stop_reason_;
+  StopReason stop_reason_ = StopReason::None;
   int32_t next_ = -1;
   bool done_ = false;
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -33,9 +35,8 @@ const char* color(size_t i) {
   return kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
 }
 
-}  // namespace
-
-std::string line_plot_svg(const LinePlot& p) {
+// The x range over every series (log scale: x > 0); bad series fail here.
+std::pair<double, double> x_range(const LinePlot& p) {
   double x_lo = INFINITY, x_hi = -INFINITY;
   for (const auto& s : p.series) {
     if (s.x.size() != s.y.size()) fail("plot series '{}': {} x values, {} y values", s.name,
@@ -48,52 +49,73 @@ std::string line_plot_svg(const LinePlot& p) {
   }
   if (!(x_lo < INFINITY)) x_lo = 1.0, x_hi = 2.0;
   if (x_hi <= x_lo) x_hi = x_lo * 2.0;
-  const double lx0 = std::log2(x_lo), lx1 = std::log2(x_hi);
-  const double y0 = p.y_min, y1 = p.y_max > p.y_min ? p.y_max : p.y_min + 1.0;
+  return {x_lo, x_hi};
+}
+
+// The plot area in pixels and the data -> pixel maps (x on a log2 scale, y clamped).
+struct Frame {
+  static constexpr int W = 720, left = 70, right = 190, top = 40, bottom = 60;
+  int H = 0;
+  double pw = 0.0, ph = 0.0;  // plot area width, height
+  double lx0 = 0.0, lx1 = 0.0, y0 = 0.0, y1 = 0.0;
+  double sx(double x) const { return left + (std::log2(x) - lx0) / (lx1 - lx0) * pw; }
+  double sy(double y) const { return top + (1.0 - (std::clamp(y, y0, y1) - y0) / (y1 - y0)) * ph; }
+};
+
+Frame frame_of(const LinePlot& p) {
+  const auto [x_lo, x_hi] = x_range(p);
+  Frame f;
+  f.lx0 = std::log2(x_lo);
+  f.lx1 = std::log2(x_hi);
+  f.y0 = p.y_min;
+  f.y1 = p.y_max > p.y_min ? p.y_max : p.y_min + 1.0;
   const int n_legend = static_cast<int>(p.series.size() + p.references.size());
-  const int W = 720, left = 70, right = 190, top = 40, bottom = 60;
-  const int H = std::max(420, top + bottom + 20 * n_legend);
-  const double pw = W - left - right, ph = H - top - bottom;
-  auto sx = [&](double x) { return left + (std::log2(x) - lx0) / (lx1 - lx0) * pw; };
-  auto sy = [&](double y) { return top + (1.0 - (std::clamp(y, y0, y1) - y0) / (y1 - y0)) * ph; };
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
-      "fill=\"white\"/>\n",
-      W, H);
+  f.H = std::max(420, Frame::top + Frame::bottom + 20 * n_legend);
+  f.pw = Frame::W - Frame::left - Frame::right;
+  f.ph = f.H - Frame::top - Frame::bottom;
+  return f;
+}
+
+// Title, axes, grid and ticks (y in fifths, x at powers of two), labels.
+void draw_axes(const Frame& f, const LinePlot& p, std::string& s) {
+  const int left = Frame::left, top = Frame::top;
   s += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" text-anchor=\"middle\">{}</text>\n",
-                   left + pw / 2, escape(p.title));
-  // Axes, grid and ticks: y in fifths, x at powers of two.
+                   left + f.pw / 2, escape(p.title));
   for (int i = 0; i <= 5; ++i) {
-    const double y = y0 + (y1 - y0) * i / 5.0;
+    const double y = f.y0 + (f.y1 - f.y0) * i / 5.0;
     s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n",
-                     left, sy(y), left + pw, sy(y));
+                     left, f.sy(y), left + f.pw, f.sy(y));
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.2f}</text>\n", left - 6,
-                     sy(y) + 4, y);
+                     f.sy(y) + 4, y);
   }
-  for (double e = std::ceil(lx0); e <= lx1 + 1e-9; e += 1.0) {
+  for (double e = std::ceil(f.lx0); e <= f.lx1 + 1e-9; e += 1.0) {
     const double x = std::exp2(e);
     s += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#ddd\"/>\n",
-                     sx(x), top, sx(x), top + ph);
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", sx(x),
-                     top + ph + 18, x);
+                     f.sx(x), top, f.sx(x), top + f.ph);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", f.sx(x),
+                     top + f.ph + 18, x);
   }
   s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
                    "stroke=\"#333\"/>\n",
-                   left, top, pw, ph);
-  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + pw / 2,
-                   H - 15, escape(p.x_label));
+                   left, top, f.pw, f.ph);
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + f.pw / 2,
+                   f.H - 15, escape(p.x_label));
   s += fmt::format("<text x=\"18\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {})\">"
                    "{}</text>\n",
-                   top + ph / 2, top + ph / 2, escape(p.y_label));
+                   top + f.ph / 2, top + f.ph / 2, escape(p.y_label));
+}
+
+// Reference lines (dashed), then the series (polyline and points), each with a legend entry.
+void draw_lines(const Frame& f, const LinePlot& p, std::string& s) {
+  const int left = Frame::left;
   size_t c = 0;
-  int legend_y = top + 10;
+  int legend_y = Frame::top + 10;
   auto legend = [&](const std::string& name, const char* col, bool dashed) {
     s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
                      "stroke-width=\"2\"{}/>\n",
-                     left + pw + 12, legend_y, left + pw + 36, legend_y, col,
+                     left + f.pw + 12, legend_y, left + f.pw + 36, legend_y, col,
                      dashed ? " stroke-dasharray=\"6 4\"" : "");
-    s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", left + pw + 42, legend_y + 4,
+    s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", left + f.pw + 42, legend_y + 4,
                      escape(name));
     legend_y += 20;
   };
@@ -101,23 +123,36 @@ std::string line_plot_svg(const LinePlot& p) {
     const char* col = color(c++);
     s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
                      "stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n",
-                     left, sy(r.y), left + pw, sy(r.y), col);
+                     left, f.sy(r.y), left + f.pw, f.sy(r.y), col);
     legend(r.name, col, true);
   }
   for (const auto& se : p.series) {
     const char* col = color(c++);
     std::string pts;
     for (size_t i = 0; i < se.x.size(); ++i) {
-      pts += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", sx(se.x[i]), sy(se.y[i]));
+      pts += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", f.sx(se.x[i]), f.sy(se.y[i]));
     }
     s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
                      pts, col);
     for (size_t i = 0; i < se.x.size(); ++i) {
-      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", sx(se.x[i]),
-                       sy(se.y[i]), col);
+      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", f.sx(se.x[i]),
+                       f.sy(se.y[i]), col);
     }
     legend(se.name, col, false);
   }
+}
+
+}  // namespace
+
+std::string line_plot_svg(const LinePlot& p) {
+  const Frame f = frame_of(p);
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+      "fill=\"white\"/>\n",
+      Frame::W, f.H);
+  draw_axes(f, p, s);
+  draw_lines(f, p, s);
   s += "</svg>\n";
   return s;
 }

@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "fasa/core/error.h"
 #include "fasa/engine/sampler.h"
@@ -17,9 +20,10 @@ double log_prob(const float* logits, int n_vocab, int32_t target) {
   return static_cast<double>(logits[target]) - mx - std::log(sum);
 }
 
-std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
-                                      const std::vector<int32_t>& tokens, const PplOptions& o,
-                                      const std::function<void(int, int)>& progress) {
+namespace {
+
+// The number of chunks to score; bad options fail here.
+int checked_chunks(const std::vector<int32_t>& tokens, const PplOptions& o) {
   if (o.n_ctx < 4) fail("--ctx must be at least 4 (got {})", o.n_ctx);
   if (o.batch < 1) fail("batch must be >= 1 (got {})", o.batch);
   if (o.n_chunks < 0) fail("--chunks must be >= 0 (got {})", o.n_chunks);
@@ -35,13 +39,99 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
     fail("--chunks {} needs {} tokens but the text has only {} ({} whole chunks)", o.n_chunks,
          int64_t{o.n_chunks} * o.n_ctx, tokens.size(), n_avail);
   }
-  const int n_chunks = o.n_chunks > 0 ? o.n_chunks : static_cast<int>(n_avail);
-  const int n_vocab = model->config().n_vocab;
+  return o.n_chunks > 0 ? o.n_chunks : static_cast<int>(n_avail);
+}
+
+// opts.policy, then every opts.compare spec.
+std::vector<std::string> specs_of(const PplOptions& o) {
   std::vector<std::string> specs{o.policy};
   specs.insert(specs.end(), o.compare.begin(), o.compare.end());
   if (specs.size() > 1 && o.n_decode == 0) {
     fail("comparing policies in one run needs --decode D (policies act only at decode steps)");
   }
+  return specs;
+}
+
+// The steps of one run over the chunks, over perplexity_all's state: a session per policy, kept
+// across chunks (reset for each), and the sums each policy's result is made of.
+struct PplRun {
+  const PplOptions& o;
+  const int n_vocab;
+  const SharedPrefill& shared;
+  std::vector<std::unique_ptr<Session>>& sessions;  // [n_specs]
+  std::vector<PplResult>& results;                  // [n_specs]
+  std::vector<double>& nll;                         // [n_specs] sums of -log p
+  std::vector<double>& nll2;                        // [n_specs] sums of its square
+
+  void score(size_t p, const float* logits, int32_t next) {
+    results[p].argmax.push_back(argmax(logits, n_vocab));
+    const double v = -log_prob(logits, n_vocab, next);
+    nll[p] += v;
+    nll2[p] += v * v;
+    ++results[p].n_scored;
+  }
+
+  // The decode protocol: a dense prefill of the prefix (once: the other policies' sessions copy
+  // it, which is exactly what their own dense prefill would compute; a prefill-aware policy
+  // takes its statistics from the same prefill, eval/shared_prefill.h), then D policy-driven
+  // decode steps per policy, each scored.
+  void decode_chunk(const std::vector<int32_t>& chunk) {  // chunk: [n_ctx]
+    const int n_prefix = o.n_ctx - o.n_decode;
+    PromptPrefill prompt(shared, std::vector<int32_t>(chunk.begin(), chunk.begin() + n_prefix),
+                         PromptPrefill::Sources::Started);
+    for (size_t p = 0; p < sessions.size(); ++p) prompt.start(p, *sessions[p]);
+    for (size_t p = 0; p < sessions.size(); ++p) {
+      Session& session = *sessions[p];
+      const std::vector<float>* logits = &session.last_logits();
+      for (int i = n_prefix; i < o.n_ctx; ++i) {
+        score(p, logits->data(), chunk[i]);
+        if (i + 1 < o.n_ctx) logits = &session.decode(chunk[i]);
+      }
+    }
+  }
+
+  // llama-perplexity's protocol: the second half scored. One batch at a time, so only
+  // [batch, n_vocab] logits are ever held (a 32K-token chunk of a 262K vocabulary would be
+  // 34 GB at once).
+  void batch_chunk(const std::vector<int32_t>& chunk) {  // chunk: [n_ctx]
+    const int first = o.n_ctx / 2;
+    for (int i0 = 0; i0 < o.n_ctx; i0 += o.batch) {
+      const int i1 = std::min(o.n_ctx, i0 + o.batch);
+      const std::vector<float> logits = sessions[0]->eval_all(
+          std::vector<int32_t>(chunk.begin() + i0, chunk.begin() + i1), o.batch);  // [i1 - i0, n_vocab]
+      for (int i = i0; i < i1; ++i) {
+        const float* row = logits.data() + static_cast<size_t>(i - i0) * n_vocab;
+        if (i >= first && i < o.n_ctx - 1) {
+          score(0, row, chunk[i + 1]);
+        } else {
+          results[0].argmax.push_back(argmax(row, n_vocab));
+        }
+      }
+    }
+  }
+
+  void finish(const std::vector<std::string>& specs, int n_chunks, double seconds) {
+    for (size_t p = 0; p < results.size(); ++p) {
+      PplResult& r = results[p];
+      const double n = static_cast<double>(r.n_scored);
+      r.policy = specs[p];
+      r.mean_nll = nll[p] / n;
+      r.ppl = std::exp(r.mean_nll);
+      const double var = nll2[p] / n - r.mean_nll * r.mean_nll;
+      r.ppl_se = (var > 0.0 && n > 1) ? std::sqrt(var / (n - 1)) * r.ppl : 0.0;
+      r.n_chunks = n_chunks;
+      r.seconds = seconds;
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
+                                      const std::vector<int32_t>& tokens, const PplOptions& o,
+                                      const std::function<void(int, int)>& progress) {
+  const int n_chunks = checked_chunks(tokens, o);
+  const std::vector<std::string> specs = specs_of(o);
   SessionOptions so;
   so.n_ctx = o.n_ctx;
   so.kv_type = o.kv_type;
@@ -52,7 +142,7 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
     so.policy = spec;
     sessions.push_back(std::make_unique<Session>(model, so, pctx));
   }
-  const SharedPrefill shared(specs, pctx);
+  const SharedPrefill shared(model, specs, so, pctx);
 
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<PplResult> results(specs.size());
@@ -61,72 +151,16 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
     r.n_tokens = static_cast<int64_t>(tokens.size());
     r.argmax.reserve(static_cast<size_t>(n_chunks) * o.n_ctx);
   }
-  const int first = o.n_ctx / 2;
+  PplRun run{o, model->config().n_vocab, shared, sessions, results, nll, nll2};
   for (int c = 0; c < n_chunks; ++c) {
     for (auto& s : sessions) s->reset();
     std::vector<int32_t> chunk(tokens.begin() + int64_t{c} * o.n_ctx,
-                               tokens.begin() + int64_t{c + 1} * o.n_ctx);
+                               tokens.begin() + int64_t{c + 1} * o.n_ctx);  // [n_ctx]
     if (o.chunk_bos >= 0) chunk[0] = o.chunk_bos;
-    auto score = [&](size_t p, const float* logits, int32_t next) {
-      results[p].argmax.push_back(argmax(logits, n_vocab));
-      const double v = -log_prob(logits, n_vocab, next);
-      nll[p] += v;
-      nll2[p] += v * v;
-      ++results[p].n_scored;
-    };
     if (o.n_decode > 0) {
-      // Dense prefill of the prefix (once: the other policies' sessions copy it, which is
-      // exactly what their own dense prefill would compute), then D policy-driven decode steps
-      // per policy, each scored. When a policy learns from the prefill queries (SnapKV, H2O),
-      // the prefill is made by a full-attention session watched for them (eval/shared_prefill.h);
-      // one it does not watch copies from an earlier session of its kind, or prefills itself.
-      const int n_prefix = o.n_ctx - o.n_decode;
-      const std::vector<int32_t> prefix(chunk.begin(), chunk.begin() + n_prefix);
-      std::unique_ptr<AttentionPolicy> observers = shared.make_observers();
-      std::unique_ptr<Session> watched;
-      if (observers) {
-        SessionOptions wo = so;
-        wo.external_policy = observers.get();
-        watched = std::make_unique<Session>(model, wo, pctx);
-        watched->prefill(prefix);
-      }
-      for (size_t p = 0; p < sessions.size(); ++p) {
-        if (watched && shared.via_dense(p)) {
-          sessions[p]->copy_prefix_from(*watched);
-          continue;
-        }
-        size_t src = 0;
-        while (src < p && !shared.can_copy(p, src)) ++src;
-        if (src < p) {
-          sessions[p]->copy_prefix_from(*sessions[src]);
-        } else {
-          sessions[p]->prefill(prefix);
-        }
-      }
-      for (size_t p = 0; p < sessions.size(); ++p) {
-        Session& session = *sessions[p];
-        const std::vector<float>* logits = &session.last_logits();
-        for (int i = n_prefix; i < o.n_ctx; ++i) {
-          score(p, logits->data(), chunk[i]);
-          if (i + 1 < o.n_ctx) logits = &session.decode(chunk[i]);
-        }
-      }
+      run.decode_chunk(chunk);
     } else {
-      // One batch at a time, so only [batch, n_vocab] logits are ever held (a 32K-token chunk
-      // of a 262K vocabulary would be 34 GB at once).
-      for (int i0 = 0; i0 < o.n_ctx; i0 += o.batch) {
-        const int i1 = std::min(o.n_ctx, i0 + o.batch);
-        const std::vector<float> logits = sessions[0]->eval_all(
-            std::vector<int32_t>(chunk.begin() + i0, chunk.begin() + i1), o.batch);  // [i1 - i0, n_vocab]
-        for (int i = i0; i < i1; ++i) {
-          const float* row = logits.data() + static_cast<size_t>(i - i0) * n_vocab;
-          if (i >= first && i < o.n_ctx - 1) {
-            score(0, row, chunk[i + 1]);
-          } else {
-            results[0].argmax.push_back(argmax(row, n_vocab));
-          }
-        }
-      }
+      run.batch_chunk(chunk);
     }
     for (size_t p = 0; p < sessions.size(); ++p) {
       PplResult& r = results[p];
@@ -139,19 +173,8 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
     }
     if (progress) progress(c + 1, n_chunks);
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  for (size_t p = 0; p < results.size(); ++p) {
-    PplResult& r = results[p];
-    const double n = static_cast<double>(r.n_scored);
-    r.policy = specs[p];
-    r.mean_nll = nll[p] / n;
-    r.ppl = std::exp(r.mean_nll);
-    const double var = nll2[p] / n - r.mean_nll * r.mean_nll;
-    r.ppl_se = (var > 0.0 && n > 1) ? std::sqrt(var / (n - 1)) * r.ppl : 0.0;
-    r.n_chunks = n_chunks;
-    r.seconds = seconds;
-  }
+  run.finish(specs, n_chunks,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return results;
 }
 

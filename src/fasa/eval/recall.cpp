@@ -110,24 +110,12 @@ double kl_of_logits(const float* p_logits, const float* q_logits, int n_vocab) {
   return kl;
 }
 
-std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model,
-                                              const std::vector<int32_t>& tokens,
-                                              const RecallOptions& o,
-                                              const std::function<void(int, int)>& progress) {
-  if (o.n_ctx < 1 || o.steps < 1) fail("--ctx and --steps must be >= 1");
-  if (static_cast<int64_t>(tokens.size()) < int64_t{o.n_ctx} + o.steps) {
-    fail("the text has {} tokens; --ctx + --steps = {} are needed", tokens.size(),
-         int64_t{o.n_ctx} + o.steps);
-  }
-  const ModelConfig& mc = model->config();
-  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};
-  if (shape.global_layers().empty()) {
-    fail("every layer of this model is a sliding-window layer: no policy runs, nothing to "
-         "evaluate");
-  }
-  std::vector<std::string> specs{o.policy};
-  specs.insert(specs.end(), o.compare.begin(), o.compare.end());
-  const PolicyContext ctx = policy_context(model);
+namespace {
+
+// One probe per spec, wrapping the spec's policy; the oracle's size is its budget option.
+std::vector<std::unique_ptr<SelectionProbe>> make_probes(const std::vector<std::string>& specs,
+                                                         const PolicyContext& ctx,
+                                                         const AttnShape& shape) {
   std::vector<std::unique_ptr<SelectionProbe>> probes;
   for (const std::string& spec : specs) {
     std::string name;
@@ -138,82 +126,112 @@ std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model
     probes.push_back(
         std::make_unique<SelectionProbe>(make_policy(name, ctx, popts), shape, budget));
   }
+  return probes;
+}
+
+void check_options(const std::vector<int32_t>& tokens, const RecallOptions& o,
+                   const AttnShape& shape) {
+  if (o.n_ctx < 1 || o.steps < 1) fail("--ctx and --steps must be >= 1");
+  if (static_cast<int64_t>(tokens.size()) < int64_t{o.n_ctx} + o.steps) {
+    fail("the text has {} tokens; --ctx + --steps = {} are needed", tokens.size(),
+         int64_t{o.n_ctx} + o.steps);
+  }
+  if (shape.global_layers().empty()) {
+    fail("every layer of this model is a sliding-window layer: no policy runs, nothing to "
+         "evaluate");
+  }
+}
+
+// The teacher-forced steps, the dense reference and every policy's session in lockstep:
+// KL(full ‖ policy) of each step's next-token distributions into results[p].kl.
+void decode_steps(Session& full, const std::vector<std::unique_ptr<Session>>& sparse,
+                  const std::vector<int32_t>& tokens, const RecallOptions& o,
+                  std::vector<RecallResult>& results,
+                  const std::function<void(int, int)>& progress) {
+  const int n_vocab = full.model().config().n_vocab;
+  for (int i = 0; i < o.steps; ++i) {
+    const int32_t tok = tokens[o.n_ctx + i];
+    const std::vector<float>& lf = full.decode(tok);  // [n_vocab]
+    for (size_t p = 0; p < sparse.size(); ++p) {
+      const std::vector<float>& ls = sparse[p]->decode(tok);  // [n_vocab]
+      results[p].kl.push_back(kl_of_logits(lf.data(), ls.data(), n_vocab));
+    }
+    if (progress) progress(i + 1, o.steps);
+  }
+}
+
+// A probe's sums as means. The means leave out the steps a head read every slot (a dense
+// layer, or a budget that still covered the context): each counted recall 1 and mass 1.
+void fill_measures(const SelectionProbe& probe, RecallResult& r) {
+  r.layers = probe.layers_;
+  const size_t n_rows = probe.count_.size();
+  r.recall.resize(n_rows);
+  r.mass.resize(n_rows);
+  double rs = 0.0, ms = 0.0, dense = 0.0, total = 0.0, sparse_n = 0.0;
+  for (size_t row = 0; row < n_rows; ++row) {
+    const double c = static_cast<double>(probe.count_[row]);
+    const double d = static_cast<double>(probe.dense_[row]);
+    r.recall[row] = c > 0 ? probe.recall_[row] / c : 0.0;
+    r.mass[row] = c > 0 ? probe.mass_[row] / c : 0.0;
+    dense += d;
+    total += c;
+    rs += probe.recall_[row] - d;
+    ms += probe.mass_[row] - d;
+    sparse_n += c - d;
+  }
+  r.mean_recall = sparse_n > 0 ? rs / sparse_n : 1.0;
+  r.mean_mass = sparse_n > 0 ? ms / sparse_n : 1.0;
+  double kls = 0.0;
+  for (double x : r.kl) kls += x;
+  r.mean_kl = kls / r.kl.size();
+  r.dense_fraction = total > 0 ? dense / total : 0.0;
+  r.budget_last = probe.last_budget_;
+}
+
+}  // namespace
+
+std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model,
+                                              const std::vector<int32_t>& tokens,
+                                              const RecallOptions& o,
+                                              const std::function<void(int, int)>& progress) {
+  const ModelConfig& mc = model->config();
+  const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};
+  check_options(tokens, o, shape);
+  std::vector<std::string> specs{o.policy};
+  specs.insert(specs.end(), o.compare.begin(), o.compare.end());
+  const PolicyContext ctx = policy_context(model);
+  const std::vector<std::unique_ptr<SelectionProbe>> probes = make_probes(specs, ctx, shape);
 
   SessionOptions so;
   so.n_ctx = o.n_ctx + o.steps;
   so.kv_type = o.kv_type;
+  const SharedPrefill shared(model, specs, so, ctx);
   // The reference: full attention, watched during its prefill for the policies that learn from
   // the prefill queries (eval/shared_prefill.h; it attends densely all the same).
-  const SharedPrefill shared(specs, ctx);
-  const std::unique_ptr<AttentionPolicy> observers = shared.make_observers();
-  so.external_policy = observers.get();
-  Session full(model, so, ctx);
-  std::vector<std::unique_ptr<Session>> sparse;
+  PromptPrefill prompt(shared, std::vector<int32_t>(tokens.begin(), tokens.begin() + o.n_ctx),
+                       PromptPrefill::Sources::Started);
+  std::vector<std::unique_ptr<Session>> sparse;  // [n_specs] each under its probe
   for (auto& probe : probes) {
     so.external_policy = probe.get();
     sparse.push_back(std::make_unique<Session>(model, so, ctx));
   }
 
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<int32_t> prefix(tokens.begin(), tokens.begin() + o.n_ctx);
-  full.prefill(prefix);  // dense, so every policy's session starts from a copy of it
-  // ... except a prefill-aware one it did not watch (another observation window): that copies
-  // from an earlier session of the same policy, or prefills itself.
-  for (size_t p = 0; p < sparse.size(); ++p) {
-    Session* src = shared.via_dense(p) ? &full : nullptr;
-    for (size_t q = 0; q < p && !src; ++q) {
-      if (shared.can_copy(p, q)) src = sparse[q].get();
-    }
-    if (src) {
-      sparse[p]->copy_prefix_from(*src);
-    } else {
-      sparse[p]->prefill(prefix);
-    }
-  }
-  const int n_vocab = mc.n_vocab;
+  Session& full = prompt.dense();
+  // Every policy's session starts from a copy of it, except a prefill-aware one it did not
+  // watch (another observation window): that copies from an earlier session of the same
+  // policy, or prefills itself.
+  for (size_t p = 0; p < sparse.size(); ++p) prompt.start(p, *sparse[p]);
   std::vector<RecallResult> results(specs.size());
-  for (int i = 0; i < o.steps; ++i) {
-    const int32_t tok = tokens[o.n_ctx + i];
-    const std::vector<float>& lf = full.decode(tok);
-    for (size_t p = 0; p < sparse.size(); ++p) {
-      const std::vector<float>& ls = sparse[p]->decode(tok);
-      results[p].kl.push_back(kl_of_logits(lf.data(), ls.data(), n_vocab));  // KL(full ‖ policy)
-    }
-    if (progress) progress(i + 1, o.steps);
-  }
+  decode_steps(full, sparse, tokens, o, results, progress);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (size_t p = 0; p < results.size(); ++p) {
     RecallResult& r = results[p];
-    const SelectionProbe& probe = *probes[p];
     r.policy = specs[p];
     r.n_layers = mc.n_layers;
     r.n_heads = mc.n_heads;
-    r.layers = probe.layers_;
-    const size_t n_rows = probe.count_.size();
-    r.recall.resize(n_rows);
-    r.mass.resize(n_rows);
-    // The means leave out the steps a head read every slot (a dense layer, or a budget that
-    // still covered the context): each counted recall 1 and mass 1.
-    double rs = 0.0, ms = 0.0, dense = 0.0, total = 0.0, sparse_n = 0.0;
-    for (size_t row = 0; row < n_rows; ++row) {
-      const double c = static_cast<double>(probe.count_[row]);
-      const double d = static_cast<double>(probe.dense_[row]);
-      r.recall[row] = c > 0 ? probe.recall_[row] / c : 0.0;
-      r.mass[row] = c > 0 ? probe.mass_[row] / c : 0.0;
-      dense += d;
-      total += c;
-      rs += probe.recall_[row] - d;
-      ms += probe.mass_[row] - d;
-      sparse_n += c - d;
-    }
-    r.mean_recall = sparse_n > 0 ? rs / sparse_n : 1.0;
-    r.mean_mass = sparse_n > 0 ? ms / sparse_n : 1.0;
-    double kls = 0.0;
-    for (double x : r.kl) kls += x;
-    r.mean_kl = kls / r.kl.size();
-    r.dense_fraction = total > 0 ? dense / total : 0.0;
-    r.budget_last = probe.last_budget_;
+    fill_measures(*probes[p], r);
     r.seconds = seconds;
   }
   return results;

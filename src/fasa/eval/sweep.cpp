@@ -87,6 +87,56 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& policies,
   return out;
 }
 
+namespace {
+
+// One setting's line of "results": its scores, and what it read.
+nlohmann::ordered_json result_json(const SweepMeta& meta, const SweepEntry& entry,
+                                   const TaskScoreTable& t, const TaskRunResult& r, size_t p) {
+  nlohmann::ordered_json e;
+  e["policy"] = entry.name;
+  e["budget"] = entry.budget;
+  e["spec"] = entry.spec;
+  // A policy given its own calibration (spec calib=, besides --calib) records that file's hash.
+  std::string name;
+  PolicyOptions opts;
+  parse_policy_spec(entry.spec, &name, &opts);
+  if (const auto c = opts.find("calib"); c != opts.end() && c->second != meta.calib) {
+    e["calib_sha256"] = sha256_file_hex(c->second);
+  }
+  e["score"] = t.kind_average[p];
+  e["score_all_tasks"] = t.overall[p];
+  nlohmann::ordered_json by;
+  for (size_t k = 0; k < t.kinds.size(); ++k) by[t.kinds[k]] = t.mean[k][p];
+  e["by_task"] = by;
+  const auto [bytes, frac] = reads(r, p);
+  e["kv_bytes_read_per_token"] = bytes;
+  e["rows_read_fraction"] = frac;
+  return e;
+}
+
+// One line per (task, setting): its output and score.
+nlohmann::ordered_json items_json(const std::vector<Task>& tasks,
+                                  const std::vector<SweepEntry>& entries, const TaskRunResult& r) {
+  nlohmann::ordered_json items = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    for (size_t p = 0; p < entries.size(); ++p) {
+      const TaskOutcome& o = r.outcome[i][p];
+      nlohmann::ordered_json it;
+      it["id"] = tasks[i].id;
+      it["task"] = tasks[i].task;
+      it["spec"] = entries[p].spec;
+      it["n_prompt"] = r.n_prompt[i];
+      it["score"] = o.score;
+      it["n_generated"] = o.n_generated;
+      it["output"] = o.output;
+      items.push_back(it);
+    }
+  }
+  return items;
+}
+
+}  // namespace
+
 std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
                        const std::vector<SweepEntry>& entries, const TaskRunResult& r) {
   check_aligned(tasks, entries, r);
@@ -115,42 +165,9 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
   j["task_kinds"] = t.kinds;
   j["results"] = nlohmann::ordered_json::array();
   for (size_t p = 0; p < entries.size(); ++p) {
-    nlohmann::ordered_json e;
-    e["policy"] = entries[p].name;
-    e["budget"] = entries[p].budget;
-    e["spec"] = entries[p].spec;
-    // A policy given its own calibration (spec calib=, besides --calib) records that file's hash.
-    std::string name;
-    PolicyOptions opts;
-    parse_policy_spec(entries[p].spec, &name, &opts);
-    if (const auto c = opts.find("calib"); c != opts.end() && c->second != meta.calib) {
-      e["calib_sha256"] = sha256_file_hex(c->second);
-    }
-    e["score"] = t.kind_average[p];
-    e["score_all_tasks"] = t.overall[p];
-    nlohmann::ordered_json by;
-    for (size_t k = 0; k < t.kinds.size(); ++k) by[t.kinds[k]] = t.mean[k][p];
-    e["by_task"] = by;
-    const auto [bytes, frac] = reads(r, p);
-    e["kv_bytes_read_per_token"] = bytes;
-    e["rows_read_fraction"] = frac;
-    j["results"].push_back(e);
+    j["results"].push_back(result_json(meta, entries[p], t, r, p));
   }
-  j["items"] = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    for (size_t p = 0; p < entries.size(); ++p) {
-      const TaskOutcome& o = r.outcome[i][p];
-      nlohmann::ordered_json it;
-      it["id"] = tasks[i].id;
-      it["task"] = tasks[i].task;
-      it["spec"] = entries[p].spec;
-      it["n_prompt"] = r.n_prompt[i];
-      it["score"] = o.score;
-      it["n_generated"] = o.n_generated;
-      it["output"] = o.output;
-      j["items"].push_back(it);
-    }
-  }
+  j["items"] = items_json(tasks, entries, r);
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

@@ -60,12 +60,8 @@ AttnStats stats_delta(const AttnStats& a, const AttnStats& b) {  // b - a
   return d;
 }
 
-}  // namespace
-
-TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Task>& tasks,
-                        const TaskRunOptions& opts,
-                        const std::function<void(int, int)>& progress,
-                        const TaskRunResume& resume) {
+void check_options(const std::vector<Task>& tasks, const TaskRunOptions& opts,
+                   const TaskRunResume& resume) {
   if (tasks.empty()) fail("no tasks to run");
   if (!resume.known.empty() && resume.known.size() != tasks.size()) {
     fail("resume: {} known-outcome rows for {} tasks", resume.known.size(), tasks.size());
@@ -73,10 +69,13 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
   if (opts.policies.empty()) fail("no policies to run");
   if (opts.n_ctx < 0) fail("--ctx must be >= 0 (got {})", opts.n_ctx);
   if (opts.jobs < 1) fail("--jobs must be >= 1 (got {})", opts.jobs);
-  const auto t_start = std::chrono::steady_clock::now();
-  TaskRunResult r;
-  r.policies = opts.policies;
-  const auto prompts = tokenize_prompts(*model, tasks, opts.chat);
+}
+
+// r.n_prompt and r.n_ctx (the option, or the longest prompt + its new tokens); a task that does
+// not fit fails here, before any work.
+void size_context(const std::vector<Task>& tasks,
+                  const std::vector<std::vector<int32_t>>& prompts, const TaskRunOptions& opts,
+                  TaskRunResult& r) {
   int need = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     r.n_prompt.push_back(static_cast<int>(prompts[i].size()));
@@ -89,40 +88,24 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
            tasks[i].id, r.n_prompt[i], tasks[i].max_new_tokens, r.n_ctx);
     }
   }
-  SessionOptions so;
-  so.n_ctx = r.n_ctx;
-  so.kv_type = opts.kv_type;
-  so.prefill_chunk = opts.prefill_chunk;
-  // One policy context for every session: the model file is hashed once (a calibrated policy
-  // checks it), not once per session.
-  const PolicyContext pctx = policy_context(model);
-  // A bad spec fails here, before any work. Sessions are made per (task, policy) so memory
-  // stays at two caches per worker whatever the number of policies.
-  auto make_session = [&](const std::string& spec) {
-    SessionOptions o = so;
-    o.policy = spec;
-    return std::make_unique<Session>(model, o, pctx);
-  };
-  for (const std::string& spec : opts.policies) make_session(spec);
-  // Which settings start from the shared dense prefill (all but a few prefill-aware ones).
-  const SharedPrefill shared(opts.policies, pctx);
-  // The dense prefill's session: full attention, watched for the prefill-aware settings.
-  struct DenseSource {
-    std::unique_ptr<AttentionPolicy> observers;  // null when nothing is watched
-    std::unique_ptr<Session> session;
-  };
-  auto make_dense = [&] {
-    DenseSource d;
-    SessionOptions o = so;
-    o.policy = "full";
-    d.observers = shared.make_observers();
-    o.external_policy = d.observers.get();
-    d.session = std::make_unique<Session>(model, o, pctx);
-    return d;
-  };
-  make_dense();
+}
+
+// A bad spec fails here, before any work: each policy's session once. (Sessions are made per
+// (task, policy) so memory stays at two caches per worker whatever the number of policies.)
+void check_sessions(const std::shared_ptr<const Model>& model,
+                    const std::vector<std::string>& specs, SessionOptions so,
+                    const PolicyContext& pctx) {
+  for (const std::string& spec : specs) {
+    so.policy = spec;
+    const Session check(model, so, pctx);
+  }
+}
+
+// The tasks to run here; known ones get their outcomes copied into r.
+std::vector<size_t> tasks_to_run(const std::vector<Task>& tasks, const TaskRunOptions& opts,
+                                 const TaskRunResume& resume, TaskRunResult& r) {
   r.outcome.resize(tasks.size());
-  std::vector<size_t> todo;  // tasks to run here
+  std::vector<size_t> todo;
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (resume.known.empty() || resume.known[i].empty()) {
       todo.push_back(i);
@@ -135,91 +118,88 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
     r.outcome[i] = resume.known[i];
     r.n_known += 1;
   }
-  const int total = static_cast<int>(todo.size() * opts.policies.size());
-  int done = 0;
-  auto report = [&] {  // one call per finished generation, never concurrently
-    if (progress) progress(++done, total);
-  };
+  return todo;
+}
 
-  // Task i under every policy; returns the seconds spent prefilling and counts the prefills.
-  auto run_one = [&](size_t i, int* n_prefills) {
-    double prefill_s = 0.0;
-    // Made per task: the observers' statistics are this prompt's alone. Prefilled when a
-    // setting first needs it.
-    DenseSource dense = make_dense();
-    // Prompts prefilled by unwatched settings: (setting, session).
-    std::vector<std::pair<size_t, std::unique_ptr<Session>>> own;
-    GenerateOptions go;
-    go.n_predict = tasks[i].max_new_tokens;
-    go.sampler.temp = 0.0f;
-    // contains/all scores never drop as text is appended: stop once the score is 1 (the
-    // score is the same as generating to the limit, for less time). exact runs to the end.
-    const Task& task = tasks[i];
-    if (task.metric != TaskMetric::Exact) {
-      go.stop_when = [&task](const std::string& text) {
-        return score_output(task.metric, text, task.answers) >= 1.0;
-      };
-    }
+// Greedy up to the task's max_new_tokens. contains/all scores never drop as text is appended:
+// stop once the score is 1 (the score is the same as generating to the limit, for less time).
+// exact runs to the end.
+GenerateOptions generate_options(const Task& task) {
+  GenerateOptions go;
+  go.n_predict = task.max_new_tokens;
+  go.sampler.temp = 0.0f;
+  if (task.metric != TaskMetric::Exact) {
+    go.stop_when = [&task](const std::string& text) {
+      return score_output(task.metric, text, task.answers) >= 1.0;
+    };
+  }
+  return go;
+}
+
+// Generates from a session holding the prompt and scores the text.
+TaskOutcome generate_outcome(Session& s, const Task& task, const GenerateOptions& go) {
+  const AttnStats before = s.attn_stats();
+  const GenerateResult g = generate_from_prefilled(s, go, nullptr);
+  TaskOutcome o;
+  o.output = g.text;
+  o.score = score_output(task.metric, g.text, task.answers);
+  o.n_generated = static_cast<int>(g.tokens.size());
+  o.attn = stats_delta(before, s.attn_stats());
+  o.decode_ms = g.decode_ms;
+  return o;
+}
+
+// One run: the tasks' prompts, the shared prefill's plan, and the result being filled.
+struct TaskRun {
+  const std::vector<Task>& tasks;
+  const TaskRunOptions& opts;
+  const std::function<void(int, int)>& progress;
+  const TaskRunResume& resume;
+  const std::vector<std::vector<int32_t>>& prompts;  // [n_tasks][n_prompt]
+  const SharedPrefill& shared;
+  TaskRunResult& r;
+  int total = 0;  // generations to run here
+  int done = 0;
+
+  // Task i under every policy, each in a fresh session that starts from the prompt's prefill.
+  // Returns the seconds spent prefilling and counts the prefills.
+  double run_one(size_t i, int* n_prefills) {
+    // Made per task: the observers' statistics are this prompt's alone.
+    PromptPrefill prompt(shared, prompts[i], PromptPrefill::Sources::Pristine);
+    const GenerateOptions go = generate_options(tasks[i]);
     for (size_t p = 0; p < opts.policies.size(); ++p) {
-      const auto session = make_session(opts.policies[p]);
-      Session& s = *session;
-      const Session* src = nullptr;
-      if (shared.via_dense(p)) {
-        if (dense.session->n_past() == 0) {
-          const auto t0 = std::chrono::steady_clock::now();
-          dense.session->prefill(prompts[i]);
-          prefill_s += seconds_since(t0);
-          *n_prefills += 1;
-        }
-        src = dense.session.get();
-      }
-      // An unwatched prefill-aware setting: the first of its kind prefills a pristine session
-      // of its own, and the others copy that (cache and prefill statistics).
-      for (size_t k = 0; !src && k < own.size(); ++k) {
-        if (shared.can_copy(p, own[k].first)) src = own[k].second.get();
-      }
-      if (!src) {
-        const auto t1 = std::chrono::steady_clock::now();
-        own.emplace_back(p, make_session(opts.policies[p]));
-        own.back().second->prefill(prompts[i]);
-        prefill_s += seconds_since(t1);
-        *n_prefills += 1;
-        src = own.back().second.get();
-      }
-      s.copy_prefix_from(*src);
-      const AttnStats before = s.attn_stats();
-      const GenerateResult g = generate_from_prefilled(s, go, nullptr);
-      TaskOutcome o;
-      o.output = g.text;
-      o.score = score_output(tasks[i].metric, g.text, tasks[i].answers);
-      o.n_generated = static_cast<int>(g.tokens.size());
-      o.attn = stats_delta(before, s.attn_stats());
-      o.decode_ms = g.decode_ms;
-      r.outcome[i].push_back(std::move(o));
+      const auto session = shared.make_session(p);
+      prompt.start(p, *session);
+      r.outcome[i].push_back(generate_outcome(*session, tasks[i], go));
 #pragma omp critical(fasa_task_progress)
       report();
     }
-    if (resume.on_task_done) {
-      std::exception_ptr err;  // an exception must not leave the critical section
-#pragma omp critical(fasa_task_progress)
-      {
-        try {
-          resume.on_task_done(i, r.n_prompt[i], r.outcome[i], prefill_s);
-        } catch (...) {
-          err = std::current_exception();
-        }
-      }
-      if (err) std::rethrow_exception(err);
-    }
-    return prefill_s;
-  };
+    *n_prefills += prompt.n_prefills();
+    task_done(i, prompt.prefill_seconds());
+    return prompt.prefill_seconds();
+  }
 
-  const int jobs = std::min<int>(opts.jobs, static_cast<int>(todo.size()));  // 0: all known
-  if (jobs == 1) {
-    for (size_t i : todo) r.prefill_seconds += run_one(i, &r.n_prefills);
-  } else if (jobs > 1) {
-    // Tasks in parallel, one thread each: inside a parallel region every kernel runs on its
-    // calling thread (parallel_for), and results do not depend on the thread count.
+  void report() {  // one call per finished generation, never concurrently
+    if (progress) progress(++done, total);
+  }
+
+  void task_done(size_t i, double prefill_s) {
+    if (!resume.on_task_done) return;
+    std::exception_ptr err;  // an exception must not leave the critical section
+#pragma omp critical(fasa_task_progress)
+    {
+      try {
+        resume.on_task_done(i, r.n_prompt[i], r.outcome[i], prefill_s);
+      } catch (...) {
+        err = std::current_exception();
+      }
+    }
+    if (err) std::rethrow_exception(err);
+  }
+
+  // Tasks in parallel, one thread each: inside a parallel region every kernel runs on its
+  // calling thread (parallel_for), and results do not depend on the thread count.
+  void run_parallel(const std::vector<size_t>& todo, int jobs) {
     std::string error;
 #pragma omp parallel num_threads(jobs)
     {
@@ -240,6 +220,40 @@ TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Ta
       }
     }
     if (!error.empty()) fail("{}", error);
+  }
+};
+
+}  // namespace
+
+TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Task>& tasks,
+                        const TaskRunOptions& opts,
+                        const std::function<void(int, int)>& progress,
+                        const TaskRunResume& resume) {
+  check_options(tasks, opts, resume);
+  const auto t_start = std::chrono::steady_clock::now();
+  TaskRunResult r;
+  r.policies = opts.policies;
+  const auto prompts = tokenize_prompts(*model, tasks, opts.chat);
+  size_context(tasks, prompts, opts, r);
+  SessionOptions so;
+  so.n_ctx = r.n_ctx;
+  so.kv_type = opts.kv_type;
+  so.prefill_chunk = opts.prefill_chunk;
+  // One policy context for every session: the model file is hashed once (a calibrated policy
+  // checks it), not once per session.
+  const PolicyContext pctx = policy_context(model);
+  check_sessions(model, opts.policies, so, pctx);
+  // Which settings start from the shared dense prefill (all but a few prefill-aware ones).
+  const SharedPrefill shared(model, opts.policies, so, pctx);
+  shared.make_dense_session(shared.make_observers().get());  // (its errors before any work too)
+  const std::vector<size_t> todo = tasks_to_run(tasks, opts, resume, r);
+  TaskRun run{tasks, opts, progress, resume, prompts, shared, r};
+  run.total = static_cast<int>(todo.size() * opts.policies.size());
+  const int jobs = std::min<int>(opts.jobs, static_cast<int>(todo.size()));  // 0: all known
+  if (jobs == 1) {
+    for (size_t i : todo) r.prefill_seconds += run.run_one(i, &r.n_prefills);
+  } else if (jobs > 1) {
+    run.run_parallel(todo, jobs);
   }
   r.seconds = seconds_since(t_start);
   return r;

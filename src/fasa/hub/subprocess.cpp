@@ -18,24 +18,6 @@ std::string ProcessResult::describe() const {
   return fmt::format("exit status {}", exit_code);
 }
 
-std::string format_command(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& arg : argv) {
-    if (!out.empty()) out += ' ';
-    const bool plain = !arg.empty() && arg.find_first_not_of(
-                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                           "0123456789-_=.,:/@+%") == std::string::npos;
-    if (plain) {
-      out += arg;
-      continue;
-    }
-    out += '\'';
-    for (char c : arg) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-    out += '\'';
-  }
-  return out;
-}
-
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts) {
   FASA_CHECK(!argv.empty());
   std::vector<char*> c_argv;

@@ -24,7 +24,4 @@ struct ProcessOptions {
 // argv[0] is looked up in PATH. Throws fasa::Error if the program cannot be started.
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opts = {});
 
-// "curl --fail 'https://x'" — for messages only, never executed.
-std::string format_command(const std::vector<std::string>& argv);
-
 }  // namespace fasa::hub

@@ -207,44 +207,48 @@ struct GgufFile::Mapping {
 
 GgufFile::~GgufFile() = default;
 
-std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
-  std::shared_ptr<GgufFile> g(new GgufFile());
-  g->path_ = path;
-  g->map_ = std::make_unique<Mapping>(path);
-  const uint8_t* base = g->map_->file.data();
-  const uint64_t size = g->map_->file.size();
-  g->file_bytes_ = size;
+namespace {
 
-  // --- header
+struct Header {
+  uint32_t version = 0;
+  uint64_t n_tensors = 0;
+  uint64_t n_kv = 0;
+};
+
+// Magic, version and counts; counts that cannot fit in the rest of the file fail here.
+Header read_header(Cursor& cur, const std::string& path, const uint8_t* base, uint64_t size) {
   if (size < 4 || std::memcmp(base, "GGUF", 4) != 0) {
     fail("'{}' is not a GGUF file (bad magic)", path);
   }
-  Cursor cur(path, base, size);
   cur.read<uint32_t>("magic");
-  const uint32_t version = cur.read<uint32_t>("version");
-  if (version != 2 && version != 3) {
-    if (version == 1) fail("{}: GGUF version 1 is not supported (only versions 2 and 3)", path);
-    const uint32_t swapped = __builtin_bswap32(version);
+  Header h;
+  h.version = cur.read<uint32_t>("version");
+  if (h.version != 2 && h.version != 3) {
+    if (h.version == 1) fail("{}: GGUF version 1 is not supported (only versions 2 and 3)", path);
+    const uint32_t swapped = __builtin_bswap32(h.version);
     if (swapped == 2 || swapped == 3) {
       fail("{}: GGUF version {} looks byte-swapped: big-endian GGUF files are not supported",
-           path, version);
+           path, h.version);
     }
-    fail("{}: unsupported GGUF version {} (only versions 2 and 3)", path, version);
+    fail("{}: unsupported GGUF version {} (only versions 2 and 3)", path, h.version);
   }
-  g->version_ = version;
-  const uint64_t n_tensors = cur.read<uint64_t>("tensor_count");
-  const uint64_t n_kv = cur.read<uint64_t>("kv_count");
-  if (n_kv > cur.remaining() / kMinKvBytes) {
-    fail("{}: kv_count {} cannot fit in the {} bytes left after the header", path, n_kv,
+  h.n_tensors = cur.read<uint64_t>("tensor_count");
+  h.n_kv = cur.read<uint64_t>("kv_count");
+  if (h.n_kv > cur.remaining() / kMinKvBytes) {
+    fail("{}: kv_count {} cannot fit in the {} bytes left after the header", path, h.n_kv,
          cur.remaining());
   }
-  if (n_tensors > cur.remaining() / kMinTensorInfoBytes) {
-    fail("{}: tensor_count {} cannot fit in the {} bytes left after the header", path, n_tensors,
-         cur.remaining());
+  if (h.n_tensors > cur.remaining() / kMinTensorInfoBytes) {
+    fail("{}: tensor_count {} cannot fit in the {} bytes left after the header", path,
+         h.n_tensors, cur.remaining());
   }
+  return h;
+}
 
-  // --- metadata
-  g->kvs_.reserve(static_cast<size_t>(n_kv));
+// The key/value pairs, in file order; keys are non-empty and unique.
+std::vector<GgufKV> read_metadata(Cursor& cur, const std::string& path, uint64_t n_kv) {
+  std::vector<GgufKV> kvs;
+  kvs.reserve(static_cast<size_t>(n_kv));
   std::unordered_set<std::string> seen_keys;
   for (uint64_t i = 0; i < n_kv; ++i) {
     cur.set_ctx(fmt::format("metadata entry {}", i));
@@ -254,67 +258,84 @@ std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
     if (!seen_keys.insert(kv.key).second) fail("{}: duplicate key '{}'", path, kv.key);
     cur.set_ctx(fmt::format("key '{}'", kv.key));
     kv.value = read_value(cur, path);
-    g->kvs_.push_back(std::move(kv));
+    kvs.push_back(std::move(kv));
   }
+  return kvs;
+}
 
-  if (const GgufValue* a = g->find("general.alignment")) {
-    if (a->type == GgufType::ARRAY || !is_int_type(a->type)) {
-      fail("{}: key 'general.alignment' has type {}, expected UINT32", path, type_desc(*a));
-    }
-    const int64_t al = scalar_to_int(a->scalar, path, "general.alignment");
-    if (al <= 0 || static_cast<uint64_t>(al) > kMaxAlignment || !std::has_single_bit(uint64_t(al))) {
-      fail("{}: general.alignment {} is not a power of two in 1..{}", path, al, kMaxAlignment);
-    }
-    g->alignment_ = static_cast<uint64_t>(al);
+// general.alignment: an integer power of two up to kMaxAlignment.
+uint64_t checked_alignment(const GgufValue& a, const std::string& path) {
+  if (a.type == GgufType::ARRAY || !is_int_type(a.type)) {
+    fail("{}: key 'general.alignment' has type {}, expected UINT32", path, type_desc(a));
   }
+  const int64_t al = scalar_to_int(a.scalar, path, "general.alignment");
+  if (al <= 0 || static_cast<uint64_t>(al) > kMaxAlignment || !std::has_single_bit(uint64_t(al))) {
+    fail("{}: general.alignment {} is not a power of two in 1..{}", path, al, kMaxAlignment);
+  }
+  return static_cast<uint64_t>(al);
+}
 
-  // --- tensor infos
-  g->tensors_.reserve(static_cast<size_t>(n_tensors));
+// One tensor info: a name not in seen_names (added), dims, type (whole blocks per row) and data
+// offset; its byte size.
+GgufTensorInfo read_tensor_info(Cursor& cur, const std::string& path,
+                                std::unordered_set<std::string>& seen_names) {
+  GgufTensorInfo t;
+  t.name = cur.read_string("tensor name");
+  if (!seen_names.insert(t.name).second) fail("{}: duplicate tensor name '{}'", path, t.name);
+  cur.set_ctx(fmt::format("tensor '{}'", t.name));
+  const uint32_t n_dims = cur.read<uint32_t>("n_dims");
+  if (n_dims == 0 || n_dims > kMaxDims) {
+    fail("{}: tensor '{}' has n_dims {}, expected 1..{}", path, t.name, n_dims, kMaxDims);
+  }
+  int64_t n_elements = 1;
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    const int64_t ne = static_cast<int64_t>(cur.read<uint64_t>("dimension"));
+    if (ne <= 0) fail("{}: tensor '{}' has dimension ne[{}] = {}, must be > 0", path, t.name, d, ne);
+    if (__builtin_mul_overflow(n_elements, ne, &n_elements)) {
+      fail("{}: tensor '{}' element count overflows int64 at ne[{}] = {}", path, t.name, d, ne);
+    }
+    t.ne.push_back(ne);
+  }
+  t.n_elements = n_elements;
+  const uint32_t type = cur.read<uint32_t>("tensor type");
+  const DTypeInfo* info = dtype_info(type);
+  if (info == nullptr || info->engine_only) {
+    fail("{}: tensor '{}' has unknown tensor type {}", path, t.name, type);
+  }
+  t.type = static_cast<DType>(type);
+  if (t.ne[0] % info->block_elems != 0) {
+    fail("{}: tensor '{}' row length ne[0] = {} is not a multiple of the {} block size {}",
+         path, t.name, t.ne[0], info->name, info->block_elems);
+  }
+  const uint64_t n_blocks = static_cast<uint64_t>(n_elements / info->block_elems);
+  if (__builtin_mul_overflow(n_blocks, static_cast<uint64_t>(info->block_bytes), &t.n_bytes)) {
+    fail("{}: tensor '{}' byte size overflows ({} {} blocks)", path, t.name, n_blocks, info->name);
+  }
+  t.offset = cur.read<uint64_t>("data offset");
+  return t;
+}
+
+// Every tensor info, names unique.
+std::vector<GgufTensorInfo> read_tensor_infos(Cursor& cur, const std::string& path,
+                                              uint64_t n_tensors) {
+  std::vector<GgufTensorInfo> tensors;
+  tensors.reserve(static_cast<size_t>(n_tensors));
   std::unordered_set<std::string> seen_names;
   for (uint64_t i = 0; i < n_tensors; ++i) {
     cur.set_ctx(fmt::format("tensor info {}", i));
-    GgufTensorInfo t;
-    t.name = cur.read_string("tensor name");
-    if (!seen_names.insert(t.name).second) fail("{}: duplicate tensor name '{}'", path, t.name);
-    cur.set_ctx(fmt::format("tensor '{}'", t.name));
-    const uint32_t n_dims = cur.read<uint32_t>("n_dims");
-    if (n_dims == 0 || n_dims > kMaxDims) {
-      fail("{}: tensor '{}' has n_dims {}, expected 1..{}", path, t.name, n_dims, kMaxDims);
-    }
-    int64_t n_elements = 1;
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      const int64_t ne = static_cast<int64_t>(cur.read<uint64_t>("dimension"));
-      if (ne <= 0) fail("{}: tensor '{}' has dimension ne[{}] = {}, must be > 0", path, t.name, d, ne);
-      if (__builtin_mul_overflow(n_elements, ne, &n_elements)) {
-        fail("{}: tensor '{}' element count overflows int64 at ne[{}] = {}", path, t.name, d, ne);
-      }
-      t.ne.push_back(ne);
-    }
-    t.n_elements = n_elements;
-    const uint32_t type = cur.read<uint32_t>("tensor type");
-    const DTypeInfo* info = dtype_info(type);
-    if (info == nullptr || info->engine_only) {
-      fail("{}: tensor '{}' has unknown tensor type {}", path, t.name, type);
-    }
-    t.type = static_cast<DType>(type);
-    if (t.ne[0] % info->block_elems != 0) {
-      fail("{}: tensor '{}' row length ne[0] = {} is not a multiple of the {} block size {}",
-           path, t.name, t.ne[0], info->name, info->block_elems);
-    }
-    const uint64_t n_blocks = static_cast<uint64_t>(n_elements / info->block_elems);
-    if (__builtin_mul_overflow(n_blocks, static_cast<uint64_t>(info->block_bytes), &t.n_bytes)) {
-      fail("{}: tensor '{}' byte size overflows ({} {} blocks)", path, t.name, n_blocks, info->name);
-    }
-    t.offset = cur.read<uint64_t>("data offset");
-    g->tensors_.push_back(std::move(t));
+    tensors.push_back(read_tensor_info(cur, path, seen_names));
   }
+  return tensors;
+}
 
-  // --- data section: tensor ranges must be aligned, inside the file and disjoint
-  const uint64_t data_start = align_up(cur.pos(), g->alignment_);
-  for (GgufTensorInfo& t : g->tensors_) {
-    if (t.offset % g->alignment_ != 0) {
+// Points each tensor at its data, which must be aligned and inside the file.
+void bind_tensor_data(std::vector<GgufTensorInfo>& tensors, const std::string& path,
+                      const uint8_t* base, uint64_t size, uint64_t data_start,
+                      uint64_t alignment) {
+  for (GgufTensorInfo& t : tensors) {
+    if (t.offset % alignment != 0) {
       fail("{}: tensor '{}' data offset {} is not a multiple of the alignment {}", path, t.name,
-           t.offset, g->alignment_);
+           t.offset, alignment);
     }
     if (data_start > size || t.offset > size - data_start || t.n_bytes > size - data_start - t.offset) {
       uint64_t abs_offset = 0;
@@ -324,19 +345,44 @@ std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
     }
     t.data = base + data_start + t.offset;
   }
-  std::vector<size_t> order(g->tensors_.size());
+}
+
+// No two tensors' data overlap.
+void check_disjoint(const std::vector<GgufTensorInfo>& tensors, const std::string& path) {
+  std::vector<size_t> order(tensors.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return g->tensors_[a].offset < g->tensors_[b].offset;
-  });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return tensors[a].offset < tensors[b].offset; });
   for (size_t k = 1; k < order.size(); ++k) {
-    const GgufTensorInfo& prev = g->tensors_[order[k - 1]];
-    const GgufTensorInfo& next = g->tensors_[order[k]];
+    const GgufTensorInfo& prev = tensors[order[k - 1]];
+    const GgufTensorInfo& next = tensors[order[k]];
     if (prev.offset + prev.n_bytes > next.offset) {  // no overflow: both end inside the file
       fail("{}: tensors '{}' [offset {}, {} bytes] and '{}' [offset {}] have overlapping data",
            path, prev.name, prev.offset, prev.n_bytes, next.name, next.offset);
     }
   }
+}
+
+}  // namespace
+
+std::shared_ptr<const GgufFile> GgufFile::open(const std::string& path) {
+  std::shared_ptr<GgufFile> g(new GgufFile());
+  g->path_ = path;
+  g->map_ = std::make_unique<Mapping>(path);
+  const uint8_t* base = g->map_->file.data();
+  const uint64_t size = g->map_->file.size();
+  g->file_bytes_ = size;
+  Cursor cur(path, base, size);
+  const Header h = read_header(cur, path, base, size);
+  g->version_ = h.version;
+  g->kvs_ = read_metadata(cur, path, h.n_kv);
+  if (const GgufValue* a = g->find("general.alignment")) {
+    g->alignment_ = checked_alignment(*a, path);
+  }
+  g->tensors_ = read_tensor_infos(cur, path, h.n_tensors);
+  bind_tensor_data(g->tensors_, path, base, size, align_up(cur.pos(), g->alignment_),
+                   g->alignment_);
+  check_disjoint(g->tensors_, path);
   return g;
 }
 

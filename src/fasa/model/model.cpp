@@ -136,25 +136,25 @@ const RopeTable& Model::rope_table(int n_ctx, bool local) const {
   return long_rope_factors(config_.rope_scaling, n_ctx) ? rope_long_ : rope_short_;
 }
 
-std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
-  std::shared_ptr<Model> m(new Model());
-  m->file_ = GgufFile::open(path);
-  const GgufFile& f = *m->file_;
-  m->config_ = ModelConfig::from_gguf(f);
-  ModelConfig& c = m->config_;
-  if (opts.rope_layout_override) c.rope_layout = *opts.rope_layout_override;
-  std::set<std::string> bound;  // names of the tensors bound so far
+namespace {
 
-  auto tensor = [&](const std::string& name) -> const GgufTensorInfo& {
+// Binds tensors of one file by name, remembering which were bound (the loader is strict).
+struct Binder {
+  const GgufFile& f;
+  const ModelConfig& c;
+  std::vector<std::vector<float>>& owned;  // vectors converted to f32
+  std::set<std::string> bound;             // names of the tensors bound so far
+
+  const GgufTensorInfo& tensor(const std::string& name) {
     bound.insert(name);
     return require_tensor(f, name);
-  };
-  auto matrix = [&](const std::string& name, int64_t n_out, int64_t n_in) {
+  }
+  WeightMatrix matrix(const std::string& name, int64_t n_out, int64_t n_in) {
     bound.insert(name);
     return bind_matrix(f, name, n_out, n_in);
-  };
+  }
   // Norm vectors: f32 in practice; other float types are converted once and owned.
-  auto bind_vector = [&](const std::string& name, int64_t n) -> const float* {
+  const float* vector(const std::string& name, int64_t n) {  // [n]
     const GgufTensorInfo& t = tensor(name);
     if (t.n_elements != n || t.ne.size() != 1) {
       fail("{}: tensor '{}' has shape {}, expected [{}]", f.path(), name, shape_str(t.ne), n);
@@ -164,14 +164,15 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
       fail("{}: tensor '{}' length {} is not a whole number of {} blocks", f.path(), name, n,
            dtype_name(t.type));
     }
-    auto& v = m->owned_.emplace_back(static_cast<size_t>(n));
+    auto& v = owned.emplace_back(static_cast<size_t>(n));
     dequantize_row(t.type, t.data, v.data(), n);
     return v.data();
-  };
-  // RoPE factor tables: positive and finite, or the rotation would be garbage.
-  auto bind_factors = [&](const std::string& name) -> const float* {
+  }
+  // RoPE factor tables ([rope_dim / 2] or null when absent): positive and finite, or the
+  // rotation would be garbage.
+  const float* factors(const std::string& name) {
     if (f.find_tensor(name) == nullptr) return nullptr;
-    const float* v = bind_vector(name, c.rope_dim / 2);
+    const float* v = vector(name, c.rope_dim / 2);
     for (int i = 0; i < c.rope_dim / 2; ++i) {
       if (!(v[i] > 0.0f && v[i] < 1e30f)) {
         fail("{}: tensor '{}' element {} = {} must be a positive finite factor", f.path(), name,
@@ -179,75 +180,85 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
       }
     }
     return v;
-  };
+  }
+};
 
-  const int64_t d = c.d_model, q_dim = int64_t{c.n_heads} * c.head_dim,
-                kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
-  ModelWeights& w = m->weights_;
-  w.tok_embd = matrix("token_embd.weight", c.n_vocab, d);
-  w.output_norm = bind_vector("output_norm.weight", d);
-  w.output = c.tied_output ? w.tok_embd : matrix("output.weight", c.n_vocab, d);
-  w.rope_factors.freq_factors = bind_factors("rope_freqs.weight");
-  w.rope_factors.long_factors = bind_factors("rope_factors_long.weight");
-  w.rope_factors.short_factors = bind_factors("rope_factors_short.weight");
+// Embedding, output head and RoPE factor tables (one kind at most).
+void bind_globals(Binder& b, ModelWeights& w) {
+  const ModelConfig& c = b.c;
+  const std::string& path = b.f.path();
+  w.tok_embd = b.matrix("token_embd.weight", c.n_vocab, c.d_model);
+  w.output_norm = b.vector("output_norm.weight", c.d_model);
+  w.output = c.tied_output ? w.tok_embd : b.matrix("output.weight", c.n_vocab, c.d_model);
+  w.rope_factors.freq_factors = b.factors("rope_freqs.weight");
+  w.rope_factors.long_factors = b.factors("rope_factors_long.weight");
+  w.rope_factors.short_factors = b.factors("rope_factors_short.weight");
   if (w.rope_factors.freq_factors != nullptr &&
       (w.rope_factors.long_factors != nullptr || w.rope_factors.short_factors != nullptr)) {
     fail("{}: the file has both rope_freqs.weight and rope_factors_long/short.weight; only one "
-         "kind of RoPE factor table is supported", f.path());
+         "kind of RoPE factor table is supported", path);
   }
   if ((w.rope_factors.long_factors == nullptr) != (w.rope_factors.short_factors == nullptr)) {
-    fail("{}: rope_factors_long.weight and rope_factors_short.weight must come together",
-         f.path());
+    fail("{}: rope_factors_long.weight and rope_factors_short.weight must come together", path);
   }
-  w.layers.resize(c.n_layers);
-  for (int l = 0; l < c.n_layers; ++l) {
-    const std::string p = fmt::format("blk.{}.", l);
-    LayerWeights& L = w.layers[l];
-    L.attn_norm = bind_vector(p + "attn_norm.weight", d);
-    if (c.fused_qkv) {  // rows: Q [q_dim], then K [kv_dim], then V [kv_dim]
-      const WeightMatrix qkv = matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, d);
-      L.wq = row_slice(qkv, 0, q_dim);
-      L.wk = row_slice(qkv, q_dim, kv_dim);
-      L.wv = row_slice(qkv, q_dim + kv_dim, kv_dim);
-    } else {
-      L.wq = matrix(p + "attn_q.weight", q_dim, d);
-      L.wk = matrix(p + "attn_k.weight", kv_dim, d);
-      L.wv = matrix(p + "attn_v.weight", kv_dim, d);
-    }
-    if (c.qkv_bias) {
-      L.bq = bind_vector(p + "attn_q.bias", q_dim);
-      L.bk = bind_vector(p + "attn_k.bias", kv_dim);
-      L.bv = bind_vector(p + "attn_v.bias", kv_dim);
-    }
-    if (c.qk_norm) {
-      L.q_norm = bind_vector(p + "attn_q_norm.weight", c.head_dim);
-      L.k_norm = bind_vector(p + "attn_k_norm.weight", c.head_dim);
-    }
-    L.wo = matrix(p + "attn_output.weight", d, q_dim);
-    if (c.post_norms) {
-      L.attn_post_norm = bind_vector(p + "post_attention_norm.weight", d);
-      L.ffn_post_norm = bind_vector(p + "post_ffw_norm.weight", d);
-    }
-    L.ffn_norm = bind_vector(p + "ffn_norm.weight", d);
-    if (c.fused_gate_up) {  // rows: gate [d_ff], then up [d_ff] (llama.cpp's swiglu halves)
-      const WeightMatrix gate_up = matrix(p + "ffn_up.weight", 2 * int64_t{c.d_ff}, d);
-      L.w_gate = row_slice(gate_up, 0, c.d_ff);
-      L.w_up = row_slice(gate_up, c.d_ff, c.d_ff);
-    } else {
-      L.w_gate = matrix(p + "ffn_gate.weight", c.d_ff, d);
-      L.w_up = matrix(p + "ffn_up.weight", c.d_ff, d);
-    }
-    L.w_down = matrix(p + "ffn_down.weight", d, c.d_ff);
+}
+
+// Layer l's weights; fused matrices (phi3) are bound as row slices.
+LayerWeights bind_layer(Binder& b, int l) {
+  const ModelConfig& c = b.c;
+  const int64_t d = c.d_model, q_dim = int64_t{c.n_heads} * c.head_dim,
+                kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
+  const std::string p = fmt::format("blk.{}.", l);
+  LayerWeights L;
+  L.attn_norm = b.vector(p + "attn_norm.weight", d);
+  if (c.fused_qkv) {  // rows: Q [q_dim], then K [kv_dim], then V [kv_dim]
+    const WeightMatrix qkv = b.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, d);
+    L.wq = row_slice(qkv, 0, q_dim);
+    L.wk = row_slice(qkv, q_dim, kv_dim);
+    L.wv = row_slice(qkv, q_dim + kv_dim, kv_dim);
+  } else {
+    L.wq = b.matrix(p + "attn_q.weight", q_dim, d);
+    L.wk = b.matrix(p + "attn_k.weight", kv_dim, d);
+    L.wv = b.matrix(p + "attn_v.weight", kv_dim, d);
   }
-  // Strict: a tensor nothing bound could carry math this engine would silently skip.
-  std::vector<std::string> unbound;
-  for (const GgufTensorInfo& t : f.tensors()) {
-    if (bound.count(t.name) != 0) continue;
+  if (c.qkv_bias) {
+    L.bq = b.vector(p + "attn_q.bias", q_dim);
+    L.bk = b.vector(p + "attn_k.bias", kv_dim);
+    L.bv = b.vector(p + "attn_v.bias", kv_dim);
+  }
+  if (c.qk_norm) {
+    L.q_norm = b.vector(p + "attn_q_norm.weight", c.head_dim);
+    L.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
+  }
+  L.wo = b.matrix(p + "attn_output.weight", d, q_dim);
+  if (c.post_norms) {
+    L.attn_post_norm = b.vector(p + "post_attention_norm.weight", d);
+    L.ffn_post_norm = b.vector(p + "post_ffw_norm.weight", d);
+  }
+  L.ffn_norm = b.vector(p + "ffn_norm.weight", d);
+  if (c.fused_gate_up) {  // rows: gate [d_ff], then up [d_ff] (llama.cpp's swiglu halves)
+    const WeightMatrix gate_up = b.matrix(p + "ffn_up.weight", 2 * int64_t{c.d_ff}, d);
+    L.w_gate = row_slice(gate_up, 0, c.d_ff);
+    L.w_up = row_slice(gate_up, c.d_ff, c.d_ff);
+  } else {
+    L.w_gate = b.matrix(p + "ffn_gate.weight", c.d_ff, d);
+    L.w_up = b.matrix(p + "ffn_up.weight", c.d_ff, d);
+  }
+  L.w_down = b.matrix(p + "ffn_down.weight", d, c.d_ff);
+  return L;
+}
+
+// Strict: a tensor nothing bound could carry math this engine would silently skip. Returns the
+// unbound tensors on the ignore list; any other fails.
+std::vector<std::string> check_all_bound(const Binder& b) {
+  std::vector<std::string> ignored, unbound;
+  for (const GgufTensorInfo& t : b.f.tensors()) {
+    if (b.bound.count(t.name) != 0) continue;
     const std::string pattern = layer_pattern(t.name);
     const bool ignorable = std::any_of(kIgnoredTensors.begin(), kIgnoredTensors.end(),
                                        [&](const IgnoredTensor& e) { return pattern == e.name; });
     if (ignorable) {
-      m->ignored_.push_back(t.name);
+      ignored.push_back(t.name);
     } else {
       unbound.push_back(t.name);
     }
@@ -259,28 +270,42 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     if (unbound.size() > shown) list += fmt::format(" and {} more", unbound.size() - shown);
     fail("{}: tensor{} {} not used by architecture '{}'; refusing the file rather than "
          "ignoring weights (see docs/MODELS.md, strict loading)",
-         f.path(), unbound.size() > 1 ? "s" : "", list, c.arch);
+         b.f.path(), unbound.size() > 1 ? "s" : "", list, b.c.arch);
   }
-  for (bool long_factors : {false, true}) {
-    (long_factors ? m->rope_long_ : m->rope_short_) =
-        make_rope_table(c.rope_base, c.rope_dim, c.rope_scaling, w.rope_factors, long_factors);
-  }
-  if (c.n_windowed_layers() > 0) {
-    m->rope_local_ =
-        make_rope_table(c.rope_base_local, c.rope_dim, c.rope_scaling, {}, false, false);
-  }
-  // Only the AVX-512 kernels read the interleaved layout faster than the file's (the others
-  // rebuild each block: the same bits, slower).
+  return ignored;
+}
+
+// Why matrices are not repacked, or "" to repack them. Only the AVX-512 kernels read the
+// interleaved layout faster than the file's (the others rebuild each block: the same bits,
+// slower).
+std::string repack_off_reason(const LoadOptions& opts) {
   const char* no_repack = std::getenv("FASA_NO_REPACK");
-  if (!opts.repack) {
-    m->repack_off_ = "off (disabled)";
-  } else if (no_repack != nullptr && *no_repack != '\0' && std::string(no_repack) != "0") {
-    m->repack_off_ = "off (FASA_NO_REPACK)";
-  } else if (active_isa() != Isa::Avx512) {
-    m->repack_off_ = "off (instruction set is not avx512)";
-  } else {
-    m->repack_matrices();
+  if (!opts.repack) return "off (disabled)";
+  if (no_repack != nullptr && *no_repack != '\0' && std::string(no_repack) != "0") {
+    return "off (FASA_NO_REPACK)";
   }
+  if (active_isa() != Isa::Avx512) return "off (instruction set is not avx512)";
+  return "";
+}
+
+}  // namespace
+
+std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOptions& opts) {
+  std::shared_ptr<Model> m(new Model());
+  m->file_ = GgufFile::open(path);
+  const GgufFile& f = *m->file_;
+  m->config_ = ModelConfig::from_gguf(f);
+  ModelConfig& c = m->config_;
+  if (opts.rope_layout_override) c.rope_layout = *opts.rope_layout_override;
+  Binder b{f, c, m->owned_, {}};
+  ModelWeights& w = m->weights_;
+  bind_globals(b, w);
+  w.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) w.layers[l] = bind_layer(b, l);
+  m->ignored_ = check_all_bound(b);
+  m->make_rope_tables();
+  m->repack_off_ = repack_off_reason(opts);
+  if (m->repack_off_.empty()) m->repack_matrices();
   if (opts.load_tokenizer && f.find("tokenizer.ggml.model") != nullptr) {
     m->tokenizer_ = Tokenizer::from_gguf(f);
     if (m->tokenizer_->n_vocab() > c.n_vocab) {
@@ -289,6 +314,17 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
     }
   }
   return m;
+}
+
+void Model::make_rope_tables() {
+  const ModelConfig& c = config_;
+  for (bool long_factors : {false, true}) {
+    (long_factors ? rope_long_ : rope_short_) = make_rope_table(
+        c.rope_base, c.rope_dim, c.rope_scaling, weights_.rope_factors, long_factors);
+  }
+  if (c.n_windowed_layers() > 0) {
+    rope_local_ = make_rope_table(c.rope_base_local, c.rope_dim, c.rope_scaling, {}, false, false);
+  }
 }
 
 std::string model_identity(const Model& model) { return sha256_file_hex(model.file().path()); }

@@ -99,6 +99,7 @@ class Model {
   uint64_t repacked_bytes_ = 0;                                // their sizes, summed
   std::string repack_off_;  // why matrices were not repacked ("" when they were)
   void repack_matrices();
+  void make_rope_tables();  // rope_short_, rope_long_, rope_local_ from config_ and weights_
   RopeTable rope_short_;  // global layers; the only table unless the file has LongRoPE factors
   RopeTable rope_long_;   // global layers of a run past the original context (LongRoPE)
   RopeTable rope_local_;  // sliding-window layers

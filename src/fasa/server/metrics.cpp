@@ -26,12 +26,9 @@ void sample(std::string& out, const char* name, T value, const std::string& labe
   out += fmt::format("{}{} {}\n", name, labels.empty() ? "" : "{" + labels + "}", value);
 }
 
-}  // namespace
-
-std::string render_metrics(const SchedulerStats& s, int parallel,
-                           const std::map<std::pair<std::string, int>, uint64_t>& requests,
-                           const ProcessMemory& mem) {
-  std::string o;
+// Requests answered, generations ended, tokens in and out.
+void traffic(std::string& o, const SchedulerStats& s,
+             const std::map<std::pair<std::string, int>, uint64_t>& requests) {
   family(o, "fasa_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
   for (const auto& [key, n] : requests) {
     sample(o, "fasa_requests_total", n,
@@ -47,6 +44,10 @@ std::string render_metrics(const SchedulerStats& s, int parallel,
   sample(o, "fasa_generated_tokens_total", s.generated_tokens);
   family(o, "fasa_tokens_per_second", "gauge", "Tokens generated per second, last 10 s.");
   sample(o, "fasa_tokens_per_second", s.tokens_per_second);
+}
+
+// The scheduler: queue, slots, batches, and the KV memory of the active sequences.
+void engine(std::string& o, const SchedulerStats& s, int parallel) {
   family(o, "fasa_queue_depth", "gauge", "Requests waiting for a sequence slot.");
   sample(o, "fasa_queue_depth", s.queued);
   family(o, "fasa_active_sequences", "gauge", "Sequences holding a slot.");
@@ -63,6 +64,10 @@ std::string render_metrics(const SchedulerStats& s, int parallel,
   sample(o, "fasa_kv_bytes_resident", s.kv_bytes_file, "tier=\"disk\"");
   family(o, "fasa_kv_bytes_allocated", "gauge", "KV cache capacity of active sequences.");
   sample(o, "fasa_kv_bytes_allocated", s.kv_bytes_allocated);
+}
+
+// Per KV policy: generations, decode steps, and the bytes they read.
+void policies(std::string& o, const SchedulerStats& s) {
   family(o, "fasa_policy_jobs_total", "counter", "Finished generations by KV policy.");
   for (const auto& [name, pc] : s.per_policy) {
     sample(o, "fasa_policy_jobs_total", pc.jobs, fmt::format("policy=\"{}\"", name));
@@ -85,6 +90,17 @@ std::string render_metrics(const SchedulerStats& s, int parallel,
                                         : 0.0;
     sample(o, "fasa_policy_kv_bytes_read_per_token", per, fmt::format("policy=\"{}\"", name));
   }
+}
+
+}  // namespace
+
+std::string render_metrics(const SchedulerStats& s, int parallel,
+                           const std::map<std::pair<std::string, int>, uint64_t>& requests,
+                           const ProcessMemory& mem) {
+  std::string o;
+  traffic(o, s, requests);
+  engine(o, s, parallel);
+  policies(o, s);
   family(o, "fasa_process_resident_bytes", "gauge", "Resident memory of the server process.");
   sample(o, "fasa_process_resident_bytes", mem.rss);
   family(o, "fasa_process_peak_resident_bytes", "gauge", "Peak resident memory so far.");

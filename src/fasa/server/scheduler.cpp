@@ -16,8 +16,9 @@ std::string policy_name(const std::string& spec) { return spec.substr(0, spec.fi
 
 }  // namespace
 
-const char* finish_reason(const std::string& stop_reason) {
-  return stop_reason == "length" || stop_reason == "context" ? "length" : "stop";
+const char* finish_reason(StopReason stop_reason) {
+  return stop_reason == StopReason::Length || stop_reason == StopReason::Context ? "length"
+                                                                                   : "stop";
 }
 
 // ---- Job: the hand-over between the engine thread and the request's thread ----
@@ -177,6 +178,22 @@ void Scheduler::admit(std::vector<Active>& active) {
 // decoding sequences keep moving), the next token of the others; then each sequence with fresh
 // logits samples.
 void Scheduler::step(std::vector<Active>& active) {
+  drop_cancelled(active);
+  if (active.empty()) return;
+  std::vector<size_t> sampled;  // active indices whose logits follow their whole input
+  const std::vector<SessionChunk> chunks = plan_chunks(active, sampled);
+  if (!forward_or_fail(active, chunks)) return;
+  std::vector<bool> done(active.size(), false);  // [n_active]
+  const int generated = sample(active, sampled, done);
+  count_step(chunks.size(), generated);
+  for (size_t i = active.size(); i-- > 0;) {
+    if (!done[i]) continue;
+    retire(active[i], false);
+    active.erase(active.begin() + static_cast<long>(i));
+  }
+}
+
+void Scheduler::drop_cancelled(std::vector<Active>& active) {
   for (size_t i = 0; i < active.size();) {
     if (active[i].job->cancelled()) {
       retire(active[i], true);
@@ -185,11 +202,14 @@ void Scheduler::step(std::vector<Active>& active) {
       ++i;
     }
   }
-  if (active.empty()) return;
+}
+
+// Each sequence's rows of this step ([n_chunks]); `sampled` gets the ones that then sample.
+std::vector<SessionChunk> Scheduler::plan_chunks(std::vector<Active>& active,
+                                                 std::vector<size_t>& sampled) {
   const int chunk = opts_.session.prefill_chunk;
   int prefill_budget = chunk;
   std::vector<SessionChunk> chunks;
-  std::vector<size_t> sampled;  // active indices whose logits follow their whole input
   for (size_t i = 0; i < active.size(); ++i) {
     Active& a = active[i];
     const auto& prompt = a.job->prompt;
@@ -206,18 +226,31 @@ void Scheduler::step(std::vector<Active>& active) {
       sampled.push_back(i);
     }
   }
+  return chunks;
+}
+
+// The batched forward pass; if it throws, every active job fails (callers check prompts and
+// room: this is a last resort) and false is returned.
+bool Scheduler::forward_or_fail(std::vector<Active>& active,
+                                const std::vector<SessionChunk>& chunks) {
   try {
     Session::forward_many(chunks, scratch_);
-  } catch (const std::exception& e) {  // callers check prompts and room; this is a last resort
+    return true;
+  } catch (const std::exception& e) {
     for (Active& a : active) a.job->fail(e.what());
     std::lock_guard<std::mutex> lock(mu_);
     stats_.jobs_failed += active.size();
     n_active_ -= static_cast<int>(active.size());
     active.clear();
-    return;
+    return false;
   }
+}
+
+// Samples the next token of each sequence in `sampled` and hands its text to the job; marks
+// the ones that are done. Returns the tokens generated.
+int Scheduler::sample(std::vector<Active>& active, const std::vector<size_t>& sampled,
+                      std::vector<bool>& done) {
   int generated = 0;
-  std::vector<bool> done(active.size(), false);
   const int n_vocab = model_->config().n_vocab;
   for (size_t i : sampled) {
     Active& a = active[i];
@@ -231,20 +264,17 @@ void Scheduler::step(std::vector<Active>& active) {
       a.next = a.gen->next_token();
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.steps;
-    stats_.batched_rows += chunks.size();
-    stats_.generated_tokens += generated;
-    recent_.emplace_back(Clock::now(), generated);
-    while (!recent_.empty() && Clock::now() - recent_.front().first > kRateWindow) {
-      recent_.pop_front();
-    }
-  }
-  for (size_t i = active.size(); i-- > 0;) {
-    if (!done[i]) continue;
-    retire(active[i], false);
-    active.erase(active.begin() + static_cast<long>(i));
+  return generated;
+}
+
+void Scheduler::count_step(size_t n_rows, int generated) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.steps;
+  stats_.batched_rows += n_rows;
+  stats_.generated_tokens += generated;
+  recent_.emplace_back(Clock::now(), generated);
+  while (!recent_.empty() && Clock::now() - recent_.front().first > kRateWindow) {
+    recent_.pop_front();
   }
 }
 

@@ -23,7 +23,7 @@
 namespace fasa::server {
 
 struct JobResult {
-  std::string stop_reason;       // generate()'s: "eos" | "stop" | "length" | "context"
+  StopReason stop_reason = StopReason::None;  // generate()'s
   int prompt_tokens = 0;
   int completion_tokens = 0;
   uint64_t kv_bytes_read = 0;    // at decode steps (selection side data included)
@@ -115,7 +115,13 @@ class Scheduler {
   struct Active;
   void loop();
   void admit(std::vector<Active>& active);
-  void step(std::vector<Active>& active);
+  void step(std::vector<Active>& active);  // its steps:
+  void drop_cancelled(std::vector<Active>& active);
+  std::vector<SessionChunk> plan_chunks(std::vector<Active>& active, std::vector<size_t>& sampled);
+  bool forward_or_fail(std::vector<Active>& active, const std::vector<SessionChunk>& chunks);
+  int sample(std::vector<Active>& active, const std::vector<size_t>& sampled,
+             std::vector<bool>& done);
+  void count_step(size_t n_rows, int generated);
   void retire(Active& a, bool cancelled);
   void update_gauges(const std::vector<Active>& active);
 
@@ -136,6 +142,6 @@ class Scheduler {
 
 // The OpenAI finish_reason of a stop reason: "stop" (end of sequence, stop string) or "length"
 // (token limit, context end).
-const char* finish_reason(const std::string& stop_reason);
+const char* finish_reason(StopReason stop_reason);
 
 }  // namespace fasa::server

@@ -153,9 +153,98 @@ void ApiServer::route(const http::Request& req, http::ResponseWriter& w,
   generate(req, w, endpoint == "/v1/completions" ? Endpoint::Completions : Endpoint::Chat);
 }
 
+namespace {
+
+// The finished job's reason and counts.
+void finish_outcome(const Job& job, GenOutcome& out) {
+  const JobResult jr = job.result();
+  out.finish_reason = finish_reason(jr.stop_reason);
+  out.prompt_tokens = jr.prompt_tokens;
+  out.completion_tokens = jr.completion_tokens;
+  out.kv_bytes_read = jr.kv_bytes_read;
+  out.kv_bytes_read_per_token =
+      jr.decode_tokens ? static_cast<double>(jr.kv_bytes_read) / jr.decode_tokens : 0.0;
+}
+
+// Waits for the whole text and sends it as one JSON body.
+void answer_whole(Job& job, http::ResponseWriter& w, Endpoint endpoint, GenOutcome& out) {
+  for (;;) {
+    Job::Update u = job.wait(kPoll);
+    out.text += u.text;
+    if (u.finished) {
+      if (!u.error.empty()) throw ApiError(500, u.error);
+      break;
+    }
+    if (w.client_gone()) {  // nobody to answer: free the sequence now
+      job.cancel();
+      throw ApiError(499, "client closed the connection");
+    }
+  }
+  finish_outcome(job, out);
+  send_json(w, 200,
+            endpoint == Endpoint::Chat ? render_chat_completion(out) : render_completion(out));
+}
+
+// Server-sent events: (chat: a first chunk with the role,) a chunk per piece of text, the
+// finish_reason, the usage when asked, [DONE]. A client gone mid-stream cancels the job.
+void answer_stream(Job& job, http::ResponseWriter& w, Endpoint endpoint, bool include_usage,
+                   GenOutcome& out) {
+  auto chunk = [&](std::string_view delta, std::string_view reason, bool first) {
+    return endpoint == Endpoint::Chat ? sse_chat_chunk(out, delta, reason, first)
+                                      : sse_completion_chunk(out, delta, reason);
+  };
+  bool ok = w.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+  if (ok && endpoint == Endpoint::Chat) ok = w.write_chunk(chunk("", "", true));
+  while (ok) {
+    Job::Update u = job.wait(kPoll);
+    if (!u.text.empty()) ok = w.write_chunk(chunk(u.text, "", false));
+    if (!ok || (!u.finished && w.client_gone())) {
+      ok = false;
+      break;
+    }
+    if (!u.finished) continue;
+    if (!u.error.empty()) {
+      w.write_chunk("data: " + http::error_json(500, u.error, "server_error") + "\n\n");
+    } else {
+      finish_outcome(job, out);
+      w.write_chunk(chunk("", out.finish_reason, false));
+      if (include_usage) w.write_chunk(sse_usage_chunk(out, endpoint));
+      w.write_chunk(sse_done());
+    }
+    w.end_stream();
+    return;
+  }
+  job.cancel();  // the client went away mid-stream
+}
+
+}  // namespace
+
 void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endpoint endpoint) {
-  const GenRequest r = endpoint == Endpoint::Completions ? parse_completion_request(req.body)
-                                                         : parse_chat_request(req.body);
+  const GenRequest r = checked_request(req, endpoint);
+  std::vector<int32_t> prompt = prompt_tokens(r, endpoint);
+  const GenerateOptions go = generate_options(r);
+  const std::string policy =
+      choose_policy(config_.policy, r.fasa, scheduler_->policy_context());
+  auto job = std::make_shared<Job>(std::move(prompt), go, policy);
+  if (!scheduler_->submit(job)) {
+    send_error(w, 503,
+               fmt::format("the server is busy: {} sequences running and the queue is full; "
+                           "retry later", config_.scheduler.parallel),
+               {{"Retry-After", "1"}});
+    return;
+  }
+  GenOutcome out = outcome_of(endpoint, policy);
+  if (r.stream) {
+    answer_stream(*job, w, endpoint, r.include_usage, out);
+  } else {
+    answer_whole(*job, w, endpoint, out);
+  }
+}
+
+// The request's body, parsed; a model this server does not serve or too many tokens fail here.
+GenRequest ApiServer::checked_request(const http::Request& req, Endpoint endpoint) const {
+  GenRequest r = endpoint == Endpoint::Completions ? parse_completion_request(req.body)
+                                                   : parse_chat_request(req.body);
   if (!r.model.empty() && r.model != config_.model_id) {
     throw ApiError(404, fmt::format("model '{}' is not served here (this server serves '{}')",
                                     r.model, config_.model_id),
@@ -166,6 +255,11 @@ void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endp
                                     r.max_tokens, config_.max_tokens),
                    "max_tokens");
   }
+  return r;
+}
+
+// The prompt's tokens (chat: rendered in the model's format); it must leave room for one more.
+std::vector<int32_t> ApiServer::prompt_tokens(const GenRequest& r, Endpoint endpoint) const {
   std::vector<int32_t> prompt;
   try {
     prompt = endpoint == Endpoint::Chat ? chat_prompt_tokens(*model_, r.messages, r.parse_special)
@@ -182,6 +276,11 @@ void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endp
                                prompt.size(), n_ctx),
                    endpoint == Endpoint::Chat ? "messages" : "prompt");
   }
+  return prompt;
+}
+
+// Sampling and stop strings; without a seed, a random one.
+GenerateOptions ApiServer::generate_options(const GenRequest& r) const {
   GenerateOptions go;
   go.n_predict = r.max_tokens > 0 ? r.max_tokens : config_.max_tokens;
   go.sampler = r.sampler;
@@ -192,78 +291,18 @@ void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endp
   } catch (const Error& e) {
     throw ApiError(400, e.what());
   }
-  const std::string policy =
-      choose_policy(config_.policy, r.fasa, scheduler_->policy_context());
-  auto job = std::make_shared<Job>(std::move(prompt), go, policy);
-  if (!scheduler_->submit(job)) {
-    send_error(w, 503,
-               fmt::format("the server is busy: {} sequences running and the queue is full; "
-                           "retry later", config_.scheduler.parallel),
-               {{"Retry-After", "1"}});
-    return;
-  }
+  return go;
+}
 
+// The answer's fixed fields: id, time, model and policy.
+GenOutcome ApiServer::outcome_of(Endpoint endpoint, const std::string& policy) {
   GenOutcome out;
   out.id = fmt::format("{}-{:x}{:06x}", endpoint == Endpoint::Chat ? "chatcmpl" : "cmpl",
                        started_, next_id_.fetch_add(1));
   out.created = unix_now();
   out.model = config_.model_id;
   out.policy = policy;
-  auto finish_outcome = [&] {
-    const JobResult jr = job->result();
-    out.finish_reason = finish_reason(jr.stop_reason);
-    out.prompt_tokens = jr.prompt_tokens;
-    out.completion_tokens = jr.completion_tokens;
-    out.kv_bytes_read = jr.kv_bytes_read;
-    out.kv_bytes_read_per_token =
-        jr.decode_tokens ? static_cast<double>(jr.kv_bytes_read) / jr.decode_tokens : 0.0;
-  };
-
-  if (!r.stream) {
-    for (;;) {
-      Job::Update u = job->wait(kPoll);
-      out.text += u.text;
-      if (u.finished) {
-        if (!u.error.empty()) throw ApiError(500, u.error);
-        break;
-      }
-      if (w.client_gone()) {  // nobody to answer: free the sequence now
-        job->cancel();
-        throw ApiError(499, "client closed the connection");
-      }
-    }
-    finish_outcome();
-    send_json(w, 200,
-              endpoint == Endpoint::Chat ? render_chat_completion(out) : render_completion(out));
-    return;
-  }
-
-  auto chunk = [&](std::string_view delta, std::string_view reason, bool first) {
-    return endpoint == Endpoint::Chat ? sse_chat_chunk(out, delta, reason, first)
-                                      : sse_completion_chunk(out, delta, reason);
-  };
-  bool ok = w.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
-  if (ok && endpoint == Endpoint::Chat) ok = w.write_chunk(chunk("", "", true));
-  while (ok) {
-    Job::Update u = job->wait(kPoll);
-    if (!u.text.empty()) ok = w.write_chunk(chunk(u.text, "", false));
-    if (!ok || (!u.finished && w.client_gone())) {
-      ok = false;
-      break;
-    }
-    if (!u.finished) continue;
-    if (!u.error.empty()) {
-      w.write_chunk("data: " + http::error_json(500, u.error, "server_error") + "\n\n");
-    } else {
-      finish_outcome();
-      w.write_chunk(chunk("", out.finish_reason, false));
-      if (r.include_usage) w.write_chunk(sse_usage_chunk(out, endpoint));
-      w.write_chunk(sse_done());
-    }
-    w.end_stream();
-    return;
-  }
-  job->cancel();  // the client went away mid-stream
+  return out;
 }
 
 }  // namespace fasa::server

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "fasa/model/model.h"
 #include "fasa/server/api.h"
@@ -39,7 +40,12 @@ class ApiServer {
  private:
   void handle(const http::Request& req, http::ResponseWriter& w);
   void route(const http::Request& req, http::ResponseWriter& w, const std::string& endpoint);
+  // A completion request, step by step: check, tokenize, submit, answer (server.cpp).
   void generate(const http::Request& req, http::ResponseWriter& w, Endpoint endpoint);
+  GenRequest checked_request(const http::Request& req, Endpoint endpoint) const;
+  std::vector<int32_t> prompt_tokens(const GenRequest& r, Endpoint endpoint) const;
+  GenerateOptions generate_options(const GenRequest& r) const;
+  GenOutcome outcome_of(Endpoint endpoint, const std::string& policy);
   bool authorized(const http::Request& req) const;
 
   std::shared_ptr<const Model> model_;

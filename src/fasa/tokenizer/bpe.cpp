@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <initializer_list>
 #include <unordered_map>
 
 #include "fasa/core/error.h"
@@ -22,6 +23,14 @@ namespace {
 uint64_t pair_key(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
+
+// A symbol of one word being merged: a byte's character, then the tokens merges make.
+struct BpeSymbol {
+  int32_t id;  // -1: the byte's character is not in the vocabulary
+  int32_t prev, next;
+  uint8_t byte;
+  bool alive;
+};
 
 class BpeTokenizer final : public Tokenizer {
  public:
@@ -65,7 +74,15 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_bos, const SplitRule& rule) const;
   void check_id(int32_t id) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  // The word's bytes as one token, or -1 (pre-tokenizers that ignore merges look this up first).
+  int32_t whole_word_id(std::string_view word) const;
+  // Applies merges to adjacent symbols, lowest rank first (leftmost on ties), until none applies.
+  void merge_pairs(std::vector<BpeSymbol>& sym) const;
   std::string render(int32_t id) const;
+  // The constructor's steps.
+  void take_vocab(BpeConfig& cfg);
+  void read_merges(const std::vector<std::string>& merges);
+  void mark_eog(std::initializer_list<int32_t> ids);
 
   std::vector<std::string> texts_;
   std::vector<TokenType> types_;
@@ -81,6 +98,32 @@ class BpeTokenizer final : public Tokenizer {
 };
 
 BpeTokenizer::BpeTokenizer(BpeConfig cfg) : pre_(pre_tokenizer_for(cfg.pre)) {
+  take_vocab(cfg);
+  read_merges(cfg.merges);
+  const int64_t n = static_cast<int64_t>(texts_.size());
+  auto special_id = [&](int64_t id, const char* key) -> int32_t {
+    if (id < -1 || id >= n) {
+      fail("tokenizer.ggml.{} = {} is out of range (the vocabulary has {} tokens)", key, id, n);
+    }
+    return static_cast<int32_t>(id);
+  };
+  bos_ = special_id(cfg.bos_id, "bos_token_id");
+  eos_ = special_id(cfg.eos_id, "eos_token_id");
+  const int32_t eot = special_id(cfg.eot_id, "eot_token_id");
+  const int32_t eom = special_id(cfg.eom_id, "eom_token_id");
+  add_bos_ = cfg.add_bos < 0 ? pre_.default_add_bos : cfg.add_bos != 0;
+  if (add_bos_ && bos_ < 0) {
+    fail("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set");
+  }
+  mark_eog({eos_, eot, eom});
+  specials_ = SpecialTokenSplitter(texts_, types_, cfg.model_name);
+  pieces_.resize(texts_.size());
+  for (size_t i = 0; i < texts_.size(); ++i) pieces_[i] = render(static_cast<int32_t>(i));
+}
+
+// Texts (empty ones named as llama.cpp does, no duplicates) and types, the text -> id map and
+// each byte's token.
+void BpeTokenizer::take_vocab(BpeConfig& cfg) {
   const size_t n = cfg.tokens.size();
   if (n == 0) fail("tokenizer.ggml.tokens is empty");
   if (n > static_cast<size_t>(INT32_MAX)) fail("tokenizer.ggml.tokens has too many entries");
@@ -111,10 +154,13 @@ BpeTokenizer::BpeTokenizer(BpeConfig cfg) : pre_(pre_tokenizer_for(cfg.pre)) {
   for (int b = 0; b < 256; ++b) {
     byte_ids_[static_cast<size_t>(b)] = find_token(unicode::byte_to_utf8(static_cast<uint8_t>(b)));
   }
+}
 
-  merges_.reserve(cfg.merges.size());
-  for (size_t r = 0; r < cfg.merges.size(); ++r) {
-    const std::string& m = cfg.merges[r];
+// "left right" pairs of tokens whose concatenation is a token; the first rank of a pair wins.
+void BpeTokenizer::read_merges(const std::vector<std::string>& merges) {
+  merges_.reserve(merges.size());
+  for (size_t r = 0; r < merges.size(); ++r) {
+    const std::string& m = merges[r];
     const size_t space = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
     if (space == std::string::npos) {
       fail("tokenizer.ggml.merges[{}] = {} is not 'left right'", r, quoted_token(m));
@@ -133,34 +179,19 @@ BpeTokenizer::BpeTokenizer(BpeConfig cfg) : pre_(pre_tokenizer_for(cfg.pre)) {
     }
     merges_.emplace(pair_key(l, rt), Merge{static_cast<int32_t>(r), result});  // first rank wins
   }
+}
 
-  auto special_id = [&](int64_t id, const char* key) -> int32_t {
-    if (id < -1 || id >= static_cast<int64_t>(n)) {
-      fail("tokenizer.ggml.{} = {} is out of range (the vocabulary has {} tokens)", key, id, n);
-    }
-    return static_cast<int32_t>(id);
-  };
-  bos_ = special_id(cfg.bos_id, "bos_token_id");
-  eos_ = special_id(cfg.eos_id, "eos_token_id");
-  const int32_t eot = special_id(cfg.eot_id, "eot_token_id");
-  const int32_t eom = special_id(cfg.eom_id, "eom_token_id");
-  add_bos_ = cfg.add_bos < 0 ? pre_.default_add_bos : cfg.add_bos != 0;
-  if (add_bos_ && bos_ < 0) {
-    fail("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set");
-  }
-
-  eog_.assign(n, 0);
-  for (int32_t id : {eos_, eot, eom}) {
+// End of generation: the given ids (-1: none) and llama.cpp's end-of-turn texts; forced control
+// texts become Control tokens.
+void BpeTokenizer::mark_eog(std::initializer_list<int32_t> ids) {
+  eog_.assign(texts_.size(), 0);
+  for (int32_t id : ids) {
     if (id >= 0) eog_[static_cast<size_t>(id)] = 1;
   }
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < texts_.size(); ++i) {
     if (is_eog_text(texts_[i])) eog_[i] = 1;
     if (is_forced_control_text(texts_[i])) types_[i] = TokenType::Control;  // as llama.cpp does
   }
-  specials_ = SpecialTokenSplitter(texts_, types_, cfg.model_name);
-
-  pieces_.resize(n);
-  for (size_t i = 0; i < n; ++i) pieces_[i] = render(static_cast<int32_t>(i));
 }
 
 std::string BpeTokenizer::render(int32_t id) const {
@@ -223,29 +254,43 @@ TokenType BpeTokenizer::token_type(int32_t id) const {
 
 void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   if (pre_.ignore_merges) {
-    std::string encoded;
-    for (char c : word) encoded += unicode::byte_to_utf8(static_cast<uint8_t>(c));
-    const int32_t id = find_token(encoded);
-    if (id >= 0) {
+    if (const int32_t id = whole_word_id(word); id >= 0) {
       out.push_back(id);
       return;
     }
   }
-  struct Symbol {
-    int32_t id;  // -1: the byte's character is not in the vocabulary
-    int32_t prev, next;
-    uint8_t byte;
-    bool alive;
-  };
-  struct Bigram {
-    int32_t rank, left, right, left_id, right_id, result;
-  };
   const auto n = static_cast<int32_t>(word.size());
-  std::vector<Symbol> sym(static_cast<size_t>(n));
+  std::vector<BpeSymbol> sym(static_cast<size_t>(n));  // [n] one per byte, linked
   for (int32_t i = 0; i < n; ++i) {
     const auto b = static_cast<uint8_t>(word[static_cast<size_t>(i)]);
     sym[static_cast<size_t>(i)] = {byte_ids_[b], i - 1, i + 1 < n ? i + 1 : -1, b, true};
   }
+  merge_pairs(sym);
+  for (int32_t i = 0; i >= 0 && i < n; i = sym[static_cast<size_t>(i)].next) {
+    const BpeSymbol& s = sym[static_cast<size_t>(i)];
+    if (s.id >= 0) {
+      out.push_back(s.id);
+      continue;
+    }
+    // llama.cpp's fallback for a character missing from the vocabulary: each of its UTF-8
+    // bytes as a one-byte token, where such a token exists (usually none does).
+    for (char c : unicode::byte_to_utf8(s.byte)) {
+      const int32_t id = find_token(std::string_view(&c, 1));
+      if (id >= 0) out.push_back(id);
+    }
+  }
+}
+
+int32_t BpeTokenizer::whole_word_id(std::string_view word) const {
+  std::string encoded;
+  for (char c : word) encoded += unicode::byte_to_utf8(static_cast<uint8_t>(c));
+  return find_token(encoded);
+}
+
+void BpeTokenizer::merge_pairs(std::vector<BpeSymbol>& sym) const {
+  struct Bigram {
+    int32_t rank, left, right, left_id, right_id, result;
+  };
   // Min-heap on (rank, left position).
   const auto later = [](const Bigram& a, const Bigram& b) {
     return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
@@ -260,13 +305,14 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
     heap.push_back({it->second.rank, left, right, l, r, it->second.result});
     std::push_heap(heap.begin(), heap.end(), later);
   };
+  const auto n = static_cast<int32_t>(sym.size());
   for (int32_t i = 0; i + 1 < n; ++i) add_pair(i, i + 1);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     const Bigram bg = heap.back();
     heap.pop_back();
-    Symbol& l = sym[static_cast<size_t>(bg.left)];
-    Symbol& r = sym[static_cast<size_t>(bg.right)];
+    BpeSymbol& l = sym[static_cast<size_t>(bg.left)];
+    BpeSymbol& r = sym[static_cast<size_t>(bg.right)];
     // Stale when either side has merged since the pair was queued.
     if (!l.alive || !r.alive || l.next != bg.right || l.id != bg.left_id || r.id != bg.right_id) {
       continue;
@@ -277,19 +323,6 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
     if (r.next >= 0) sym[static_cast<size_t>(r.next)].prev = bg.left;
     add_pair(l.prev, bg.left);
     add_pair(bg.left, l.next);
-  }
-  for (int32_t i = 0; i >= 0 && i < n; i = sym[static_cast<size_t>(i)].next) {
-    const Symbol& s = sym[static_cast<size_t>(i)];
-    if (s.id >= 0) {
-      out.push_back(s.id);
-      continue;
-    }
-    // llama.cpp's fallback for a character missing from the vocabulary: each of its UTF-8
-    // bytes as a one-byte token, where such a token exists (usually none does).
-    for (char c : unicode::byte_to_utf8(s.byte)) {
-      const int32_t id = find_token(std::string_view(&c, 1));
-      if (id >= 0) out.push_back(id);
-    }
   }
 }
 

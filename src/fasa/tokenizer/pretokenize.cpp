@@ -196,6 +196,88 @@ void split_gpt2(const Text& t, const std::vector<Range>& in, std::vector<Range>&
 
 uint32_t ascii_lower(uint32_t cp) { return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp; }
 
+// Llama 3's alternatives, each tried at `pos`: on a match it cuts the word, moves pos past it
+// and returns true.
+
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)
+bool llama3_contraction(Cutter& c, uint32_t& pos) {
+  if (c.cp(pos) != '\'' || pos + 1 >= c.end()) return false;
+  const uint32_t n1 = ascii_lower(c.cp(pos + 1));
+  if (n1 == 's' || n1 == 't' || n1 == 'm' || n1 == 'd') {
+    pos += c.cut(pos + 2);
+    return true;
+  }
+  if (pos + 2 < c.end()) {
+    const uint32_t n2 = ascii_lower(c.cp(pos + 2));
+    if ((n1 == 'r' && n2 == 'e') || (n1 == 'v' && n2 == 'e') || (n1 == 'l' && n2 == 'l')) {
+      pos += c.cut(pos + 3);
+      return true;
+    }
+  }
+  return false;
+}
+
+// [^\r\n\p{L}\p{N}]?\p{L}+ then \p{N}{1,max_digits} (a longer number is cut in groups)
+bool llama3_letters_or_digits(Cutter& c, uint32_t& pos, uint32_t max_digits) {
+  const uint32_t cp = c.cp(pos);
+  const uint16_t f = c.fl(pos);
+  if (!(cp == '\r' || cp == '\n' || (f & kNumber))) {
+    if ((f & kLetter) || (c.fl(pos + 1) & kLetter)) {  // one optional non-letter prefix
+      ++pos;
+      while (c.fl(pos) & kLetter) ++pos;
+      c.cut(pos);
+      return true;
+    }
+  }
+  if (f & kNumber) {
+    uint32_t group_start = pos;
+    while (c.fl(pos) & kNumber) {
+      if (++pos - group_start >= max_digits) {
+        c.cut(pos);
+        group_start = pos;
+      }
+    }
+    c.cut(pos);
+    return true;
+  }
+  return false;
+}
+
+//  ?[^\s\p{L}\p{N}]+[\r\n]*
+bool llama3_punctuation(Cutter& c, uint32_t& pos) {
+  const uint32_t cp = c.cp(pos);
+  const uint16_t f = c.fl(pos);
+  uint16_t f2 = cp == ' ' ? c.fl(pos + 1) : f;
+  if ((f2 & kWordish) || f == 0) return false;
+  pos += cp == ' ' ? 1 : 0;
+  while (!(f2 & kWordish) && f2 != 0) f2 = c.fl(++pos);
+  while (c.cp(pos) == '\r' || c.cp(pos) == '\n') ++pos;
+  c.cut(pos);
+  return true;
+}
+
+// \s*[\r\n]+|\s+(?!\S)|\s+
+bool llama3_whitespace(Cutter& c, uint32_t& pos) {
+  uint32_t n_ws = 0;
+  uint32_t after_last_newline = 0;  // 0: none in the run
+  while (c.fl(pos + n_ws) & kWhitespace) {
+    const uint32_t w = c.cp(pos + n_ws);
+    if (w == '\r' || w == '\n') after_last_newline = pos + n_ws + 1;
+    ++n_ws;
+  }
+  if (after_last_newline > 0) {  // \s*[\r\n]+
+    pos = after_last_newline;
+  } else if (n_ws > 1 && c.cp(pos + n_ws) != kNoCp) {  // \s+(?!\S)
+    pos += n_ws - 1;
+  } else if (n_ws > 0) {
+    pos += n_ws;
+  } else {
+    return false;
+  }
+  c.cut(pos);
+  return true;
+}
+
 // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}|
 //  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 void split_llama3(const Text& t, const std::vector<Range>& in, std::vector<Range>& out,
@@ -204,72 +286,11 @@ void split_llama3(const Text& t, const std::vector<Range>& in, std::vector<Range
     Cutter c(t, r, out);
     uint32_t pos = r.begin;
     while (pos < r.end) {
-      const uint32_t cp = c.cp(pos);
-      const uint16_t f = c.fl(pos);
-      if (cp == '\'' && pos + 1 < r.end) {
-        const uint32_t n1 = ascii_lower(c.cp(pos + 1));
-        if (n1 == 's' || n1 == 't' || n1 == 'm' || n1 == 'd') {
-          pos += c.cut(pos + 2);
-          continue;
-        }
-        if (pos + 2 < r.end) {
-          const uint32_t n2 = ascii_lower(c.cp(pos + 2));
-          if ((n1 == 'r' && n2 == 'e') || (n1 == 'v' && n2 == 'e') || (n1 == 'l' && n2 == 'l')) {
-            pos += c.cut(pos + 3);
-            continue;
-          }
-        }
-      }
-      if (!(cp == '\r' || cp == '\n' || (f & kNumber))) {
-        if ((f & kLetter) || (c.fl(pos + 1) & kLetter)) {  // one optional non-letter prefix
-          ++pos;
-          while (c.fl(pos) & kLetter) ++pos;
-          c.cut(pos);
-          continue;
-        }
-      }
-      if (f & kNumber) {
-        uint32_t group_start = pos;
-        while (c.fl(pos) & kNumber) {
-          if (++pos - group_start >= max_digits) {
-            c.cut(pos);
-            group_start = pos;
-          }
-        }
-        c.cut(pos);
+      if (llama3_contraction(c, pos) || llama3_letters_or_digits(c, pos, max_digits) ||
+          llama3_punctuation(c, pos) || llama3_whitespace(c, pos)) {
         continue;
       }
-      uint16_t f2 = cp == ' ' ? c.fl(pos + 1) : f;
-      if (!(f2 & kWordish) && f != 0) {
-        pos += cp == ' ' ? 1 : 0;
-        while (!(f2 & kWordish) && f2 != 0) f2 = c.fl(++pos);
-        while (c.cp(pos) == '\r' || c.cp(pos) == '\n') ++pos;
-        c.cut(pos);
-        continue;
-      }
-      uint32_t n_ws = 0;
-      uint32_t after_last_newline = 0;  // 0: none in the run
-      while (c.fl(pos + n_ws) & kWhitespace) {
-        const uint32_t w = c.cp(pos + n_ws);
-        if (w == '\r' || w == '\n') after_last_newline = pos + n_ws + 1;
-        ++n_ws;
-      }
-      if (after_last_newline > 0) {  // \s*[\r\n]+
-        pos = after_last_newline;
-        c.cut(pos);
-        continue;
-      }
-      if (n_ws > 1 && c.cp(pos + n_ws) != kNoCp) {  // \s+(?!\S)
-        pos += n_ws - 1;
-        c.cut(pos);
-        continue;
-      }
-      if (n_ws > 0) {
-        pos += n_ws;
-        c.cut(pos);
-        continue;
-      }
-      c.cut(++pos);
+      c.cut(++pos);  // nothing matched: one code point alone
     }
     c.cut(r.end);
   }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <initializer_list>
 
 #include "fasa/core/error.h"
 #include "fasa/tokenizer/special_tokens.h"
@@ -58,6 +59,36 @@ std::string unescape_spaces(std::string_view text) {
   return out;
 }
 
+// A symbol of one fragment being merged.
+struct SpmSymbol {
+  uint32_t begin, len;  // bytes of the fragment; len 0: merged into its left neighbour
+  int32_t prev, next;
+  int32_t id;  // the token after a merge; -2: a single character, not looked up yet
+};
+
+// A queued merge of two adjacent symbols.
+struct SpmBigram {
+  float score;
+  int32_t left, right;
+  uint32_t len;  // bytes of the merged pair when it was queued
+  int32_t id;    // the merged token
+};
+
+// One symbol per UTF-8 character of `text` (valid UTF-8), linked left to right.
+std::vector<SpmSymbol> spm_characters(std::string_view text) {
+  std::vector<SpmSymbol> sym;
+  sym.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const unicode::Utf8Seq seq = unicode::utf8_at(text, i);  // the text is valid UTF-8
+    const auto len = static_cast<uint32_t>(std::max<uint32_t>(seq.len, 1));
+    const auto idx = static_cast<int32_t>(sym.size());
+    sym.push_back(
+        {static_cast<uint32_t>(i), len, idx - 1, i + len < text.size() ? idx + 1 : -1, -2});
+    i += len;
+  }
+  return sym;
+}
+
 class SpmTokenizer final : public Tokenizer {
  public:
   explicit SpmTokenizer(SpmConfig cfg);
@@ -93,7 +124,15 @@ class SpmTokenizer final : public Tokenizer {
   void check_id(int32_t id) const;
   // Encodes one escaped text fragment ("▁" for spaces) and appends its ids.
   void encode_fragment(std::string_view text, std::vector<int32_t>& out) const;
+  // Merges adjacent symbols of `text` into the highest-scoring tokens until no pair is a token.
+  void merge_pairs(std::string_view text, std::vector<SpmSymbol>& sym) const;
   void append_bytes(std::string_view chars, std::vector<int32_t>& out) const;
+  // The constructor's steps.
+  void take_vocab(SpmConfig& cfg);
+  void index_texts();
+  void map_bytes(int32_t unk);
+  void mark_eog(std::initializer_list<int32_t> ids);
+  void make_pieces();
 
   std::vector<std::string> texts_;
   std::vector<float> scores_;
@@ -110,6 +149,32 @@ class SpmTokenizer final : public Tokenizer {
 
 SpmTokenizer::SpmTokenizer(SpmConfig cfg)
     : add_bos_(cfg.add_bos), add_space_prefix_(cfg.add_space_prefix) {
+  take_vocab(cfg);
+  index_texts();
+  const int64_t n = static_cast<int64_t>(texts_.size());
+  auto special_id = [&](int64_t id, const char* key) -> int32_t {
+    if (id < -1 || id >= n) {
+      fail("tokenizer.ggml.{} = {} is out of range (the vocabulary has {} tokens)", key, id, n);
+    }
+    return static_cast<int32_t>(id);
+  };
+  bos_ = special_id(cfg.bos_id, "bos_token_id");
+  eos_ = special_id(cfg.eos_id, "eos_token_id");
+  const int32_t unk = special_id(cfg.unk_id, "unknown_token_id");
+  special_id(cfg.pad_id, "padding_token_id");
+  const int32_t eot = special_id(cfg.eot_id, "eot_token_id");
+  const int32_t eom = special_id(cfg.eom_id, "eom_token_id");
+  if (add_bos_ && bos_ < 0) {
+    fail("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set");
+  }
+  map_bytes(unk);
+  mark_eog({eos_, eot, eom});
+  specials_ = SpecialTokenSplitter(texts_, types_, cfg.model_name);
+  make_pieces();
+}
+
+// Texts, scores and types: as many of each, scores not NaN, types known.
+void SpmTokenizer::take_vocab(SpmConfig& cfg) {
   const size_t n = cfg.tokens.size();
   if (n == 0) fail("tokenizer.ggml.tokens is empty");
   if (n > static_cast<size_t>(INT32_MAX)) fail("tokenizer.ggml.tokens has too many entries");
@@ -134,7 +199,12 @@ SpmTokenizer::SpmTokenizer(SpmConfig cfg)
     }
     types_[i] = static_cast<TokenType>(t);
   }
-  for (size_t i = 0; i < n; ++i) {
+}
+
+// Empty texts named as llama.cpp does, Byte tokens checked, and the text -> id index (texts
+// unique).
+void SpmTokenizer::index_texts() {
+  for (size_t i = 0; i < texts_.size(); ++i) {
     if (texts_[i].empty()) texts_[i] = fmt::format("[EMPTY_{}]", i);  // as llama.cpp does
     if (types_[i] == TokenType::Byte && parse_byte_token(texts_[i]) < 0) {
       fail("tokenizer.ggml.tokens[{}] = {} has token type Byte but is not '<0xXX>'", i,
@@ -146,41 +216,34 @@ SpmTokenizer::SpmTokenizer(SpmConfig cfg)
     fail("tokenizer.ggml.tokens has a duplicate: {} is token {} and token {}",
          quoted_token(texts_[dup]), dup, again - texts_.begin());
   }
+}
 
-  auto special_id = [&](int64_t id, const char* key) -> int32_t {
-    if (id < -1 || id >= static_cast<int64_t>(n)) {
-      fail("tokenizer.ggml.{} = {} is out of range (the vocabulary has {} tokens)", key, id, n);
-    }
-    return static_cast<int32_t>(id);
-  };
-  bos_ = special_id(cfg.bos_id, "bos_token_id");
-  eos_ = special_id(cfg.eos_id, "eos_token_id");
-  const int32_t unk = special_id(cfg.unk_id, "unknown_token_id");
-  special_id(cfg.pad_id, "padding_token_id");
-  const int32_t eot = special_id(cfg.eot_id, "eot_token_id");
-  const int32_t eom = special_id(cfg.eom_id, "eom_token_id");
-  if (add_bos_ && bos_ < 0) {
-    fail("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is not set");
-  }
-
+// Each byte's fallback token: <0xXX>, else the one-byte text, else unk.
+void SpmTokenizer::map_bytes(int32_t unk) {
   for (int b = 0; b < 256; ++b) {
     int32_t id = find_token(fmt::format("<0x{:02X}>", b));
     if (id < 0) id = find_token(std::string(1, static_cast<char>(b)));
     byte_ids_[static_cast<size_t>(b)] = id >= 0 ? id : unk;
   }
+}
 
-  eog_.assign(n, 0);
-  for (const int32_t id : {eos_, eot, eom}) {
+// End of generation: the given ids (-1: none) and llama.cpp's end-of-turn texts, which become
+// Control tokens like its forced control texts.
+void SpmTokenizer::mark_eog(std::initializer_list<int32_t> ids) {
+  eog_.assign(texts_.size(), 0);
+  for (const int32_t id : ids) {
     if (id >= 0) eog_[static_cast<size_t>(id)] = 1;
   }
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < texts_.size(); ++i) {
     if (is_eog_text(texts_[i])) eog_[i] = 1;
     if (is_forced_control_text(texts_[i])) types_[i] = TokenType::Control;  // as llama.cpp does
   }
-  specials_ = SpecialTokenSplitter(texts_, types_, cfg.model_name);
+}
 
-  pieces_.resize(n);
-  for (size_t i = 0; i < n; ++i) {
+// What each token decodes to.
+void SpmTokenizer::make_pieces() {
+  pieces_.resize(texts_.size());
+  for (size_t i = 0; i < texts_.size(); ++i) {
     switch (types_[i]) {
       case TokenType::Control:
       case TokenType::Unknown:
@@ -246,36 +309,30 @@ void SpmTokenizer::append_bytes(std::string_view chars, std::vector<int32_t>& ou
 }
 
 void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& out) const {
-  struct Symbol {
-    uint32_t begin, len;  // bytes of `text`; len 0: merged into its left neighbour
-    int32_t prev, next;
-    int32_t id;  // the token after a merge; -2: a single character, not looked up yet
-  };
-  struct Bigram {
-    float score;
-    int32_t left, right;
-    uint32_t len;  // bytes of the merged pair when it was queued
-    int32_t id;    // the merged token
-  };
-  std::vector<Symbol> sym;
-  sym.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    const unicode::Utf8Seq seq = unicode::utf8_at(text, i);  // the text is valid UTF-8
-    const auto len = static_cast<uint32_t>(std::max<uint32_t>(seq.len, 1));
-    const auto idx = static_cast<int32_t>(sym.size());
-    sym.push_back(
-        {static_cast<uint32_t>(i), len, idx - 1, i + len < text.size() ? idx + 1 : -1, -2});
-    i += len;
-  }
+  std::vector<SpmSymbol> sym = spm_characters(text);
   if (sym.empty()) return;
+  merge_pairs(text, sym);
+  for (int32_t i = 0; i >= 0; i = sym[static_cast<size_t>(i)].next) {
+    const SpmSymbol& s = sym[static_cast<size_t>(i)];
+    const std::string_view piece = text.substr(s.begin, s.len);
+    const int32_t id = s.id == -2 ? find_token(piece) : s.id;
+    if (id >= 0) {
+      out.push_back(id);
+    } else {
+      append_bytes(piece, out);  // never merged: one character missing from the vocabulary
+    }
+  }
+}
+
+void SpmTokenizer::merge_pairs(std::string_view text, std::vector<SpmSymbol>& sym) const {
   // Max-heap on score; equal scores: the leftmost pair first.
-  const auto lower = [](const Bigram& a, const Bigram& b) {
+  const auto lower = [](const SpmBigram& a, const SpmBigram& b) {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   };
-  std::vector<Bigram> heap;
+  std::vector<SpmBigram> heap;
   const auto add_pair = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
-    const Symbol& l = sym[static_cast<size_t>(left)];
+    const SpmSymbol& l = sym[static_cast<size_t>(left)];
     const uint32_t len = l.len + sym[static_cast<size_t>(right)].len;
     const int32_t id = find_token(text.substr(l.begin, len));
     if (id < 0) return;
@@ -287,10 +344,10 @@ void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& 
   }
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), lower);
-    const Bigram bg = heap.back();
+    const SpmBigram bg = heap.back();
     heap.pop_back();
-    Symbol& l = sym[static_cast<size_t>(bg.left)];
-    Symbol& r = sym[static_cast<size_t>(bg.right)];
+    SpmSymbol& l = sym[static_cast<size_t>(bg.left)];
+    SpmSymbol& r = sym[static_cast<size_t>(bg.right)];
     // Stale when either side has merged since the pair was queued.
     if (l.len == 0 || r.len == 0 || l.len + r.len != bg.len) continue;
     l.len += r.len;
@@ -300,16 +357,6 @@ void SpmTokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& 
     if (r.next >= 0) sym[static_cast<size_t>(r.next)].prev = bg.left;
     add_pair(l.prev, bg.left);
     add_pair(bg.left, l.next);
-  }
-  for (int32_t i = 0; i >= 0; i = sym[static_cast<size_t>(i)].next) {
-    const Symbol& s = sym[static_cast<size_t>(i)];
-    const std::string_view piece = text.substr(s.begin, s.len);
-    const int32_t id = s.id == -2 ? find_token(piece) : s.id;
-    if (id >= 0) {
-      out.push_back(id);
-    } else {
-      append_bytes(piece, out);  // never merged: one character missing from the vocabulary
-    }
   }
 }
 
