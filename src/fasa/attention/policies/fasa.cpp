@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "fasa/attention/policies/packed_dims.h"
-#include "fasa/attention/policies/policy_options.h"
+#include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
 #include "fasa/attention/calibration.h"
 #include "fasa/core/error.h"
@@ -484,73 +484,57 @@ std::vector<std::vector<int>> fasa_head_dims(const PolicyContext& ctx, const Fas
 
 }  // namespace
 
+const OptionTable& fasa_options() {
+  static const OptionTable t{"fasa", {
+      {.key = "calib", .type = OptionType::Text, .value = "PATH", .fallback = nullptr,
+       .help = "calibration file from `fasa calibrate`, made for this model file",
+       .missing = "needs a calibration file (calib=PATH; make one with `fasa calibrate`)"},
+      {.key = "budget", .type = OptionType::Budget, .value = "B", .fallback = nullptr,
+       .help = kBudgetHelp, .missing = "needs a budget (e.g. budget=256 or budget=0.1)"},
+      {.key = "n_tip", .type = OptionType::Number, .value = "X", .fallback = "0.25",
+       .help = "dominant FCs per head that TIP scores with (a count, or a fraction of the FCs)",
+       .rule = "be a count of FCs or a fraction in (0, 1)"},
+      {"gqa", OptionType::Enum, "shared|per-head", "shared",
+       "shared: the heads' TIP softmax shares summed, one list per kv head; per-head: each "
+       "query head's own"},
+      {"dense_layers", OptionType::LayerSet, "L1+L2|none", "0", "global layers attended densely"},
+      {"sink", OptionType::Count, "S", "0", "first slots always read (inside the budget)"},
+      {"recent", OptionType::Count, "R", "0", "newest slots always read (inside the budget)"},
+      {"fcs", OptionType::Enum, "calibrated|random|high|low|mass", "calibrated",
+       "which FCs TIP uses: the calibrated ones, or an ablation (seeded random, highest or "
+       "lowest frequency, Double Sparsity's channel mass)"},
+      {"variant", OptionType::Enum, "c|m", "c",
+       "c: FASA-C, the cache in RAM; m: FASA-M, RAM holds the packed dims, a file the rest"},
+      {.key = "offload_dir", .type = OptionType::Text, .value = "DIR", .fallback = "/var/tmp",
+       .help = "variant m: the directory of the file tier", .rule = "name a directory"},
+      {"prefetch", OptionType::OnOff, "on|off", "off",
+       "variant m: fetch the next offloaded layer's guessed rows in the background"},
+      {"break_even", OptionType::OnOff, "on|off", "on",
+       "variant c: attend densely while selecting would read more than 0.8 of dense bytes"},
+  }};
+  return t;
+}
+
 std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
                                                   const PolicyOptions& opts) {
+  const ParsedOptions p(fasa_options(), opts, ctx.shape);
   FasaOptions o;
-  o.sel.dense_layers = {0};
-  bool have_budget = false, have_offload_dir = false, have_prefetch = false;
-  for (const auto& [key, value] : opts) {
-    if (key == "calib") {
-      o.calib_path = value;
-    } else if (key == "budget") {
-      o.sel.budget = parse_budget("fasa", value);
-      have_budget = true;
-    } else if (key == "n_tip") {
-      char* end = nullptr;
-      o.n_tip = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(o.n_tip > 0.0) ||
-          (o.n_tip >= 1.0 && o.n_tip != std::floor(o.n_tip))) {
-        fail("policy 'fasa': n_tip must be a count of FCs or a fraction in (0, 1) (got '{}')",
-             value);
-      }
-    } else if (key == "gqa") {
-      if (value != "shared" && value != "per-head") {
-        fail("policy 'fasa': gqa must be 'shared' or 'per-head' (got '{}')", value);
-      }
-      o.sel.per_head = value == "per-head";
-    } else if (key == "dense_layers") {
-      o.sel.dense_layers = parse_dense_layers("fasa", value, ctx.shape);
-    } else if (key == "sink") {
-      o.sel.sink = parse_policy_count("fasa", "sink", value);
-    } else if (key == "recent") {
-      o.sel.recent = parse_policy_count("fasa", "recent", value);
-    } else if (key == "variant") {
-      if (value != "c" && value != "m") fail("policy 'fasa': variant must be c or m (got '{}')", value);
-      o.sel.variant_m = value == "m";
-    } else if (key == "fcs") {
-      if (value != "calibrated" && value != "random" && value != "high" && value != "low" &&
-          value != "mass") {
-        fail("policy 'fasa': fcs must be calibrated, random, high, low or mass (got '{}')", value);
-      }
-      o.fcs = value;
-    } else if (key == "break_even") {
-      if (value != "on" && value != "off") {
-        fail("policy 'fasa': break_even must be on or off (got '{}')", value);
-      }
-      o.sel.break_even = value == "on";
-    } else if (key == "prefetch") {
-      if (value != "on" && value != "off") {
-        fail("policy 'fasa': prefetch must be on or off (got '{}')", value);
-      }
-      o.sel.prefetch = value == "on";
-      have_prefetch = true;
-    } else if (key == "offload_dir") {
-      if (value.empty()) fail("policy 'fasa': offload_dir must name a directory");
-      o.sel.offload_dir = value;
-      have_offload_dir = true;
-    } else {
-      fail("policy 'fasa' has no option '{}' (options: calib, budget, n_tip, gqa, dense_layers, "
-           "sink, recent, fcs, variant, offload_dir, prefetch, break_even)", key);
-    }
-  }
-  if (o.calib_path.empty()) {
-    fail("policy 'fasa' needs a calibration file (calib=PATH; make one with `fasa calibrate`)");
-  }
-  if (!have_budget) fail("policy 'fasa' needs a budget (e.g. budget=256 or budget=0.1)");
-  if (have_prefetch && !o.sel.variant_m) {
+  o.calib_path = p.text("calib");
+  o.n_tip = p.number("n_tip");
+  o.fcs = p.text("fcs");
+  o.sel.budget = p.budget("budget");
+  o.sel.per_head = p.text("gqa") == "per-head";
+  o.sel.dense_layers = p.layers("dense_layers");
+  o.sel.sink = p.count("sink");
+  o.sel.recent = p.count("recent");
+  o.sel.variant_m = p.text("variant") == "m";
+  o.sel.offload_dir = p.text("offload_dir");
+  o.sel.prefetch = p.on("prefetch");
+  o.sel.break_even = p.on("break_even");
+  if (p.given("prefetch") && !o.sel.variant_m) {
     fail("policy 'fasa': prefetch applies to variant m only (add variant=m / --variant m)");
   }
-  if (have_offload_dir && !o.sel.variant_m) {
+  if (p.given("offload_dir") && !o.sel.variant_m) {
     fail("policy 'fasa': offload_dir applies to variant m only (add variant=m / --variant m)");
   }
   if (o.sel.variant_m) {
@@ -560,9 +544,6 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
            o.sel.offload_dir);
     }
   }
-  // The default dense layer 0 is a sliding-window layer on some hybrid stacks (gemma3): there
-  // it is no concern of FASA's, and every global layer is sparse.
-  drop_sliding_window_layers(o.sel.dense_layers, ctx.shape);
   const Calibration c = load_calibration(o.calib_path);
   check_calibration(c, ctx, o.calib_path);
   if (o.fcs == "mass" && !c.has_channel_importance()) {
