@@ -13,8 +13,8 @@
 //   channels=R (heavy channels per head; default 2 x FASA's default n_tip FCs, so both policies
 //     read the same key bytes per token: one FC is a pair of dims, so n_tip FCs = 2 n_tip dims)
 //   gqa=shared|per-head (shared)   dense_layers=L1+L2|none (default 0, as for `fasa`)
-// The label cache, the scoring kernel, the GQA handling and the pick are FASA's (packed_dims.h):
-// per kv head the union of its query heads' channels is packed column-major; `shared` sums the
+// The label cache, the scoring kernel, the GQA handling and the pick are FASA's
+// (ChannelSubsetPolicy, channel_subset.h): per kv head the union of its query heads' channels is packed column-major; `shared` sums the
 // heads' softmax shares per slot. The authors keep the label cache in 4 bits; here it holds the
 // keys' own values (the cache's element type), like FASA's packed slice, so the comparison is of
 // the channel choice alone.
@@ -23,7 +23,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "fasa/attention/policies/packed_dims.h"
+#include "fasa/attention/policies/channel_subset.h"
 #include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
 #include "fasa/attention/calibration.h"
@@ -65,7 +65,7 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
   const int hd = ctx.shape.head_dim;
   const ParsedOptions p(double_sparsity_options(), opts, ctx.shape);
   const std::string calib_path = p.text("calib");
-  PackedDimsOptions o;
+  ChannelSubsetOptions o;
   o.budget = p.budget("budget");
   o.per_head = p.text("gqa") == "per-head";
   o.dense_layers = p.layers("dense_layers");
@@ -90,7 +90,8 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
       head_dims.push_back(c.heavy_channels(l, h, channels));
     }
   }
-  return make_packed_dims_policy("double-sparsity", ctx, std::move(o), std::move(head_dims));
+  return make_channel_subset_policy("double-sparsity", ctx, std::move(o),
+                                    std::move(head_dims));
 }
 
 }  // namespace fasa
