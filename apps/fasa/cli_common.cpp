@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/hub/pull.h"
@@ -108,8 +109,8 @@ void add_policy_options(CLI::App* cmd, PolicyArgs& p, bool with_compare) {
         ->allow_extra_args(false);
   }
   cmd->add_option("--policy", p.policy,
-                  "attention policy: full, oracle, fasa, streaming, h2o, snapkv, pyramidkv, "
-                  "pyramidkv+fasa, quest, sparq, double-sparsity (or name:key=value,...)")
+                  "attention policy, NAME or NAME:key=value,... (docs/POLICIES.md):\n" +
+                      policy_help())
       ->capture_default_str();
   cmd->add_option("--calib", p.calib, "fasa: calibration file from `fasa calibrate`");
   cmd->add_option("--budget", p.budget,

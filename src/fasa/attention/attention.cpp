@@ -65,182 +65,237 @@ struct DecodeScratch {
   std::vector<int64_t> bounds;        // [ranges + 1] item ranges of the jobs + probs region
 };
 
-void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
-                 AttnStats* stats) {
-  const AttnShape& sh = cache.shape();
-  const int hd = sh.head_dim, n_group = sh.n_group(), ss = attn_state_size(hd);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int n_visible = s.first_slot + 1;
-  thread_local DecodeScratch scratch;
-  DecodeScratch& x = scratch;  // the caller's: workers reach it through this reference
-  x.rows.assign(sh.n_heads, KvRows{});
-  x.lists.assign(sh.n_heads, nullptr);
-  x.n_keys.assign(sh.n_heads, 0);
-  if (static_cast<int>(x.sel.size()) < sh.n_kv_heads) x.sel.resize(sh.n_kv_heads);
-  // Selection, per kv-head group (the policy splits the layer's work over threads). An
-  // offloaded layer (FASA-M) fetches the selected rows from its file tier here, once per group
-  // for a shared selection, per query head otherwise; attention then reads them contiguously.
-  const bool offloaded = cache.offloaded(s.layer);
-  const TierStats tier_before = offloaded ? cache.tier_stats() : TierStats{};
-  std::vector<Gathered>& fetched = gathered_per(sh.n_heads);
-  x.queries.resize(sh.n_kv_heads);
-  for (int g = 0; g < sh.n_kv_heads; ++g) {
+// What every step of one decode attention shares: the layer's step, its cache and shape.
+struct Decode {
+  const AttnStep& s;
+  const KvCache& cache;
+  const AttnShape& sh;
+  DecodeScratch& x;      // the caller's: workers reach it through this reference
+  int hd, n_group, ss;   // head_dim, query heads per kv head, attention state floats
+  int n_visible;         // slots [0, n_visible) hold the keys the new token may read
+  float scale;           // 1/sqrt(head_dim)
+  bool offloaded;        // FASA-M: this layer's rows live in the file tier
+};
+
+// Select: one AttnQuery per kv-head group, and the policy's slots for each (the policy splits
+// the layer's work over threads). x.sel: [n_kv_heads]
+void select(Decode& d, AttentionPolicy& policy) {
+  DecodeScratch& x = d.x;
+  if (static_cast<int>(x.sel.size()) < d.sh.n_kv_heads) x.sel.resize(d.sh.n_kv_heads);
+  x.queries.resize(d.sh.n_kv_heads);
+  for (int g = 0; g < d.sh.n_kv_heads; ++g) {
     AttnQuery& q = x.queries[g];
-    q.layer = s.layer;
+    q.layer = d.s.layer;
     q.kv_head = g;
-    q.q = s.q + static_cast<size_t>(g) * n_group * hd;
-    q.n_group = n_group;
-    q.pos = s.pos[0];
-    q.n_visible = n_visible;
-    q.cache = &cache;
+    q.q = d.s.q + static_cast<size_t>(g) * d.n_group * d.hd;
+    q.n_group = d.n_group;
+    q.pos = d.s.pos[0];
+    q.n_visible = d.n_visible;
+    q.cache = &d.cache;
   }
-  for (int g = 0; g < sh.n_kv_heads; ++g) x.sel[g].mix_alpha.clear();  // no value mixing unless set
-  policy.select_layer(x.queries.data(), sh.n_kv_heads, x.sel.data());
-  auto setup = [&](int64_t g) {  // rows and slot lists per query head
+  for (int g = 0; g < d.sh.n_kv_heads; ++g) x.sel[g].mix_alpha.clear();  // no mixing unless set
+  policy.select_layer(x.queries.data(), d.sh.n_kv_heads, x.sel.data());
+}
+
+// Fetch: the rows and slot list of every query head. An offloaded layer (FASA-M) reads the
+// selected rows from its file tier here, once per group for a shared selection, per query head
+// otherwise (the reads overlap, one job per kv head); attention then reads them contiguously,
+// in selection order. x.rows, x.lists, x.n_keys: [n_heads]
+void fetch(Decode& d) {
+  DecodeScratch& x = d.x;
+  x.rows.assign(d.sh.n_heads, KvRows{});
+  x.lists.assign(d.sh.n_heads, nullptr);
+  x.n_keys.assign(d.sh.n_heads, 0);
+  std::vector<Gathered>& fetched = gathered_per(d.sh.n_heads);
+  auto setup = [&](int64_t g) {
     const Selection& se = x.sel[g];
     const int kv = static_cast<int>(g);
-    for (int i = 0; i < n_group; ++i) {
-      const int h = kv * n_group + i;
+    for (int i = 0; i < d.n_group; ++i) {
+      const int h = kv * d.n_group + i;
       const std::vector<int32_t>& list = se.slots_for(i);
-      x.n_keys[h] = se.all ? n_visible : static_cast<int>(list.size());
+      x.n_keys[h] = se.all ? d.n_visible : static_cast<int>(list.size());
       x.lists[h] = se.all ? nullptr : list.data();
-      if (!offloaded) {
-        x.rows[h] = rows_of(cache, s.layer, kv);
+      if (!d.offloaded) {
+        x.rows[h] = rows_of(d.cache, d.s.layer, kv);
       } else if (se.per_head || i == 0) {
-        x.rows[h] = fetched[h].fetch(cache, s.layer, kv, x.lists[h], x.n_keys[h]);
+        x.rows[h] = fetched[h].fetch(d.cache, d.s.layer, kv, x.lists[h], x.n_keys[h]);
       } else {
         x.rows[h] = x.rows[h - i];  // the group's shared fetch
       }
-      if (offloaded) x.lists[h] = nullptr;  // fetched rows are in selection order
+      if (d.offloaded) x.lists[h] = nullptr;  // fetched rows are in selection order
     }
   };
-  if (offloaded) {  // the fetches are I/O: overlap them
-    parallel_for(sh.n_kv_heads, setup);
+  if (d.offloaded) {
+    parallel_for(d.sh.n_kv_heads, setup);
   } else {
-    for (int g = 0; g < sh.n_kv_heads; ++g) setup(g);
+    for (int g = 0; g < d.sh.n_kv_heads; ++g) setup(g);
   }
-  cache.check_io();
-  // FASA-M: while this layer attends (and the next one computes its queries), fetch for the
-  // next offloaded layer the rows this one selected: adjacent layers pick many of the same
-  // tokens, and the rows it does pick are then copies rather than device reads.
-  if (offloaded) {
-    const int next = cache.next_offloaded(s.layer);
-    for (int g = 0; next >= 0 && g < sh.n_kv_heads; ++g) {
-      const Selection& se = x.sel[g];
-      if (!se.all && !se.per_head) {
-        cache.prefetch(next, g, se.slots.data(), static_cast<int>(se.slots.size()));
-      }
+  d.cache.check_io();
+}
+
+// FASA-M: while this layer attends (and the next one computes its queries), fetch for the next
+// offloaded layer the rows this one selected: adjacent layers pick many of the same tokens, and
+// the rows it does pick are then copies rather than device reads.
+void prefetch_next(const Decode& d) {
+  const int next = d.cache.next_offloaded(d.s.layer);
+  for (int g = 0; next >= 0 && g < d.sh.n_kv_heads; ++g) {
+    const Selection& se = d.x.sel[g];
+    if (!se.all && !se.per_head) {
+      d.cache.prefetch(next, g, se.slots.data(), static_cast<int>(se.slots.size()));
     }
   }
-  // Attention: one job per (key-list owner, chunk of kAttnChunk keys), so the work splits
-  // evenly over threads at any depth; then each head merges its chunks in order.
+}
+
+// Plan: one job per (key-list owner, chunk of kAttnChunk keys), so the work splits evenly over
+// threads at any depth; a shared selection's job serves the group's n_group query heads. Each
+// head remembers where its chunks' states go. x.jobs, x.head_parts; x.parts: [jobs, n_q, state]
+void plan(Decode& d) {
+  DecodeScratch& x = d.x;
   x.jobs.clear();
   size_t off = 0;
-  if (x.head_parts.size() < static_cast<size_t>(sh.n_heads)) x.head_parts.resize(sh.n_heads);
-  for (int g = 0; g < sh.n_kv_heads; ++g) {
+  if (x.head_parts.size() < static_cast<size_t>(d.sh.n_heads)) x.head_parts.resize(d.sh.n_heads);
+  for (int g = 0; g < d.sh.n_kv_heads; ++g) {
     const bool shared = !x.sel[g].per_head;
-    for (int i = 0; i < n_group; i += shared ? n_group : 1) {
-      const int h0 = g * n_group + i, n_q = shared ? n_group : 1;
+    for (int i = 0; i < d.n_group; i += shared ? d.n_group : 1) {
+      const int h0 = g * d.n_group + i, n_q = shared ? d.n_group : 1;
       const int n = x.n_keys[h0];
       for (int k = 0; k < n_q; ++k) x.head_parts[h0 + k].clear();
       for (int c = 0; c * kAttnChunk < n; ++c) {
         x.jobs.push_back(DecodeJob{h0, n_q, c, off});
-        for (int k = 0; k < n_q; ++k) x.head_parts[h0 + k].push_back(off + k * ss);
-        off += static_cast<size_t>(n_q) * ss;
+        for (int k = 0; k < n_q; ++k) x.head_parts[h0 + k].push_back(off + k * d.ss);
+        off += static_cast<size_t>(n_q) * d.ss;
       }
     }
   }
   if (x.parts.size() < off) x.parts.resize(off);
-  // A policy that learns from probabilities (H2O, SnapKV) gets them from the same region: they
-  // read only the selection, not the chunk states. Items: the chunk jobs, then one per head.
-  const bool probs = policy.wants_probs();
-  if (probs) x.probs.resize(static_cast<size_t>(sh.n_heads) * n_visible);  // [n_heads, n_visible]
+}
+
+// Contiguous ranges of items of about equal cost (key rows read x queries), fixed by the thread
+// count: a head's probabilities cost about a whole key list, a chunk job one chunk per query.
+// x.bounds: [ranges + 1]
+void balance(Decode& d, int64_t n_jobs, int64_t n_items) {
+  DecodeScratch& x = d.x;
+  auto cost = [&](int64_t j) -> int64_t {
+    if (j >= n_jobs) return x.n_keys[j - n_jobs];
+    const DecodeJob& job = x.jobs[j];
+    return int64_t{job.n_q} * std::min(kAttnChunk, x.n_keys[job.head0] - job.chunk * kAttnChunk);
+  };
+  x.bounds.assign(1, 0);
+  int64_t total = 0;
+  for (int64_t j = 0; j < n_items; ++j) total += cost(j);
+  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads(), n_items));
+  int64_t acc = 0;
+  for (int64_t j = 0; j < n_items; ++j) {
+    acc += cost(j);
+    const int64_t w = static_cast<int64_t>(x.bounds.size());  // the range being filled
+    if (w < nt && acc * nt >= total * w && j + 1 < n_items) x.bounds.push_back(j + 1);
+  }
+  x.bounds.push_back(n_items);
+}
+
+// Attend: the planned chunk jobs (partial states into x.parts) and, for a policy that learns
+// from probabilities (H2O, SnapKV), one item per query head computing them into x.probs from the
+// same region (they read only the selection, not the chunk states). x.probs: [n_heads, n_visible]
+void attend(Decode& d, bool probs) {
+  DecodeScratch& x = d.x;
+  if (probs) x.probs.resize(static_cast<size_t>(d.sh.n_heads) * d.n_visible);
   const int64_t n_jobs = static_cast<int64_t>(x.jobs.size());
-  const int64_t n_items = n_jobs + (probs ? sh.n_heads : 0);
+  const int64_t n_items = n_jobs + (probs ? d.sh.n_heads : 0);
   auto item = [&](int64_t j) {
     if (j >= n_jobs) {
       const int h = static_cast<int>(j - n_jobs);
-      attend_probs(s.q + static_cast<size_t>(h) * hd, x.rows[h], x.lists[h], x.n_keys[h], scale,
-                   x.probs.data() + static_cast<size_t>(h) * n_visible);
+      attend_probs(d.s.q + static_cast<size_t>(h) * d.hd, x.rows[h], x.lists[h], x.n_keys[h],
+                   d.scale, x.probs.data() + static_cast<size_t>(h) * d.n_visible);
       return;
     }
     const DecodeJob& job = x.jobs[j];
-    thread_local std::vector<const float*> qs;
-    thread_local std::vector<int> n_keys;
+    thread_local std::vector<const float*> qs;  // [n_q]
+    thread_local std::vector<int> n_keys;       // [n_q]
     const int n = x.n_keys[job.head0];
     qs.resize(job.n_q);
     n_keys.assign(job.n_q, n);
-    for (int k = 0; k < job.n_q; ++k) qs[k] = s.q + static_cast<size_t>(job.head0 + k) * hd;
+    for (int k = 0; k < job.n_q; ++k) qs[k] = d.s.q + static_cast<size_t>(job.head0 + k) * d.hd;
     const int begin = job.chunk * kAttnChunk;
-    attend_partial(qs.data(), job.n_q, n_keys.data(), x.rows[job.head0], x.lists[job.head0], begin,
-                   std::min(n, begin + kAttnChunk), scale, x.parts.data() + job.part_off);
+    attend_partial(qs.data(), job.n_q, n_keys.data(), x.rows[job.head0], x.lists[job.head0],
+                   begin, std::min(n, begin + kAttnChunk), d.scale, x.parts.data() + job.part_off);
   };
   if (!probs) {
     parallel_for(n_items, item);
-  } else {
-    // A head's probabilities cost about a whole key list, a chunk job one chunk per query:
-    // contiguous ranges of about equal cost (key rows read x queries), fixed by the thread count.
-    x.bounds.assign(1, 0);
-    {
-      auto cost = [&](int64_t j) -> int64_t {
-        if (j >= n_jobs) return x.n_keys[j - n_jobs];
-        const DecodeJob& job = x.jobs[j];
-        return int64_t{job.n_q} *
-               std::min(kAttnChunk, x.n_keys[job.head0] - job.chunk * kAttnChunk);
-      };
-      int64_t total = 0;
-      for (int64_t j = 0; j < n_items; ++j) total += cost(j);
-      const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads(), n_items));
-      int64_t acc = 0;
-      for (int64_t j = 0; j < n_items; ++j) {
-        acc += cost(j);
-        const int64_t w = static_cast<int64_t>(x.bounds.size());  // the range being filled
-        if (w < nt && acc * nt >= total * w && j + 1 < n_items) x.bounds.push_back(j + 1);
-      }
-      x.bounds.push_back(n_items);
-    }
-    parallel_for(static_cast<int64_t>(x.bounds.size()) - 1, [&](int64_t r) {
-      for (int64_t j = x.bounds[r]; j < x.bounds[r + 1]; ++j) item(j);
-    });
+    return;
   }
-  x.total.resize(ss);
-  for (int h = 0; h < sh.n_heads; ++h) {
-    attn_state_clear(x.total.data(), hd);
-    for (size_t o : x.head_parts[h]) attn_state_merge(x.total.data(), x.parts.data() + o, hd);
-    attn_state_finish(x.total.data(), hd, s.out + static_cast<size_t>(h) * hd);
-    mix_value(x.sel[h / n_group], h % n_group, hd, s.out + static_cast<size_t>(h) * hd);
+  balance(d, n_jobs, n_items);
+  parallel_for(static_cast<int64_t>(x.bounds.size()) - 1, [&](int64_t r) {
+    for (int64_t j = x.bounds[r]; j < x.bounds[r + 1]; ++j) item(j);
+  });
+}
+
+// Merge: each head's chunk states in chunk order into its output, then the selection's value
+// mixing. s.out: [n_heads, head_dim]
+void merge(Decode& d) {
+  DecodeScratch& x = d.x;
+  x.total.resize(d.ss);
+  for (int h = 0; h < d.sh.n_heads; ++h) {
+    float* out = d.s.out + static_cast<size_t>(h) * d.hd;
+    attn_state_clear(x.total.data(), d.hd);
+    for (size_t o : x.head_parts[h]) attn_state_merge(x.total.data(), x.parts.data() + o, d.hd);
+    attn_state_finish(x.total.data(), d.hd, out);
+    mix_value(x.sel[h / d.n_group], h % d.n_group, d.hd, out);
   }
+}
+
+// Account: what the step read and what dense attention would have read; a file tier's reads
+// since `tier_before`.
+void account(const Decode& d, const TierStats& tier_before, AttnStats& st) {
+  const DecodeScratch& x = d.x;
+  const uint64_t row_bytes = 2ull * d.cache.row_bytes();  // one K row and one V row
+  for (int h = 0; h < d.sh.n_heads; ++h) {
+    const Selection& se = x.sel[h / d.n_group];
+    const uint64_t rows = x.n_keys[h];
+    st.decode_steps += 1;
+    if (se.dense_fallback) st.dense_fallbacks += 1;
+    st.slots_read += rows;
+    st.slots_visible += d.n_visible;
+    if (se.per_head || h % d.n_group == 0) st.attend_bytes += rows * row_bytes;
+  }
+  for (int g = 0; g < d.sh.n_kv_heads; ++g) {
+    st.select_bytes += x.sel[g].bytes_read;
+    st.dense_bytes += static_cast<uint64_t>(d.n_visible) * row_bytes;
+  }
+  if (d.offloaded) {
+    const TierStats t = d.cache.tier_stats() - tier_before;
+    st.tier_reads += t.reads;
+    st.tier_read_bytes += t.read_bytes;
+    st.tier_read_ns += t.read_ns;
+    st.tier_prefetch_bytes += t.prefetch_read_bytes;
+    st.tier_prefetch_rows += t.prefetch_rows;
+    st.tier_prefetch_hits += t.prefetch_hits;
+  }
+}
+
+// One decode step of a global layer: the policy selects, the selected rows are fetched, the
+// attention jobs are planned and run, each head merges its chunks, and the step is counted.
+void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
+                 AttnStats* stats) {
+  const AttnShape& sh = cache.shape();
+  thread_local DecodeScratch scratch;
+  Decode d{s, cache, sh, scratch, sh.head_dim, sh.n_group(), attn_state_size(sh.head_dim),
+           s.first_slot + 1, 1.0f / std::sqrt(static_cast<float>(sh.head_dim)),
+           cache.offloaded(s.layer)};
+  const TierStats tier_before = d.offloaded ? cache.tier_stats() : TierStats{};
+  select(d, policy);
+  fetch(d);
+  if (d.offloaded) prefetch_next(d);
+  plan(d);
+  const bool probs = policy.wants_probs();
+  attend(d, probs);
+  merge(d);
   if (probs) {
     for (int h = 0; h < sh.n_heads; ++h) {
-      policy.on_probs(s.layer, h, x.sel[h / n_group], x.probs.data() + static_cast<size_t>(h) * n_visible,
-                      x.n_keys[h]);
+      policy.on_probs(s.layer, h, d.x.sel[h / d.n_group],
+                      d.x.probs.data() + static_cast<size_t>(h) * d.n_visible, d.x.n_keys[h]);
     }
   }
-  if (stats) {
-    const uint64_t row_bytes = 2ull * cache.row_bytes();  // one K row and one V row
-    for (int h = 0; h < sh.n_heads; ++h) {
-      const Selection& se = x.sel[h / n_group];
-      const uint64_t rows = x.n_keys[h];
-      stats->decode_steps += 1;
-      if (se.dense_fallback) stats->dense_fallbacks += 1;
-      stats->slots_read += rows;
-      stats->slots_visible += n_visible;
-      if (se.per_head || h % n_group == 0) stats->attend_bytes += rows * row_bytes;
-    }
-    for (int g = 0; g < sh.n_kv_heads; ++g) {
-      stats->select_bytes += x.sel[g].bytes_read;
-      stats->dense_bytes += static_cast<uint64_t>(n_visible) * row_bytes;
-    }
-    if (offloaded) {
-      const TierStats d = cache.tier_stats() - tier_before;
-      stats->tier_reads += d.reads;
-      stats->tier_read_bytes += d.read_bytes;
-      stats->tier_read_ns += d.read_ns;
-      stats->tier_prefetch_bytes += d.prefetch_read_bytes;
-      stats->tier_prefetch_rows += d.prefetch_rows;
-      stats->tier_prefetch_hits += d.prefetch_hits;
-    }
-  }
+  if (stats) account(d, tier_before, *stats);
 }
 
 // Dense causal prefill: token t reads slots [0, first_slot + t]. One job per (kv head, block

@@ -19,33 +19,62 @@ struct AttnStep {
   float* out = nullptr;        // [n_tok, n_heads, head_dim]
 };
 
+// Every AttnStats counter, once: X(name, what it counts). The struct's fields, operator+=,
+// operator- and AttnStats::fields (for writers of every counter) all come from this list.
+#define FASA_ATTN_STATS(X)                                                                      \
+  X(decode_tokens, "single-token decode steps")                                                 \
+  X(decode_steps, "(layer, query head) decode attentions run")                                  \
+  X(slots_read, "K/V rows they read")                                                           \
+  X(slots_visible, "rows dense attention would have read")                                      \
+  /* Of slots_read (and slots_visible): the rows sliding-window layers read (their window,   */ \
+  /* dense, no policy). slots_read - window_slots is the global layers' (policy) part.        */ \
+  X(window_slots, "of slots_read and slots_visible: the sliding-window layers' rows")           \
+  /* Bytes per kv-head group: a shared selection's rows count once for the group (one        */ \
+  /* gather), per-head selections per query head.                                             */ \
+  X(select_bytes, "read by policies to choose (TIP, oracle scoring)")                           \
+  X(attend_bytes, "K and V rows read by attention over the selection")                          \
+  X(dense_bytes, "K and V rows dense attention would have read")                                \
+  X(window_bytes, "of attend_bytes and dense_bytes: the sliding-window layers'")                \
+  X(dense_fallbacks, "of decode_steps: dense because selecting would not pay "                  \
+                     "(Selection::dense_fallback)")                                             \
+  /* Decode steps' reads from a file-backed KV tier (FASA-M) as the device delivered them    */ \
+  /* (whole blocks); attend_bytes counts the rows themselves, whichever tier held them.       */ \
+  X(tier_reads, "file tier: reads")                                                             \
+  X(tier_read_bytes, "file tier: bytes read")                                                   \
+  X(tier_read_ns, "file tier: time reading")                                                    \
+  X(tier_prefetch_bytes, "of those: the background reads' bytes (prefetch)")                    \
+  X(tier_prefetch_rows, "the rows the background reads fetched")                                \
+  X(tier_prefetch_hits, "the prefetched rows a decode step then found")
+
 struct AttnStats {
-  uint64_t decode_tokens = 0;  // single-token decode steps
-  uint64_t decode_steps = 0;   // (layer, query head) decode attentions run
-  uint64_t slots_read = 0;     // K/V rows they read
-  uint64_t slots_visible = 0;  // rows dense attention would have read
-  // Of slots_read (and slots_visible), the rows sliding-window layers read: their window, dense,
-  // no policy involved. slots_read - window_slots is the policy-driven (global layers') part.
-  uint64_t window_slots = 0;
-  // Bytes per kv-head group: a shared selection's rows count once for the group (one gather),
-  // per-head selections count per query head.
-  uint64_t select_bytes = 0;   // read by policies to choose (TIP, oracle scoring)
-  uint64_t attend_bytes = 0;   // K and V rows read by attention over the selection
-  uint64_t dense_bytes = 0;    // K and V rows dense attention would have read
-  uint64_t window_bytes = 0;   // of attend_bytes (and dense_bytes): sliding-window layers'
-  // Decode steps' reads from a file-backed KV tier (FASA-M), as the device delivered them
-  // (whole blocks); attend_bytes above counts the rows themselves, whichever tier held them.
-  // Of decode_steps: those where the policy attended densely because selecting would not pay
-  // at this context length (Selection::dense_fallback).
-  uint64_t dense_fallbacks = 0;
-  uint64_t tier_reads = 0;
-  uint64_t tier_read_bytes = 0;
-  uint64_t tier_read_ns = 0;
-  // Of those: the background reads (prefetch), the rows they fetched and the rows a decode
-  // step then found there.
-  uint64_t tier_prefetch_bytes = 0;
-  uint64_t tier_prefetch_rows = 0;
-  uint64_t tier_prefetch_hits = 0;
+#define FASA_ATTN_STAT_FIELD(name, what) uint64_t name = 0;
+  FASA_ATTN_STATS(FASA_ATTN_STAT_FIELD)
+#undef FASA_ATTN_STAT_FIELD
+
+  // Every counter summed (merging runs).
+  AttnStats& operator+=(const AttnStats& o) {
+#define FASA_ATTN_STAT_ADD(name, what) name += o.name;
+    FASA_ATTN_STATS(FASA_ATTN_STAT_ADD)
+#undef FASA_ATTN_STAT_ADD
+    return *this;
+  }
+  // Every counter's difference (what a stretch of a run added: after - before).
+  AttnStats operator-(const AttnStats& before) const {
+    AttnStats d;
+#define FASA_ATTN_STAT_SUB(name, what) d.name = name - before.name;
+    FASA_ATTN_STATS(FASA_ATTN_STAT_SUB)
+#undef FASA_ATTN_STAT_SUB
+    return d;
+  }
+
+  struct Field {
+    const char* name;
+    uint64_t AttnStats::*member;
+    const char* what;
+  };
+  // Every counter in list order, for writers that name them all (JSON, tests).
+  static const std::vector<Field>& fields();
+
   uint64_t bytes_read() const { return select_bytes + attend_bytes; }
   // Share of the cached rows the global (policy-driven) layers read at decode steps: 1 when
   // there were none.
@@ -54,6 +83,13 @@ struct AttnStats {
     return visible ? static_cast<double>(slots_read - window_slots) / visible : 1.0;
   }
 };
+
+inline const std::vector<AttnStats::Field>& AttnStats::fields() {
+#define FASA_ATTN_STAT_ROW(name, what) Field{#name, &AttnStats::name, what},
+  static const std::vector<Field> kFields = {FASA_ATTN_STATS(FASA_ATTN_STAT_ROW)};
+#undef FASA_ATTN_STAT_ROW
+  return kFields;
+}
 
 // K/V of the new tokens must already be stored in `cache` for this layer.
 void attention_forward(const AttnStep& step, const KvCache& cache, AttentionPolicy& policy,

@@ -11,54 +11,64 @@
 
 namespace fasa {
 
-namespace {
-
-const std::vector<PolicyEntry>& entries() {
+const std::vector<PolicyEntry>& policy_entries() {
   static const std::vector<PolicyEntry> kEntries = {
-      {"full", "dense attention over every cached token", make_full_policy},
-      {"oracle", "exact top-B of the full attention logits (budget=B, gqa=shared|per-head)",
-       make_oracle_policy},
-      {"fasa", "FASA-C: dominant-FC token selection (calib=, budget=, n_tip=, gqa=, ...)",
-       make_fasa_policy, true},
-      {"streaming", "StreamingLLM: the first sinks= slots and the newest ones (budget=, sinks=8)",
-       make_streaming_policy},
-      {"quest", "Quest: pages ranked by their key min/max bound of q.k (budget=, page=16, "
-                "dense_layers=0+1)", make_quest_policy},
-      {"sparq", "SparQ: r largest |q| dims approximate the scores, top-B per query head, mean-value "
-                "reallocation (budget=, r=head_dim/8, mean_correction=on)", make_sparq_policy},
-      {"double-sparsity", "Double Sparsity: calibrated heavy channels score tokens (calib=, "
-                          "budget=, channels=, gqa=, dense_layers=)",
-       make_double_sparsity_policy, true},
-      {"snapkv", "SnapKV: observation-window votes keep prompt slots (budget=, window=32, kernel=7)",
-       make_snapkv_policy},
-      {"pyramidkv", "PyramidKV: SnapKV's votes, per-layer budgets falling bottom to top (beta=20)",
-       make_pyramidkv_policy},
-      {"h2o", "H2O: newest slots + heavy hitters by accumulated attention (budget=, recent=0.5)",
-       make_h2o_policy},
+      {"full", "dense attention over every cached token", make_full_policy, full_options},
+      {"oracle", "exact top-B of the full attention logits", make_oracle_policy, oracle_options},
+      {"fasa", "FASA: calibrated dominant-FC token selection (variant c or m)", make_fasa_policy,
+       fasa_options},
+      {"streaming", "StreamingLLM: the first sinks= slots and the newest ones",
+       make_streaming_policy, streaming_options},
+      {"quest", "Quest: pages ranked by their key min/max bound of q.k", make_quest_policy,
+       quest_options},
+      {"sparq", "SparQ: r largest |q| dims approximate the scores, top-B per query head, "
+                "mean-value reallocation", make_sparq_policy, sparq_options},
+      {"double-sparsity", "Double Sparsity: calibrated heavy channels score tokens",
+       make_double_sparsity_policy, double_sparsity_options},
+      {"snapkv", "SnapKV: observation-window votes keep prompt slots", make_snapkv_policy,
+       snapkv_options},
+      {"pyramidkv", "PyramidKV: SnapKV's votes, per-layer budgets falling bottom to top",
+       make_pyramidkv_policy, pyramidkv_options},
+      {"h2o", "H2O: newest slots + heavy hitters by accumulated attention", make_h2o_policy,
+       h2o_options},
       {"pyramidkv+fasa", "PyramidKV evicts to keep= slots, FASA-C picks budget= of them per step",
-       make_pyramidkv_fasa_policy, true},
+       make_pyramidkv_fasa_policy, pyramidkv_fasa_options},
   };
   return kEntries;
 }
 
-}  // namespace
-
 std::vector<std::string> policy_names() {
   std::vector<std::string> names;
-  for (const auto& e : entries()) names.emplace_back(e.name);
+  for (const auto& e : policy_entries()) names.emplace_back(e.name);
   return names;
 }
 
 bool policy_takes_calibration(const std::string& name) {
-  for (const auto& e : entries()) {
-    if (name == e.name) return e.calibrated;
+  for (const auto& e : policy_entries()) {
+    if (name == e.name) return e.options().find("calib") != nullptr;
   }
   return false;
 }
 
+const OptionTable& policy_option_table(const std::string& name) {
+  for (const auto& e : policy_entries()) {
+    if (name == e.name) return e.options();
+  }
+  fail("unknown attention policy '{}'", name);
+}
+
+std::string policy_help() {
+  std::string s;
+  for (const auto& e : policy_entries()) {
+    s += fmt::format("{}: {}\n{}", e.name, e.summary, options_help(e.options(), 2));
+  }
+  if (!s.empty()) s.pop_back();  // the last newline
+  return s;
+}
+
 std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const PolicyContext& ctx,
                                              const PolicyOptions& opts) {
-  for (const auto& e : entries()) {
+  for (const auto& e : policy_entries()) {
     if (name == e.name) return e.make(ctx, opts);
   }
   std::string known, pairs;

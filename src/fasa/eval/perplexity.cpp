@@ -164,11 +164,7 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
     }
     for (size_t p = 0; p < sessions.size(); ++p) {
       PplResult& r = results[p];
-      const AttnStats& st = sessions[p]->attn_stats();
-      r.attn.decode_steps += st.decode_steps;
-      r.attn.slots_read += st.slots_read;
-      r.attn.slots_visible += st.slots_visible;
-      r.attn.window_slots += st.window_slots;
+      r.attn += sessions[p]->attn_stats();
       r.chunk_ppl.push_back(std::exp(nll[p] / static_cast<double>(r.n_scored)));
     }
     if (progress) progress(c + 1, n_chunks);

@@ -43,23 +43,6 @@ std::vector<std::vector<int32_t>> tokenize_prompts(const Model& model,
   return prompts;
 }
 
-AttnStats stats_delta(const AttnStats& a, const AttnStats& b) {  // b - a
-  AttnStats d;
-  d.decode_tokens = b.decode_tokens - a.decode_tokens;
-  d.decode_steps = b.decode_steps - a.decode_steps;
-  d.slots_read = b.slots_read - a.slots_read;
-  d.slots_visible = b.slots_visible - a.slots_visible;
-  d.window_slots = b.window_slots - a.window_slots;
-  d.select_bytes = b.select_bytes - a.select_bytes;
-  d.attend_bytes = b.attend_bytes - a.attend_bytes;
-  d.dense_bytes = b.dense_bytes - a.dense_bytes;
-  d.window_bytes = b.window_bytes - a.window_bytes;
-  d.tier_reads = b.tier_reads - a.tier_reads;
-  d.tier_read_bytes = b.tier_read_bytes - a.tier_read_bytes;
-  d.tier_read_ns = b.tier_read_ns - a.tier_read_ns;
-  return d;
-}
-
 void check_options(const std::vector<Task>& tasks, const TaskRunOptions& opts,
                    const TaskRunResume& resume) {
   if (tasks.empty()) fail("no tasks to run");
@@ -144,7 +127,7 @@ TaskOutcome generate_outcome(Session& s, const Task& task, const GenerateOptions
   o.output = g.text;
   o.score = score_output(task.metric, g.text, task.answers);
   o.n_generated = static_cast<int>(g.tokens.size());
-  o.attn = stats_delta(before, s.attn_stats());
+  o.attn = s.attn_stats() - before;
   o.decode_ms = g.decode_ms;
   return o;
 }

@@ -13,8 +13,8 @@
 //   channels=R (heavy channels per head; default 2 x FASA's default n_tip FCs, so both policies
 //     read the same key bytes per token: one FC is a pair of dims, so n_tip FCs = 2 n_tip dims)
 //   gqa=shared|per-head (shared)   dense_layers=L1+L2|none (default 0, as for `fasa`)
-// The label cache, the scoring kernel, the GQA handling and the pick are FASA's (packed_dims.h):
-// per kv head the union of its query heads' channels is packed column-major; `shared` sums the
+// The label cache, the scoring kernel, the GQA handling and the pick are FASA's
+// (ChannelSubsetPolicy, channel_subset.h): per kv head the union of its query heads' channels is packed column-major; `shared` sums the
 // heads' softmax shares per slot. The authors keep the label cache in 4 bits; here it holds the
 // keys' own values (the cache's element type), like FASA's packed slice, so the comparison is of
 // the channel choice alone.
@@ -23,8 +23,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "fasa/attention/policies/packed_dims.h"
-#include "fasa/attention/policies/policy_options.h"
+#include "fasa/attention/policies/channel_subset.h"
+#include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
 #include "fasa/attention/calibration.h"
 #include "fasa/core/error.h"
@@ -41,44 +41,42 @@ int default_channels(int head_dim) {
 
 }  // namespace
 
+const OptionTable& double_sparsity_options() {
+  static const OptionTable t{"double-sparsity", {
+      {.key = "calib", .type = OptionType::Text, .value = "PATH", .fallback = nullptr,
+       .help = "calibration file from `fasa calibrate` (format version 3), made for this model",
+       .missing = "needs a calibration file (calib=PATH; make one with `fasa calibrate`, the "
+                  "same run that calibrates fasa)"},
+      {.key = "budget", .type = OptionType::Budget, .value = "B", .fallback = nullptr,
+       .help = kBudgetHelp, .missing = "needs a budget (e.g. budget=256 or budget=0.1)"},
+      {.key = "channels", .type = OptionType::Count, .value = "R",
+       .fallback = "2 × FASA's default n_tip", .help = "heavy channels per head, in [1, head_dim]",
+       .computed = true},
+      {"gqa", OptionType::Enum, "shared|per-head", "shared",
+       "shared: the heads' softmax shares summed, one list per kv head; per-head: each query "
+       "head's own"},
+      {"dense_layers", OptionType::LayerSet, "L1+L2|none", "0", "global layers attended densely"},
+  }};
+  return t;
+}
+
 std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext& ctx,
                                                              const PolicyOptions& opts) {
   const int hd = ctx.shape.head_dim;
-  PackedDimsOptions o;
-  o.dense_layers = {0};
-  std::string calib_path;
-  bool have_budget = false;
+  const ParsedOptions p(double_sparsity_options(), opts, ctx.shape);
+  const std::string calib_path = p.text("calib");
+  ChannelSubsetOptions o;
+  o.budget = p.budget("budget");
+  o.per_head = p.text("gqa") == "per-head";
+  o.dense_layers = p.layers("dense_layers");
   int channels = default_channels(hd);
-  for (const auto& [key, value] : opts) {
-    if (key == "calib") {
-      calib_path = value;
-    } else if (key == "budget") {
-      o.budget = parse_budget("double-sparsity", value);
-      have_budget = true;
-    } else if (key == "channels") {
-      channels = parse_policy_count("double-sparsity", "channels", value);
-      if (channels < 1 || channels > hd) {
-        fail("policy 'double-sparsity': channels must be in [1, head_dim = {}] (got '{}')", hd,
-             value);
-      }
-    } else if (key == "gqa") {
-      if (value != "shared" && value != "per-head") {
-        fail("policy 'double-sparsity': gqa must be 'shared' or 'per-head' (got '{}')", value);
-      }
-      o.per_head = value == "per-head";
-    } else if (key == "dense_layers") {
-      o.dense_layers = parse_dense_layers("double-sparsity", value, ctx.shape);
-    } else {
-      fail("policy 'double-sparsity' has no option '{}' (options: calib, budget, channels, gqa, "
-           "dense_layers)", key);
+  if (p.given("channels")) {
+    channels = p.count("channels");
+    if (channels < 1 || channels > hd) {
+      fail("policy 'double-sparsity': channels must be in [1, head_dim = {}] (got '{}')", hd,
+           opts.at("channels"));
     }
   }
-  if (calib_path.empty()) {
-    fail("policy 'double-sparsity' needs a calibration file (calib=PATH; make one with "
-         "`fasa calibrate`, the same run that calibrates fasa)");
-  }
-  if (!have_budget) fail("policy 'double-sparsity' needs a budget (e.g. budget=256 or budget=0.1)");
-  if (!opts.count("dense_layers")) drop_sliding_window_layers(o.dense_layers, ctx.shape);
   const Calibration c = load_calibration(calib_path);
   check_calibration(c, ctx, calib_path);
   if (!c.has_channel_importance()) {
@@ -92,7 +90,8 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
       head_dims.push_back(c.heavy_channels(l, h, channels));
     }
   }
-  return make_packed_dims_policy("double-sparsity", ctx, std::move(o), std::move(head_dims));
+  return make_channel_subset_policy("double-sparsity", ctx, std::move(o),
+                                    std::move(head_dims));
 }
 
 }  // namespace fasa

@@ -1,6 +1,5 @@
 // `full`: dense attention over every cached token (the reference every policy is measured by).
 #include "fasa/attention/registry.h"
-#include "fasa/core/error.h"
 
 namespace fasa {
 
@@ -18,8 +17,14 @@ class FullPolicy final : public AttentionPolicy {
 
 }  // namespace
 
-std::unique_ptr<AttentionPolicy> make_full_policy(const PolicyContext&, const PolicyOptions& opts) {
-  if (!opts.empty()) fail("policy 'full' takes no options (got '{}')", opts.begin()->first);
+const OptionTable& full_options() {
+  static const OptionTable t{"full", {}};
+  return t;
+}
+
+std::unique_ptr<AttentionPolicy> make_full_policy(const PolicyContext& ctx,
+                                                  const PolicyOptions& opts) {
+  ParsedOptions(full_options(), opts, ctx.shape);
   return std::make_unique<FullPolicy>();
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fasa/kernels/attend.h"
+#include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
@@ -179,31 +180,23 @@ class H2oPolicy final : public AttentionPolicy {
 
 }  // namespace
 
+const OptionTable& h2o_options() {
+  static const OptionTable t{"h2o", {
+      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+      {.key = "recent", .type = OptionType::Fraction, .value = "R", .fallback = "0.5",
+       .help = "the newest slots' share of the budget (the rest: heavy hitters)",
+       .rule = "be a fraction of the budget in [0, 1]"},
+      {"gqa", OptionType::Enum, "shared|per-head", "shared",
+       "shared: the group's scores summed, one list per kv head; per-head: each head's own"},
+  }};
+  return t;
+}
+
 std::unique_ptr<AttentionPolicy> make_h2o_policy(const PolicyContext& ctx,
                                                  const PolicyOptions& opts) {
-  double budget = 0.0, recent = 0.5;
-  bool per_head = false, have_budget = false;
-  for (const auto& [key, value] : opts) {
-    if (key == "budget") {
-      budget = parse_budget("h2o", value);
-      have_budget = true;
-    } else if (key == "recent") {
-      char* end = nullptr;
-      recent = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(recent >= 0.0 && recent <= 1.0)) {
-        fail("policy 'h2o': recent must be a fraction of the budget in [0, 1] (got '{}')", value);
-      }
-    } else if (key == "gqa") {
-      if (value != "shared" && value != "per-head") {
-        fail("policy 'h2o': gqa must be 'shared' or 'per-head' (got '{}')", value);
-      }
-      per_head = value == "per-head";
-    } else {
-      fail("policy 'h2o' has no option '{}' (options: budget, recent, gqa)", key);
-    }
-  }
-  if (!have_budget) fail("policy 'h2o' needs a budget (e.g. --policy h2o:budget=256)");
-  return std::make_unique<H2oPolicy>(ctx, budget, recent, per_head);
+  const ParsedOptions o(h2o_options(), opts, ctx.shape);
+  return std::make_unique<H2oPolicy>(ctx, o.budget("budget"), o.number("recent"),
+                                     o.text("gqa") == "per-head");
 }
 
 }  // namespace fasa

@@ -7,7 +7,6 @@
 
 #include "fasa/kernels/attend.h"
 #include "fasa/attention/registry.h"
-#include "fasa/core/error.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/topk.h"
 
@@ -61,25 +60,19 @@ class OraclePolicy final : public AttentionPolicy {
 
 }  // namespace
 
-std::unique_ptr<AttentionPolicy> make_oracle_policy(const PolicyContext&, const PolicyOptions& opts) {
-  double budget = 0.0;
-  bool per_head = false;
-  bool have_budget = false;
-  for (const auto& [key, value] : opts) {
-    if (key == "budget") {
-      budget = parse_budget("oracle", value);
-      have_budget = true;
-    } else if (key == "gqa") {
-      if (value != "shared" && value != "per-head") {
-        fail("policy 'oracle': gqa must be 'shared' or 'per-head' (got '{}')", value);
-      }
-      per_head = value == "per-head";
-    } else {
-      fail("policy 'oracle' has no option '{}' (options: budget, gqa)", key);
-    }
-  }
-  if (!have_budget) fail("policy 'oracle' needs a budget (e.g. --policy oracle:budget=256)");
-  return std::make_unique<OraclePolicy>(budget, per_head);
+const OptionTable& oracle_options() {
+  static const OptionTable t{"oracle", {
+      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+      {"gqa", OptionType::Enum, "shared|per-head", "shared",
+       "shared: rank slots by the group's attention mass; per-head: each query head's own top-B"},
+  }};
+  return t;
+}
+
+std::unique_ptr<AttentionPolicy> make_oracle_policy(const PolicyContext& ctx,
+                                                    const PolicyOptions& opts) {
+  const ParsedOptions o(oracle_options(), opts, ctx.shape);
+  return std::make_unique<OraclePolicy>(o.budget("budget"), o.text("gqa") == "per-head");
 }
 
 }  // namespace fasa

@@ -51,21 +51,22 @@ int pyramid_layer_budget(int k, int n_visible, int window, int beta, int n_layer
   return b[row] + window + 1;
 }
 
+const OptionTable& pyramidkv_options() {
+  static const OptionTable t = [] {
+    OptionTable t{"pyramidkv", snap_option_rows()};
+    t.rows.push_back({.key = "beta", .type = OptionType::Whole, .value = "β", .fallback = "20",
+                      .help = "the top layer votes ⌊v/β⌋ slots, v the mean voted part",
+                      .lo = 1, .hi = 1 << 20});
+    return t;
+  }();
+  return t;
+}
+
 std::unique_ptr<AttentionPolicy> make_pyramidkv_policy(const PolicyContext& ctx,
                                                        const PolicyOptions& opts) {
-  SnapOptions o;
-  o.beta = 20;
-  bool have_budget = false;
-  for (const auto& [key, value] : opts) {
-    if (key == "beta") {
-      o.beta = parse_whole("pyramidkv", "beta", value, 1, 1 << 20);
-    } else if (!parse_snap_option("pyramidkv", key, value, o)) {
-      fail("policy 'pyramidkv' has no option '{}' (options: budget, window, kernel, gqa, "
-           "recompress, beta)", key);
-    }
-    have_budget = have_budget || key == "budget";
-  }
-  if (!have_budget) fail("policy 'pyramidkv' needs a budget (e.g. --policy pyramidkv:budget=256)");
+  const ParsedOptions p(pyramidkv_options(), opts, ctx.shape);
+  SnapOptions o = snap_options(p);
+  o.beta = p.count("beta");
   return make_snap_policy(ctx, o, "pyramidkv");
 }
 

@@ -67,7 +67,38 @@ class EvictThenSelect final : public AttentionPolicy {
   std::unique_ptr<AttentionPolicy> evict_, pick_;
 };
 
+// The options that go to pyramidkv besides keep (its budget); every other one goes to fasa.
+constexpr const char* kPyramidKeys[] = {"window", "kernel", "beta", "recompress"};
+
+bool goes_to_pyramid(const std::string& key) {
+  for (const char* k : kPyramidKeys) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+// Help and docs only: the values are parsed by the two policies' own tables (errors name them).
+const OptionTable& pyramidkv_fasa_options() {
+  static const OptionTable t = [] {
+    OptionTable t{"pyramidkv+fasa", {}};
+    t.rows.push_back({"keep", OptionType::Budget, "K", nullptr,
+                      "slots PyramidKV keeps per layer on average (its budget)"});
+    for (const char* k : kPyramidKeys) t.rows.push_back(*pyramidkv_options().find(k));
+    for (PolicyOption r : fasa_options().rows) {
+      const std::string key = r.key;
+      if (key == "offload_dir" || key == "prefetch") continue;  // variant m's
+      if (key == "variant") {
+        r.value = "c";
+        r.help = "FASA-C only: PyramidKV's votes read whole keys from RAM";
+      }
+      t.rows.push_back(r);
+    }
+    return t;
+  }();
+  return t;
+}
 
 std::unique_ptr<AttentionPolicy> make_pyramidkv_fasa_policy(const PolicyContext& ctx,
                                                             const PolicyOptions& opts) {
@@ -75,7 +106,7 @@ std::unique_ptr<AttentionPolicy> make_pyramidkv_fasa_policy(const PolicyContext&
   for (const auto& [key, value] : opts) {
     if (key == "keep") {
       pyramid["budget"] = value;
-    } else if (key == "window" || key == "kernel" || key == "beta" || key == "recompress") {
+    } else if (goes_to_pyramid(key)) {
       pyramid[key] = value;
     } else if (key == "variant" && value != "c") {
       fail("policy 'pyramidkv+fasa' runs FASA-C only (variant=c): PyramidKV's votes read whole "

@@ -27,7 +27,7 @@
 #include <set>
 #include <vector>
 
-#include "fasa/attention/policies/policy_options.h"
+#include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
@@ -170,28 +170,23 @@ class QuestPolicy final : public AttentionPolicy {
 
 }  // namespace
 
+const OptionTable& quest_options() {
+  static const OptionTable t{"quest", {
+      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+      {"page", OptionType::Count, "P", "16", "slots per page (at least 1)"},
+      {"dense_layers", OptionType::LayerSet, "L1+L2|none", "0+1",
+       "global layers attended densely (Quest's setting: the first two)"},
+  }};
+  return t;
+}
+
 std::unique_ptr<AttentionPolicy> make_quest_policy(const PolicyContext& ctx,
                                                    const PolicyOptions& opts) {
-  double budget = 0.0;
-  bool have_budget = false;
-  int page = 16;
-  std::set<int> dense = {0, 1};
-  for (const auto& [key, value] : opts) {
-    if (key == "budget") {
-      budget = parse_budget("quest", value);
-      have_budget = true;
-    } else if (key == "page") {
-      page = parse_policy_count("quest", "page", value);
-      if (page < 1) fail("policy 'quest': page must be at least 1 slot (got '{}')", value);
-    } else if (key == "dense_layers") {
-      dense = parse_dense_layers("quest", value, ctx.shape);
-    } else {
-      fail("policy 'quest' has no option '{}' (options: budget, page, dense_layers)", key);
-    }
-  }
-  if (!have_budget) fail("policy 'quest' needs a budget (e.g. --policy quest:budget=256)");
-  if (!opts.count("dense_layers")) drop_sliding_window_layers(dense, ctx.shape);
-  return std::make_unique<QuestPolicy>(ctx.shape, budget, page, std::move(dense));
+  const ParsedOptions o(quest_options(), opts, ctx.shape);
+  const int page = o.count("page");
+  if (page < 1) fail("policy 'quest': page must be at least 1 slot (got '{}')", opts.at("page"));
+  return std::make_unique<QuestPolicy>(ctx.shape, o.budget("budget"), page,
+                                       o.layers("dense_layers"));
 }
 
 }  // namespace fasa

@@ -260,37 +260,30 @@ class SnapPolicy final : public AttentionPolicy {
 
 }  // namespace
 
-int parse_whole(const std::string& policy, const std::string& key, const std::string& v, int lo,
-                int hi) {
-  const bool digits = !v.empty() && v.size() <= 9 &&
-                      std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-  const long x = digits ? std::stol(v) : -1;
-  if (!digits || x < lo || x > hi) {
-    fail("policy '{}': {} must be a whole number in [{}, {}] (got '{}')", policy, key, lo, hi, v);
-  }
-  return static_cast<int>(x);
+std::vector<PolicyOption> snap_option_rows() {
+  return {
+      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+      {.key = "window", .type = OptionType::Whole, .value = "W", .fallback = "32",
+       .help = "observation window: the last W prompt queries vote", .lo = 1, .hi = 1 << 16},
+      {.key = "kernel", .type = OptionType::Whole, .value = "K", .fallback = "7",
+       .help = "max-pool width of the votes (odd)", .lo = 1, .hi = 1 << 12},
+      {"gqa", OptionType::Enum, "shared|per-head", "shared",
+       "shared: the group's votes summed, one list per kv head; per-head: each head's own"},
+      {.key = "recompress", .type = OptionType::Whole, .value = "N", .fallback = "0",
+       .help = "vote again every N decode steps (0: only after a prefill)", .lo = 0,
+       .hi = 1 << 24},
+  };
 }
 
-bool parse_snap_option(const std::string& policy, const std::string& key, const std::string& value,
-                       SnapOptions& o) {
-  if (key == "budget") {
-    o.budget = parse_budget(policy, value);
-  } else if (key == "window") {
-    o.window = parse_whole(policy, "window", value, 1, 1 << 16);
-  } else if (key == "kernel") {
-    o.kernel = parse_whole(policy, "kernel", value, 1, 1 << 12);
-    if (o.kernel % 2 == 0) fail("policy '{}': kernel must be odd (got {})", policy, o.kernel);
-  } else if (key == "gqa") {
-    if (value != "shared" && value != "per-head") {
-      fail("policy '{}': gqa must be 'shared' or 'per-head' (got '{}')", policy, value);
-    }
-    o.per_head = value == "per-head";
-  } else if (key == "recompress") {
-    o.recompress = parse_whole(policy, "recompress", value, 0, 1 << 24);
-  } else {
-    return false;
-  }
-  return true;
+SnapOptions snap_options(const ParsedOptions& o) {
+  SnapOptions s;
+  s.budget = o.budget("budget");
+  s.window = o.count("window");
+  s.kernel = o.count("kernel");
+  s.per_head = o.text("gqa") == "per-head";
+  s.recompress = o.count("recompress");
+  if (s.kernel % 2 == 0) fail("policy '{}': kernel must be odd (got {})", o.policy(), s.kernel);
+  return s;
 }
 
 std::unique_ptr<AttentionPolicy> make_snap_policy(const PolicyContext& ctx, const SnapOptions& o,
@@ -298,19 +291,15 @@ std::unique_ptr<AttentionPolicy> make_snap_policy(const PolicyContext& ctx, cons
   return std::make_unique<SnapPolicy>(ctx, o, name);
 }
 
+const OptionTable& snapkv_options() {
+  static const OptionTable t{"snapkv", snap_option_rows()};
+  return t;
+}
+
 std::unique_ptr<AttentionPolicy> make_snapkv_policy(const PolicyContext& ctx,
                                                     const PolicyOptions& opts) {
-  SnapOptions o;
-  bool have_budget = false;
-  for (const auto& [key, value] : opts) {
-    if (!parse_snap_option("snapkv", key, value, o)) {
-      fail("policy 'snapkv' has no option '{}' (options: budget, window, kernel, gqa, recompress)",
-           key);
-    }
-    have_budget = have_budget || key == "budget";
-  }
-  if (!have_budget) fail("policy 'snapkv' needs a budget (e.g. --policy snapkv:budget=256)");
-  return make_snap_policy(ctx, o, "snapkv");
+  return make_snap_policy(ctx, snap_options(ParsedOptions(snapkv_options(), opts, ctx.shape)),
+                          "snapkv");
 }
 
 }  // namespace fasa

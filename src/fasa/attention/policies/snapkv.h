@@ -4,7 +4,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/policy.h"
 
 namespace fasa {
@@ -18,13 +20,11 @@ struct SnapOptions {
   int beta = 0;         // 0: every layer gets the budget (SnapKV); > 0: PyramidKV's pyramid
 };
 
-// Parses one of budget, window, kernel, gqa, recompress into o; false for another key. Throws
-// fasa::Error for a bad value.
-bool parse_snap_option(const std::string& policy, const std::string& key, const std::string& value,
-                       SnapOptions& o);
-// Parses a whole number in [lo, hi] for option `key`, or throws one clear fasa::Error.
-int parse_whole(const std::string& policy, const std::string& key, const std::string& value,
-                int lo, int hi);
+// SnapKV's option rows (budget, window, kernel, gqa, recompress), PyramidKV's too.
+std::vector<PolicyOption> snap_option_rows();
+// Those options' values (o's table holds snap_option_rows()); throws fasa::Error for an even
+// kernel. beta stays 0.
+SnapOptions snap_options(const ParsedOptions& o);
 // PyramidKV's budget of global layer `row` of n_layers when the mean budget is k and the vote
 // happens at n_visible slots (pyramidkv.cpp; the mean over the layers is exactly k).
 int pyramid_layer_budget(int k, int n_visible, int window, int beta, int n_layers, int row);

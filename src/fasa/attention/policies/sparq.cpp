@@ -22,6 +22,7 @@
 #include <cmath>
 #include <vector>
 
+#include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
@@ -165,36 +166,31 @@ class SparqPolicy final : public AttentionPolicy {
 
 }  // namespace
 
+const OptionTable& sparq_options() {
+  static const OptionTable t{"sparq", {
+      {"budget", OptionType::Budget, "B", nullptr,
+       "tokens attended per decode step per query head (< 1: a fraction of the context)"},
+      {.key = "r", .type = OptionType::Number, .value = "R", .fallback = "head_dim/8",
+       .help = "query components that approximate the scores (a count, or a fraction of head_dim)",
+       .rule = "be a count of query components in [1, head_dim = {head_dim}] or a fraction < 1 "
+               "of head_dim",
+       .computed = true},
+      {"mean_correction", OptionType::OnOff, "on|off", "on", "mean-value reallocation"},
+  }};
+  return t;
+}
+
 std::unique_ptr<AttentionPolicy> make_sparq_policy(const PolicyContext& ctx,
                                                    const PolicyOptions& opts) {
   const int hd = ctx.shape.head_dim;
-  double budget = 0.0;
-  bool have_budget = false, mean_correction = true;
+  const ParsedOptions o(sparq_options(), opts, ctx.shape);
   int r = std::max(1, hd / 8);
-  for (const auto& [key, value] : opts) {
-    if (key == "budget") {
-      budget = parse_budget("sparq", value);
-      have_budget = true;
-    } else if (key == "r") {
-      char* end = nullptr;
-      const double x = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(x > 0.0) || (x >= 1.0 && x != std::floor(x)) ||
-          x > hd) {
-        fail("policy 'sparq': r must be a count of query components in [1, head_dim = {}] or a "
-             "fraction < 1 of head_dim (got '{}')", hd, value);
-      }
-      r = x < 1.0 ? std::max(1, static_cast<int>(std::lround(x * hd))) : static_cast<int>(x);
-    } else if (key == "mean_correction") {
-      if (value != "on" && value != "off") {
-        fail("policy 'sparq': mean_correction must be 'on' or 'off' (got '{}')", value);
-      }
-      mean_correction = value == "on";
-    } else {
-      fail("policy 'sparq' has no option '{}' (options: budget, r, mean_correction)", key);
-    }
+  if (o.given("r")) {
+    const double x = o.number("r");
+    if (x > hd) o.fail_rule("r");
+    r = x < 1.0 ? std::max(1, static_cast<int>(std::lround(x * hd))) : static_cast<int>(x);
   }
-  if (!have_budget) fail("policy 'sparq' needs a budget (e.g. --policy sparq:budget=256)");
-  return std::make_unique<SparqPolicy>(ctx.shape, budget, r, mean_correction);
+  return std::make_unique<SparqPolicy>(ctx.shape, o.budget("budget"), r, o.on("mean_correction"));
 }
 
 }  // namespace fasa

@@ -8,7 +8,6 @@
 #include <algorithm>
 
 #include "fasa/attention/registry.h"
-#include "fasa/core/error.h"
 
 namespace fasa {
 
@@ -42,29 +41,18 @@ class StreamingPolicy final : public AttentionPolicy {
 
 }  // namespace
 
-std::unique_ptr<AttentionPolicy> make_streaming_policy(const PolicyContext&,
+const OptionTable& streaming_options() {
+  static const OptionTable t{"streaming", {
+      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+      {"sinks", OptionType::Count, "S", "8", "first slots always read (the attention sinks)"},
+  }};
+  return t;
+}
+
+std::unique_ptr<AttentionPolicy> make_streaming_policy(const PolicyContext& ctx,
                                                        const PolicyOptions& opts) {
-  double budget = 0.0;
-  bool have_budget = false;
-  int sinks = 8;
-  for (const auto& [key, value] : opts) {
-    if (key == "budget") {
-      budget = parse_budget("streaming", value);
-      have_budget = true;
-    } else if (key == "sinks") {
-      const bool digits = !value.empty() && value.size() <= 7 &&
-                          std::all_of(value.begin(), value.end(),
-                                      [](char ch) { return ch >= '0' && ch <= '9'; });
-      if (!digits) fail("policy 'streaming': sinks must be a whole number >= 0 (got '{}')", value);
-      sinks = std::stoi(value);
-    } else {
-      fail("policy 'streaming' has no option '{}' (options: budget, sinks)", key);
-    }
-  }
-  if (!have_budget) {
-    fail("policy 'streaming' needs a budget (e.g. --policy streaming:budget=256)");
-  }
-  return std::make_unique<StreamingPolicy>(budget, sinks);
+  const ParsedOptions o(streaming_options(), opts, ctx.shape);
+  return std::make_unique<StreamingPolicy>(o.budget("budget"), o.count("sinks"));
 }
 
 }  // namespace fasa

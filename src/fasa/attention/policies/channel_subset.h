@@ -1,8 +1,10 @@
-// The token selection FASA and Double Sparsity share (implemented in fasa.cpp): each query head
-// scores every cached token with a few key dims of its own — FASA: the dim pairs of its dominant
-// frequency chunks; Double Sparsity: its heavy channels — read from a packed, column-major copy of
-// the union of its kv-head group's dims (kept up to date by on_append; FASA-M's lives in the
-// cache's RAM tier instead). The scores only rank tokens: the top-B slots are attended exactly,
+// ChannelSubsetPolicy, the token selection FASA and Double Sparsity share (channel_subset.cpp):
+// each query head scores every cached token with a fixed, calibrated subset of key channels (dims)
+// of its own — FASA: the dim pairs of its dominant frequency chunks; Double Sparsity: its heavy
+// channels — read from a packed, column-major copy of the union of its kv-head group's channels
+// (kept up to date by on_append; FASA-M's lives in the cache's RAM tier instead). The subset is
+// fixed per (layer, head), chosen by the caller; SparQ also scores with a few key dims, but picks
+// them per query from |q| and reads them from the cache rows, so it is not this class. The scores only rank tokens: the top-B slots are attended exactly,
 // shared by the group (each head's scores turned into softmax shares at 1/sqrt(head_dim), summed
 // per slot) or per query head. Sinks and recent slots are taken first, inside the budget.
 #pragma once
@@ -16,7 +18,7 @@
 
 namespace fasa {
 
-struct PackedDimsOptions {
+struct ChannelSubsetOptions {
   double budget = 0.0;          // resolve_budget semantics
   bool per_head = false;        // gqa=per-head
   std::set<int> dense_layers;   // global layers attended densely
@@ -30,8 +32,8 @@ struct PackedDimsOptions {
 
 // head_dims: [n_global * n_heads] (the global layers ascending, then the query heads) the key
 // dims each head scores with, in the order its terms are summed. `name` is the policy's name().
-std::unique_ptr<AttentionPolicy> make_packed_dims_policy(std::string name, const PolicyContext& ctx,
-                                                         PackedDimsOptions o,
-                                                         std::vector<std::vector<int>> head_dims);
+std::unique_ptr<AttentionPolicy> make_channel_subset_policy(
+    std::string name, const PolicyContext& ctx, ChannelSubsetOptions o,
+    std::vector<std::vector<int>> head_dims);
 
 }  // namespace fasa

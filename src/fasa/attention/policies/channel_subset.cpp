@@ -1,0 +1,413 @@
+// ChannelSubsetPolicy: the token selection `fasa` and `double-sparsity` share (channel_subset.h).
+// Each query head scores every cached token with a fixed, calibrated subset of key channels read
+// from a packed copy (TIP), and exact attention reads the top-B slots. Short contexts: one job
+// per kv head; long ones: TIP in (kv head, slot range) jobs. FASA-C keeps the packed copy next to
+// the full cache; FASA-M asks the session for a tiered cache (KvTiering) whose RAM tier is that
+// copy (dense layers go to the file whole), and fetches only the selected rows. Both read the
+// same packed values and select the same slots, so their outputs are equal. Hybrid stacks
+// (gemma3): the policy keeps no state for sliding-window layers (no packed slice, no groups),
+// and FASA-M never offloads them.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "fasa/attention/policies/channel_subset.h"
+#include "fasa/core/error.h"
+#include "fasa/core/f16.h"
+#include "fasa/core/parallel.h"
+#include "fasa/kernels/ops.h"
+#include "fasa/kernels/tip.h"
+#include "fasa/kernels/topk.h"
+
+namespace fasa {
+
+namespace {
+
+// One scoring dim of a query head, as positions inside its kv head's packed row.
+struct PackedDim {
+  int q;    // dim of the query (and of the key)
+  int col;  // column of the packed K_dom row
+};
+
+class ChannelSubsetPolicy final : public AttentionPolicy {
+ public:
+  ChannelSubsetPolicy(std::string name, const PolicyContext& ctx, ChannelSubsetOptions o,
+             const std::vector<std::vector<int>>& head_dims)
+      : name_(std::move(name)), shape_(ctx.shape), o_(std::move(o)),
+        layers_(shape_.global_layers()), layer_row_(shape_.n_layers, -1) {
+    for (size_t i = 0; i < layers_.size(); ++i) layer_row_[layers_[i]] = static_cast<int>(i);
+    const int n_group = shape_.n_group();
+    FASA_CHECK(head_dims.size() == layers_.size() * shape_.n_heads);
+    auto dims_of = [&](int l, int h) -> const std::vector<int>& {
+      return head_dims[static_cast<size_t>(layer_row_[l]) * shape_.n_heads + h];
+    };
+    groups_.resize(layers_.size() * shape_.n_kv_heads);
+    for (int l : layers_) {
+      for (int g = 0; g < shape_.n_kv_heads; ++g) {
+        Group& gr = group(l, g);
+        // Packed dims: the union of the group's heads' scoring dims, in dim order.
+        std::set<int> dims;
+        for (int j = 0; j < n_group; ++j) {
+          for (int d : dims_of(l, g * n_group + j)) dims.insert(d);
+        }
+        gr.dims.assign(dims.begin(), dims.end());
+        auto col = [&](int d) {
+          return static_cast<int>(std::lower_bound(gr.dims.begin(), gr.dims.end(), d) -
+                                  gr.dims.begin());
+        };
+        gr.heads.resize(n_group);
+        for (int j = 0; j < n_group; ++j) {
+          for (int d : dims_of(l, g * n_group + j)) gr.heads[j].push_back(PackedDim{d, col(d)});
+        }
+      }
+    }
+    if (o_.variant_m) {
+      tiering_.dir = o_.offload_dir;
+      tiering_.prefetch = o_.prefetch;
+      // Every global layer goes to the file; a dense layer keeps nothing in RAM (no TIP) and
+      // reads all its rows back at each step, sequentially. Sliding-window layers stay whole in
+      // RAM (their small rings are what every step reads).
+      tiering_.offload_layer.assign(shape_.n_layers, 0);
+      for (int l = 0; l < shape_.n_layers; ++l) {
+        const bool global = layer_row_[l] >= 0;
+        tiering_.offload_layer[l] = global ? 1 : 0;
+        for (int g = 0; g < shape_.n_kv_heads; ++g) {
+          tiering_.hot_dims.push_back(!global || o_.dense_layers.count(l) ? std::vector<int>{}
+                                                                          : group(l, g).dims);
+        }
+      }
+    }
+  }
+
+  const KvTiering* tiering() const override { return o_.variant_m ? &tiering_ : nullptr; }
+
+  std::string_view name() const override { return name_; }
+
+  // Keep the packed dominant-dim slice of K up to date, in the cache's element type (q8_0: int8
+  // codes with one fp16 scale per slot, pack_hot_q8 in kv_cache.h).
+  // kdom: [|dims|, capacity] column-major (dim dims[i] of slot t at i * capacity + t)
+  void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
+    const size_t cap = cache.capacity(), rb = cache.row_bytes();
+    type_ = cache.type();
+    const bool q8 = type_ == KvType::Q8_0;
+    const size_t eb = q8 ? 1 : cache.elem_bytes();
+    n_slots_ = std::max(n_slots_, first_slot + n);
+    if (layer_row_[layer] < 0) return;  // a sliding-window layer: not the policy's
+    if (o_.dense_layers.count(layer) || o_.variant_m) return;  // FASA-M: the cache holds the slice
+    for (int g = 0; g < shape_.n_kv_heads; ++g) {
+      Group& gr = group(layer, g);
+      const size_t w = gr.dims.size();
+      if (gr.kdom.size() != w * cap * eb) gr.kdom.assign(w * cap * eb, 0);
+      if (q8 && gr.kscale.size() != cap) gr.kscale.assign(cap, 0);
+      const auto* base = static_cast<const uint8_t*>(cache.k_rows(layer, g));
+      for (int s = first_slot; s < first_slot + n; ++s) {
+        const uint8_t* row = base + s * rb;
+        if (q8) {
+          pack_hot_q8(row, gr.dims.data(), static_cast<int>(w),
+                      reinterpret_cast<int8_t*>(gr.kdom.data()) + s, cap, gr.kscale.data() + s);
+          continue;
+        }
+        for (size_t i = 0; i < w; ++i) {
+          std::memcpy(gr.kdom.data() + (i * cap + s) * eb, row + gr.dims[i] * eb, eb);
+        }
+      }
+    }
+  }
+
+  // The packed slices' bytes in use (FASA-M's live in the cache and are counted there).
+  uint64_t resident_bytes() const override {
+    if (o_.variant_m) return 0;
+    uint64_t n = 0;
+    for (int l : layers_) {
+      if (o_.dense_layers.count(l)) continue;
+      for (int g = 0; g < shape_.n_kv_heads; ++g) {
+        n += static_cast<uint64_t>(n_slots_) * slice_bytes(group(l, g).dims.size());
+      }
+    }
+    return n;
+  }
+
+  void select(const AttnQuery& q, Selection& out) override {
+    if (q.candidates) {
+      select_candidates(q, out);
+      return;
+    }
+    select_staged(&q, 1, &out);
+  }
+
+  // Short contexts: one job per kv head does all of its group's work (three stages of barriers
+  // cost more than the imbalance of 3 kv heads on 2 threads); long ones: the staged split.
+  // A candidate list (pyramidkv+fasa) is short: one job per kv head.
+  void select_layer(const AttnQuery* qs, int n_kv, Selection* outs) override {
+    if (qs[0].candidates) {
+      parallel_for(n_kv, [&](int64_t g) { select_candidates(qs[g], outs[g]); });
+    } else if (qs[0].n_visible < kStagedMinSlots) {
+      parallel_for(n_kv, [&](int64_t g) { select_staged(&qs[g], 1, &outs[g]); });
+    } else {
+      select_staged(qs, n_kv, outs);
+    }
+  }
+
+  // Three parallel stages over the layer's kv heads: TIP in jobs of (kv head, slot range), each
+  // scoring every query head of the group tile by tile, so a tile of the packed slice is read
+  // from memory once for all of them; then per (kv head, query head) the softmax (shared) or
+  // the pick (per head); then, shared, per kv head the sum of the heads' probabilities (in head
+  // order) and the pick. Every score is the bits select() alone would give.
+  void select_staged(const AttnQuery* qs, int n_kv, Selection* outs) {
+    const int n = qs[0].n_visible, layer = qs[0].layer, ng = qs[0].n_group;
+    FASA_CHECK(layer_row_[layer] >= 0);  // the driver never asks about a sliding-window layer
+    const int budget = resolve_budget(o_.budget, n);
+    if (budget >= n || o_.dense_layers.count(layer)) {
+      for (int g = 0; g < n_kv; ++g) outs[g].set_all();
+      return;
+    }
+    if (o_.break_even && !o_.variant_m && !pays(qs, n_kv, n, budget)) {
+      for (int g = 0; g < n_kv; ++g) {
+        outs[g].set_all();
+        outs[g].dense_fallback = true;
+      }
+      return;
+    }
+    for (int g = 0; g < n_kv; ++g) {
+      Selection& out = outs[g];
+      out.all = false;
+      out.per_head = o_.per_head;
+      out.bytes_read = static_cast<uint64_t>(n) *
+                       slice_bytes(group(layer, qs[g].kv_head).dims.size());  // the packed slice, once
+      if (o_.per_head) out.head_slots.resize(ng);
+    }
+    thread_local std::vector<float> buf;  // [n_kv, ng, n] per-head scores (the caller's)
+    buf.resize(static_cast<size_t>(n_kv) * ng * n);
+    float* scores = buf.data();
+    // Slot ranges: whole tiles, about kRangeSlots each, so jobs outnumber threads at depth.
+    const int n_tiles = (n + kTipTile - 1) / kTipTile;
+    const int n_ranges = std::clamp(n / kRangeSlots, 1, n_tiles);
+    parallel_for(int64_t{n_kv} * n_ranges, [&](int64_t job) {
+      const int g = static_cast<int>(job / n_ranges), r = static_cast<int>(job % n_ranges);
+      const int tile0 = n_tiles * r / n_ranges, tile1 = n_tiles * (r + 1) / n_ranges;
+      tip_group(qs[g], tile0 * kTipTile, std::min(n, tile1 * kTipTile),
+                scores + static_cast<size_t>(g) * ng * n);
+    });
+    const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
+    parallel_for(int64_t{n_kv} * ng, [&](int64_t job) {
+      float* score = scores + job * n;
+      if (o_.per_head) {
+        pick(score, n, budget, outs[job / ng].head_slots[job % ng]);
+        return;
+      }
+      for (int t = 0; t < n; ++t) score[t] *= scale;
+      softmax_inplace(score, n);
+    });
+    if (o_.per_head) return;
+    parallel_for(n_kv, [&](int64_t g) {
+      thread_local std::vector<float> mass;  // [n]
+      mass.assign(n, 0.0f);
+      for (int j = 0; j < ng; ++j) {
+        const float* score = scores + (g * ng + j) * n;
+        for (int t = 0; t < n; ++t) mass[t] += score[t];
+      }
+      pick(mass.data(), n, budget, outs[g].slots);
+    });
+  }
+
+ private:
+  static constexpr int kStagedMinSlots = 4096;  // visible slots from which select_layer splits
+  static constexpr int kTipTile = 256;      // slots scored for every head before moving on
+  static constexpr int kRangeSlots = 1024;  // slots per TIP job (about)
+
+  // TIP scores of every query head of q's group over slots [t0, t1), tile by tile.
+  // scores: [n_group, n_visible]
+  void tip_group(const AttnQuery& q, int t0, int t1, float* scores) const {
+    const Group& gr = group(q.layer, q.kv_head);
+    // packed: [dims, capacity] dominant key dims, the policy's copy (FASA-C) or the cache's (FASA-M)
+    const auto* packed = static_cast<const uint8_t*>(
+        o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
+                     : static_cast<const void*>(gr.kdom.data()));
+    thread_local std::vector<TipTerm> terms;  // [n_group, scoring dims of a head]
+    thread_local std::vector<int> first;      // [n_group + 1] each head's terms
+    terms.clear();
+    first.assign(1, 0);
+    for (int j = 0; j < q.n_group; ++j) {
+      const float* qh = q.q + j * shape_.head_dim;
+      for (const PackedDim& d : gr.heads[j]) terms.push_back(TipTerm{d.col, qh[d.q]});
+      first.push_back(static_cast<int>(terms.size()));
+    }
+    // A slot's score does not depend on where a call starts: column c of the tile starting at
+    // slot a is at packed + (c * capacity + a) elements, i.e. the same layout offset by a.
+    const bool q8 = type_ == KvType::Q8_0;
+    const uint16_t* scale = !q8 ? nullptr
+                            : o_.variant_m ? q.cache->hot_scales(q.layer, q.kv_head)
+                                           : gr.kscale.data();  // [capacity]
+    const size_t eb = q8 ? 1 : elem_bytes();
+    for (int a = t0; a < t1; a += kTipTile) {
+      const int len = std::min(kTipTile, t1 - a);
+      for (int j = 0; j < q.n_group; ++j) {
+        float* out = scores + static_cast<size_t>(j) * q.n_visible + a;
+        if (q8) {
+          tip_scores_q8(reinterpret_cast<const int8_t*>(packed) + a, scale + a, q.cache->capacity(),
+                        terms.data() + first[j], first[j + 1] - first[j], len, out);
+        } else {
+          tip_scores(packed + static_cast<size_t>(a) * eb, type_ == KvType::F16,
+                     q.cache->capacity(), terms.data() + first[j], first[j + 1] - first[j], len,
+                     out);
+        }
+      }
+    }
+  }
+
+  // TIP over the candidate slots only (q.candidates, m of them): their packed columns are
+  // gathered into [dims, m] and scored as select_staged scores any slot (the same bits per
+  // slot); the softmax (shared) runs over the candidates, and sinks/recent are the first/last
+  // candidates. A dense layer, or a budget covering the candidates, takes them all.
+  void select_candidates(const AttnQuery& q, Selection& out) {
+    const int m = q.n_candidates, ng = q.n_group;
+    const int budget = resolve_budget(o_.budget, q.n_visible);
+    const std::vector<int32_t> cand(q.candidates, q.candidates + m);
+    out.all = false;
+    out.per_head = o_.per_head;
+    out.bytes_read = 0;
+    if (budget >= m || o_.dense_layers.count(q.layer)) {
+      if (o_.per_head) {
+        out.head_slots.assign(ng, cand);
+      } else {
+        out.slots = cand;
+      }
+      return;
+    }
+    const Group& gr = group(q.layer, q.kv_head);
+    const bool q8 = type_ == KvType::Q8_0;
+    const size_t w = gr.dims.size(), cap = q.cache->capacity(), eb = q8 ? 1 : elem_bytes();
+    const auto* packed = static_cast<const uint8_t*>(
+        o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
+                     : static_cast<const void*>(gr.kdom.data()));
+    thread_local std::vector<uint8_t> cols;  // [dims, m] the candidates' packed columns
+    thread_local std::vector<uint16_t> cscale;  // q8_0: [m] their scales
+    thread_local std::vector<float> scores;  // [n_group, m]
+    thread_local std::vector<TipTerm> terms;
+    thread_local std::vector<int32_t> picked;
+    cols.resize(w * m * eb);
+    for (size_t i = 0; i < w; ++i) {
+      for (int c = 0; c < m; ++c) {
+        std::memcpy(cols.data() + (i * m + c) * eb, packed + (i * cap + cand[c]) * eb, eb);
+      }
+    }
+    if (q8) {
+      const uint16_t* scale = o_.variant_m ? q.cache->hot_scales(q.layer, q.kv_head)
+                                           : gr.kscale.data();
+      cscale.resize(m);
+      for (int c = 0; c < m; ++c) cscale[c] = scale[cand[c]];
+    }
+    out.bytes_read = static_cast<uint64_t>(m) * slice_bytes(w);
+    scores.resize(static_cast<size_t>(ng) * m);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
+    if (o_.per_head) out.head_slots.resize(ng);
+    for (int j = 0; j < ng; ++j) {
+      const float* qh = q.q + j * shape_.head_dim;
+      terms.clear();
+      for (const PackedDim& d : gr.heads[j]) terms.push_back(TipTerm{d.col, qh[d.q]});
+      float* score = scores.data() + static_cast<size_t>(j) * m;
+      for (int a = 0; a < m; a += kTipTile) {
+        if (q8) {
+          tip_scores_q8(reinterpret_cast<const int8_t*>(cols.data()) + a, cscale.data() + a, m,
+                        terms.data(), static_cast<int>(terms.size()), std::min(kTipTile, m - a),
+                        score + a);
+        } else {
+          tip_scores(cols.data() + a * eb, type_ == KvType::F16, m, terms.data(),
+                     static_cast<int>(terms.size()), std::min(kTipTile, m - a), score + a);
+        }
+      }
+      if (o_.per_head) {
+        pick(score, m, budget, picked);
+        out.head_slots[j].clear();
+        for (int32_t c : picked) out.head_slots[j].push_back(cand[c]);
+        continue;
+      }
+      for (int c = 0; c < m; ++c) score[c] *= scale;
+      softmax_inplace(score, m);
+    }
+    if (o_.per_head) return;
+    thread_local std::vector<float> mass;  // [m]
+    mass.assign(m, 0.0f);
+    for (int j = 0; j < ng; ++j) {
+      for (int c = 0; c < m; ++c) mass[c] += scores[static_cast<size_t>(j) * m + c];
+    }
+    pick(mass.data(), m, budget, picked);
+    out.slots.clear();
+    for (int32_t c : picked) out.slots.push_back(cand[c]);
+  }
+
+  struct Group {
+    std::vector<int> dims;                     // packed K dims (ascending)
+    std::vector<std::vector<PackedDim>> heads;  // [n_group][scoring dims of the head]
+    std::vector<uint8_t> kdom;                 // [dims.size(), capacity] of the cache's type
+                                               // (q8_0: int8 codes)
+    std::vector<uint16_t> kscale;              // q8_0: [capacity] fp16 scale of each slot's codes
+  };
+  // Bytes of one value of the packed slice (f16/f32) and of one slot of a w-dim slice.
+  size_t elem_bytes() const { return type_ == KvType::F32 ? 4 : 2; }
+  // Break-even (FASA-C): selecting pays when the layer's packed slices plus the selected K/V
+  // rows are under kBreakEven of what dense attention reads (the rest of the margin pays for the
+  // softmax, the pick and the scattered reads). Below that context length the policy attends
+  // densely and says so (Selection::dense_fallback). Sinks and recent rows are inside the budget.
+  // FASA-M always selects: its slice is in RAM and dense attention would read every row from
+  // the file tier.
+  static constexpr double kBreakEven = 0.8;
+  bool pays(const AttnQuery* qs, int n_kv, int n, int budget) {
+    const double kv_row = 2.0 * static_cast<double>(qs[0].cache->row_bytes());  // K and V
+    double select = 0.0;
+    for (int g = 0; g < n_kv; ++g) {
+      select += static_cast<double>(n) * slice_bytes(group(qs[g].layer, qs[g].kv_head).dims.size()) +
+                static_cast<double>(budget) * kv_row * (o_.per_head ? qs[g].n_group : 1);
+    }
+    return select < kBreakEven * n_kv * static_cast<double>(n) * kv_row;
+  }
+  size_t slice_bytes(size_t w) const {
+    if (type_ == KvType::Q8_0) return w == 0 ? 0 : w + 2;  // the codes and the scale
+    return w * elem_bytes();
+  }
+  Group& group(int layer, int g) {
+    return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
+  }
+  const Group& group(int layer, int g) const {
+    return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
+  }
+
+  // Sinks and recent slots first (inside the budget), then the best-scoring rest. scores: [n]
+  void pick(float* scores, int n, int budget, std::vector<int32_t>& out) const {
+    thread_local std::vector<int32_t> forced;
+    forced.clear();
+    for (int t = 0; t < std::min(o_.sink, n); ++t) forced.push_back(t);
+    for (int t = std::max(n - o_.recent, std::min(o_.sink, n)); t < n; ++t) forced.push_back(t);
+    if (static_cast<int>(forced.size()) >= budget) {
+      forced.resize(budget);
+      out = forced;
+      return;
+    }
+    for (int32_t t : forced) scores[t] = -INFINITY;
+    top_k_indices(scores, n, budget - static_cast<int>(forced.size()), out);
+    out.insert(out.end(), forced.begin(), forced.end());
+    std::sort(out.begin(), out.end());
+  }
+
+  std::string name_;
+  AttnShape shape_;
+  ChannelSubsetOptions o_;
+  std::vector<int> layers_;     // [n_global] the global layers, the policy's
+  std::vector<int> layer_row_;  // [n_layers] index in layers_, -1 for a sliding-window layer
+  KvType type_ = KvType::F16;  // of the cache (and so of kdom)
+  int n_slots_ = 0;        // slots written so far (the packed slices' used length)
+  std::vector<Group> groups_;  // [n_global, n_kv_heads]
+  KvTiering tiering_;          // variant m: the cache layout asked of the session
+};
+
+}  // namespace
+
+std::unique_ptr<AttentionPolicy> make_channel_subset_policy(
+    std::string name, const PolicyContext& ctx, ChannelSubsetOptions o,
+    std::vector<std::vector<int>> head_dims) {
+  return std::make_unique<ChannelSubsetPolicy>(std::move(name), ctx, std::move(o), head_dims);
+}
+
+}  // namespace fasa

@@ -1,0 +1,102 @@
+// Policy options declared once: a policy lists its options as rows (key, type, how the value is
+// written, default, one line of help); the same table parses a spec's key=value pairs into typed
+// values with one clear error per bad input, and writes the policy's help and its row of the
+// options column in docs/POLICIES.md (Policies.DocOptionsMatchTheTables checks the doc).
+//
+// Errors (P the policy, KEY the option, V the value as typed):
+//   unknown key       policy 'P' has no option 'KEY' (options: a, b, c)   (P takes no options
+//                     (got 'KEY') when the table is empty)
+//   bad value         policy 'P': KEY must RULE (got 'V'), RULE the row's `rule` or its type's:
+//                     budget (parse_budget's two messages), count "be a non-negative whole
+//                     number", whole "be a whole number in [lo, hi]", number "be a count or a
+//                     fraction in (0, 1)", fraction "be a number in [0, 1]", on/off "be 'on' or
+//                     'off'", enum "be 'a', 'b' or 'c'" (the choices of `value`), layer set
+//                     (its own messages: a missing or sliding-window layer); text accepts anything
+//                     unless it has a rule,
+//                     then an empty value fails with "policy 'P': KEY must RULE".
+//   missing required  policy 'P' MISSING (the row's `missing`; a budget's default: "needs a
+//                     budget (e.g. --policy P:budget=256)"). An empty text counts as missing.
+// The keys are checked in the spec's order (PolicyOptions is sorted by key), the required rows
+// after them in table order. Range checks that depend on other options or on the model beyond the
+// layer list (sparq's r <= head_dim, Quest's page >= 1, SnapKV's odd kernel) stay in the policy;
+// it may reuse a row's message with ParsedOptions::fail_rule.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fasa/attention/policy.h"
+
+namespace fasa {
+
+enum class OptionType {
+  Budget,    // tokens per step, or a fraction < 1 of the context (parse_budget)
+  Count,     // a whole number in [0, 2^24]
+  Whole,     // a whole number in [lo, hi], digits only
+  Number,    // a count (whole, >= 1) or a fraction in (0, 1)
+  Fraction,  // a number in [0, 1]
+  OnOff,     // on|off
+  Enum,      // one of the '|'-separated choices in `value`
+  Text,      // any text (a path, a directory)
+  LayerSet,  // L1+L2|none: existing global layers; a default drops the sliding-window ones
+};
+
+struct PolicyOption {
+  const char* key;
+  OptionType type;
+  const char* value;     // how the value is written in help: "B", "PATH", "shared|per-head"
+  // The default as shown in help and docs, parsed as the value when the key is absent; nullptr:
+  // the option is required. With `computed`, only shown: the policy works the default out.
+  const char* fallback;
+  const char* help;      // one line: what the option does
+  int lo = 0, hi = 0;    // Whole: the range
+  const char* rule = nullptr;     // replaces the type's rule in the bad-value message
+  const char* missing = nullptr;  // required: the message after "policy 'P' "
+  bool computed = false;
+};
+
+// The budget row's help, shared by the policies whose budget is per kv-head group.
+inline constexpr const char* kBudgetHelp =
+    "tokens attended per decode step per kv-head group (< 1: a fraction of the context)";
+
+struct OptionTable {
+  const char* policy;
+  std::vector<PolicyOption> rows;
+  const PolicyOption* find(const std::string& key) const;
+  // "a, b, c": the keys in table order.
+  std::string key_list() const;
+};
+
+// The values of one spec, typed by the table. Getters take a key of the table (of the getter's
+// type); an absent key gives the parsed default.
+class ParsedOptions {
+ public:
+  ParsedOptions(const OptionTable& table, const PolicyOptions& opts, const AttnShape& shape);
+  const char* policy() const { return table_.policy; }
+  bool given(const std::string& key) const { return opts_.count(key) != 0; }
+  double budget(const std::string& key) const;
+  int count(const std::string& key) const;   // Count and Whole
+  double number(const std::string& key) const;  // Number and Fraction
+  bool on(const std::string& key) const;     // OnOff
+  // Enum: the choice (one of `value`'s); Text: the value.
+  std::string text(const std::string& key) const;
+  std::set<int> layers(const std::string& key) const;  // LayerSet
+  // Throws the row's bad-value message for the value given for key.
+  [[noreturn]] void fail_rule(const std::string& key) const;
+
+ private:
+  const PolicyOption& row(const std::string& key, OptionType a, OptionType b) const;
+  std::string value_or_default(const PolicyOption& r) const;
+  const OptionTable& table_;
+  PolicyOptions opts_;
+  AttnShape shape_;
+};
+
+// "`budget=B` (required), `gqa=shared\|per-head` (shared)": the options cell of the policy's row
+// in docs/POLICIES.md ("none" for an empty table).
+std::string options_markdown(const OptionTable& t);
+// One line per option, indented by `indent`: "budget=B (required): tokens attended ...".
+std::string options_help(const OptionTable& t, int indent);
+
+}  // namespace fasa
