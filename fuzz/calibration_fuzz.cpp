@@ -6,8 +6,8 @@
 // they refuse it with fasa::Error).
 #include <algorithm>
 
-#include "fasa/attention/policy.h"
 #include "fasa/attention/calibration.h"
+#include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
 #include "fuzz_util.h"
 
@@ -62,7 +62,7 @@ void run(const uint8_t* data, size_t size) {
   }
   check_consistent(c);
   const PolicyContext ctx = own_context(c);
-  check_calibration(c, ctx, path);  // must not throw: it describes that model
+  check_calibration(c, ctx, path);            // must not throw: it describes that model
   if (c.n_heads % c.n_kv_heads != 0) return;  // no such model
   for (const char* policy : {"fasa", "double-sparsity"}) {
     try {

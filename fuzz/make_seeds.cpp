@@ -161,10 +161,13 @@ void gguf_seeds() {
 // byte 1 the flags (1 add_bos, 2 parse_special, 4 decode ids), then the text
 
 void tokenizer_seeds() {
-  const std::vector<std::string> texts = {
-      "Hello world, the answer is 12345!", "  x\n\n\ty  \r\n", "caf\xc3\xa9 \xe4\xb8\xad it's",
-      "<|im_start|>user\nhi<|im_end|><tool>", "<s>hello</s><start_of_turn>\xe2\x96\x81world",
-      "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9 I'LL we've 3.14"};
+  const std::vector<std::string> texts =
+      {"Hello world, the answer is 12345!",
+       "  x\n\n\ty  \r\n",
+       "caf\xc3\xa9 \xe4\xb8\xad it's",
+       "<|im_start|>user\nhi<|im_end|><tool>",
+       "<s>hello</s><start_of_turn>\xe2\x96\x81world",
+       "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9 I'LL we've 3.14"};
   for (int vocab = 0; vocab < 7; ++vocab) {
     for (size_t i = 0; i < texts.size(); ++i) {
       const char flags = static_cast<char>(i % 4);
@@ -235,15 +238,15 @@ void calibration_seeds() {
 // --- tasks: JSON Lines as the generators write them
 
 void tasks_seeds() {
-  Task a{"passkey-0", "passkey", "The pass key is 71432. What is the pass key?", {"71432"}, 8,
-         TaskMetric::Contains};
-  Task b{"qa-1", "qa", "Who wrote Emma?\nAnswer:", {"Jane Austen", "Austen"}, 16,
+  Task a{"passkey-0", "passkey", "The pass key is 71432. What is the pass key?",
+         {"71432"},   8,         TaskMetric::Contains};
+  Task b{"qa-1",           "qa", "Who wrote Emma?\nAnswer:", {"Jane Austen", "Austen"}, 16,
          TaskMetric::Exact};
-  Task c{"mk-2", "multikey", "Keys: \xe4\xb8\xad=1, b=2. List them.", {"1", "2"}, 32,
-         TaskMetric::All};
+  Task c{"mk-2",     "multikey", "Keys: \xe4\xb8\xad=1, b=2. List them.",
+         {"1", "2"}, 32,         TaskMetric::All};
   write_seed("tasks", "three.jsonl",
-             task_to_json_line(a) + "\n" + task_to_json_line(b) + "\r\n\n" +
-                 task_to_json_line(c) + "\n");
+             task_to_json_line(a) + "\n" + task_to_json_line(b) + "\r\n\n" + task_to_json_line(c) +
+                 "\n");
   write_seed("tasks", "extra_fields.jsonl",
              R"({"id": "x", "task": "t", "prompt": "p", "answers": ["a"], "max_new_tokens": 1, )"
              R"("metric": "contains", "length": 4096, "extra": {"depth": 0.5, "list": [1, 2]}})"
@@ -260,12 +263,14 @@ void http_seeds() {
        "Content-Length: 15\r\nConnection: keep-alive\r\n\r\n{\"prompt\":\"hi\"}\r\n"
        "GET /v1/models?x=1 HTTP/1.1\r\nAuthorization: Bearer k\r\n\r\n"},
       {"http10", "GET /metrics HTTP/1.0\nConnection: Keep-Alive\n\nGET / HTTP/1.0\n\n"},
-      {"expect", "POST /v1/chat/completions HTTP/1.1\r\nExpect: 100-continue\r\n"
-                 "Content-Length: 2\r\nConnection: close\r\n\r\n{}"},
+      {"expect",
+       "POST /v1/chat/completions HTTP/1.1\r\nExpect: 100-continue\r\n"
+       "Content-Length: 2\r\nConnection: close\r\n\r\n{}"},
       {"chunked", "POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"},
   };
   for (size_t i = 0; i < streams.size(); ++i) {
-    write_seed("http", streams[i].first, std::string(1, static_cast<char>(i * 5)) + streams[i].second);
+    write_seed("http", streams[i].first,
+               std::string(1, static_cast<char>(i * 5)) + streams[i].second);
   }
 }
 

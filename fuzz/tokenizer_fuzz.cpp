@@ -35,11 +35,36 @@ BpeConfig bpe_config(const std::string& pre) {
     cfg.token_types.push_back(1);
   }
   // "Ġ" is the space, "Ċ" the newline of byte-level BPE.
-  const char* merges[] = {"t h", "th e", "\xc4\xa0 th", "\xc4\xa0th e", "i n", "\xc4\xa0 in",
-                          "e r", "o n", "a n", "an d", "\xc4\xa0 and", "1 2", "12 3", "0 0",
-                          "\xc4\xa0 \xc4\xa0", "\xc4\x8a \xc4\x8a", "' s", "' t", "r e",
-                          "\xc3\x83 \xc2\xa9", "\xc4\xa0 \xc3\x83\xc2\xa9", "h e", "l l",
-                          "he ll", "hell o", "w o", "wo r", "l d", "wor ld", "\xc4\xa0 world"};
+  const char* merges[] = {"t h",
+                          "th e",
+                          "\xc4\xa0 th",
+                          "\xc4\xa0th e",
+                          "i n",
+                          "\xc4\xa0 in",
+                          "e r",
+                          "o n",
+                          "a n",
+                          "an d",
+                          "\xc4\xa0 and",
+                          "1 2",
+                          "12 3",
+                          "0 0",
+                          "\xc4\xa0 \xc4\xa0",
+                          "\xc4\x8a \xc4\x8a",
+                          "' s",
+                          "' t",
+                          "r e",
+                          "\xc3\x83 \xc2\xa9",
+                          "\xc4\xa0 \xc3\x83\xc2\xa9",
+                          "h e",
+                          "l l",
+                          "he ll",
+                          "hell o",
+                          "w o",
+                          "wo r",
+                          "l d",
+                          "wor ld",
+                          "\xc4\xa0 world"};
   for (const std::string m : merges) {
     const size_t sp = m.find(' ');
     const std::string joined = m.substr(0, sp) + m.substr(sp + 1);
@@ -71,14 +96,27 @@ SpmConfig spm_config(bool space_prefix) {
   add("<start_of_turn>", 0, 3);
   add("<tool>", 0, 4);
   for (int b = 0; b < 256; ++b) add(fmt::format("<0x{:02X}>", b), 0, 6);
-  const char* chars[] = {"\xe2\x96\x81", "h", "e", "l", "o", "w", "r", "d", "a", "n", "t", "1",
-                         "2", "\xc3\xa9", "\xe4\xb8\xad"};
+  const char* chars[] =
+      {"\xe2\x96\x81", "h",           "e", "l", "o", "w", "r", "d", "a", "n", "t", "1", "2",
+       "\xc3\xa9",     "\xe4\xb8\xad"};
   for (const char* c : chars) add(c, -1, 1);
-  const std::pair<const char*, float> pieces[] = {
-      {"he", -3}, {"ll", -4}, {"hell", -5}, {"hello", -6}, {"\xe2\x96\x81h", -7},
-      {"\xe2\x96\x81hello", -8}, {"wo", -9}, {"or", -9}, {"wor", -10}, {"ld", -11},
-      {"world", -12}, {"\xe2\x96\x81world", -13}, {"an", -14}, {"and", -15},
-      {"\xe2\x96\x81\xe2\x96\x81", -16}, {"12", -17}, {"\xe2\x96\x81\xc3\xa9", -18}};
+  const std::pair<const char*, float> pieces[] = {{"he", -3},
+                                                  {"ll", -4},
+                                                  {"hell", -5},
+                                                  {"hello", -6},
+                                                  {"\xe2\x96\x81h", -7},
+                                                  {"\xe2\x96\x81hello", -8},
+                                                  {"wo", -9},
+                                                  {"or", -9},
+                                                  {"wor", -10},
+                                                  {"ld", -11},
+                                                  {"world", -12},
+                                                  {"\xe2\x96\x81world", -13},
+                                                  {"an", -14},
+                                                  {"and", -15},
+                                                  {"\xe2\x96\x81\xe2\x96\x81", -16},
+                                                  {"12", -17},
+                                                  {"\xe2\x96\x81\xc3\xa9", -18}};
   for (const auto& [text, score] : pieces) add(text, score, 1);
   cfg.bos_id = 1;
   cfg.eos_id = 2;

@@ -27,8 +27,7 @@ std::string resolve_model_path(const std::string& model) {
     const auto home = hub::pull_options_from_env().home;
     const fs::path p = hub::cached_model_path(*spec, home);
     if (fs::exists(p, ec)) return p.string();
-    fail("model '{}' is not in the cache ({}); run `fasa pull {}` first", model, p.string(),
-         model);
+    fail("model '{}' is not in the cache ({}); run `fasa pull {}` first", model, p.string(), model);
   }
   fail("cannot open model '{}': no such file, and not a known model name ({})", model,
        reg.known_names());
@@ -83,10 +82,10 @@ std::string PolicyArgs::spec() const {
   std::string s = policy;
   std::string dense = dense_layers;
   for (char& c : dense) c = c == ',' ? '+' : c;
-  const std::pair<const char*, const std::string*> flags[] = {
-      {"calib", &calib},   {"budget", &budget},   {"n_tip", &n_tip},     {"gqa", &gqa},
-      {"dense_layers", &dense}, {"sink", &sink}, {"recent", &recent}, {"variant", &variant},
-      {"offload_dir", &offload_dir}};
+  const std::pair<const char*, const std::string*> flags[] =
+      {{"calib", &calib},   {"budget", &budget},      {"n_tip", &n_tip},
+       {"gqa", &gqa},       {"dense_layers", &dense}, {"sink", &sink},
+       {"recent", &recent}, {"variant", &variant},    {"offload_dir", &offload_dir}};
   bool first = s.find(':') == std::string::npos;
   for (const auto& [key, value] : flags) {
     if (value->empty()) continue;

@@ -28,24 +28,24 @@
 #include <cstdio>
 #include <functional>
 #include <map>
-#include <utility>
 #include <memory>
 #include <random>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
 #include "commands.h"
-#include "provenance.h"
 #include "fasa/attention/policy.h"
-#include "fasa/kernels/bandwidth.h"
-#include "fasa/eval/roofline.h"
-#include "fasa/core/error.h"
 #include "fasa/core/amx.h"
+#include "fasa/core/error.h"
 #include "fasa/core/isa.h"
 #include "fasa/core/parallel.h"
 #include "fasa/engine/session.h"
+#include "fasa/eval/roofline.h"
 #include "fasa/io/gguf.h"
+#include "fasa/kernels/bandwidth.h"
+#include "provenance.h"
 
 namespace fasa::cli {
 
@@ -74,7 +74,7 @@ struct BenchArgs {
 struct Test {
   bool gen = false;  // tg (one token per step) or pp (one batch)
   int n = 0;
-  int batch = 1;     // tg: sequences decoding together, one forward pass per step
+  int batch = 1;  // tg: sequences decoding together, one forward pass per step
   std::string name() const {
     return fmt::format("{}{}{}", gen ? "tg" : "pp", n, batch > 1 ? fmt::format("x{}", batch) : "");
   }
@@ -86,10 +86,10 @@ struct Measure {
   int depth = 0;
   std::vector<double> tps;  // tokens/s per repetition
   // tg, from the last repetition:
-  double kv_read_per_token = 0.0;    // KV bytes read per decoded token (selection + attention)
-  double dense_read_per_token = 0.0;  // what dense attention would have read
-  double disk_read_per_token = 0.0;   // bytes the file tier's device delivered (FASA-M)
-  double disk_ms_per_token = 0.0;     // time inside those reads
+  double kv_read_per_token = 0.0;        // KV bytes read per decoded token (selection + attention)
+  double dense_read_per_token = 0.0;     // what dense attention would have read
+  double disk_read_per_token = 0.0;      // bytes the file tier's device delivered (FASA-M)
+  double disk_ms_per_token = 0.0;        // time inside those reads
   double prefetch_read_per_token = 0.0;  // of disk_read: background reads (FASA-M prefetch)
   double prefetch_hit_share = 0.0;       // prefetched rows a decode step then used
   double dense_fallback_share = 0.0;     // decode steps the policy attended densely (break-even)
@@ -207,9 +207,10 @@ std::vector<std::string> bench_policy_specs(const PolicyArgs& args) {
   const auto taker = std::find_if(policies.begin(), policies.end(),
                                   [](const std::string& p) { return !takes_no_options(p); });
   if (taker == policies.end() && has_policy_flags(args)) {
-    fail("--policy {}: the policy flags (--budget, --calib, ...) apply to none of these "
-         "policies (full takes no options)",
-         args.policy);
+    fail(
+        "--policy {}: the policy flags (--budget, --calib, ...) apply to none of these "
+        "policies (full takes no options)",
+        args.policy);
   }
   if (taker != policies.end()) {
     const std::string name = taker->substr(0, taker->find(':'));
@@ -241,9 +242,10 @@ std::vector<std::string> bench_policy_specs(const PolicyArgs& args) {
     const auto [it, fresh] = seen.emplace(canonical_spec(s), s);
     if (fresh) continue;
     const std::string first = it->second == s ? "" : fmt::format(", first as '{}'", it->second);
-    fail("policy '{}' is listed twice (in --policy × --budget and --compare{}); list each "
-         "policy once",
-         s, first);
+    fail(
+        "policy '{}' is listed twice (in --policy × --budget and --compare{}); list each "
+        "policy once",
+        s, first);
   }
   return specs;
 }
@@ -345,9 +347,10 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
       m.prefetch_read_per_token = st.tier_prefetch_bytes / toks;
       m.dense_fallback_share =
           st.decode_steps > 0 ? static_cast<double>(st.dense_fallbacks) / st.decode_steps : 0.0;
-      m.prefetch_hit_share = st.tier_prefetch_rows > 0 ? static_cast<double>(st.tier_prefetch_hits) /
-                                                             st.tier_prefetch_rows
-                                                       : 0.0;
+      m.prefetch_hit_share =
+          st.tier_prefetch_rows > 0
+              ? static_cast<double>(st.tier_prefetch_hits) / st.tier_prefetch_rows
+              : 0.0;
       m.kv_ram = session.cache().ram_bytes() + session.policy().resident_bytes();
       m.kv_file = session.cache().file_bytes();
       m.kv_global = session.cache().used_bytes_of(false);
@@ -386,9 +389,10 @@ class Report {
       std::printf(", depth fill synthetic (random K/V rows: speed only)");
     }
     std::printf("\n\n");
-    std::printf("| policy | test | t/s | vs first | KV read/token | KV in RAM | KV on disk | "
-                "disk read/token |%s\n",
-                a_.bandwidth ? " bound t/s | roofline |" : "");
+    std::printf(
+        "| policy | test | t/s | vs first | KV read/token | KV in RAM | KV on disk | "
+        "disk read/token |%s\n",
+        a_.bandwidth ? " bound t/s | roofline |" : "");
     std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
                 a_.bandwidth ? " ---: | ---: |" : "");
   }
@@ -462,7 +466,9 @@ class Report {
     const std::string name = m.test.name();
     const std::string test = m.depth > 0 ? fmt::format("{} @ d{}", name, m.depth) : name;
     const bool tg = m.test.gen;
-    auto bytes = [&](double b) { return tg ? human_bytes(static_cast<uint64_t>(b)) : std::string(); };
+    auto bytes = [&](double b) {
+      return tg ? human_bytes(static_cast<uint64_t>(b)) : std::string();
+    };
     const std::string disk =
         tg && m.kv_file > 0
             ? fmt::format("{} in {:.2f} ms", bytes(m.disk_read_per_token), m.disk_ms_per_token)
@@ -496,8 +502,9 @@ class Report {
 
 void print_bandwidth_only(const BenchArgs& a, const BandwidthResult& bw) {
   if (a.json) {
-    nlohmann::ordered_json j = {
-        {"read_bandwidth_gb_s", bw.read_gb_s}, {"threads", bw.threads}, {"bytes", bw.bytes}};
+    nlohmann::ordered_json j = {{"read_bandwidth_gb_s", bw.read_gb_s},
+                                {"threads", bw.threads},
+                                {"bytes", bw.bytes}};
     std::printf("%s\n", j.dump().c_str());
     return;
   }
@@ -525,9 +532,10 @@ BenchPlan checked_plan(const BenchArgs& a) {
     fail("nothing to measure: every -p and -n value is 0 (and no --bandwidth)");
   }
   if (a.bandwidth_bytes < static_cast<int64_t>(kMinBandwidthBytes)) {
-    fail("--bandwidth-bytes must be at least {} (64 MiB), so the probe reads memory and not "
-         "cache (got {})",
-         kMinBandwidthBytes, a.bandwidth_bytes);
+    fail(
+        "--bandwidth-bytes must be at least {} (64 MiB), so the probe reads memory and not "
+        "cache (got {})",
+        kMinBandwidthBytes, a.bandwidth_bytes);
   }
   if (a.reps < 1) fail("-r must be >= 1 (got {})", a.reps);
   if (a.depth_fill != "prefill" && a.depth_fill != "synthetic") {
@@ -582,9 +590,10 @@ void run_bench(const BenchArgs& a) {
     so.policy = spec;
     sessions.push_back(std::make_unique<Session>(model, so));
     if (synthetic && max_depth > 0 && sessions.back()->policy().wants_prefill_queries()) {
-      fail("--depth-fill synthetic: policy '{}' learns from the prefill queries, which a "
-           "synthetic fill does not make; use --depth-fill prefill",
-           spec);
+      fail(
+          "--depth-fill synthetic: policy '{}' learns from the prefill queries, which a "
+          "synthetic fill does not make; use --depth-fill prefill",
+          spec);
     }
   }
   BenchTokens tok;
@@ -625,15 +634,18 @@ void add_bench_command(CLI::App& app) {
                   "synthetic (random K/V rows stored directly: speed only, no prefill cost)")
       ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")
+      ->capture_default_str();
   add_policy_options(cmd, a->policy, /*with_compare=*/true);
   // Only bench takes lists; run and eval keep one --policy and one --budget.
   cmd->get_option("--policy")
-      ->description("attention policies, comma separated: full, oracle, fasa (or "
-                    "name:key=value,...); measured × every --budget, full once");
+      ->description(
+          "attention policies, comma separated: full, oracle, fasa (or "
+          "name:key=value,...); measured × every --budget, full once");
   cmd->get_option("--budget")
-      ->description("budgets, comma separated: tokens attended per decode step per kv-head "
-                    "group (< 1: fraction of context); one run per policy and budget");
+      ->description(
+          "budgets, comma separated: tokens attended per decode step per kv-head "
+          "group (< 1: fraction of context); one run per policy and budget");
   cmd->add_flag("--bandwidth", a->bandwidth,
                 "measure read bandwidth first; add the bandwidth roofline to tg rows (with -p 0 "
                 "-n 0: only measure it)");

@@ -42,10 +42,11 @@ void run_calibrate(const CalibrateArgs& a) {
   }
   auto model = load_model(a.model);
   const auto tokens = model->require_tokenizer().encode(text, true, false);
-  std::fprintf(stderr, "fasa: calibrating on %s (%zu tokens): %d samples x (%d prefill + %d "
+  std::fprintf(stderr,
+               "fasa: calibrating on %s (%zu tokens): %d samples x (%d prefill + %d "
                "decode steps), K = %d, FC layout %s\n",
-               a.text.c_str(), tokens.size(), args.opts.samples, args.opts.tokens,
-               args.opts.steps, args.opts.k, a.fc_layout.c_str());
+               a.text.c_str(), tokens.size(), args.opts.samples, args.opts.tokens, args.opts.steps,
+               args.opts.k, a.fc_layout.c_str());
   Calibration c = calibrate(model, tokens, args.opts, [](int done, int total) {
     std::fprintf(stderr, "\rfasa: sample %d/%d", done, total);
     if (done == total) std::fprintf(stderr, "\n");
@@ -72,8 +73,10 @@ void write_heatmap(const Calibration& c, const std::string& image) {
   };
   const bool png = ends_with(".png");
   if (!png && !ends_with(".svg")) {
-    fail("--image writes SVG or PNG, chosen by the extension: give a file name ending in .svg "
-         "or .png (got '{}')", image);
+    fail(
+        "--image writes SVG or PNG, chosen by the extension: give a file name ending in .svg "
+        "or .png (got '{}')",
+        image);
   }
   AtomicFile out(image);
   out.write(png ? calibration_heatmap_png(c) : calibration_heatmap_svg(c));
@@ -118,11 +121,13 @@ void print_show_json(const Calibration& c, int n_tip) {
 void print_show_text(const Calibration& c, const std::string& path, int n_tip) {
   std::printf("calibration  %s (%s, FC layout %s, %d FCs per head)\n", path.c_str(),
               c.model_name.c_str(), fc_layout_name(c.fc_layout), c.n_fc());
-  std::printf("made with    K = %d, %d samples x (%d tokens + %d steps) of %s\n", c.k,
-              c.n_samples, c.tokens_per_sample, c.steps, c.text_name.c_str());
+  std::printf("made with    K = %d, %d samples x (%d tokens + %d steps) of %s\n", c.k, c.n_samples,
+              c.tokens_per_sample, c.steps, c.text_name.c_str());
   if (static_cast<int>(c.layers.size()) < c.n_layers) {
-    std::printf("layers       %s of %d (the global layers; sliding-window layers are not "
-                "calibrated)\n", layer_list_text(c.layers).c_str(), c.n_layers);
+    std::printf(
+        "layers       %s of %d (the global layers; sliding-window layers are not "
+        "calibrated)\n",
+        layer_list_text(c.layers).c_str(), c.n_layers);
   }
   if (!c.fc_freq.empty()) {  // the frequency each FC really rotates at (scaling applied)
     std::printf("FC freqs     rad/token at context %d%s:", c.rope_n_ctx,
@@ -133,11 +138,15 @@ void print_show_text(const Calibration& c, const std::string& path, int n_tip) {
   } else {
     std::printf("FC freqs     not recorded (file made before they were, or FC layout adjacent)\n");
   }
-  std::printf("showing      the %d dominant FCs per head (FC id:mean CA), FC 0 = highest "
-              "frequency\n", n_tip);
+  std::printf(
+      "showing      the %d dominant FCs per head (FC id:mean CA), FC 0 = highest "
+      "frequency\n",
+      n_tip);
   if (c.has_channel_importance()) {
-    std::printf("             then after '|' Double Sparsity's %d heavy channels (key dims, "
-                "heaviest first)\n", 2 * n_tip);
+    std::printf(
+        "             then after '|' Double Sparsity's %d heavy channels (key dims, "
+        "heaviest first)\n",
+        2 * n_tip);
   }
   std::printf("\n");
   for (int l : c.layers) {
@@ -160,9 +169,9 @@ void run_show(const ShowArgs& a) {
   const Calibration c = load_calibration(a.path);
   if (!(a.n_tip > 0.0)) fail("--n-tip must be positive (got {})", a.n_tip);
   if (!a.image.empty()) write_heatmap(c, a.image);
-  const int n_tip = std::clamp(
-      a.n_tip < 1.0 ? static_cast<int>(a.n_tip * c.n_fc() + 0.5) : static_cast<int>(a.n_tip), 1,
-      c.n_fc());
+  const int n_tip = std::clamp(a.n_tip < 1.0 ? static_cast<int>(a.n_tip * c.n_fc() + 0.5)
+                                             : static_cast<int>(a.n_tip),
+                               1, c.n_fc());
   if (a.json) {
     print_show_json(c, n_tip);
   } else {
@@ -174,7 +183,8 @@ void run_show(const ShowArgs& a) {
 
 void add_calibrate_command(CLI::App& app) {
   auto a = std::make_shared<CalibrateArgs>();
-  auto* cmd = app.add_subcommand("calibrate", "FASA calibration: rank each head's frequency chunks");
+  auto* cmd =
+      app.add_subcommand("calibrate", "FASA calibration: rank each head's frequency chunks");
   cmd->add_option("-m,--model", a->model, "GGUF path or pulled model name")->required();
   cmd->add_option("--text", a->text, "calibration text (UTF-8)")->required();
   cmd->add_option("-o,--output", a->out, "calibration JSON to write")->required();

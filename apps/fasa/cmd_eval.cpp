@@ -8,7 +8,6 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "provenance.h"
 #include "fasa/attention/calibration.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
@@ -16,6 +15,7 @@
 #include "fasa/eval/recall.h"
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/tokenizer.h"
+#include "provenance.h"
 
 namespace fasa::cli {
 
@@ -96,14 +96,15 @@ void run_ppl(const PplArgs& a) {
     std::fprintf(stderr, "fasa: peak RSS %s\n", human_bytes(peak_rss_bytes()).c_str());
     return;
   }
-  std::printf("%d chunks of %d tokens, last %d scored as decode steps (%.1f s)\n",
-              rs[0].n_chunks, a.n_ctx, a.n_decode, rs[0].seconds);
+  std::printf("%d chunks of %d tokens, last %d scored as decode steps (%.1f s)\n", rs[0].n_chunks,
+              a.n_ctx, a.n_decode, rs[0].seconds);
   const ModelConfig& mc = model->config();
   const bool hybrid = mc.n_windowed_layers() > 0;
   if (hybrid) {
-    std::printf("rows read: by the %d global layers, the policy's; the %d sliding-window layers "
-                "read their window at every step\n",
-                mc.n_layers - mc.n_windowed_layers(), mc.n_windowed_layers());
+    std::printf(
+        "rows read: by the %d global layers, the policy's; the %d sliding-window layers "
+        "read their window at every step\n",
+        mc.n_layers - mc.n_windowed_layers(), mc.n_windowed_layers());
   }
   std::printf("\n| policy | PPL | ± | vs first | %s |\n| --- | ---: | ---: | ---: | ---: |\n",
               hybrid ? "rows read (global layers)" : "rows read");
@@ -189,14 +190,16 @@ void run_recall(const RecallArgs& a) {
   std::printf("context %d, %d steps, budget %d slots (sparse layers; KL over every step)\n",
               a.n_ctx, a.steps, rs[0].budget_last);
   if (const RecallResult& r = rs[0]; static_cast<int>(r.layers.size()) < r.n_layers) {
-    std::printf("evaluated: the %zu global layers %s of %d; the %d sliding-window layers attend "
-                "over their window, outside any policy (KL still covers the whole model)\n",
-                r.layers.size(), layer_list_text(r.layers).c_str(), r.n_layers,
-                r.n_layers - static_cast<int>(r.layers.size()));
+    std::printf(
+        "evaluated: the %zu global layers %s of %d; the %d sliding-window layers attend "
+        "over their window, outside any policy (KL still covers the whole model)\n",
+        r.layers.size(), layer_list_text(r.layers).c_str(), r.n_layers,
+        r.n_layers - static_cast<int>(r.layers.size()));
   }
   std::printf("\n");
-  std::printf("| policy | recall vs oracle top-B | attention mass | KL(full‖policy) nats | dense "
-              "head-steps |\n| --- | ---: | ---: | ---: | ---: |\n");
+  std::printf(
+      "| policy | recall vs oracle top-B | attention mass | KL(full‖policy) nats | dense "
+      "head-steps |\n| --- | ---: | ---: | ---: | ---: |\n");
   for (const RecallResult& r : rs) {
     std::printf("| %s | %.4f | %.4f | %.5f | %.1f%% |\n", r.policy.c_str(), r.mean_recall,
                 r.mean_mass, r.mean_kl, 100.0 * r.dense_fraction);
@@ -234,7 +237,8 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-b,--batch", a->batch, "tokens per forward pass")->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")
+      ->capture_default_str();
   add_policy_options(cmd, a->policy, /*with_compare=*/true);
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a] { run_ppl(*a); });

@@ -132,8 +132,9 @@ void print_rope_and_block(const Model& model) {
     }
     int window = 0;
     for (int w : c.layer_window) window = std::max(window, w);
-    std::printf("attention     %d sliding-window layers (window %d, rope base %g), global layers %s\n",
-                c.n_windowed_layers(), window, c.rope_base_local, global.c_str());
+    std::printf(
+        "attention     %d sliding-window layers (window %d, rope base %g), global layers %s\n",
+        c.n_windowed_layers(), window, c.rope_base_local, global.c_str());
   }
 }
 
@@ -144,18 +145,18 @@ void print_inspect(const Model& model) {
   const Tokenizer* tok = model.tokenizer();
   std::printf("file          %s (GGUF v%u, %s)\n", f.path().c_str(), f.version(),
               human_bytes(f.file_bytes()).c_str());
-  std::printf("architecture  %s%s%s\n", c.arch.c_str(), c.name.empty() ? "" : "  name: ",
-              c.name.c_str());
+  std::printf("architecture  %s%s%s\n", c.arch.c_str(),
+              c.name.empty() ? "" : "  name: ", c.name.c_str());
   std::printf("layers        %d   d_model %d   d_ff %d\n", c.n_layers, c.d_model, c.d_ff);
-  std::printf("heads         %d query, %d kv (group %d), head_dim %d\n", c.n_heads,
-              c.n_kv_heads, c.n_group(), c.head_dim);
+  std::printf("heads         %d query, %d kv (group %d), head_dim %d\n", c.n_heads, c.n_kv_heads,
+              c.n_group(), c.head_dim);
   std::printf("family        %s\n", model_family(f, c).c_str());
   print_rope_and_block(model);
   std::printf("context       %d tokens (trained)%s\n", c.n_ctx_train,
-              c.n_ctx_max() > c.n_ctx_train
-                  ? fmt::format(", {} with YaRN", c.n_ctx_max()).c_str()
-                  : "");
-  std::printf("vocabulary    %d%s\n", c.n_vocab, c.tied_output ? "  (output tied to embedding)" : "");
+              c.n_ctx_max() > c.n_ctx_train ? fmt::format(", {} with YaRN", c.n_ctx_max()).c_str()
+                                            : "");
+  std::printf("vocabulary    %d%s\n", c.n_vocab,
+              c.tied_output ? "  (output tied to embedding)" : "");
   if (tok) {
     std::printf("tokenizer     %s / pre %s, bos %d, eos %d, add_bos %s\n",
                 f.get_string_or("tokenizer.ggml.model", "").c_str(),
@@ -166,11 +167,13 @@ void print_inspect(const Model& model) {
               f.tensors().size());
   std::string ignored;
   for (const std::string& n : model.ignored_tensors()) ignored += (ignored.empty() ? "" : ", ") + n;
-  std::printf("ignored       %s\n\n", ignored.empty() ? "none (every tensor is bound)" : ignored.c_str());
+  std::printf("ignored       %s\n\n",
+              ignored.empty() ? "none (every tensor is bound)" : ignored.c_str());
   std::printf("%-32s %-6s %-16s %12s\n", "tensor", "type", "shape", "bytes");
   for (const auto& t : f.tensors()) {
-    std::printf("%-32s %-6s %-16s %12llu\n", t.name.c_str(), std::string(dtype_name(t.type)).c_str(),
-                shape_str(t.ne).c_str(), static_cast<unsigned long long>(t.n_bytes));
+    std::printf("%-32s %-6s %-16s %12llu\n", t.name.c_str(),
+                std::string(dtype_name(t.type)).c_str(), shape_str(t.ne).c_str(),
+                static_cast<unsigned long long>(t.n_bytes));
   }
 }
 

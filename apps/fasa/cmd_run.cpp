@@ -108,8 +108,8 @@ void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Se
   std::fprintf(stderr,
                "\nfasa: prompt %d tokens in %.1f ms (%.1f tok/s); generated %d tokens in %.1f ms "
                "(%.1f tok/s); stop: %s\n",
-               r.n_prompt, r.prefill_ms, r.n_prompt * 1000.0 / std::max(r.prefill_ms, 1e-9),
-               n_gen, r.decode_ms, n_gen > 0 ? n_gen * 1000.0 / std::max(r.decode_ms, 1e-9) : 0.0,
+               r.n_prompt, r.prefill_ms, r.n_prompt * 1000.0 / std::max(r.prefill_ms, 1e-9), n_gen,
+               r.decode_ms, n_gen > 0 ? n_gen * 1000.0 / std::max(r.decode_ms, 1e-9) : 0.0,
                name(r.stop_reason));
   std::fprintf(stderr,
                "fasa: threads %d; context %d; KV cache %s (%s used of %s); weights %s; peak RSS "
@@ -195,7 +195,8 @@ void add_run_command(CLI::App& app) {
                 "'<|im_end|>' (default: plain text)");
   cmd->add_option("--stop", a->stop, "stop string (repeatable)");
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")
+      ->capture_default_str();
   add_policy_options(cmd, a->policy);
   cmd->add_flag("-q,--quiet", a->quiet, "no statistics on stderr");
   cmd->callback([a, p, f, sys] {

@@ -138,7 +138,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body", a->max_body, "largest request body in bytes")
       ->capture_default_str();
   cmd->add_option("--model-id", a->model_id, "model name clients use (default: -m's name)");
-  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
+  cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")
+      ->capture_default_str();
   cmd->add_option("--max-conns", a->max_conns,
                   "open connections, all clients together (0 = max(64, 4 x (parallel + queue)))")
       ->capture_default_str();

@@ -54,9 +54,10 @@ void run_synth(const SynthArgs& a) {
 
 void add_synth_command(CLI::App& app) {
   auto a = std::make_shared<SynthArgs>();
-  auto* cmd = app.add_subcommand(
-      "synth", "write a random-weight GGUF with a public model's shapes and Q4_K_M types "
-               "(speed and memory only, never accuracy)");
+  auto* cmd =
+      app.add_subcommand("synth",
+                         "write a random-weight GGUF with a public model's shapes and Q4_K_M types "
+                         "(speed and memory only, never accuracy)");
   cmd->add_option("--shape", a->shape, "shape name (see --list)");
   cmd->add_option("-o,--output", a->out, "GGUF file to write (atomically)");
   cmd->add_option("--seed", a->seed, "random seed")->capture_default_str();

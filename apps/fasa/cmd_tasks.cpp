@@ -13,18 +13,18 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "provenance.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
+#include "fasa/core/sha256.h"
 #include "fasa/eval/sweep.h"
 #include "fasa/eval/sweep_checkpoint.h"
 #include "fasa/eval/task_gen.h"
 #include "fasa/eval/task_runner.h"
-#include "fasa/core/sha256.h"
 #include "fasa/io/atomic_file.h"
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
+#include "provenance.h"
 
 namespace fasa::cli {
 
@@ -50,8 +50,7 @@ std::string duration_text(double s) {
 std::function<void(int, int)> progress_printer(const char* what) {
   const auto t0 = std::chrono::steady_clock::now();
   return [t0, what](int done, int total) {
-    const double el =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double left = done > 0 ? el / done * (total - done) : 0.0;
     std::fprintf(stderr, "\rfasa: %d/%d %s, %s elapsed, ~%s left   ", done, total, what,
                  duration_text(el).c_str(), duration_text(left).c_str());
@@ -206,8 +205,8 @@ TaskRunResume resume_from(CheckpointFile& ckpt, const std::vector<Task>& tasks,
     }
   }
   resume.on_task_done = [&ckpt, &tasks, version](size_t i, int n_prompt,
-                                                  const std::vector<TaskOutcome>& outcomes,
-                                                  double prefill_s) {
+                                                 const std::vector<TaskOutcome>& outcomes,
+                                                 double prefill_s) {
     ckpt.append({i, tasks[i].id, n_prompt, prefill_s, outcomes, version});
   };
   return resume;
@@ -257,8 +256,8 @@ void run_sweep(const SweepArgs& a) {
   std::fprintf(stderr, "fasa: sweep of %zu policy settings on %zu tasks -> %s\n", entries.size(),
                tasks.size(), a.out_dir.c_str());
   if (a.resume) {
-    std::fprintf(stderr, "fasa: resuming: %zu of %zu tasks already done (%s)\n",
-                 ckpt.done().size(), tasks.size(), (dir / "checkpoint.jsonl").c_str());
+    std::fprintf(stderr, "fasa: resuming: %zu of %zu tasks already done (%s)\n", ckpt.done().size(),
+                 tasks.size(), (dir / "checkpoint.jsonl").c_str());
   }
   TaskRunResult r;
   try {
@@ -288,7 +287,7 @@ struct GenArgs {
 };
 
 void run_gen(const GenArgs& a) {
-  check_task_kind(a.kind);  // before reading files or loading the model
+  check_task_kind(a.kind);     // before reading files or loading the model
   AtomicFile out_file(a.out);  // fails now for a missing or read-only directory
   const std::string text = read_text_file(a.haystack);
   auto model = load_model(a.model);
@@ -298,8 +297,8 @@ void run_gen(const GenArgs& a) {
     const ChatFormat fmt = detect_chat_format(model->file());
     const std::string sys = chat_default_system(model->file());
     count = [&tok, fmt, sys](const std::string& p) {
-      return static_cast<int64_t>(tok.encode(render_chat(fmt, {{"user", p}}, true, sys), true,
-                                             true).size());
+      return static_cast<int64_t>(
+          tok.encode(render_chat(fmt, {{"user", p}}, true, sys), true, true).size());
     };
   } else {
     count = [&tok](const std::string& p) {
@@ -337,7 +336,7 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
       ->capture_default_str();
   tc->add_option("-t,--threads", t->threads, "threads (0 = all cores)")->capture_default_str();
   tc->add_option("-j,--jobs", t->jobs,
-                  "tasks run in parallel, one thread each (faster on few cores; same results)")
+                 "tasks run in parallel, one thread each (faster on few cores; same results)")
       ->capture_default_str();
   tc->add_option("--kv-type", t->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
   tc->add_flag("--chat", t->chat, "wrap each prompt as a user turn of the model's chat format");
@@ -350,7 +349,8 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   sc->add_option("-m,--model", s->model, "GGUF path or pulled model name")->required();
   sc->add_option("--tasks", s->tasks, "JSONL task file")->required();
   sc->add_option("--policies", s->policies, "policy specs, comma-separated (e.g. full,oracle,fasa)")
-      ->required()->delimiter(',');
+      ->required()
+      ->delimiter(',');
   sc->add_option("--budgets", s->budgets, "budgets, comma-separated (e.g. 64,128,256)")
       ->delimiter(',');
   sc->add_option("--calib", s->calib, "calibration for fasa and double-sparsity");
@@ -359,7 +359,7 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
       ->capture_default_str();
   sc->add_option("-t,--threads", s->threads, "threads (0 = all cores)")->capture_default_str();
   sc->add_option("-j,--jobs", s->jobs,
-                  "tasks run in parallel, one thread each (faster on few cores; same results)")
+                 "tasks run in parallel, one thread each (faster on few cores; same results)")
       ->capture_default_str();
   sc->add_option("--kv-type", s->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
   sc->add_flag("--chat", s->chat, "wrap each prompt as a user turn of the model's chat format");
@@ -372,11 +372,13 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   sc->callback([s] { run_sweep(*s); });
 
   auto g = std::make_shared<GenArgs>();
-  auto* gc = app.add_subcommand("gen-tasks", "generate RULER-style long-context tasks on real text");
+  auto* gc =
+      app.add_subcommand("gen-tasks", "generate RULER-style long-context tasks on real text");
   gc->add_option("-m,--model", g->model, "model whose tokenizer sizes the prompts")->required();
   gc->add_option("--kind", g->kind,
                  "passkey, niah-single, niah-multikey, niah-multivalue, niah-multiquery, "
-                 "variable-tracking, common-words, freq-words, qa")->required();
+                 "variable-tracking, common-words, freq-words, qa")
+      ->required();
   gc->add_option("--haystack", g->haystack, "UTF-8 text the contexts are cut from")->required();
   gc->add_option("--ctx", g->n_ctx, "prompt + max_new_tokens fit this many tokens")
       ->capture_default_str();

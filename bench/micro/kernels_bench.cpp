@@ -9,10 +9,10 @@
 #include <random>
 #include <vector>
 
-#include "fasa/kernels/attend.h"
 #include "fasa/core/amx.h"
 #include "fasa/core/dtype.h"
 #include "fasa/core/f16.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/kernels/matmul.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/repack.h"
@@ -33,7 +33,10 @@ std::vector<uint8_t> random_weights(DType t, int64_t n_out, int64_t n_in, std::m
     case DType::Q5_1:
     case DType::Q4_K:
     case DType::Q5_K: min_off = 2; break;
-    case DType::Q2_K: d_off = 80; min_off = 82; break;
+    case DType::Q2_K:
+      d_off = 80;
+      min_off = 82;
+      break;
     case DType::Q3_K: d_off = 108; break;
     case DType::Q6_K: d_off = 208; break;
     default: break;
@@ -79,13 +82,15 @@ BENCHMARK(BM_Matmul)
 BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q2_K), static_cast<int>(DType::Q3_K),
                                     static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q5_K),
                                     static_cast<int>(DType::Q6_K)},
-                                   {640}, {2048}, {1, 64}});
-BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
-                                   {2048}, {768}, {1, 64}});
+                                   {640},
+                                   {2048},
+                                   {1, 64}});
+BENCHMARK(BM_Matmul)->ArgsProduct(
+    {{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)}, {2048}, {768}, {1, 64}});
 // Llama-3.1-8B's shapes (larger than the caches: decode reads them from memory): the attention
 // output (4096 x 4096), the FFN up (14336 x 4096) and down (4096 x 14336) projections.
-BENCHMARK(BM_Matmul)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
-                                   {4096}, {4096, 14336}, {1}});
+BENCHMARK(BM_Matmul)->ArgsProduct(
+    {{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)}, {4096}, {4096, 14336}, {1}});
 BENCHMARK(BM_Matmul)->Args({static_cast<int>(DType::Q4_K), 14336, 4096, 1});
 
 // The same K-quant shapes repacked 16 rows at a time (kernels/repack.h), as the model loader does
@@ -108,10 +113,16 @@ void BM_MatmulRepacked(benchmark::State& st) {
   st.SetLabel(std::string(dtype_name(rt)));
   st.SetBytesProcessed(st.iterations() * static_cast<int64_t>(w.size()));
 }
-BENCHMARK(BM_MatmulRepacked)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
-                                           {2048}, {768}, {1, 4, 64}});
-BENCHMARK(BM_MatmulRepacked)->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
-                                           {4096}, {4096, 14336}, {1}});
+BENCHMARK(BM_MatmulRepacked)
+    ->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
+                   {2048},
+                   {768},
+                   {1, 4, 64}});
+BENCHMARK(BM_MatmulRepacked)
+    ->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
+                   {4096},
+                   {4096, 14336},
+                   {1}});
 BENCHMARK(BM_MatmulRepacked)->Args({static_cast<int>(DType::Q4_K), 14336, 4096, 1});
 
 // Prefill matmuls with and without AMX (kernels/matmul_amx.h; AMX off = the VNNI path), on
@@ -127,7 +138,10 @@ void BM_MatmulAmx(benchmark::State& st) {
 BENCHMARK(BM_MatmulAmx)
     ->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K),
                     static_cast<int>(DType::Q8_0)},
-                   {1536}, {1536}, {512}, {0, 1}})
+                   {1536},
+                   {1536},
+                   {512},
+                   {0, 1}})
     ->Args({static_cast<int>(DType::Q4_K), 8960, 1536, 512, 0})
     ->Args({static_cast<int>(DType::Q4_K), 8960, 1536, 512, 1})
     ->Args({static_cast<int>(DType::Q4_K), 1536, 8960, 512, 0})

@@ -7,9 +7,9 @@
 #include <random>
 #include <vector>
 
-#include "support/ref/kernels_ref.h"
-#include "fasa/kernels/attend.h"
 #include "fasa/core/f16.h"
+#include "fasa/kernels/attend.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa {
 namespace {
@@ -125,8 +125,8 @@ TEST(AttendTest, ManyQueriesEqualOneAtATime) {
       const int n_max = 3 * kAttnChunk + 37;
       Rows r = make_rows(n_max, hd, t, rng);
       const KvRows rows{r.k.data(), r.v.data(), t, hd};
-      const std::vector<int> n_keys = {1, 15, 16, 17, 63, 64, 65, kAttnChunk, kAttnChunk + 1,
-                                       2 * kAttnChunk - 1, n_max};
+      const std::vector<int> n_keys =
+          {1, 15, 16, 17, 63, 64, 65, kAttnChunk, kAttnChunk + 1, 2 * kAttnChunk - 1, n_max};
       const int n_q = static_cast<int>(n_keys.size());
       std::vector<float> q(n_q * hd);
       for (auto& v : q) v = nd(rng);

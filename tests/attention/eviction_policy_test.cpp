@@ -12,12 +12,12 @@
 #include <set>
 #include <tuple>
 
+#include "fasa/attention/calibration.h"
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policies/snapkv.h"
-#include "fasa/attention/calibration.h"
-#include "fasa/calibrate/calibrator.h"
 #include "fasa/attention/policy.h"
 #include "fasa/attention/prefill_observers.h"
+#include "fasa/calibrate/calibrator.h"
 #include "fasa/core/error.h"
 #include "fasa/engine/session.h"
 #include "fasa/eval/perplexity.h"
@@ -231,7 +231,9 @@ TEST(SnapKvPolicy, KeepsTheVotedSlotsTheWindowAndTheCurrentToken) {
               bool clear2 = false;
               const auto want2 =
                   snap_reference(d, l, g, P - W + 1, W, alive, K, B - 1 - W, per_head, &clear2);
-              if (clear2) { EXPECT_EQ(b, with_range(want2[j], P - W + 1, P + 2)) << gqa; }
+              if (clear2) {
+                EXPECT_EQ(b, with_range(want2[j], P - W + 1, P + 2)) << gqa;
+              }
               checked += clear2;
             }
           }
@@ -346,8 +348,9 @@ TEST(SnapKvPolicy, ForkedPrefillEqualsOwnPrefill) {
   o.batch = 16;
   // (snapkv with window 4 and h2o take their statistics from one watched prefill; window 5 is
   // another state and prefills itself, its second budget copies that, window 6 prefills too.)
-  o.compare = {"snapkv:budget=9,window=4", "snapkv:budget=12,window=4", "h2o:recent=0.5,budget=9",
-               "snapkv:budget=9,window=5", "snapkv:budget=9,window=6", "snapkv:budget=12,window=5"};
+  o.compare = {"snapkv:budget=9,window=4", "snapkv:budget=12,window=4",
+               "h2o:recent=0.5,budget=9",  "snapkv:budget=9,window=5",
+               "snapkv:budget=9,window=6", "snapkv:budget=12,window=5"};
   const auto results = perplexity_all(model, tokens, o, nullptr);
   for (size_t p = 1; p < results.size(); ++p) {
     so.policy = o.compare[p - 1];
@@ -464,7 +467,9 @@ TEST(PyramidKvPolicy, LayerBudgetsFormAPyramidAroundTheBudget) {
   for (int l = 0; l < 30; ++l) {
     const int b = pyramid_layer_budget(128, 1025, 32, 20, 30, l);
     EXPECT_GE(b, 33);
-    if (l > 0) { EXPECT_LE(b, pyramid_layer_budget(128, 1025, 32, 20, 30, l - 1)); }
+    if (l > 0) {
+      EXPECT_LE(b, pyramid_layer_budget(128, 1025, 32, 20, 30, l - 1));
+    }
     sum += b;
   }
   EXPECT_EQ(pyramid_layer_budget(128, 1025, 32, 20, 30, 0), 186 + 33);
@@ -495,7 +500,9 @@ TEST(PyramidKvPolicy, LayerBudgetsFormAPyramidAroundTheBudget) {
       std::iota(prompt.begin(), prompt.end(), 0);
       bool clear = false;
       const auto want = snap_reference(d, l, g, P - W, W, prompt, K, kl - 1 - W, false, &clear);
-      if (clear) { EXPECT_EQ(s.slots, with_range(want[0], P - W, P + 1)) << l; }
+      if (clear) {
+        EXPECT_EQ(s.slots, with_range(want[0], P - W, P + 1)) << l;
+      }
       checked += clear;
     }
   }
@@ -628,8 +635,9 @@ TEST(PyramidKvFasaPolicy, ChoosesAmongTheKeptSlots) {
           for (int j = 0; j < kGroup; ++j) {
             const auto& chosen = s.slots_for(j);
             EXPECT_EQ(chosen.size(), 6u);
-            EXPECT_TRUE(std::includes(kept.slots.begin(), kept.slots.end(), chosen.begin(),
-                                      chosen.end())) << gqa << " layer " << l;
+            EXPECT_TRUE(
+                std::includes(kept.slots.begin(), kept.slots.end(), chosen.begin(), chosen.end()))
+                << gqa << " layer " << l;
           }
           // Plain FASA would pick evicted slots somewhere.
           fasa->select(q, plain);
@@ -726,8 +734,9 @@ TEST(EvictionPolicyOptions, BadOptionsAreErrors) {
   EXPECT_NE(message(pf + ",keep=16,speed=2").find("policy 'fasa' has no option 'speed'"),
             std::string::npos);
   EXPECT_NE(message("pyramidkv+fasa:budget=4,keep=16").find("calibration"), std::string::npos);
-  EXPECT_NE(message("snapkv+fasa:budget=4").find("combination 'snapkv+fasa' is not supported "
-                                                 "(supported: pyramidkv+fasa)"),
+  EXPECT_NE(message("snapkv+fasa:budget=4")
+                .find("combination 'snapkv+fasa' is not supported "
+                      "(supported: pyramidkv+fasa)"),
             std::string::npos);
 }
 

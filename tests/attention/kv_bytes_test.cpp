@@ -102,7 +102,7 @@ Measured measure(const std::string& policy) {
   s.prefill(std::vector<int32_t>(t.tokens.begin(), t.tokens.begin() + kPrompt));
   for (int i = 0; i < kSteps; ++i) s.decode(t.tokens[kPrompt + i]);
   return Measured{s.attn_stats(), s.policy().resident_bytes(), s.cache().ram_bytes(),
-             s.cache().file_bytes(), s.cache().tier_block_bytes()};
+                  s.cache().file_bytes(), s.cache().tier_block_bytes()};
 }
 
 // What a policy reads at one decode step of one layer with n visible slots.

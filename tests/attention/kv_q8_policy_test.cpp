@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "fasa/attention/registry.h"
 #include "fasa/attention/calibration.h"
+#include "fasa/attention/registry.h"
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"

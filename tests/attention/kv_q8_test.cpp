@@ -10,16 +10,16 @@
 #include <set>
 #include <vector>
 
-#include "support/ref/kernels_ref.h"
-#include "fasa/kernels/attend.h"
 #include "fasa/attention/kv_cache.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/isa.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/kernels/q8_0.h"
 #include "fasa/kernels/tip.h"
 #include "support/expect_error.h"
 #include "support/isa_guard.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa {
 namespace {
@@ -39,7 +39,8 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 std::vector<uint8_t> q8_rows(const std::vector<float>& x, int n, int hd) {
   std::vector<uint8_t> out(n * q8_0_row_bytes(hd));
   for (int j = 0; j < n; ++j) {
-    quantize_row_q8_0(x.data() + static_cast<size_t>(j) * hd, hd, out.data() + j * q8_0_row_bytes(hd));
+    quantize_row_q8_0(x.data() + static_cast<size_t>(j) * hd, hd,
+                      out.data() + j * q8_0_row_bytes(hd));
   }
   return out;
 }
@@ -52,8 +53,11 @@ TEST(KvQ8, TypeNamesAndErrors) {
   EXPECT_EQ(kv_row_bytes(KvType::F32, 64), 256u);
   test::expect_error([] { parse_kv_type("q4_0"); }, "'q4_0' (expected f16, f32 or q8_0)");
   // A head_dim that is no multiple of 32: one clear error naming it.
-  test::expect_error([] { KvCache(AttnShape{1, 2, 1, 48, {}}, KvType::Q8_0, 8); },
-                     "head_dim is 48");
+  test::expect_error(
+      [] {
+        KvCache(AttnShape{1, 2, 1, 48, {}}, KvType::Q8_0, 8);
+      },
+      "head_dim is 48");
   KvCache ok(AttnShape{1, 2, 1, 48, {}}, KvType::F16, 8);  // other types take any head_dim
 }
 

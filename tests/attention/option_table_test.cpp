@@ -20,22 +20,40 @@ namespace {
 const AttnShape kShape{4, 4, 2, 16, {0, 8, 0, 0}};
 
 const OptionTable& test_table() {
-  static const OptionTable t{"demo", {
-      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
-      {"n", OptionType::Count, "N", "3", "a count"},
-      {.key = "w", .type = OptionType::Whole, .value = "W", .fallback = "5", .help = "a whole",
-       .lo = 1, .hi = 9},
-      {"x", OptionType::Number, "X", "0.25", "a count or a fraction"},
-      {.key = "f", .type = OptionType::Fraction, .value = "F", .fallback = "0.5",
-       .help = "a fraction", .rule = "be a share of the budget in [0, 1]"},
-      {"sw", OptionType::OnOff, "on|off", "on", "a switch"},
-      {"mode", OptionType::Enum, "a|bb|c", "bb", "a choice"},
-      {.key = "dir", .type = OptionType::Text, .value = "DIR", .fallback = "/tmp",
-       .help = "a directory", .rule = "name a directory"},
-      {"layers", OptionType::LayerSet, "L1+L2|none", "0+1+3", "layers"},
-      {.key = "calc", .type = OptionType::Count, .value = "C", .fallback = "head_dim/2",
-       .help = "computed", .computed = true},
-  }};
+  static const OptionTable t{"demo",
+                             {
+                                 {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+                                 {"n", OptionType::Count, "N", "3", "a count"},
+                                 {.key = "w",
+                                  .type = OptionType::Whole,
+                                  .value = "W",
+                                  .fallback = "5",
+                                  .help = "a whole",
+                                  .lo = 1,
+                                  .hi = 9},
+                                 {"x", OptionType::Number, "X", "0.25", "a count or a fraction"},
+                                 {.key = "f",
+                                  .type = OptionType::Fraction,
+                                  .value = "F",
+                                  .fallback = "0.5",
+                                  .help = "a fraction",
+                                  .rule = "be a share of the budget in [0, 1]"},
+                                 {"sw", OptionType::OnOff, "on|off", "on", "a switch"},
+                                 {"mode", OptionType::Enum, "a|bb|c", "bb", "a choice"},
+                                 {.key = "dir",
+                                  .type = OptionType::Text,
+                                  .value = "DIR",
+                                  .fallback = "/tmp",
+                                  .help = "a directory",
+                                  .rule = "name a directory"},
+                                 {"layers", OptionType::LayerSet, "L1+L2|none", "0+1+3", "layers"},
+                                 {.key = "calc",
+                                  .type = OptionType::Count,
+                                  .value = "C",
+                                  .fallback = "head_dim/2",
+                                  .help = "computed",
+                                  .computed = true},
+                             }};
   return t;
 }
 
@@ -67,8 +85,15 @@ TEST(OptionTable, DefaultsAreTheTablesParsed) {
 
 TEST(OptionTable, GivenValuesReplaceTheDefaults) {
   const ParsedOptions p(test_table(),
-                        {{"budget", "64"}, {"n", "0"}, {"w", "9"}, {"x", "7"}, {"f", "1"},
-                         {"sw", "off"}, {"mode", "c"}, {"dir", "/d"}, {"layers", "2+3"},
+                        {{"budget", "64"},
+                         {"n", "0"},
+                         {"w", "9"},
+                         {"x", "7"},
+                         {"f", "1"},
+                         {"sw", "off"},
+                         {"mode", "c"},
+                         {"dir", "/d"},
+                         {"layers", "2+3"},
                          {"calc", "4"}},
                         kShape);
   EXPECT_DOUBLE_EQ(p.budget("budget"), 64.0);
@@ -103,7 +128,8 @@ TEST(OptionTable, EachTypeHasOneMessageForABadValue) {
     return error_of(o);
   };
   EXPECT_EQ(with("budget", "0"),
-            "policy 'demo': budget must be a positive number of tokens or a fraction < 1 (got '0')");
+            "policy 'demo': budget must be a positive number of tokens or a fraction < 1 (got "
+            "'0')");
   EXPECT_EQ(with("budget", "2.5"),
             "policy 'demo': a budget >= 1 must be a whole number of tokens (got '2.5')");
   for (const char* v : {"x", "-1", "", "16777217", "2.0"}) {
@@ -112,23 +138,27 @@ TEST(OptionTable, EachTypeHasOneMessageForABadValue) {
   }
   for (const char* v : {"0", "10", "+3", "3x", ""}) {
     EXPECT_EQ(with("w", v), fmt::format("policy 'demo': w must be a whole number in [1, 9] (got "
-                                        "'{}')", v));
+                                        "'{}')",
+                                        v));
   }
   for (const char* v : {"0", "-0.5", "2.5", "x", ""}) {
     EXPECT_EQ(with("x", v),
-              fmt::format("policy 'demo': x must be a count or a fraction in (0, 1) (got '{}')", v));
+              fmt::format("policy 'demo': x must be a count or a fraction in (0, 1) (got '{}')",
+                          v));
   }
   for (const char* v : {"1.5", "-0.1", "y"}) {  // the row's own rule
     EXPECT_EQ(with("f", v),
-              fmt::format("policy 'demo': f must be a share of the budget in [0, 1] (got '{}')", v));
+              fmt::format("policy 'demo': f must be a share of the budget in [0, 1] (got '{}')",
+                          v));
   }
   EXPECT_EQ(with("sw", "yes"), "policy 'demo': sw must be 'on' or 'off' (got 'yes')");
   EXPECT_EQ(with("mode", "b"), "policy 'demo': mode must be 'a', 'bb' or 'c' (got 'b')");
   EXPECT_EQ(with("dir", ""), "policy 'demo': dir must name a directory");
   EXPECT_EQ(with("layers", "0+x"),
             "policy 'demo': layers must be a non-negative whole number (got 'x')");
-  EXPECT_EQ(with("layers", "4"), "policy 'demo': dense layer 4 does not exist (the model has 4 "
-                                 "layers)");
+  EXPECT_EQ(with("layers", "4"),
+            "policy 'demo': dense layer 4 does not exist (the model has 4 "
+            "layers)");
   EXPECT_EQ(with("layers", "1"),
             "policy 'demo': layer 1 is a sliding-window layer (it attends over its window of 8, "
             "outside any policy); layers may name the global layers 0, 2, 3");
@@ -139,24 +169,35 @@ TEST(OptionTable, EachTypeHasOneMessageForABadValue) {
 
 TEST(OptionTable, RequiredOptionsAreAskedFor) {
   EXPECT_EQ(error_of({}), "policy 'demo' needs a budget (e.g. --policy demo:budget=256)");
-  const OptionTable t{"cal", {
-      {.key = "calib", .type = OptionType::Text, .value = "PATH", .fallback = nullptr,
-       .help = "a file", .missing = "needs a calibration file"},
-      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
-  }};
+  const OptionTable t{"cal",
+                      {
+                          {.key = "calib",
+                           .type = OptionType::Text,
+                           .value = "PATH",
+                           .fallback = nullptr,
+                           .help = "a file",
+                           .missing = "needs a calibration file"},
+                          {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+                      }};
   EXPECT_EQ(error_of({{"budget", "8"}}, t), "policy 'cal' needs a calibration file");
   EXPECT_EQ(error_of({{"budget", "8"}, {"calib", ""}}, t), "policy 'cal' needs a calibration file");
   // Values are checked before anything is asked for; required rows in table order.
   EXPECT_EQ(error_of({{"zz", "8"}}, t), "policy 'cal' has no option 'zz' (options: calib, budget)");
   EXPECT_EQ(error_of({}, t), "policy 'cal' needs a calibration file");
-  EXPECT_EQ(error_of({{"calib", "c.json"}}, t), "policy 'cal' needs a budget (e.g. --policy "
-                                                "cal:budget=256)");
+  EXPECT_EQ(error_of({{"calib", "c.json"}}, t),
+            "policy 'cal' needs a budget (e.g. --policy "
+            "cal:budget=256)");
 }
 
 TEST(OptionTable, FailRuleRepeatsTheRowsMessageWithTheModelsHeadDim) {
-  const OptionTable t{"r", {{.key = "r", .type = OptionType::Number, .value = "R",
-                             .fallback = "head_dim/8", .help = "r",
-                             .rule = "be at most head_dim = {head_dim}", .computed = true}}};
+  const OptionTable t{"r",
+                      {{.key = "r",
+                        .type = OptionType::Number,
+                        .value = "R",
+                        .fallback = "head_dim/8",
+                        .help = "r",
+                        .rule = "be at most head_dim = {head_dim}",
+                        .computed = true}}};
   const ParsedOptions p(t, {{"r", "17"}}, kShape);
   try {
     p.fail_rule("r");
@@ -167,10 +208,12 @@ TEST(OptionTable, FailRuleRepeatsTheRowsMessageWithTheModelsHeadDim) {
 }
 
 TEST(OptionTable, HelpAndMarkdownComeFromTheRows) {
-  const OptionTable t{"demo", {
-      {"budget", OptionType::Budget, "B", nullptr, "tokens"},
-      {"gqa", OptionType::Enum, "shared|per-head", "shared", "one list or many"},
-  }};
+  const OptionTable t{"demo",
+                      {
+                          {"budget", OptionType::Budget, "B", nullptr, "tokens"},
+                          {"gqa", OptionType::Enum, "shared|per-head", "shared",
+                           "one list or many"},
+                      }};
   EXPECT_EQ(options_markdown(t), "`budget=B` (required), `gqa=shared\\|per-head` (shared)");
   EXPECT_EQ(options_help(t, 2),
             "  budget=B (required): tokens\n  gqa=shared|per-head (shared): one list or many\n");
@@ -186,7 +229,8 @@ TEST(OptionTable, EveryPolicysDefaultsParse) {
     EXPECT_EQ(std::string(t.policy), e.name);
     PolicyOptions required;
     for (const PolicyOption& r : t.rows) {
-      if (!r.fallback) required.emplace(r.key, std::string(r.type == OptionType::Budget ? "8" : "x"));
+      if (!r.fallback)
+        required.emplace(r.key, std::string(r.type == OptionType::Budget ? "8" : "x"));
     }
     const ParsedOptions p(t, required, shape);
     for (const PolicyOption& r : t.rows) {

@@ -10,15 +10,15 @@
 #include <random>
 #include <set>
 
-#include "fasa/kernels/attend.h"
 #include "fasa/attention/attention.h"
+#include "fasa/attention/calibration.h"
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policy.h"
-#include "fasa/attention/calibration.h"
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/engine/session.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/model/model.h"
 #include "support/tiny_model.h"
 
@@ -37,9 +37,7 @@ struct Fixture {
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_int_distribution<int> small(-3, 3);
-    auto nd = [&](std::mt19937& r) {
-      return integer ? static_cast<float>(small(r)) : normal(r);
-    };
+    auto nd = [&](std::mt19937& r) { return integer ? static_cast<float>(small(r)) : normal(r); };
     std::vector<float> k(kShape.head_dim), v(kShape.head_dim);
     std::vector<int32_t> pos(n);
     for (int t = 0; t < n; ++t) {
@@ -195,7 +193,8 @@ std::vector<std::string> specs() {
           "h2o:budget=0.25,recent=0.25,gqa=per-head",
           "h2o:budget=6,recent=0",
           "pyramidkv+fasa:calib=" + calib_path() + ",budget=5,keep=12,window=2,dense_layers=none",
-          "pyramidkv+fasa:calib=" + calib_path() + ",budget=0.2,keep=0.5,window=1,gqa=per-head,dense_layers=none"};
+          "pyramidkv+fasa:calib=" + calib_path() +
+              ",budget=0.2,keep=0.5,window=1,gqa=per-head,dense_layers=none"};
 }
 
 TEST(PolicyInvariants, EveryRegisteredPolicyIsCovered) {
@@ -370,23 +369,24 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   so.prefill_chunk = 8;
   Session full_pd(model, so);
   const auto want_pd = prefill_then_decode(full_pd);
-  for (const std::string& p : {std::string("snapkv:budget=30,window=4"),
-                               std::string("snapkv:budget=64,gqa=per-head"),
-                               std::string("pyramidkv:budget=30,window=4"),
-                               std::string("h2o:budget=30,gqa=per-head"),
-                               "pyramidkv+fasa:calib=" + calib + ",budget=64,keep=30,window=4,"
-                               "dense_layers=none"}) {
+  for (const std::string& p :
+       {std::string("snapkv:budget=30,window=4"), std::string("snapkv:budget=64,gqa=per-head"),
+        std::string("pyramidkv:budget=30,window=4"), std::string("h2o:budget=30,gqa=per-head"),
+        "pyramidkv+fasa:calib=" + calib +
+            ",budget=64,keep=30,window=4,"
+            "dense_layers=none"}) {
     so.policy = p;
     Session s(model, so);
     EXPECT_EQ(prefill_then_decode(s), want_pd) << p;
   }
-  for (const std::string& p : {std::string("snapkv:budget=8,window=4"),
-                               std::string("snapkv:budget=9,window=2,recompress=3"),
-                               std::string("pyramidkv:budget=8,window=2,beta=2"),
-                               std::string("h2o:budget=8"),
-                               std::string("h2o:budget=6,recent=0.2,gqa=per-head"),
-                               "pyramidkv+fasa:calib=" + calib + ",budget=3,keep=8,window=2,"
-                               "dense_layers=none"}) {
+  for (const std::string& p :
+       {std::string("snapkv:budget=8,window=4"),
+        std::string("snapkv:budget=9,window=2,recompress=3"),
+        std::string("pyramidkv:budget=8,window=2,beta=2"), std::string("h2o:budget=8"),
+        std::string("h2o:budget=6,recent=0.2,gqa=per-head"),
+        "pyramidkv+fasa:calib=" + calib +
+            ",budget=3,keep=8,window=2,"
+            "dense_layers=none"}) {
     so.policy = p;
     Session sparse(model, so);
     EXPECT_NE(prefill_then_decode(sparse), want_pd) << p;
@@ -403,12 +403,12 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   so.prefill_chunk = 256;
   // A small budget really changes the computation (the selective path is taken) and does not
   // depend on the thread count.
-  for (const std::string& p : {std::string("oracle:budget=2"), std::string("streaming:budget=3"),
-                              std::string("quest:budget=3,page=2,dense_layers=none"),
-                              std::string("sparq:budget=3"),
-                              std::string("sparq:budget=2,mean_correction=off"),
-                              "fasa:calib=" + calib + ",budget=3,dense_layers=none",
-                              "double-sparsity:calib=" + calib + ",budget=3,dense_layers=none"}) {
+  for (const std::string& p :
+       {std::string("oracle:budget=2"), std::string("streaming:budget=3"),
+        std::string("quest:budget=3,page=2,dense_layers=none"), std::string("sparq:budget=3"),
+        std::string("sparq:budget=2,mean_correction=off"),
+        "fasa:calib=" + calib + ",budget=3,dense_layers=none",
+        "double-sparsity:calib=" + calib + ",budget=3,dense_layers=none"}) {
     so.policy = p;
     Session sparse(model, so);
     EXPECT_NE(sparse.eval_all(tokens, 1), want) << p;
@@ -872,7 +872,8 @@ TEST(QuestPolicy, PageBoundsAndSelectionMatchBruteForce) {
           for (int h = 0; h < ng; ++h) {
             const float* qh = q.q + h * hd;
             double ub = 0.0;
-            for (int c = 0; c < hd; ++c) ub += std::max(double(qh[c]) * lo[c], double(qh[c]) * hi[c]);
+            for (int c = 0; c < hd; ++c)
+              ub += std::max(double(qh[c]) * lo[c], double(qh[c]) * hi[c]);
             for (int s = pg * page; s < std::min(n, (pg + 1) * page); ++s) {
               double dot = 0.0;
               for (int c = 0; c < hd; ++c) dot += double(qh[c]) * K[s * hd + c];
@@ -949,8 +950,7 @@ TEST(QuestPolicy, BadOptionsAreClearErrors) {
   expect_policy_error("quest:budget=8,pages=4", "has no option 'pages'");
   PolicyContext hybrid = test_context();
   hybrid.shape.layer_window = {5, 0};
-  expect_policy_error("quest:budget=8,dense_layers=0", "layer 0 is a sliding-window layer",
-                      hybrid);
+  expect_policy_error("quest:budget=8,dense_layers=0", "layer 0 is a sliding-window layer", hybrid);
   EXPECT_NO_THROW(policy_from("quest:budget=8", hybrid));  // default 0+1: layer 0 dropped
 }
 
@@ -1014,13 +1014,12 @@ TEST(AttentionDriver, ProbsAndOutputsDoNotDependOnThreads) {
       for (int h = 0; h < kShape.n_heads; ++h) {
         const Selection& se = sel[h / kShape.n_group()];
         const KvRows rows{f.cache.k_rows(l, h / kShape.n_group()),
-                          f.cache.v_rows(l, h / kShape.n_group()), f.cache.type(),
-                          kShape.head_dim};
+                          f.cache.v_rows(l, h / kShape.n_group()), f.cache.type(), kShape.head_dim};
         const int m = se.all ? n : static_cast<int>(se.slots.size());
         std::vector<float>& p = want[l * kShape.n_heads + h];
         p.resize(m);
-        attend_probs(f.q.data() + h * kShape.head_dim, rows, se.all ? nullptr : se.slots.data(),
-                     m, scale, p.data());
+        attend_probs(f.q.data() + h * kShape.head_dim, rows, se.all ? nullptr : se.slots.data(), m,
+                     scale, p.data());
       }
     }
     for (const int nt : {2, 3, 1}) {
@@ -1202,9 +1201,9 @@ TEST(FasaPolicy, SubsetOfFcsMatchesBruteForceTipAndFac) {
     Fixture f(n, integer ? 31 : 32, integer);
     for (const char* gqa : {"shared", "per-head"}) {
       for (const auto& [sink, recent] : {std::pair{0, 0}, {2, 3}}) {
-        const std::string spec = "fasa:calib=" + calib_path() +
-                                 ",dense_layers=none,n_tip=3,budget=9,gqa=" + gqa +
-                                 ",sink=" + std::to_string(sink) + ",recent=" + std::to_string(recent);
+        const std::string spec =
+            "fasa:calib=" + calib_path() + ",dense_layers=none,n_tip=3,budget=9,gqa=" + gqa +
+            ",sink=" + std::to_string(sink) + ",recent=" + std::to_string(recent);
         const bool per_head = std::string(gqa) == "per-head";
         auto fasa = policy_from(spec);
         for (int l = 0; l < kShape.n_layers; ++l) fasa->on_append(f.cache, l, 0, n);
@@ -1244,7 +1243,8 @@ TEST(FasaPolicy, SubsetOfFcsMatchesBruteForceTipAndFac) {
               const double mx = *std::max_element(tip.begin(), tip.end());
               double z = 0.0;
               for (double x : tip) z += std::exp((x - mx) / std::sqrt(double(hd)));
-              for (int t = 0; t < n; ++t) mass[t] += std::exp((tip[t] - mx) / std::sqrt(double(hd))) / z;
+              for (int t = 0; t < n; ++t)
+                mass[t] += std::exp((tip[t] - mx) / std::sqrt(double(hd))) / z;
             }
             if (!per_head) {
               const std::vector<int32_t> shared = pick(mass);
@@ -1255,7 +1255,8 @@ TEST(FasaPolicy, SubsetOfFcsMatchesBruteForceTipAndFac) {
             ASSERT_FALSE(sel.all);
             ASSERT_EQ(sel.per_head, per_head);
             for (int j = 0; j < ng; ++j) {
-              EXPECT_EQ(sel.slots_for(j), want[g * ng + j]) << spec << " layer " << l << " head " << g * ng + j;
+              EXPECT_EQ(sel.slots_for(j), want[g * ng + j])
+                  << spec << " layer " << l << " head " << g * ng + j;
             }
           }
           // FAC: exact softmax attention of the full query over the reference's slots.
@@ -1306,28 +1307,28 @@ TEST(DoubleSparsityPolicy, BadOptionsAreClearErrors) {
 }
 
 TEST(PolicyOptionsTest, BadOptionsAreErrors) {
-  EXPECT_THROW(policy_from("oracle"), Error);                     // no budget
+  EXPECT_THROW(policy_from("oracle"), Error);  // no budget
   EXPECT_THROW(policy_from("oracle:budget=0"), Error);
   EXPECT_THROW(policy_from("oracle:budget=-4"), Error);
   EXPECT_THROW(policy_from("oracle:budget=abc"), Error);
   EXPECT_THROW(policy_from("oracle:budget=2.5"), Error);
   EXPECT_THROW(policy_from("oracle:budget=8,gqa=sometimes"), Error);
   EXPECT_THROW(policy_from("oracle:budget=8,color=red"), Error);
-  EXPECT_THROW(policy_from("oracle:budget"), Error);              // not key=value
-  EXPECT_THROW(policy_from("streaming"), Error);                   // no budget
+  EXPECT_THROW(policy_from("oracle:budget"), Error);  // not key=value
+  EXPECT_THROW(policy_from("streaming"), Error);      // no budget
   EXPECT_THROW(policy_from("streaming:budget=8,sinks=-1"), Error);
   EXPECT_THROW(policy_from("streaming:budget=8,sinks=x"), Error);
   EXPECT_THROW(policy_from("streaming:budget=8,window=3"), Error);
   EXPECT_THROW(policy_from("full:budget=8"), Error);
   EXPECT_THROW(policy_from("nope"), Error);
   const std::string c = "fasa:calib=" + calib_path();
-  EXPECT_THROW(policy_from("fasa:budget=8"), Error);                  // no calibration
-  EXPECT_THROW(policy_from(c), Error);                                // no budget
+  EXPECT_THROW(policy_from("fasa:budget=8"), Error);  // no calibration
+  EXPECT_THROW(policy_from(c), Error);                // no budget
   EXPECT_THROW(policy_from("fasa:calib=/nonexistent.json,budget=8"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,n_tip=0"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,n_tip=2.5"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,gqa=maybe"), Error);
-  EXPECT_THROW(policy_from(c + ",budget=8,dense_layers=7"), Error);   // only 2 layers
+  EXPECT_THROW(policy_from(c + ",budget=8,dense_layers=7"), Error);  // only 2 layers
   EXPECT_THROW(policy_from(c + ",budget=8,dense_layers=x"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,sink=-1"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,variant=m,offload_dir=/nonexistent/dir"), Error);

@@ -3,10 +3,10 @@
 // out by hand.
 #include <gtest/gtest.h>
 
-#include "fasa/kernels/bandwidth.h"
-#include "fasa/eval/roofline.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
+#include "fasa/eval/roofline.h"
+#include "fasa/kernels/bandwidth.h"
 
 namespace fasa {
 namespace {

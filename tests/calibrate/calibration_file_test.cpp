@@ -81,13 +81,15 @@ TEST(CalibrationFile, EveryNumberIsRangeChecked) {
   bad([](Json& j) { j["model"]["head_dim"] = 8.5; }, "field \"model.head_dim\" must be an integer");
   bad([](Json& j) { j["samples"] = 2.0; }, "field \"samples\" must be an integer");
   // wrong type
-  bad([](Json& j) { j["steps"] = "3"; }, "field \"steps\" must be an integer in [0, 1073741824] "
-                                         "(got \"3\")");
+  bad([](Json& j) { j["steps"] = "3"; },
+      "field \"steps\" must be an integer in [0, 1073741824] "
+      "(got \"3\")");
   bad([](Json& j) { j["model"]["arch"] = 7; }, "field \"model.arch\" must be a string");
   bad([](Json& j) { j["model"] = "tiny"; }, "field \"model\" must be an object");
   bad([](Json& j) { j["fc_dims"][1] = 3; }, "field \"fc_dims[1]\" must be a pair");
-  bad([](Json& j) { j["fc_dims"][1][0] = 99; }, "field \"fc_dims[1][0]\" must be an integer in "
-                                                "[0, 7]");
+  bad([](Json& j) { j["fc_dims"][1][0] = 99; },
+      "field \"fc_dims[1][0]\" must be an integer in "
+      "[0, 7]");
   bad([](Json& j) { j["layers"] = {0, 5e9}; }, "field \"layers[1]\" must be an integer in [0, 1]");
   bad([](Json& j) { j["heads"][3]["layer"] = 2; },
       "field \"heads[3].layer\" must be an integer in [0, 1]");

@@ -15,8 +15,8 @@
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/calibrate/heatmap.h"
 #include "fasa/core/error.h"
-#include "fasa/engine/session.h"
 #include "fasa/core/sha256.h"
+#include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 #include "support/cli_runner.h"
 #include "support/model_path.h"
@@ -295,7 +295,8 @@ TEST(Calibration, VersionOneFilesStillLoad) {
 class OwnKeyRecorder final : public AttentionPolicy {
  public:
   explicit OwnKeyRecorder(const AttnShape& s)
-      : shape_(s), sums_(size_t(s.n_layers) * s.n_heads * s.head_dim, 0.0),
+      : shape_(s),
+        sums_(size_t(s.n_layers) * s.n_heads * s.head_dim, 0.0),
         counts_(size_t(s.n_layers) * s.n_heads, 0) {}
   std::string_view name() const override { return "own-key-recorder"; }
   void select(const AttnQuery& q, Selection& out) override {  // rows of q's heads only
@@ -305,7 +306,8 @@ class OwnKeyRecorder final : public AttentionPolicy {
                       size_t(q.n_visible - 1) * hd;
     for (int g = 0; g < q.n_group; ++g) {
       const size_t row = size_t(q.layer) * shape_.n_heads + q.kv_head * q.n_group + g;
-      for (int c = 0; c < hd; ++c) sums_[row * hd + c] += std::fabs(double(q.q[g * hd + c]) * own[c]);
+      for (int c = 0; c < hd; ++c)
+        sums_[row * hd + c] += std::fabs(double(q.q[g * hd + c]) * own[c]);
       counts_[row] += 1;
     }
   }
@@ -474,8 +476,9 @@ TEST(Calibration, VersionTwoFilesServeFasaButNotDoubleSparsity) {
   EXPECT_FALSE(back.has_channel_importance());
   EXPECT_EQ(back.mean_ca, c.mean_ca);
   EXPECT_NO_THROW(make_policy("fasa", ctx, {{"calib", v2}, {"budget", "8"}}));
-  const std::string err =
-      error_of([&] { make_policy("double-sparsity", ctx, {{"calib", v2}, {"budget", "8"}}); });
+  const std::string err = error_of([&] {
+    make_policy("double-sparsity", ctx, {{"calib", v2}, {"budget", "8"}});
+  });
   EXPECT_NE(err.find("re-calibrate with `fasa calibrate`"), std::string::npos) << err;
   // A version 3 file must have them.
   j["version"] = 3;
@@ -561,14 +564,14 @@ TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
   EXPECT_EQ(j["layers"][0].size(), 9u);
   EXPECT_EQ(j["layers"][0][0]["dominant"].size(), 4u);
   // The policy flags, on the real model.
-  const auto run = test::run_cli({"run", "-m", path, "-p", "It is a truth universally", "-n",
-                                  "6", "--temp", "0", "--policy", "fasa", "--calib", out,
-                                  "--budget", "4", "--dense-layers", "0,1", "--sink", "1"});
+  const auto run = test::run_cli({"run", "-m", path, "-p", "It is a truth universally", "-n", "6",
+                                  "--temp", "0", "--policy", "fasa", "--calib", out, "--budget",
+                                  "4", "--dense-layers", "0,1", "--sink", "1"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.err.find("policy fasa:calib="), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("dense_layers=0+1"), std::string::npos) << run.err;
-  const auto no_calib = test::run_cli({"run", "-m", path, "-p", "x", "--policy", "fasa",
-                                       "--budget", "4"});
+  const auto no_calib =
+      test::run_cli({"run", "-m", path, "-p", "x", "--policy", "fasa", "--budget", "4"});
   EXPECT_EQ(no_calib.exit_code, 1);
   EXPECT_NE(no_calib.err.find("needs a calibration file"), std::string::npos) << no_calib.err;
   // A calibration made for SmolLM2 is refused for another model.
@@ -579,8 +582,8 @@ TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
   EXPECT_EQ(other.exit_code, 1);
   EXPECT_NE(other.err.find("different model shape"), std::string::npos) << other.err;
 
-  const auto bad = test::run_cli({"calibrate", "-m", path, "--text", text, "-o", out,
-                                  "--fc-layout", "diagonal"});
+  const auto bad = test::run_cli(
+      {"calibrate", "-m", path, "--text", text, "-o", out, "--fc-layout", "diagonal"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("unknown FC layout"), std::string::npos);
   const std::string svg = ::testing::TempDir() + "/smollm2_calib.svg";
@@ -626,18 +629,16 @@ TEST(CalibrationCli, HybridGemma3CoversItsGlobalLayers) {
   const std::string out = ::testing::TempDir() + "/gemma3_calib.json";
   FASA_TEXT_OR_SKIP(emma, "austen_emma.txt");
   FASA_TEXT_OR_SKIP(persuasion, "austen_persuasion.txt");
-  const auto r = test::run_cli({"calibrate", "-m", path, "--text", emma,
-                                "-o", out, "--tokens", "64", "--steps", "2", "--samples", "1",
-                                "--k", "16"});
+  const auto r = test::run_cli({"calibrate", "-m", path, "--text", emma, "-o", out, "--tokens",
+                                "64", "--steps", "2", "--samples", "1", "--k", "16"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("sample 1/1"), std::string::npos);
   const nlohmann::json j = read_json(out);
   EXPECT_EQ(j["layers"], nlohmann::json({5, 11, 17}));
   EXPECT_EQ(j["heads"].size(), 3u * 4);
   const std::string spec = "fasa:calib=" + out + ",budget=16";
-  const auto rj = test::run_cli({"eval", "recall", "-m", path, "--text",
-                                 persuasion, "--ctx", "100", "--steps", "2",
-                                 "--policy", spec, "--json"});
+  const auto rj = test::run_cli({"eval", "recall", "-m", path, "--text", persuasion, "--ctx", "100",
+                                 "--steps", "2", "--policy", spec, "--json"});
   ASSERT_EQ(rj.exit_code, 0) << rj.err;
   const auto rec = nlohmann::json::parse(rj.out);
   EXPECT_EQ(rec["layers"], nlohmann::json({5, 11, 17}));
@@ -651,16 +652,15 @@ TEST(CalibrationCli, HybridGemma3CoversItsGlobalLayers) {
   EXPECT_EQ(rec["calib"], out);
   EXPECT_EQ(rec["calib_sha256"], sha256_file_hex(out));
   EXPECT_EQ(rec["fasa_version"].get<std::string>().rfind("0.", 0), 0u) << rec["fasa_version"];
-  const auto rt = test::run_cli({"eval", "recall", "-m", path, "--text",
-                                 persuasion, "--ctx", "100", "--steps", "1",
-                                 "--policy", spec});
+  const auto rt = test::run_cli({"eval", "recall", "-m", path, "--text", persuasion, "--ctx", "100",
+                                 "--steps", "1", "--policy", spec});
   ASSERT_EQ(rt.exit_code, 0) << rt.err;
   EXPECT_NE(rt.out.find("evaluated: the 3 global layers 5, 11, 17 of 18"), std::string::npos)
       << rt.out;
   EXPECT_NE(rt.out.find("| 17 |"), std::string::npos) << rt.out;
   EXPECT_EQ(rt.out.find("| 4 |"), std::string::npos) << rt.out;
-  const auto run = test::run_cli({"run", "-m", path, "-p", "It is a truth universally", "-n",
-                                  "4", "--temp", "0", "--policy", spec});
+  const auto run = test::run_cli({"run", "-m", path, "-p", "It is a truth universally", "-n", "4",
+                                  "--temp", "0", "--policy", spec});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.err.find("cached K/V rows of the 3 global layers"), std::string::npos) << run.err;
   // A calibration of another layer set is refused, naming both.

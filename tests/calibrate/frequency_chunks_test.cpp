@@ -74,7 +74,8 @@ TEST(FrequencyChunks, RopePlanesAreInvariantUnderRotation) {
   rope_apply(rot.data(), d, d, RopeLayout::Norm, 37, freqs.data());
   const auto before = norms(adj, v), after = norms(adj, rot);
   double worst = 0.0;
-  for (size_t i = 0; i < before.size(); ++i) worst = std::max(worst, std::fabs(before[i] - after[i]));
+  for (size_t i = 0; i < before.size(); ++i)
+    worst = std::max(worst, std::fabs(before[i] - after[i]));
   EXPECT_GT(worst, 1e-2);
 }
 

@@ -24,9 +24,9 @@ void expect_clean_error(const test::CliRun& r, const std::string& needle) {
 
 TEST(BenchDepthFill, SyntheticRows) {
   const std::string path = tiny_path();
-  const auto r = test::run_cli({"bench", "-m", path, "-p", "8", "-n", "2", "-d", "0,40", "-r",
-                                "2", "--policy", "full,oracle", "--budget", "8",
-                                "--depth-fill", "synthetic", "--json"});
+  const auto r =
+      test::run_cli({"bench", "-m", path, "-p", "8", "-n", "2", "-d", "0,40", "-r", "2", "--policy",
+                     "full,oracle", "--budget", "8", "--depth-fill", "synthetic", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<nlohmann::json> rows;
   for (size_t at = 0, nl; at < r.out.size(); at = nl + 1) {
@@ -48,8 +48,8 @@ TEST(BenchDepthFill, SyntheticRows) {
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_NE(md.out.find("depth fill synthetic (random K/V rows: speed only)"), std::string::npos)
       << md.out;
-  const auto pre = test::run_cli({"bench", "-m", path, "-p", "0", "-n", "2", "-d", "16", "-r",
-                                  "1", "--json"});
+  const auto pre =
+      test::run_cli({"bench", "-m", path, "-p", "0", "-n", "2", "-d", "16", "-r", "1", "--json"});
   ASSERT_EQ(pre.exit_code, 0) << pre.err;
   EXPECT_EQ(nlohmann::json::parse(pre.out)["depth_fill"], "prefill");
 }

@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fasa/core/sha256.h"
 #include "fasa/engine/prompt.h"
 #include "fasa/eval/sweep_checkpoint.h"
 #include "fasa/eval/tasks.h"
-#include "fasa/core/sha256.h"
 #include "fasa/io/gguf.h"
 #include "fasa/model/model.h"
 #include "support/cli_runner.h"
@@ -146,7 +146,8 @@ TEST(CliTest, Gemma3KeysAndTensors) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("gelu_tanh, qk-norm, post-norms"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("2 sliding-window layers (window 8, rope base 10000), global layers 1,3"),
-            std::string::npos) << ok.out;
+            std::string::npos)
+      << ok.out;
   test::TinySpec bad = s;
   bad.sliding_window = 0;  // key not written
   expect_clean_error(run_cli({"inspect", tiny("cli_gemma3_nowin.gguf", bad)}),
@@ -211,8 +212,10 @@ TEST(CliTest, NoSubcommandOrBadFlags) {
   expect_clean_error(run_cli({"bench", "-m", path, "-p", "abc"}), "-p 'abc'");
   expect_clean_error(run_cli({"bench", "-m", path, "-p", "0", "-n", "0"}), "nothing to measure");
   expect_clean_error(run_cli({"bench", "-m", path, "-d", "100000"}), "context length");
-  expect_clean_error(run_cli({"bench", "-m", path, "-p", "8", "--policy", "bogus"}), "unknown attention policy");
-  expect_clean_error(run_cli({"bench", "-m", path, "-p", "8", "--kv-type", "q3"}), "unknown KV cache type");
+  expect_clean_error(run_cli({"bench", "-m", path, "-p", "8", "--policy", "bogus"}),
+                     "unknown attention policy");
+  expect_clean_error(run_cli({"bench", "-m", path, "-p", "8", "--kv-type", "q3"}),
+                     "unknown KV cache type");
   expect_clean_error(run_cli({"bench", "-m", path, "--threads", "-3"}), "--threads");
 }
 
@@ -221,15 +224,15 @@ TEST(CliTest, NoSubcommandOrBadFlags) {
 TEST(CliTest, Version) {
   const auto r = run_cli({"--version"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(std::regex_match(
-      r.out, std::regex(R"(\d+\.\d+\.\d+( \([0-9a-f]{7,}(-dirty)?\))?\n)")))
+  EXPECT_TRUE(
+      std::regex_match(r.out, std::regex(R"(\d+\.\d+\.\d+( \([0-9a-f]{7,}(-dirty)?\))?\n)")))
       << r.out;
 }
 
 TEST(CliTest, BenchTinyModelJson) {
   const std::string path = tiny("cli_bench.gguf", {});
-  const auto r = run_cli({"bench", "-m", path, "-p", "16", "-n", "4", "-d", "0,8", "-r", "2",
-                          "--json"});
+  const auto r =
+      run_cli({"bench", "-m", path, "-p", "16", "-n", "4", "-d", "0,8", "-r", "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto rows = json_lines(r.out);
   ASSERT_EQ(rows.size(), 4u);  // pp16, tg4 at depths 0 and 8
@@ -243,8 +246,8 @@ TEST(CliTest, BenchTinyModelJson) {
 // -b runs each tg test with B sequences decoding together; pp tests are not batched.
 TEST(CliTest, BenchBatch) {
   const std::string path = tiny("cli_bench_batch.gguf", {});
-  const auto r = run_cli({"bench", "-m", path, "-p", "8", "-n", "4", "-b", "1,3", "-d", "4",
-                          "-r", "1", "--policy", "full,streaming", "--budget", "2", "--json"});
+  const auto r = run_cli({"bench", "-m", path, "-p", "8", "-n", "4", "-b", "1,3", "-d", "4", "-r",
+                          "1", "--policy", "full,streaming", "--budget", "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto rows = json_lines(r.out);
   ASSERT_EQ(rows.size(), 6u);  // (pp8, tg4, tg4x3) x (full, streaming)
@@ -263,13 +266,13 @@ TEST(CliTest, BenchBatch) {
 // -p and -n are lists, each value its own test, at every depth: pp values, then tg values.
 TEST(CliTest, BenchTestLists) {
   const std::string path = tiny("cli_bench_lists.gguf", {});
-  const auto r = run_cli({"bench", "-m", path, "-p", "8,16", "-n", "4", "-d", "0,4", "-r", "1",
-                          "--json"});
+  const auto r =
+      run_cli({"bench", "-m", path, "-p", "8,16", "-n", "4", "-d", "0,4", "-r", "1", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto rows = json_lines(r.out);
   ASSERT_EQ(rows.size(), 6u);
-  const std::vector<std::pair<std::string, int>> want = {{"pp8", 0},  {"pp16", 0}, {"tg4", 0},
-                                                         {"pp8", 4},  {"pp16", 4}, {"tg4", 4}};
+  const std::vector<std::pair<std::string, int>> want = {{"pp8", 0}, {"pp16", 0}, {"tg4", 0},
+                                                         {"pp8", 4}, {"pp16", 4}, {"tg4", 4}};
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(rows[i]["test"], want[i].first) << i;
     EXPECT_EQ(rows[i]["depth"], want[i].second) << i;
@@ -311,9 +314,9 @@ TEST(CliTest, BenchJsonLinesAreSelfContained) {
   EXPECT_EQ(rows[0]["test"], "pp8");
   EXPECT_FALSE(rows[0].contains("kv_bytes_read_per_token"));
   EXPECT_EQ(rows[1]["test"], "tg2");
-  for (const char* key : {"kv_bytes_read_per_token", "dense_kv_bytes_read_per_token",
-                          "kv_resident_ram_bytes", "kv_resident_file_bytes",
-                          "disk_bytes_read_per_token", "disk_read_ms_per_token"}) {
+  for (const char* key :
+       {"kv_bytes_read_per_token", "dense_kv_bytes_read_per_token", "kv_resident_ram_bytes",
+        "kv_resident_file_bytes", "disk_bytes_read_per_token", "disk_read_ms_per_token"}) {
     EXPECT_TRUE(rows[1].contains(key)) << key;
   }
 }
@@ -338,8 +341,8 @@ TEST(CliTest, BenchWarmupAndRepackInRows) {
 // options and appears once.
 TEST(CliTest, BenchPolicyBudgetCrossProduct) {
   const std::string path = tiny("cli_bench_cross.gguf", {});
-  const std::vector<std::string> base = {"bench", "-m", path, "-p", "0", "-n", "2", "-d", "8",
-                                         "-r", "1", "--json"};
+  const std::vector<std::string> base = {"bench", "-m", path, "-p", "0", "-n",
+                                         "2",     "-d", "8",  "-r", "1", "--json"};
   auto bench = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = base;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -428,16 +431,16 @@ TEST(CliTest, BenchComparesPolicies) {
 // `--bandwidth` alone (-p 0 -n 0) prints only the probe's result.
 TEST(CliTest, BenchBandwidthOnly) {
   const std::string path = tiny("cli_bench_bw.gguf", {});
-  const auto r = run_cli({"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "67108864",
-                          "-p", "0", "-n", "0", "--json"});
+  const auto r = run_cli({"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "67108864", "-p",
+                          "0", "-n", "0", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("measuring read bandwidth"), std::string::npos) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_GT(j["read_bandwidth_gb_s"].get<double>(), 0.0);
   EXPECT_GE(j["threads"].get<int>(), 1);
   EXPECT_EQ(j["bytes"].get<uint64_t>(), 67108864u);
-  const auto text = run_cli({"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "67108864",
-                             "-p", "0", "-n", "0"});
+  const auto text = run_cli(
+      {"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "67108864", "-p", "0", "-n", "0"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("read bandwidth: "), std::string::npos) << text.out;
 }
@@ -473,11 +476,11 @@ TEST(CliTest, BenchBandwidthRoofline) {
 
 TEST(CliTest, BenchBandwidthBadSize) {
   const std::string path = tiny("cli_bench_bw_bad.gguf", {});
-  expect_clean_error(run_cli({"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "1000",
-                              "-p", "0", "-n", "0"}),
+  expect_clean_error(run_cli({"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "1000", "-p",
+                              "0", "-n", "0"}),
                      "--bandwidth-bytes");
-  expect_clean_error(run_cli({"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "-5",
-                              "-n", "4"}),
+  expect_clean_error(run_cli({"bench", "-m", path, "--bandwidth", "--bandwidth-bytes", "-5", "-n",
+                              "4"}),
                      "--bandwidth-bytes");
 }
 
@@ -505,19 +508,21 @@ TEST(CliTest, ModelWithoutTokenizerCannotRun) {
 TEST(CliTest, TaskCommandsRejectBadInput) {
   const std::string model = tiny("cli_tasks.gguf", test::TinySpec{});
   const std::string bad = temp_file("cli_bad_tasks.jsonl");
-  std::ofstream(bad) << R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})"
-                     << "\n{\"id\": \"b\"}\n";
+  std::ofstream(bad)
+      << R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})"
+      << "\n{\"id\": \"b\"}\n";
   expect_clean_error(run_cli({"eval", "tasks", "-m", model, "--tasks", bad}),
                      "cli_bad_tasks.jsonl:2: missing field \"task\"");
   expect_clean_error(run_cli({"eval", "tasks", "-m", model, "--tasks", "/nonexistent.jsonl"}),
                      "cannot open task file");
   const std::string good = temp_file("cli_good_tasks.jsonl");
-  std::ofstream(good) << R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})"
-                      << "\n";
+  std::ofstream(good)
+      << R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})"
+      << "\n";
   expect_clean_error(run_cli({"eval", "tasks", "-m", model, "--tasks", good, "--jobs", "0"}),
                      "--jobs must be >= 1 (got 0)");
-  expect_clean_error(run_cli({"eval", "sweep", "-m", model, "--tasks", bad, "--policies",
-                              "oracle", "--budgets", "x", "-o", temp_file("sweep_bad")}),
+  expect_clean_error(run_cli({"eval", "sweep", "-m", model, "--tasks", bad, "--policies", "oracle",
+                              "--budgets", "x", "-o", temp_file("sweep_bad")}),
                      "budget must be a positive number");
   expect_clean_error(run_cli({"gen-tasks", "-m", model, "--kind", "haystack", "--haystack", bad,
                               "-o", temp_file("x.jsonl")}),
@@ -564,8 +569,9 @@ TEST(CliRealModel, ChatAnswersParis) {
 
 TEST(CliRealModel, SeededSamplingIsReproducible) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
-  const std::vector<std::string> args = {"run", "-m", path, "-p", "Once upon a time", "-n", "12",
-                                         "--temp", "0.9", "--seed", "7", "-q"};
+  const std::vector<std::string> args = {"run", "-m", path,     "-p",  "Once upon a time",
+                                         "-n",  "12", "--temp", "0.9", "--seed",
+                                         "7",   "-q"};
   const auto a = run_cli(args), b = run_cli(args);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
@@ -605,8 +611,8 @@ TEST(CliRealModel, BadPrompts) {
 TEST(CliRealModel, EvalPplJsonAndShortText) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
   FASA_TEXT_OR_SKIP(text, "austen_emma.txt");
-  const auto r = run_cli({"eval", "ppl", "-m", path, "--text", text, "--ctx", "64", "--chunks",
-                          "2", "--json"});
+  const auto r = run_cli(
+      {"eval", "ppl", "-m", path, "--text", text, "--ctx", "64", "--chunks", "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["n_chunks"], 2);
@@ -633,12 +639,12 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
   FASA_TEXT_OR_SKIP(hay, "austen_northanger_abbey.txt");
   const std::string tasks = temp_file("cli_gen_passkey.jsonl");
-  auto r = run_cli({"gen-tasks", "-m", path, "--kind", "passkey", "--haystack", hay, "--ctx",
-                    "160", "--n", "2", "--seed", "3", "-o", tasks});
+  auto r = run_cli({"gen-tasks", "-m", path, "--kind", "passkey", "--haystack", hay, "--ctx", "160",
+                    "--n", "2", "--seed", "3", "-o", tasks});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("wrote 2 passkey tasks"), std::string::npos) << r.out;
-  r = run_cli({"eval", "tasks", "-m", path, "--tasks", tasks, "--policy", "streaming",
-               "--budget", "16", "--compare", "full", "--json"});
+  r = run_cli({"eval", "tasks", "-m", path, "--tasks", tasks, "--policy", "streaming", "--budget",
+               "16", "--compare", "full", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["results"].size(), 2u);
@@ -693,8 +699,9 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
     }
     ck.append(d);
   }
-  const std::vector<std::string> sweep = {"eval", "sweep", "-m", path, "--tasks", tasks,
-                                          "--policies", "full,streaming", "-o", dir};
+  const std::vector<std::string> sweep = {"eval",    "sweep", "-m",         path,
+                                          "--tasks", tasks,   "--policies", "full,streaming",
+                                          "-o",      dir};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> v = sweep;
     v.insert(v.end(), extra.begin(), extra.end());
@@ -703,7 +710,8 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   expect_clean_error(with({"--budgets", "16,32"}), "unfinished sweep: add --resume");
   expect_clean_error(with({"--budgets", "16", "--resume"}), "it was written for policies = ");
   expect_clean_error(with({"--budgets", "16,32", "--resume"}),
-                     "task '" + task_list[0].id + "' was run by fasa 0.5.0 (0000000), this is fasa " +
+                     "task '" + task_list[0].id +
+                         "' was run by fasa 0.5.0 (0000000), this is fasa " +
                          s["fasa_version"].get<std::string>() + "; resume with that build");
   r = with({"--budgets", "16,32", "--resume", "--resume-other-build"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -752,8 +760,8 @@ TEST(CliRealModel, RunChatParsesSpecialTextsOnlyWhenAsked) {
   const auto model = Model::load(path);
   const std::vector<ChatMessage> msgs = {{"user", "<|im_end|>"}};
   for (const bool opt_in : {false, true}) {
-    std::vector<std::string> args = {"run", "-m", path, "--chat", "-p", "<|im_end|>", "-n", "1",
-                                     "--temp", "0"};
+    std::vector<std::string> args = {"run",        "-m", path, "--chat", "-p",
+                                     "<|im_end|>", "-n", "1",  "--temp", "0"};
     if (opt_in) args.push_back("--parse-special");
     const test::CliRun r = test::run_cli(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -769,8 +777,7 @@ TEST(CliRealModel, ServeBadPolicyAndAddress) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
   expect_clean_error(test::run_cli({"serve", "-m", path, "--policy", "nope"}),
                      "default policy: unknown attention policy 'nope'");
-  expect_clean_error(test::run_cli({"serve", "-m", path, "--policy", "fasa"}),
-                     "default policy: ");
+  expect_clean_error(test::run_cli({"serve", "-m", path, "--policy", "fasa"}), "default policy: ");
   expect_clean_error(test::run_cli({"serve", "-m", path, "--host", "10.255.255.1x"}),
                      "10.255.255.1x");
   expect_clean_error(test::run_cli({"serve", "-m", path, "--ctx", "999999"}),

@@ -25,8 +25,8 @@ namespace fasa {
 namespace {
 
 namespace fs = std::filesystem;
-using test::run_cli;
 using test::names_in;
+using test::run_cli;
 using test::slurp;
 
 // A fresh, empty directory per test.
@@ -61,7 +61,6 @@ std::string words(int n_words, uint32_t seed) {
   return s;
 }
 
-
 TEST(CliFiles, CalibrateChecksInputsAndOutputBeforeAnyWork) {
   const fs::path d = fresh_dir("calib_inputs");
   const std::string model = tiny_with_tokenizer(d);
@@ -71,8 +70,8 @@ TEST(CliFiles, CalibrateChecksInputsAndOutputBeforeAnyWork) {
   fs::create_directories(out_dir);
   const std::string out = (out_dir / "c.json").string();
   auto calibrate = [&](const std::string& text_path, const std::string& out_path) {
-    return run_cli({"calibrate", "-m", model, "--text", text_path, "-o", out_path, "--tokens",
-                    "40", "--steps", "2", "--samples", "1", "--k", "8"});
+    return run_cli({"calibrate", "-m", model, "--text", text_path, "-o", out_path, "--tokens", "40",
+                    "--steps", "2", "--samples", "1", "--k", "8"});
   };
   auto r = calibrate(text.string(), (d / "no_such_dir" / "c.json").string());
   expect_clean_error(r, "directory '" + (d / "no_such_dir").string() + "' does not exist");
@@ -103,9 +102,10 @@ TEST(CliFiles, KilledCalibrateKeepsThePreviousCalibration) {
   const fs::path out_dir = d / "out";
   fs::create_directories(out_dir);
   const std::string out = (out_dir / "c.json").string();
-  const std::vector<std::string> small = {"calibrate", "-m", model, "--text", text.string(),
-                                          "-o", out, "--tokens", "40", "--steps", "2", "--k",
-                                          "8", "-t", "1", "--samples"};
+  const std::vector<std::string> small = {"calibrate",   "-m",      model, "--text",
+                                          text.string(), "-o",      out,   "--tokens",
+                                          "40",          "--steps", "2",   "--k",
+                                          "8",           "-t",      "1",   "--samples"};
   auto args = [&](const std::string& samples) {
     std::vector<std::string> a = small;
     a.push_back(samples);
@@ -155,9 +155,10 @@ TEST(CliFiles, KilledSweepResumesToTheSameResults) {
   const std::string model = tiny_with_tokenizer(d);
   const std::string tasks = write_tasks(d / "tasks.jsonl", 200);
   auto sweep = [&](const fs::path& out, bool resume) {
-    std::vector<std::string> a = {"eval", "sweep", "-m", model, "--tasks", tasks, "--policies",
-                                  "full,streaming", "--budgets", "16", "-t", "1", "-o",
-                                  out.string()};
+    std::vector<std::string> a = {"eval",      "sweep",     "-m",         model,
+                                  "--tasks",   tasks,       "--policies", "full,streaming",
+                                  "--budgets", "16",        "-t",         "1",
+                                  "-o",        out.string()};
     if (resume) a.push_back("--resume");
     return a;
   };
@@ -215,16 +216,18 @@ TEST(CliFiles, BadFieldsInTaskAndCheckpointFiles) {
       << R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 3e9, "metric": "exact"})"
       << "\n";
   expect_clean_error(run_cli({"eval", "tasks", "-m", model, "--tasks", tasks.string()}),
-                     tasks.string() + ":1: field \"max_new_tokens\" must be an integer in [1, "
-                                      "1048576] (got 3000000000.0)");
+                     tasks.string() +
+                         ":1: field \"max_new_tokens\" must be an integer in [1, "
+                         "1048576] (got 3000000000.0)");
   std::ofstream(tasks)
       << R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})"
       << "\n";
   const fs::path out = d / "sweep";
   fs::create_directories(out);
-  std::ofstream(out / "checkpoint.jsonl") << R"({"format": "fasa-sweep-checkpoint"})" << "\n";
-  expect_clean_error(run_cli({"eval", "sweep", "-m", model, "--tasks", tasks.string(),
-                              "--policies", "full", "-o", out.string(), "--resume"}),
+  std::ofstream(out / "checkpoint.jsonl") << R"({"format": "fasa-sweep-checkpoint"})"
+                                          << "\n";
+  expect_clean_error(run_cli({"eval", "sweep", "-m", model, "--tasks", tasks.string(), "--policies",
+                              "full", "-o", out.string(), "--resume"}),
                      (out / "checkpoint.jsonl").string() + ": line 1: missing field \"version\"");
   // Outputs are checked before the work: gen-tasks into a missing directory.
   std::ofstream(d / "hay.txt") << words(300, 9);

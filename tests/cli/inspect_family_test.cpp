@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/family_model.h"
 #include "support/cli_runner.h"
+#include "support/family_model.h"
 #include "support/temp_files.h"
 
 namespace fasa {

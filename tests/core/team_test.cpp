@@ -94,7 +94,7 @@ TEST(Team, OneDispatchCountsItsBarriers) {
   const ParallelStats s0 = parallel_stats();
   parallel_team([&] {
     for (int i = 0; i < 4; ++i) parallel_for(8, [](int64_t) {});  // 4 barriers
-    team_single([] { parallel_for(8, [](int64_t) {}); });        // a hand-off and the end
+    team_single([] { parallel_for(8, [](int64_t) {}); });         // a hand-off and the end
   });
   const ParallelStats d = parallel_stats() - s0;
   EXPECT_EQ(d.dispatches, 1u);

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "fasa/core/amx.h"
 #include "fasa/core/error.h"
 #include "fasa/engine/sampler.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
-#include "fasa/core/amx.h"
 #include "support/amx_env.h"
 #include "support/tiny_model.h"
 
@@ -59,7 +59,7 @@ std::vector<std::vector<std::vector<float>>> batched(std::shared_ptr<const Model
     so.policy = q.policy;
     sessions.push_back(std::make_unique<Session>(model, so));
   }
-  std::vector<size_t> fed(seqs.size(), 0);   // prompt tokens appended so far
+  std::vector<size_t> fed(seqs.size(), 0);    // prompt tokens appended so far
   std::vector<int32_t> next(seqs.size(), 0);  // decode token of this step
   std::vector<std::vector<std::vector<float>>> out(seqs.size());
   ForwardScratch scratch;
@@ -107,8 +107,8 @@ void expect_batched_equals_alone(const test::TinySpec& spec, const std::string& 
     const auto own = alone(model, so, seqs[i]);
     ASSERT_EQ(together[i].size(), own.size()) << seqs[i].policy;
     for (size_t k = 0; k < own.size(); ++k) {
-      EXPECT_EQ(together[i][k], own[k]) << "sequence " << i << " (" << seqs[i].policy
-                                        << "), step " << k;
+      EXPECT_EQ(together[i][k], own[k])
+          << "sequence " << i << " (" << seqs[i].policy << "), step " << k;
     }
   }
 }
@@ -133,7 +133,10 @@ TEST(BatchTest, ForwardManyEqualsEachSessionAloneWithAmx) {
       spec.d_model = 256;
       spec.d_ff = 512;
     }
-    expect_batched_equals_alone(spec, std::string("tiny_batch_amx_") + std::string(dtype_name(t)) + ".gguf", 16);
+    expect_batched_equals_alone(spec,
+                                std::string("tiny_batch_amx_") + std::string(dtype_name(t)) +
+                                    ".gguf",
+                                16);
   }
 }
 

@@ -12,9 +12,9 @@ TEST(PrefillChunkSize, LastChunkIsNeverOneTokenAlone) {
   EXPECT_EQ(prefill_chunk_size(5, 16), 5);
   EXPECT_EQ(prefill_chunk_size(17, 16), 15);  // 15 + 2, not 16 + 1
   EXPECT_EQ(prefill_chunk_size(2, 16), 2);
-  EXPECT_EQ(prefill_chunk_size(1, 16), 1);    // a one-token prompt decodes
-  EXPECT_EQ(prefill_chunk_size(7, 1), 1);     // so does chunk size 1
-  EXPECT_EQ(prefill_chunk_size(3, 2), 1);     // 1 + 2
+  EXPECT_EQ(prefill_chunk_size(1, 16), 1);  // a one-token prompt decodes
+  EXPECT_EQ(prefill_chunk_size(7, 1), 1);   // so does chunk size 1
+  EXPECT_EQ(prefill_chunk_size(3, 2), 1);   // 1 + 2
   // Every prompt length and chunk size: the chunks cover the prompt and only the cases above
   // end in a one-token chunk.
   for (int chunk = 1; chunk <= 9; ++chunk) {

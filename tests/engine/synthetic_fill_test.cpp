@@ -43,10 +43,11 @@ TEST(SyntheticFill, CacheHoldsTheTokensAndThePolicySeesThem) {
   Session s(model, so);
   s.fill_synthetic(40, 5);
   EXPECT_EQ(s.n_past(), 40);
-  EXPECT_EQ(s.cache().used_bytes(), 40ull * 2 * 2 * 2 * 16 * 2);  // tokens * layers * kv * K,V * hd * f16
+  EXPECT_EQ(s.cache().used_bytes(),
+            40ull * 2 * 2 * 2 * 16 * 2);  // tokens * layers * kv * K,V * hd * f16
   for (int slot = 0; slot < 40; ++slot) EXPECT_EQ(s.cache().pos_of(slot), slot);
-  const std::vector<std::array<int, 3>> want = {{0, 0, 16}, {1, 0, 16}, {0, 16, 16},
-                                                {1, 16, 16}, {0, 32, 8},  {1, 32, 8}};
+  const std::vector<std::array<int, 3>> want = {{0, 0, 16},  {1, 0, 16}, {0, 16, 16},
+                                                {1, 16, 16}, {0, 32, 8}, {1, 32, 8}};
   EXPECT_EQ(rec.appends, want);
   // Rows are random and differ between slots and seeds.
   const auto* k = static_cast<const uint16_t*>(s.cache().k_rows(1, 1));
@@ -82,7 +83,7 @@ TEST(SyntheticFill, SlidingWindowRing) {
   so.prefill_chunk = 4;
   Session s(model, so);
   s.fill_synthetic(100, 1);
-  const uint64_t row = 2ull * 2 * 16 * 2;  // kv heads * (K, V) * hd * f16
+  const uint64_t row = 2ull * 2 * 16 * 2;                       // kv heads * (K, V) * hd * f16
   EXPECT_EQ(s.cache().layer_used_bytes(0), (8 + 4 - 1) * row);  // the ring
   EXPECT_EQ(s.cache().layer_used_bytes(1), 100 * row);
   for (float x : s.decode(2)) ASSERT_TRUE(std::isfinite(x));

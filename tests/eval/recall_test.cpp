@@ -92,7 +92,8 @@ TEST(RecallMeasures, HeadMeasureMatchesBruteForce) {
     const int k = 1 + static_cast<int>(rng() % (n - 1));
     const bool ties = c % 3 == 0;
     std::vector<float> logits(n);
-    for (float& x : logits) x = ties ? static_cast<float>(static_cast<int>(rng() % 5)) : normal(rng);
+    for (float& x : logits)
+      x = ties ? static_cast<float>(static_cast<int>(rng() % 5)) : normal(rng);
     std::vector<int32_t> all(n), sel;
     std::iota(all.begin(), all.end(), 0);
     std::shuffle(all.begin(), all.end(), rng);
@@ -135,10 +136,10 @@ class Recorder final : public AttentionPolicy {
  public:
   struct Step {
     int layer, kv_head, n;
-    std::vector<float> q;                    // [n_group, head_dim]
-    std::vector<float> keys;                 // [n, head_dim]
+    std::vector<float> q;     // [n_group, head_dim]
+    std::vector<float> keys;  // [n, head_dim]
     bool all;
-    std::vector<std::vector<int32_t>> sel;   // [n_group] slots per query head
+    std::vector<std::vector<int32_t>> sel;  // [n_group] slots per query head
   };
   explicit Recorder(std::unique_ptr<AttentionPolicy> inner) : inner_(std::move(inner)) {}
   std::string_view name() const override { return inner_->name(); }
@@ -151,11 +152,12 @@ class Recorder final : public AttentionPolicy {
   void select(const AttnQuery& q, Selection& out) override {
     inner_->select(q, out);
     const int hd = q.cache->shape().head_dim;
-    Step s{q.layer, q.kv_head, q.n_visible, std::vector<float>(q.q, q.q + q.n_group * hd), {},
-           out.all, {}};
+    Step s{q.layer, q.kv_head, q.n_visible, std::vector<float>(q.q, q.q + q.n_group * hd),
+           {},      out.all,   {}};
     const auto* k = static_cast<const uint16_t*>(q.cache->k_rows(q.layer, q.kv_head));
     for (int i = 0; i < q.n_visible * hd; ++i) s.keys.push_back(fp16_to_fp32(k[i]));
-    for (int j = 0; j < q.n_group; ++j) s.sel.push_back(out.all ? std::vector<int32_t>{} : out.slots_for(j));
+    for (int j = 0; j < q.n_group; ++j)
+      s.sel.push_back(out.all ? std::vector<int32_t>{} : out.slots_for(j));
     steps.push_back(std::move(s));
   }
   std::vector<Step> steps;

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -141,8 +141,11 @@ TEST(SweepCheckpoint, OtherSettingsAreRefusedByName) {
   refused([](SweepIdentity& w) { w.n_ctx = 4096; }, "n_ctx");
   refused([](SweepIdentity& w) { w.chat = true; }, "chat");
   refused([](SweepIdentity& w) { w.policies.push_back("oracle:budget=64"); }, "policies");
-  refused([](SweepIdentity& w) { w.policies = {"fasa:budget=64,calib=c.json", "full"}; },
-          "policies");
+  refused(
+      [](SweepIdentity& w) {
+        w.policies = {"fasa:budget=64,calib=c.json", "full"};
+      },
+      "policies");
   expect_error([&] { parse_checkpoint("{\"format\":\"x\"}\n", "ck", identity(), three_tasks()); },
                "ck: line 1 is not a fasa sweep checkpoint header");
   expect_error([&] { parse_checkpoint("", "ck", identity(), three_tasks()); }, "empty");
@@ -152,8 +155,8 @@ TEST(SweepCheckpoint, DamagedLinesAreNamedACutShortLastLineIsDropped) {
   const std::string good = checkpoint_text({done_task(0, "a")});
   // The process died while writing task 1's line: it has no newline and is dropped.
   const std::string line1 = checkpoint_task_line(done_task(1, "b"));
-  auto out = parse_checkpoint(good + line1.substr(0, line1.size() / 2), "ck", identity(),
-                              three_tasks());
+  auto out =
+      parse_checkpoint(good + line1.substr(0, line1.size() / 2), "ck", identity(), three_tasks());
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].id, "a");
   // The whole line, without its newline, is dropped too (its write may not have finished).
@@ -163,10 +166,12 @@ TEST(SweepCheckpoint, DamagedLinesAreNamedACutShortLastLineIsDropped) {
                  needle);
   };
   bad("{not json", "ck: line 3: not valid JSON (");
-  expect_error([&] {  // a line cut short inside the file (not the last one): an error
-    parse_checkpoint(good.substr(0, good.size() - 9) + "\n" + line1 + "\n", "ck", identity(),
-                     three_tasks());
-  }, "ck: line 2: not valid JSON (");
+  expect_error(
+      [&] {  // a line cut short inside the file (not the last one): an error
+        parse_checkpoint(good.substr(0, good.size() - 9) + "\n" + line1 + "\n", "ck", identity(),
+                         three_tasks());
+      },
+      "ck: line 2: not valid JSON (");
   bad("[1,2]", "ck: line 3: expected a JSON object");
   bad(checkpoint_task_line(done_task(0, "a")), "line 3: task 0 is there twice");
   bad(checkpoint_task_line(done_task(1, "x")), "line 3: task 1 has id 'x', the task file's is 'b'");
@@ -190,7 +195,8 @@ TEST(SweepCheckpoint, DamagedLinesAreNamedACutShortLastLineIsDropped) {
   bad(edited("\"n_prompt\":101", "\"n_prompt\":3e9"),
       "ck: line 3: field \"n_prompt\" must be an integer in [0, 1073741824] (got 3000000000.0)");
   bad(edited("\"n_prompt\":101", "\"n_prompt\":\"101\""), "field \"n_prompt\" must be an integer");
-  bad(edited("\"score\":1.0", "\"score\":2"), "field \"outcomes[0].score\" must be a number in [0, 1]");
+  bad(edited("\"score\":1.0", "\"score\":2"),
+      "field \"outcomes[0].score\" must be a number in [0, 1]");
   bad(edited("\"decode_tokens\":1", "\"decode_tokens\":-1"),
       "field \"outcomes[0].attn.decode_tokens\" must be an integer in [0, 18446744073709551615] "
       "(got -1)");
@@ -218,8 +224,10 @@ TEST(SweepCheckpoint, DamagedHeaderIsNamed) {
     expect_error([&] { parse_checkpoint(text, "ck", identity(), three_tasks()); }, needle);
   };
   bad(header([](auto& h) { h.erase("version"); }), "ck: line 1: missing field \"version\"");
-  bad(header([](auto& h) { h["version"] = "1"; }), "ck: line 1: field \"version\" must be an integer");
-  bad(header([](auto& h) { h["version"] = 2; }), "ck: checkpoint version 2 (this fasa reads version 1)");
+  bad(header([](auto& h) { h["version"] = "1"; }),
+      "ck: line 1: field \"version\" must be an integer");
+  bad(header([](auto& h) { h["version"] = 2; }),
+      "ck: checkpoint version 2 (this fasa reads version 1)");
   bad(header([](auto& h) { h["format"] = 5; }), "ck: line 1 is not a fasa sweep checkpoint header");
   bad(header([](auto& h) { h.erase("n_ctx"); }), "ck: the header has no 'n_ctx'");
   bad(header([](auto& h) { h["chat"] = 0; }), "it was written for chat = 0");

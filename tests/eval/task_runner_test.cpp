@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
-#include "support/expect_error.h"
 #include "fasa/engine/generate.h"
 #include "fasa/engine/session.h"
 #include "fasa/eval/line_plot.h"
@@ -13,6 +12,7 @@
 #include "fasa/eval/task_runner.h"
 #include "fasa/model/model.h"
 #include "fasa/tokenizer/tokenizer.h"
+#include "support/expect_error.h"
 #include "support/model_path.h"
 
 namespace fasa {
@@ -26,12 +26,16 @@ TEST(Sweep, EntriesExpandPoliciesTimesBudgets) {
                                {"64", "0.1"}, "c.json");
   std::vector<std::string> specs;
   for (const auto& x : e) specs.push_back(x.spec);
-  const std::vector<std::string> want = {
-      "full", "oracle:budget=64", "oracle:budget=0.1",
-      "fasa:budget=64,calib=c.json,n_tip=0.5", "fasa:budget=0.1,calib=c.json,n_tip=0.5",
-      "streaming:budget=32", "double-sparsity:budget=64,calib=c.json",
-      "double-sparsity:budget=0.1,calib=c.json", "pyramidkv+fasa:budget=64,calib=c.json",
-      "pyramidkv+fasa:budget=0.1,calib=c.json"};
+  const std::vector<std::string> want = {"full",
+                                         "oracle:budget=64",
+                                         "oracle:budget=0.1",
+                                         "fasa:budget=64,calib=c.json,n_tip=0.5",
+                                         "fasa:budget=0.1,calib=c.json,n_tip=0.5",
+                                         "streaming:budget=32",
+                                         "double-sparsity:budget=64,calib=c.json",
+                                         "double-sparsity:budget=0.1,calib=c.json",
+                                         "pyramidkv+fasa:budget=64,calib=c.json",
+                                         "pyramidkv+fasa:budget=0.1,calib=c.json"};
   EXPECT_EQ(specs, want);
   EXPECT_EQ(e[0].budget, 0.0);
   EXPECT_EQ(e[2].budget, 0.1);
@@ -109,7 +113,8 @@ TEST(Sweep, ScoreTableAndReports) {
   EXPECT_EQ(j["items"].size(), 9u);
   const std::string md = sweep_markdown(m, f.tasks, f.entries, f.r);
   EXPECT_NE(md.find("| oracle | 128 | 0.750 | 75.0% | 0.50 | 1.00 | 25.0% | 2 KiB |"),
-            std::string::npos) << md;
+            std::string::npos)
+      << md;
   // The table names each row by its label (the spec's options other than budget= and --calib).
   Fake ablation;
   ablation.entries[2].label = "oracle:gqa=per-head";
@@ -138,7 +143,8 @@ TEST(LinePlot, SeriesAndErrors) {
   EXPECT_NE(svg.find("a &lt; b"), std::string::npos);
   EXPECT_NE(svg.find(">s2</text>"), std::string::npos);
   size_t lines = 0;
-  for (size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1)) {
+  for (size_t at = svg.find("<polyline"); at != std::string::npos;
+       at = svg.find("<polyline", at + 1)) {
     ++lines;
   }
   EXPECT_EQ(lines, 2u);  // one per series; the reference is a dashed line
@@ -175,9 +181,15 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
   TaskRunOptions o;
   // The prefill-aware policies take their statistics from the one dense prefill, which watches
   // it for them; snapkv with another window prefills itself (2 prefills per task).
-  o.policies = {"full", "oracle:budget=100000", "streaming:budget=16", "snapkv:budget=16,window=4",
-                "snapkv:budget=24,window=4", "h2o:budget=16", "pyramidkv:budget=16,window=4",
-                "snapkv:budget=16,window=8", "snapkv:budget=24,window=8"};
+  o.policies = {"full",
+                "oracle:budget=100000",
+                "streaming:budget=16",
+                "snapkv:budget=16,window=4",
+                "snapkv:budget=24,window=4",
+                "h2o:budget=16",
+                "pyramidkv:budget=16,window=4",
+                "snapkv:budget=16,window=8",
+                "snapkv:budget=24,window=8"};
   o.prefill_chunk = 64;
   const TaskRunResult r = run_tasks(model, tasks, o, nullptr);
   ASSERT_EQ(r.outcome.size(), 2u);
@@ -232,8 +244,8 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
       EXPECT_GT(prefill_s, 0.0);
     };
     int total = -1;
-    const TaskRunResult res =
-        run_tasks(model, tasks, o, [&](int, int t) { total = t; }, resume);
+    const TaskRunResult res = run_tasks(
+        model, tasks, o, [&](int, int t) { total = t; }, resume);
     EXPECT_EQ(res.n_known, 1);
     EXPECT_EQ(total, static_cast<int>(o.policies.size()));  // only task 1's generations
     EXPECT_EQ(reported, std::vector<size_t>{1});

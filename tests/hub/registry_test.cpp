@@ -10,8 +10,8 @@
 #include <string>
 
 #include "fasa/core/error.h"
-#include "fasa/hub/pull.h"
 #include "fasa/core/sha256.h"
+#include "fasa/hub/pull.h"
 
 namespace fs = std::filesystem;
 using fasa::hub::ModelSpec;

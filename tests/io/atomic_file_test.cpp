@@ -49,7 +49,7 @@ TEST(AtomicFile, UncommittedWriteLeavesTheOldFile) {
     f.write("new but never finish");
     EXPECT_TRUE(fs::exists(f.temp_path()));
     EXPECT_EQ(slurp(p), "old, good\n");  // nothing visible before commit
-  }  // an exception unwinding through here, say
+  }                                      // an exception unwinding through here, say
   EXPECT_EQ(slurp(p), "old, good\n");
   EXPECT_EQ(names_in(d), std::vector<std::string>{"calib.json"});
 }

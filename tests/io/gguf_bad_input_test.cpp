@@ -28,7 +28,8 @@ std::string temp_path(const std::string& tag) {
 std::string write_temp(const Bytes& bytes, const std::string& tag = "bad") {
   const std::string path = temp_path(tag);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   out.close();
   EXPECT_TRUE(out.good()) << path;
   return path;
@@ -48,11 +49,11 @@ std::string open_error(const Bytes& bytes) {
   return "";
 }
 
-#define EXPECT_OPEN_FAILS(bytes, phrase)                                                      \
-  do {                                                                                        \
-    EXPECT_THROW(GgufFile::open(write_temp(bytes, "throw")), ::fasa::Error);                  \
-    const std::string msg_ = open_error(bytes);                                               \
-    EXPECT_NE(msg_.find(phrase), std::string::npos) << "message was: " << msg_;               \
+#define EXPECT_OPEN_FAILS(bytes, phrase)                                        \
+  do {                                                                          \
+    EXPECT_THROW(GgufFile::open(write_temp(bytes, "throw")), ::fasa::Error);    \
+    const std::string msg_ = open_error(bytes);                                 \
+    EXPECT_NE(msg_.find(phrase), std::string::npos) << "message was: " << msg_; \
   } while (0)
 
 // Offset just past the first encoded GGUF string equal to `s` (u64 length + bytes).
@@ -75,9 +76,15 @@ void put_u64(Bytes& b, size_t at, uint64_t v) { std::memcpy(b.data() + at, &v, 8
 constexpr size_t kVersionAt = 4, kTensorCountAt = 8, kKvCountAt = 16, kFirstKeyAt = 24;
 // Tensor info after its name: n_dims u32, ne[n_dims] u64, type u32, offset u64.
 size_t n_dims_at(const Bytes& b, const std::string& name) { return after_string(b, name); }
-size_t ne_at(const Bytes& b, const std::string& name, int d) { return after_string(b, name) + 4 + 8 * d; }
-size_t type_at(const Bytes& b, const std::string& name, int n_dims) { return ne_at(b, name, n_dims); }
-size_t offset_at(const Bytes& b, const std::string& name, int n_dims) { return ne_at(b, name, n_dims) + 4; }
+size_t ne_at(const Bytes& b, const std::string& name, int d) {
+  return after_string(b, name) + 4 + 8 * d;
+}
+size_t type_at(const Bytes& b, const std::string& name, int n_dims) {
+  return ne_at(b, name, n_dims);
+}
+size_t offset_at(const Bytes& b, const std::string& name, int n_dims) {
+  return ne_at(b, name, n_dims) + 4;
+}
 
 // Small valid file: t.a F32 [8] at offset 0, t.b F32 [4, 2] at offset 32. Both are exactly one
 // alignment unit, so the file ends where t.b's data ends (every shorter prefix is invalid).
@@ -266,7 +273,8 @@ TEST(GgufBadInput, EngineOnlyTensorType) {
 TEST(GgufBadInput, RowNotMultipleOfBlock) {
   Bytes b = small_file();  // t.a has ne[0] = 8; Q8_0 blocks hold 32
   put_u32(b, type_at(b, "t.a", 1), static_cast<uint32_t>(DType::Q8_0));
-  EXPECT_OPEN_FAILS(b, "tensor 't.a' row length ne[0] = 8 is not a multiple of the Q8_0 block size 32");
+  EXPECT_OPEN_FAILS(
+      b, "tensor 't.a' row length ne[0] = 8 is not a multiple of the Q8_0 block size 32");
 }
 
 TEST(GgufBadInput, MisalignedOffset) {
@@ -279,7 +287,8 @@ TEST(GgufBadInput, DataPastEndOfFile) {
   Bytes b = small_file();
   put_u64(b, offset_at(b, "t.b", 2), 64);
   EXPECT_OPEN_FAILS(b, "tensor 't.b' data [offset");
-  EXPECT_OPEN_FAILS(b, "32 bytes] extends past end of file (" + std::to_string(b.size()) + " bytes)");
+  EXPECT_OPEN_FAILS(b,
+                    "32 bytes] extends past end of file (" + std::to_string(b.size()) + " bytes)");
   put_u64(b, offset_at(b, "t.b", 2), uint64_t{1} << 63);  // would overflow data_start + offset
   EXPECT_OPEN_FAILS(b, "tensor 't.b' data [offset");
   put_u64(b, offset_at(b, "t.b", 2), ~uint64_t{31});

@@ -42,11 +42,11 @@ std::string error_of(F&& f) {
   return "";
 }
 
-#define EXPECT_ERROR_HAS(expr, phrase)                                                 \
-  do {                                                                                 \
-    EXPECT_THROW((void)(expr), ::fasa::Error);                                         \
-    const std::string msg_ = error_of([&] { (void)(expr); });                          \
-    EXPECT_NE(msg_.find(phrase), std::string::npos) << "message was: " << msg_;        \
+#define EXPECT_ERROR_HAS(expr, phrase)                                          \
+  do {                                                                          \
+    EXPECT_THROW((void)(expr), ::fasa::Error);                                  \
+    const std::string msg_ = error_of([&] { (void)(expr); });                   \
+    EXPECT_NE(msg_.find(phrase), std::string::npos) << "message was: " << msg_; \
   } while (0)
 
 std::vector<uint8_t> pattern_bytes(size_t n, uint8_t seed) {
@@ -166,7 +166,8 @@ TEST(GgufTest, ConvenienceSettersAndGetters) {
   EXPECT_ERROR_HAS(f->get_float("k.str"), "key 'k.str' has type STRING");
   EXPECT_ERROR_HAS(f->get_string("k.u32"), "key 'k.u32' has type UINT32, expected STRING");
   EXPECT_ERROR_HAS(f->get_bool_or("k.u32", true), "expected BOOL");
-  EXPECT_ERROR_HAS(f->get_string_array("k.ints"), "has type ARRAY of INT32, expected an array of STRING");
+  EXPECT_ERROR_HAS(f->get_string_array("k.ints"),
+                   "has type ARRAY of INT32, expected an array of STRING");
   EXPECT_ERROR_HAS(f->get_int_array("k.strs"), "expected an array of integers");
   EXPECT_ERROR_HAS(f->get_float_array("k.str"), "expected an array of numbers");
   EXPECT_ERROR_HAS(f->get_int("k.absent"), "key 'k.absent' is missing");

@@ -24,8 +24,9 @@ TEST(JsonRead, NumbersAreRangeChecked) {
   expect_error([&] { obj(j).number<uint64_t>("neg", 0, 10); },
                "f.json: field \"neg\" must be an integer in [0, 10] (got -1)");
   expect_error([&] { obj(j).number<int>("half", 0, 10); }, "field \"half\" must be an integer");
-  expect_error([&] { obj(j).number<int>("s", 0, 10); }, "field \"s\" must be an integer in [0, 10] "
-                                                        "(got \"x\")");
+  expect_error([&] { obj(j).number<int>("s", 0, 10); },
+               "field \"s\" must be an integer in [0, 10] "
+               "(got \"x\")");
   expect_error([&] { obj(j).number<int64_t>("huge", 0, INT64_MAX); }, "field \"huge\"");
   EXPECT_EQ(obj(j).number<uint64_t>("huge", 0, UINT64_MAX), UINT64_MAX);
   expect_error([&] { obj(j).number<int>("nope", 0, 1); }, "f.json: missing field \"nope\"");

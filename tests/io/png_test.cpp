@@ -77,7 +77,7 @@ Inflated inflate_stored(const std::string& z) {
   EXPECT_GE(z.size(), 2u + 5u + 4u);
   if (z.size() < 11) return r;
   const uint8_t cmf = uint8_t(z[0]), flg = uint8_t(z[1]);
-  EXPECT_EQ(cmf, 0x78);                  // deflate, 32K window
+  EXPECT_EQ(cmf, 0x78);  // deflate, 32K window
   EXPECT_EQ(flg, 0x01);
   EXPECT_EQ((cmf * 256 + flg) % 31, 0);  // the header check
   EXPECT_EQ(flg & 0x20, 0);              // no preset dictionary

@@ -15,10 +15,10 @@
 
 #include <gtest/gtest.h>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/core/dtype.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa {
 namespace {
@@ -67,8 +67,8 @@ uint32_t bits_of(float f) {
 int64_t count_mismatches(const float* got, const float* want, int64_t n, const std::string& what) {
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const bool same = bits_of(got[i]) == bits_of(want[i]) ||
-                      (std::isnan(got[i]) && std::isnan(want[i]));
+    const bool same =
+        bits_of(got[i]) == bits_of(want[i]) || (std::isnan(got[i]) && std::isnan(want[i]));
     if (!same && bad++ == 0) {
       ADD_FAILURE() << what << ": first mismatch at " << i << ": got " << got[i] << " (0x"
                     << std::hex << bits_of(got[i]) << ") want " << std::dec << want[i] << " (0x"

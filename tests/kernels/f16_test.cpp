@@ -37,10 +37,18 @@ TEST(F16, KnownValues) {
     float f;
   };
   const Case cases[] = {
-      {0x0000, 0.0f},          {0x3c00, 1.0f},           {0xc000, -2.0f},
-      {0x3800, 0.5f},          {0x7bff, 65504.0f},       {0xfbff, -65504.0f},
-      {0x0001, 0x1p-24f},      {0x03ff, 1023 * 0x1p-24f}, {0x0400, 0x1p-14f},
-      {0x3555, 0.33325195f},   {0x7c00, INFINITY},       {0xfc00, -INFINITY},
+      {0x0000, 0.0f},
+      {0x3c00, 1.0f},
+      {0xc000, -2.0f},
+      {0x3800, 0.5f},
+      {0x7bff, 65504.0f},
+      {0xfbff, -65504.0f},
+      {0x0001, 0x1p-24f},
+      {0x03ff, 1023 * 0x1p-24f},
+      {0x0400, 0x1p-14f},
+      {0x3555, 0.33325195f},
+      {0x7c00, INFINITY},
+      {0xfc00, -INFINITY},
       {0x3c01, 1.0f + 0x1p-10f},
   };
   for (const Case& c : cases) {
@@ -52,21 +60,21 @@ TEST(F16, KnownValues) {
 }
 
 TEST(F16, RoundingToFp16) {
-  EXPECT_EQ(fp32_to_fp16(65519.0f), 0x7bff);                      // below the halfway point
-  EXPECT_EQ(fp32_to_fp16(65520.0f), 0x7c00);                      // tie, odd 0x7bff -> inf
-  EXPECT_EQ(fp32_to_fp16(1e10f), 0x7c00);                         // overflow -> inf
+  EXPECT_EQ(fp32_to_fp16(65519.0f), 0x7bff);  // below the halfway point
+  EXPECT_EQ(fp32_to_fp16(65520.0f), 0x7c00);  // tie, odd 0x7bff -> inf
+  EXPECT_EQ(fp32_to_fp16(1e10f), 0x7c00);     // overflow -> inf
   EXPECT_EQ(fp32_to_fp16(-1e10f), 0xfc00);
-  EXPECT_EQ(fp32_to_fp16(1.0f + 0x1p-11f), 0x3c00);               // tie -> even (down)
-  EXPECT_EQ(fp32_to_fp16(1.0f + 3 * 0x1p-11f), 0x3c02);           // tie -> even (up)
-  EXPECT_EQ(fp32_to_fp16(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);    // above tie -> up
-  EXPECT_EQ(fp32_to_fp16(0x1p-25f), 0x0000);                      // tie with 0 -> 0
+  EXPECT_EQ(fp32_to_fp16(1.0f + 0x1p-11f), 0x3c00);             // tie -> even (down)
+  EXPECT_EQ(fp32_to_fp16(1.0f + 3 * 0x1p-11f), 0x3c02);         // tie -> even (up)
+  EXPECT_EQ(fp32_to_fp16(1.0f + 0x1p-11f + 0x1p-20f), 0x3c01);  // above tie -> up
+  EXPECT_EQ(fp32_to_fp16(0x1p-25f), 0x0000);                    // tie with 0 -> 0
   EXPECT_EQ(fp32_to_fp16(-0x1p-25f), 0x8000);
-  EXPECT_EQ(fp32_to_fp16(0x1.000002p-25f), 0x0001);               // just above -> 2^-24
-  EXPECT_EQ(fp32_to_fp16(3 * 0x1p-25f), 0x0002);                  // 1.5 ulp tie -> even 2
-  EXPECT_EQ(fp32_to_fp16(0x1p-14f - 0x1p-26f), 0x0400);           // subnormal rounds to normal
+  EXPECT_EQ(fp32_to_fp16(0x1.000002p-25f), 0x0001);      // just above -> 2^-24
+  EXPECT_EQ(fp32_to_fp16(3 * 0x1p-25f), 0x0002);         // 1.5 ulp tie -> even 2
+  EXPECT_EQ(fp32_to_fp16(0x1p-14f - 0x1p-26f), 0x0400);  // subnormal rounds to normal
   EXPECT_EQ(fp32_to_fp16(1e-30f), 0x0000);
   EXPECT_TRUE(f16_is_nan(fp32_to_fp16(NAN)));
-  EXPECT_TRUE(f16_is_nan(fp32_to_fp16(float_of(0x7f800001u))));   // sNaN with low payload only
+  EXPECT_TRUE(f16_is_nan(fp32_to_fp16(float_of(0x7f800001u))));  // sNaN with low payload only
   EXPECT_TRUE(f16_is_nan(fp32_to_fp16(float_of(0xffc00000u))));
   EXPECT_EQ(fp32_to_fp16(float_of(0xffc00000u)) & 0x8000, 0x8000);  // NaN sign kept
 }
@@ -125,14 +133,14 @@ TEST(F16, Bf16KnownValuesAndRounding) {
   EXPECT_EQ(fp32_to_bf16(-2.0f), 0xc000);
   EXPECT_EQ(fp32_to_bf16(0.0f), 0x0000);
   EXPECT_EQ(fp32_to_bf16(-0.0f), 0x8000);
-  EXPECT_EQ(fp32_to_bf16(1.0f + 0x1p-8f), 0x3f80);               // tie -> even (down)
-  EXPECT_EQ(fp32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);           // tie -> even (up)
-  EXPECT_EQ(fp32_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);    // above tie -> up
+  EXPECT_EQ(fp32_to_bf16(1.0f + 0x1p-8f), 0x3f80);             // tie -> even (down)
+  EXPECT_EQ(fp32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);         // tie -> even (up)
+  EXPECT_EQ(fp32_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // above tie -> up
   EXPECT_EQ(fp32_to_bf16(3.14159265f), 0x4049);
-  EXPECT_EQ(fp32_to_bf16(float_of(0x7f7fffffu)), 0x7f80);        // FLT_MAX rounds to inf
+  EXPECT_EQ(fp32_to_bf16(float_of(0x7f7fffffu)), 0x7f80);  // FLT_MAX rounds to inf
   EXPECT_EQ(fp32_to_bf16(INFINITY), 0x7f80);
   EXPECT_EQ(fp32_to_bf16(-INFINITY), 0xff80);
-  EXPECT_EQ(fp32_to_bf16(float_of(0x00010000u)), 0x0001);        // subnormals kept
+  EXPECT_EQ(fp32_to_bf16(float_of(0x00010000u)), 0x0001);  // subnormals kept
   EXPECT_TRUE(bf16_is_nan(fp32_to_bf16(NAN)));
   EXPECT_TRUE(bf16_is_nan(fp32_to_bf16(float_of(0x7f800001u))));  // would truncate to inf
   EXPECT_TRUE(bf16_is_nan(fp32_to_bf16(float_of(0x7fffffffu))));  // would carry into sign

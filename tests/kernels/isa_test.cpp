@@ -10,10 +10,10 @@
 #include <random>
 #include <vector>
 
-#include "fasa/kernels/attend.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/isa.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/tip.h"
 #include "support/isa_guard.h"
@@ -142,7 +142,7 @@ TEST(Isa, GeluTanhMulMatchesFormula) {
   const int n_rand = 4096, n_ramp = 1003;  // odd total: every form's scalar tail runs too
   const int n = n_rand + n_ramp;
   std::vector<float> g = normal(n, rng), u = normal(n, rng), h(n);
-  for (int i = 0; i < n_rand; ++i) g[i] *= 4.0f;  // reach both tails
+  for (int i = 0; i < n_rand; ++i) g[i] *= 4.0f;                       // reach both tails
   for (int i = 0; i < n_ramp; ++i) g[n_rand + i] = -50.0f + 0.1f * i;  // far beyond the clamps
   IsaGuard guard;
   std::vector<float> first;  // the first form's output: every form gives the same bits

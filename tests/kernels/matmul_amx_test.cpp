@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/core/amx.h"
 #include "fasa/core/dtype.h"
 #include "fasa/core/f16.h"
@@ -22,6 +21,7 @@
 #include "fasa/kernels/matmul_q8k.h"
 #include "support/amx_env.h"
 #include "support/isa_guard.h"
+#include "support/ref/kernels_ref.h"
 
 #if defined(__linux__) && defined(__x86_64__)
 #include <sys/syscall.h>
@@ -33,9 +33,9 @@ namespace {
 
 using test::AmxEnv;
 
-#define SKIP_WITHOUT_AMX()                                                         \
-  if (!amx_supported()) GTEST_SKIP() << "no AMX here: AMX " << amx_status();       \
-  IsaGuard isa_guard_;                                                             \
+#define SKIP_WITHOUT_AMX()                                                   \
+  if (!amx_supported()) GTEST_SKIP() << "no AMX here: AMX " << amx_status(); \
+  IsaGuard isa_guard_;                                                       \
   set_active_isa(Isa::Avx512)
 
 const DType kKTypes[] = {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
@@ -48,10 +48,16 @@ void f16_fields(DType type, int* d_off, int* min_off) {
   *d_off = 0;
   *min_off = -1;
   switch (type) {
-    case DType::Q2_K: *d_off = 80; *min_off = 82; return;
+    case DType::Q2_K:
+      *d_off = 80;
+      *min_off = 82;
+      return;
     case DType::Q3_K: *d_off = 108; return;
     case DType::Q6_K: *d_off = 208; return;
-    case DType::Q4_K: case DType::Q5_K: case DType::Q4_1: case DType::Q5_1: *min_off = 2; return;
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q4_1:
+    case DType::Q5_1: *min_off = 2; return;
     default: return;
   }
 }
@@ -78,7 +84,8 @@ std::vector<double> dequant(DType type, std::vector<uint8_t> w, int64_t n_out, i
                             int zero_off) {
   const DTypeInfo& info = dtype_info(type);
   if (zero_off >= 0) {
-    for (size_t b = 0; b < w.size(); b += info.block_bytes) std::memset(w.data() + b + zero_off, 0, 2);
+    for (size_t b = 0; b < w.size(); b += info.block_bytes)
+      std::memset(w.data() + b + zero_off, 0, 2);
   }
   const int64_t row_bytes = n_in / info.block_elems * info.block_bytes;
   std::vector<float> row(static_cast<size_t>(n_in));
@@ -95,7 +102,8 @@ struct Quantized {
   Q8KActs k;
   Q8Acts b;
   double x(DType t, int64_t tok, int64_t i) const {
-    if (is_k(t)) return static_cast<double>(k.d[tok * (k.n_in / 256) + i / 256]) * k.q[tok * k.n_in + i];
+    if (is_k(t))
+      return static_cast<double>(k.d[tok * (k.n_in / 256) + i / 256]) * k.q[tok * k.n_in + i];
     return static_cast<double>(b.d[tok * (b.n_in / 32) + i / 32]) * b.q[tok * b.n_in + i];
   }
 };
@@ -169,7 +177,10 @@ TEST(MatmulAmx, KQuantsWithinToleranceOfPortableAndExact) {
   SKIP_WITHOUT_AMX();
   std::mt19937 rng(2121);
   // n_out and n_tok multiples of 16 and not; odd and even token-tile counts; up to 600 tokens.
-  const Shape shapes[] = {{16, 256, 16}, {33, 512, 17}, {7, 768, 40}, {50, 1280, 100},
+  const Shape shapes[] = {{16, 256, 16},
+                          {33, 512, 17},
+                          {7, 768, 40},
+                          {50, 1280, 100},
                           {5, 256, 600}};
   for (const DType type : kKTypes) {
     for (const Shape& s : shapes) check_type(type, s.n_out, s.n_in, s.n_tok, rng);
@@ -179,8 +190,8 @@ TEST(MatmulAmx, KQuantsWithinToleranceOfPortableAndExact) {
 TEST(MatmulAmx, BlockQuantsWithinToleranceOfPortableAndExact) {
   SKIP_WITHOUT_AMX();
   std::mt19937 rng(3131);
-  const Shape shapes[] = {{512, 256, 40}, {320, 256, 40}, {16, 32, 16}, {33, 96, 17}, {7, 768, 40}, {50, 1280, 100},
-                          {5, 64, 600}};
+  const Shape shapes[] = {{512, 256, 40}, {320, 256, 40},  {16, 32, 16}, {33, 96, 17},
+                          {7, 768, 40},   {50, 1280, 100}, {5, 64, 600}};
   for (const DType type : kBlockTypes) {
     for (const Shape& s : shapes) check_type(type, s.n_out, s.n_in, s.n_tok, rng);
   }

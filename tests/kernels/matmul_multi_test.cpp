@@ -74,7 +74,8 @@ struct Mat {
 std::vector<Mat> make_mats(const std::vector<std::pair<DType, int64_t>>& shapes, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<Mat> mats;
-  for (const auto& [type, n_out] : shapes) mats.push_back({type, n_out, make_weights(type, n_out, rng)});
+  for (const auto& [type, n_out] : shapes)
+    mats.push_back({type, n_out, make_weights(type, n_out, rng)});
   return mats;
 }
 

@@ -7,12 +7,12 @@
 #include <random>
 #include <vector>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/core/dtype.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
 #include "fasa/kernels/matmul_q8.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa {
 namespace {

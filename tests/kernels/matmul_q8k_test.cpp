@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/core/dtype.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/isa.h"
@@ -18,6 +17,7 @@
 #include "fasa/kernels/matmul.h"
 #include "fasa/kernels/matmul_q8k.h"
 #include "support/isa_guard.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa {
 namespace {
@@ -27,10 +27,22 @@ const DType kKTypes[] = {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DTy
 // Byte offsets of a block's fp16 d and dmin (-1: none).
 void f16_fields(DType type, int* d_off, int* min_off) {
   switch (type) {
-    case DType::Q2_K: *d_off = 80; *min_off = 82; return;
-    case DType::Q3_K: *d_off = 108; *min_off = -1; return;
-    case DType::Q6_K: *d_off = 208; *min_off = -1; return;
-    default: *d_off = 0; *min_off = 2; return;  // Q4_K, Q5_K
+    case DType::Q2_K:
+      *d_off = 80;
+      *min_off = 82;
+      return;
+    case DType::Q3_K:
+      *d_off = 108;
+      *min_off = -1;
+      return;
+    case DType::Q6_K:
+      *d_off = 208;
+      *min_off = -1;
+      return;
+    default:
+      *d_off = 0;
+      *min_off = 2;
+      return;  // Q4_K, Q5_K
   }
 }
 
@@ -100,8 +112,8 @@ void expect_matches_dequantized_dot(DType type, const std::vector<uint8_t>& w, i
 
 TEST(QuantizeActsQ8K, RoundingScaleAndSums) {
   std::vector<float> x(512, 0.0f);  // block 0: crafted; block 1: all zero
-  x[0] = 1.25f;   // * 2 = 2.5 -> 2 (half to even)
-  x[1] = 1.75f;   // 3.5 -> 4
+  x[0] = 1.25f;                     // * 2 = 2.5 -> 2 (half to even)
+  x[1] = 1.75f;                     // 3.5 -> 4
   x[2] = -64.0f;  // the first value of largest magnitude: iscale = -128 / -64 = 2, d = 0.5
   x[3] = 64.0f;   // 128 -> clamped to 127
   x[20] = -0.2f;  // -0.4 -> -0 -> 0
@@ -155,8 +167,8 @@ TEST(MatmulQ8K, MatchesDequantizedDotAndIsaBits) {
       const std::vector<float> x = make_activations(s.n_tok * s.n_in, rng);
       Q8KActs a;
       quantize_acts_q8k(x.data(), s.n_tok, s.n_in, a);
-      const std::string what = std::string(dtype_name(type)) + " n_out=" +
-                               std::to_string(s.n_out) + " n_in=" + std::to_string(s.n_in) +
+      const std::string what = std::string(dtype_name(type)) + " n_out=" + std::to_string(s.n_out) +
+                               " n_in=" + std::to_string(s.n_in) +
                                " n_tok=" + std::to_string(s.n_tok);
       std::vector<float> y(static_cast<size_t>(s.n_tok * s.n_out), NAN);
       matmul_q8k(type, w.data(), s.n_out, s.n_in, a, y.data());
@@ -200,8 +212,8 @@ TEST(MatmulQ8K, ExtremeBlocks) {
         const std::vector<float> x(512, xv);  // [2, 256]: every q = -128 (d = -xv / 128)
         Q8KActs a;
         quantize_acts_q8k(x.data(), 2, 256, a);
-        const std::string what = std::string(dtype_name(type)) + " fill=" +
-                                 std::to_string(fill) + " x=" + std::to_string(xv);
+        const std::string what = std::string(dtype_name(type)) + " fill=" + std::to_string(fill) +
+                                 " x=" + std::to_string(xv);
         std::vector<float> y(4, NAN);  // [2 tokens, 2 rows]
         matmul_q8k(type, w.data(), 2, 256, a, y.data());
         expect_matches_dequantized_dot(type, w, 2, 256, a, y, what);

@@ -12,13 +12,13 @@
 
 #include <gtest/gtest.h>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/core/dtype.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/parallel.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
 #include "support/isa_guard.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa {
 namespace {
@@ -63,7 +63,10 @@ std::vector<uint8_t> make_weights(DType type, int64_t n_out, int64_t n_in, std::
     case DType::Q4_1:
     case DType::Q5_1: min_off = 2; break;
     case DType::Q6_K: scale_off = 208; break;
-    case DType::Q2_K: scale_off = 80; min_off = 82; break;
+    case DType::Q2_K:
+      scale_off = 80;
+      min_off = 82;
+      break;
     case DType::Q3_K: scale_off = 108; break;
     case DType::Q4_K:
     case DType::Q5_K: min_off = 2; break;
@@ -126,8 +129,8 @@ TEST_P(MatmulVsRef, OddSizes) {
       }
       for (const int64_t n_tok : {1, 2, 5, 33}) {
         const std::vector<float> x = make_activations(n_tok, n_in, rng);  // [n_tok, n_in]
-        std::vector<float> y(static_cast<size_t>(n_tok * n_out), NAN);     // [n_tok, n_out]
-        std::vector<float> y_ref(y.size()), y_port(y.size(), NAN);         // [n_tok, n_out]
+        std::vector<float> y(static_cast<size_t>(n_tok * n_out), NAN);    // [n_tok, n_out]
+        std::vector<float> y_ref(y.size()), y_port(y.size(), NAN);        // [n_tok, n_out]
         matmul(type, w.data(), n_out, n_in, x.data(), n_tok, y.data());
         ref::matmul(type, w.data(), n_out, n_in, x.data(), n_tok, y_ref.data());
         detail::matmul_portable(type, w.data(), n_out, n_in, x.data(), n_tok, y_port.data());
@@ -140,8 +143,7 @@ TEST_P(MatmulVsRef, OddSizes) {
             }
             const float got = y[t * n_out + o];
             const float want = y_ref[t * n_out + o];
-            if (!(std::fabs(static_cast<double>(got) - want) <= 1e-4 * mag + 1e-30) &&
-                bad++ == 0) {
+            if (!(std::fabs(static_cast<double>(got) - want) <= 1e-4 * mag + 1e-30) && bad++ == 0) {
               ADD_FAILURE() << dtype_name(type) << " n_in=" << n_in << " n_out=" << n_out
                             << " n_tok=" << n_tok << " t=" << t << " o=" << o << ": got " << got
                             << " want " << want << " (sum |w x| = " << mag << ")";
@@ -150,8 +152,8 @@ TEST_P(MatmulVsRef, OddSizes) {
         }
         EXPECT_EQ(bad, 0);
         EXPECT_EQ(count_bit_mismatches(y, y_port), 0)
-            << "SIMD vs portable: " << dtype_name(type) << " n_in=" << n_in
-            << " n_out=" << n_out << " n_tok=" << n_tok;
+            << "SIMD vs portable: " << dtype_name(type) << " n_in=" << n_in << " n_out=" << n_out
+            << " n_tok=" << n_tok;
       }
     }
   }
@@ -196,8 +198,8 @@ TEST_P(MatmulDeterminism, ThreadsAndBatching) {
     set_num_threads(3);
     matmul(type, w.data(), s.n_out, s.n_in, x.data(), s.n_tok, y3.data());
     detail::matmul_portable(type, w.data(), s.n_out, s.n_in, x.data(), s.n_tok, y_port.data());
-    const std::string what = std::string(dtype_name(type)) + " n_out=" +
-                             std::to_string(s.n_out) + " n_in=" + std::to_string(s.n_in);
+    const std::string what = std::string(dtype_name(type)) + " n_out=" + std::to_string(s.n_out) +
+                             " n_in=" + std::to_string(s.n_in);
     EXPECT_EQ(count_bit_mismatches(y1, y2), 0) << what << ": 1 vs 2 threads";
     EXPECT_EQ(count_bit_mismatches(y1, y3), 0) << what << ": 1 vs 3 threads";
     EXPECT_EQ(count_bit_mismatches(y1, y_single), 0) << what << ": batch vs one token at a time";

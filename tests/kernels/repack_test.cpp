@@ -41,8 +41,8 @@ std::vector<uint8_t> random_rows(DType t, int64_t n_out, int64_t n_in, std::mt19
 }
 
 std::vector<uint8_t> repacked(DType t, const std::vector<uint8_t>& w, int64_t n_out, int64_t n_in) {
-  std::vector<uint8_t> r(static_cast<size_t>(n_out * n_in / 256 *
-                                             dtype_info(repacked_type(t)).block_bytes));
+  std::vector<uint8_t> r(
+      static_cast<size_t>(n_out * n_in / 256 * dtype_info(repacked_type(t)).block_bytes));
   repack_rows16(t, w.data(), n_out, n_in, r.data());
   return r;
 }
@@ -123,8 +123,7 @@ TEST(Repack, MatmulSameBitsAsGgufRows) {
       const Q8KActs& a = k.a;
       std::vector<float> want(static_cast<size_t>(n_tok * n_out), NAN);
       detail::matmul_q8k_portable(t, w.data(), n_out, n_in, a, want.data());
-      const std::string what =
-          std::string(dtype_name(t)) + " n_tok=" + std::to_string(n_tok);
+      const std::string what = std::string(dtype_name(t)) + " n_tok=" + std::to_string(n_tok);
       for (const Isa isa : available_isas()) {
         set_active_isa(isa);
         for (int threads : {1, 2}) {
@@ -136,8 +135,8 @@ TEST(Repack, MatmulSameBitsAsGgufRows) {
           matmul(repacked_type(t), r.data(), n_out, n_in, x.data(), n_tok, y_mm.data(),
                  MatmulTiles::kPerToken);
           set_num_threads(saved);
-          const std::string at = what + " " + std::string(isa_name(isa)) + " threads=" +
-                                 std::to_string(threads);
+          const std::string at =
+              what + " " + std::string(isa_name(isa)) + " threads=" + std::to_string(threads);
           EXPECT_TRUE(same_bits(want, y)) << at;
           EXPECT_TRUE(same_bits(want, y_port)) << at << " portable";
           EXPECT_TRUE(same_bits(want, y_mm)) << at << " matmul";

@@ -16,7 +16,8 @@ TEST(SoftmaxExp, WithinTwoUlpOfExp) {
   for (float x = -103.0f; x <= 0.0f; x += 0.0137f) {
     const double want = std::exp(static_cast<double>(x));
     const float got = softmax_exp(x);
-    const double ulp = std::nextafter(static_cast<float>(want), INFINITY) - static_cast<float>(want);
+    const double ulp =
+        std::nextafter(static_cast<float>(want), INFINITY) - static_cast<float>(want);
     EXPECT_LE(std::fabs(got - want), 2.0 * ulp) << x;
   }
   EXPECT_EQ(softmax_exp(0.0f), 1.0f);

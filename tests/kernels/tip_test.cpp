@@ -6,9 +6,9 @@
 #include <random>
 #include <vector>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/tip.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa {
 namespace {

@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/kernels/topk.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa {
 namespace {
@@ -22,9 +22,11 @@ TEST(TopK, EqualsTheSortReference) {
       for (int i = 0; i < n; ++i) {
         switch (kind) {
           case 0: s[i] = nd(rng); break;
-          case 1: s[i] = static_cast<float>(small(rng)); break;  // many exact ties
+          case 1: s[i] = static_cast<float>(small(rng)); break;             // many exact ties
           case 2: s[i] = i % 5 == 0 ? -INFINITY : nd(rng) * 1e-30f; break;  // tiny + -inf
-          case 4: s[i] = i % 8 == 0 ? 100.0f + i : nd(rng); break;  // sampled scores stand out: fallback
+          case 4:
+            s[i] = i % 8 == 0 ? 100.0f + i : nd(rng);
+            break;  // sampled scores stand out: fallback
           case 5: s[i] = i < n / 2 ? -INFINITY : nd(rng); break;  // half -inf
           case 3: s[i] = (i % 2 ? -0.0f : 0.0f) + (i % 7 == 0 ? 1.0f : 0.0f); break;
         }

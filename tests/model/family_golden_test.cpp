@@ -19,8 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
-#include "fasa/engine/session.h"
 #include "fasa/core/sha256.h"
+#include "fasa/engine/session.h"
 #include "fasa/io/gguf.h"
 #include "fasa/model/model.h"
 #include "support/family_model.h"
@@ -118,10 +118,11 @@ void check_family(const std::string& family) {
     const auto want = run["greedy"].get<std::vector<int32_t>>();
     const test::GreedyCheck c =
         test::teacher_forced_greedy(s, run["greedy_prompt"].get<std::vector<int32_t>>(), want);
-    std::printf("%s n_ctx %d: max |logit - llama.cpp| %.5f (pos %d), top-1 equal at %d of %zu "
-                "sampled positions; greedy: %s\n",
-                family.c_str(), n_ctx, worst, worst_pos, top1_same, run["samples"].size(),
-                c.report().c_str());
+    std::printf(
+        "%s n_ctx %d: max |logit - llama.cpp| %.5f (pos %d), top-1 equal at %d of %zu "
+        "sampled positions; greedy: %s\n",
+        family.c_str(), n_ctx, worst, worst_pos, top1_same, run["samples"].size(),
+        c.report().c_str());
     EXPECT_LT(worst, kLogitTol) << family << " n_ctx " << n_ctx;
     EXPECT_TRUE(test::within_near_tie(c, want)) << family << " n_ctx " << n_ctx;
   }

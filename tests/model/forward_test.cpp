@@ -113,28 +113,25 @@ test::TinySpec linear_rope(test::TinySpec s, float factor) {
 
 INSTANTIATE_TEST_SUITE_P(
     Tiny, ForwardVsReference,
-    ::testing::Values(Case{"f32_norm_gqa", spec_with(DType::F32, 4, 2), false, 1e-4},
-                      Case{"f32_neox_gqa", spec_with(DType::F32, 4, 2), true, 1e-4},
-                      Case{"f32_norm_mha", spec_with(DType::F32, 4, 4), false, 1e-4},
-                      Case{"f32_neox_mqa_tied", spec_with(DType::F32, 4, 1, true), true, 1e-4},
-                      Case{"f16_norm_gqa", spec_with(DType::F16, 4, 2), false, 1e-4},
-                      Case{"q8_0_norm_gqa", spec_with(DType::Q8_0, 4, 2), false, 1e-4},
-                      Case{"q4_1_neox_gqa", spec_with(DType::Q4_1, 8, 2), true, 1e-4},
-                      Case{"q4_0_norm_gqa_tied", spec_with(DType::Q4_0, 4, 2, true), false, 1e-4},
-                      Case{"f32_neox_rope_linear4", linear_rope(spec_with(DType::F32, 4, 2), 4.0f),
-                           true, 1e-4},
-                      Case{"qwen2_f32_gqa", qwen2(spec_with(DType::F32, 4, 2)), true, 1e-4},
-                      Case{"qwen2_q8_0_gqa", qwen2(spec_with(DType::Q8_0, 4, 2)), true, 1e-4},
-                      Case{"gemma3_f32_gqa", gemma3(spec_with(DType::F32, 4, 2)), true, 1e-4},
-                      Case{"gemma3_q8_0_mqa_tied", gemma3(spec_with(DType::Q8_0, 4, 1, true)),
-                           true, 1e-4},
-                      Case{"llama_q4_k_m_gqa", q4_k_m(spec_with(DType::F32, 4, 2)), false, 1e-4},
-                      Case{"qwen2_q4_k_m_gqa", qwen2(q4_k_m(spec_with(DType::F32, 4, 2))), true,
-                           1e-4},
-                      Case{"gemma3_q4_k_m_mqa", gemma3(q4_k_m(spec_with(DType::F32, 4, 1))), true,
-                           1e-4},
-                      Case{"gemma3_f32_rope_linear2",
-                           linear_rope(gemma3(spec_with(DType::F32, 4, 2)), 2.0f), true, 1e-4}),
+    ::testing::Values(
+        Case{"f32_norm_gqa", spec_with(DType::F32, 4, 2), false, 1e-4},
+        Case{"f32_neox_gqa", spec_with(DType::F32, 4, 2), true, 1e-4},
+        Case{"f32_norm_mha", spec_with(DType::F32, 4, 4), false, 1e-4},
+        Case{"f32_neox_mqa_tied", spec_with(DType::F32, 4, 1, true), true, 1e-4},
+        Case{"f16_norm_gqa", spec_with(DType::F16, 4, 2), false, 1e-4},
+        Case{"q8_0_norm_gqa", spec_with(DType::Q8_0, 4, 2), false, 1e-4},
+        Case{"q4_1_neox_gqa", spec_with(DType::Q4_1, 8, 2), true, 1e-4},
+        Case{"q4_0_norm_gqa_tied", spec_with(DType::Q4_0, 4, 2, true), false, 1e-4},
+        Case{"f32_neox_rope_linear4", linear_rope(spec_with(DType::F32, 4, 2), 4.0f), true, 1e-4},
+        Case{"qwen2_f32_gqa", qwen2(spec_with(DType::F32, 4, 2)), true, 1e-4},
+        Case{"qwen2_q8_0_gqa", qwen2(spec_with(DType::Q8_0, 4, 2)), true, 1e-4},
+        Case{"gemma3_f32_gqa", gemma3(spec_with(DType::F32, 4, 2)), true, 1e-4},
+        Case{"gemma3_q8_0_mqa_tied", gemma3(spec_with(DType::Q8_0, 4, 1, true)), true, 1e-4},
+        Case{"llama_q4_k_m_gqa", q4_k_m(spec_with(DType::F32, 4, 2)), false, 1e-4},
+        Case{"qwen2_q4_k_m_gqa", qwen2(q4_k_m(spec_with(DType::F32, 4, 2))), true, 1e-4},
+        Case{"gemma3_q4_k_m_mqa", gemma3(q4_k_m(spec_with(DType::F32, 4, 1))), true, 1e-4},
+        Case{"gemma3_f32_rope_linear2", linear_rope(gemma3(spec_with(DType::F32, 4, 2)), 2.0f),
+             true, 1e-4}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ForwardTest, F16CacheCloseToReference) {
@@ -183,7 +180,7 @@ TEST(ForwardTest, SlidingWindowRingBuffer) {
     so.n_ctx = 64;
     so.prefill_chunk = 4;
     Session a(model, so), b(model, so), c(model, so);
-    const auto chunks = a.eval_all(tokens, 7);   // runs as pieces of at most 4
+    const auto chunks = a.eval_all(tokens, 7);  // runs as pieces of at most 4
     const auto one_by_one = b.eval_all(tokens, 1);
     EXPECT_EQ(chunks, one_by_one);
     // Row bytes per layer as the sequence grows, one token at a time.
@@ -286,8 +283,7 @@ TEST(ForwardTest, ConcurrentSessionsShareWeights) {
   auto model = Model::load(path);
   SessionOptions so;
   so.n_ctx = 64;
-  std::vector<std::vector<int32_t>> prompts = {random_tokens(20, 320, 1),
-                                               random_tokens(31, 320, 2),
+  std::vector<std::vector<int32_t>> prompts = {random_tokens(20, 320, 1), random_tokens(31, 320, 2),
                                                random_tokens(12, 320, 3)};
   std::vector<std::vector<float>> serial, parallel(prompts.size());
   for (const auto& p : prompts) {

@@ -68,10 +68,11 @@ TEST(Gemma3Golden, TeacherForcedAgreementAndPerplexity) {
             total_conf = ag.total_conf;
   const double agreement = ag.overall(), agreement_conf = ag.confident();
   const double ref_ppl = g["ppl"];
-  std::printf("top-1 agreement %.4f (%d/%d); where reference margin >= 0.5: %.4f (%d/%d); "
-              "ppl %.4f vs reference %.4f (%+.3f%%)\n",
-              agreement, agree, total, agreement_conf, agree_conf, total_conf, r.ppl, ref_ppl,
-              100.0 * (r.ppl / ref_ppl - 1.0));
+  std::printf(
+      "top-1 agreement %.4f (%d/%d); where reference margin >= 0.5: %.4f (%d/%d); "
+      "ppl %.4f vs reference %.4f (%+.3f%%)\n",
+      agreement, agree, total, agreement_conf, agree_conf, total_conf, r.ppl, ref_ppl,
+      100.0 * (r.ppl / ref_ppl - 1.0));
   // llama.cpp's own decode path (n_batch 1) agrees with this golden (its batched path) on only
   // 93.55 % of chunk 0's first 512 positions, and on every position where the golden's margin
   // is >= 0.5 (scripts/dev/llamacpp_self_agreement.py; docs/CORRECTNESS.md). So: at least the

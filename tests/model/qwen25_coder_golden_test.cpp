@@ -103,15 +103,16 @@ TEST(Qwen25CoderGolden, TeacherForcedAgreementAndPerplexity) {
   const double agreement = static_cast<double>(agree) / total;
   const double agreement_conf = static_cast<double>(agree_conf) / total_conf;
   const double ref_ppl = g["ppl"];
-  std::printf("top-1 agreement %.4f (%d/%d); where reference margin >= 0.5: %.4f (%d/%d); "
-              "ppl %.4f vs reference %.4f (%+.3f%%); %.1f s\n",
-              agreement, agree, total, agreement_conf, agree_conf, total_conf, r.ppl, ref_ppl,
-              100.0 * (r.ppl / ref_ppl - 1.0), r.seconds);
+  std::printf(
+      "top-1 agreement %.4f (%d/%d); where reference margin >= 0.5: %.4f (%d/%d); "
+      "ppl %.4f vs reference %.4f (%+.3f%%); %.1f s\n",
+      agreement, agree, total, agreement_conf, agree_conf, total_conf, r.ppl, ref_ppl,
+      100.0 * (r.ppl / ref_ppl - 1.0), r.seconds);
   for (int b = 0; b < kBins; ++b) {
     std::printf("  reference margin in [%.2f, %s): agreement %.4f (%d/%d)\n", edges[b],
                 b + 1 < kBins ? std::to_string(edges[b + 1]).substr(0, 4).c_str() : "inf",
-                total_bin[b] ? static_cast<double>(agree_bin[b]) / total_bin[b] : 1.0,
-                agree_bin[b], total_bin[b]);
+                total_bin[b] ? static_cast<double>(agree_bin[b]) / total_bin[b] : 1.0, agree_bin[b],
+                total_bin[b]);
   }
   {  // the range scripts/dev/llamacpp_self_agreement.py measures llama.cpp's own noise on
     const auto ref = g["chunks"][0]["argmax"].get<std::vector<int32_t>>();
@@ -156,8 +157,7 @@ TEST(Qwen25CoderGolden, LogitsAtSampledPositions) {
   std::vector<std::vector<float>> rows(static_cast<size_t>(last));
   for (int i0 = 0; i0 < last; i0 += 512) {
     const int i1 = std::min(last, i0 + 512);
-    const auto logits =
-        s.eval_all(std::vector<int32_t>(all.begin() + i0, all.begin() + i1), 512);
+    const auto logits = s.eval_all(std::vector<int32_t>(all.begin() + i0, all.begin() + i1), 512);
     for (const auto& e : samples) {
       const int pos = e["pos"];
       if (pos < i0 || pos >= i1) continue;
@@ -180,9 +180,10 @@ TEST(Qwen25CoderGolden, LogitsAtSampledPositions) {
       ++n;
     }
   }
-  std::printf("max |logit - reference| over sampled top-16 (%zu positions): %.4f (mean %.4f); "
-              "top-1 equal at %d of them\n",
-              samples.size(), worst, sum / n, top1_same);
+  std::printf(
+      "max |logit - reference| over sampled top-16 (%zu positions): %.4f (mean %.4f); "
+      "top-1 equal at %d of them\n",
+      samples.size(), worst, sum / n, top1_same);
   EXPECT_LT(worst, 1.0);
 }
 

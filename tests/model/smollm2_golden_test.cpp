@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -70,10 +70,11 @@ TEST(Smollm2Golden, TeacherForcedAgreementAndPerplexity) {
             total_conf = ag.total_conf;
   const double agreement = ag.overall(), agreement_conf = ag.confident();
   const double ref_ppl = g["ppl"];
-  std::printf("top-1 agreement %.4f (%d/%d); where reference margin >= 0.5: %.4f (%d/%d); "
-              "ppl %.4f vs reference %.4f (%+.3f%%)\n",
-              agreement, agree, total, agreement_conf, agree_conf, total_conf, r.ppl, ref_ppl,
-              100.0 * (r.ppl / ref_ppl - 1.0));
+  std::printf(
+      "top-1 agreement %.4f (%d/%d); where reference margin >= 0.5: %.4f (%d/%d); "
+      "ppl %.4f vs reference %.4f (%+.3f%%)\n",
+      agreement, agree, total, agreement_conf, agree_conf, total_conf, r.ppl, ref_ppl,
+      100.0 * (r.ppl / ref_ppl - 1.0));
   EXPECT_GE(agreement, 0.95);
   EXPECT_GE(agreement_conf, 0.995);
   EXPECT_NEAR(r.ppl / ref_ppl, 1.0, 0.005);

@@ -37,15 +37,15 @@ TEST(StrictLoad, ExtraTensorIsRefusedByName) {
   s.extra_tensor = "blk.0.attn_rot_embd.weight";
   const std::string err = load_error(write("extra_tensor.gguf", s));
   EXPECT_NE(err.find("tensor 'blk.0.attn_rot_embd.weight' not used by architecture 'llama'"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
 }
 
 TEST(StrictLoad, BiasOnAModelWithoutBiasesIsRefused) {
   // qwen2's biases written into a llama file: a real block the llama math would skip.
   test::TinySpec s;
   s.extra_tensor = "blk.1.attn_q.bias";
-  EXPECT_NE(load_error(write("extra_bias.gguf", s)).find("'blk.1.attn_q.bias'"),
-            std::string::npos);
+  EXPECT_NE(load_error(write("extra_bias.gguf", s)).find("'blk.1.attn_q.bias'"), std::string::npos);
 }
 
 TEST(StrictLoad, UnknownMathKeyIsRefusedByName) {
@@ -53,7 +53,8 @@ TEST(StrictLoad, UnknownMathKeyIsRefusedByName) {
   s.extra_key = "attention.temperature_tuning";
   const std::string err = load_error(write("extra_key.gguf", s));
   EXPECT_NE(err.find("metadata 'llama.attention.temperature_tuning' not understood"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
 }
 
 TEST(StrictLoad, KnownKeysAtUnsupportedValuesAreRefused) {
@@ -63,8 +64,9 @@ TEST(StrictLoad, KnownKeysAtUnsupportedValuesAreRefused) {
   s.extra_key = "rope.scaling.yarn_beta_fast";  // = 1, not 32
   s.rope_scaling = "yarn";
   s.rope_factor = 4.0f;
-  EXPECT_NE(load_error(write("beta.gguf", s)).find("'llama.rope.scaling.yarn_beta_fast' = 1 is "
-                                                   "not supported"),
+  EXPECT_NE(load_error(write("beta.gguf", s))
+                .find("'llama.rope.scaling.yarn_beta_fast' = 1 is "
+                      "not supported"),
             std::string::npos);
 }
 
@@ -84,7 +86,8 @@ TEST(StrictLoad, YarnWithoutItsFactorIsRefused) {
   test::TinySpec s;
   s.rope_scaling = "yarn";
   EXPECT_NE(load_error(write("yarn_no_factor.gguf", s))
-                .find("'llama.rope.scaling.type' is yarn but 'llama.rope.scaling.factor' is missing"),
+                .find(
+                    "'llama.rope.scaling.type' is yarn but 'llama.rope.scaling.factor' is missing"),
             std::string::npos);
 }
 

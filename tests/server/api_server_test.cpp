@@ -7,8 +7,8 @@
 #include <chrono>
 #include <memory>
 #include <string>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,9 +45,7 @@ ServerConfig config() {
   return cfg;
 }
 
-std::string get(const std::string& path) {
-  return "GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n";
-}
+std::string get(const std::string& path) { return "GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n"; }
 
 std::string post(const std::string& path, const std::string& body) {
   return "POST " + path + " HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n" +

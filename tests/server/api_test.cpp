@@ -336,8 +336,9 @@ TEST(ApiParse, StopIsAStringOrUpToFourNonEmptyStrings) {
 }
 
 TEST(ApiParse, StreamOptionsOnlyWithStream) {
-  const GenRequest r = parse_completion_request(with(
-      Endpoint::Completions, R"({"stream": true, "stream_options": {"include_usage": false}})"));
+  const GenRequest r = parse_completion_request(
+      with(Endpoint::Completions,
+           R"({"stream": true, "stream_options": {"include_usage": false}})"));
   EXPECT_TRUE(r.stream);
   EXPECT_FALSE(r.include_usage);
   EXPECT_TRUE(
@@ -371,10 +372,10 @@ TEST(ApiParse, SeedTakesAll64Bits) {
 TEST(ApiChat, MaxCompletionTokensIsAnAliasOfMaxTokens) {
   EXPECT_EQ(parse_chat_request(with(Endpoint::Chat, R"({"max_completion_tokens": 9})")).max_tokens,
             9);
-  EXPECT_EQ(
-      parse_chat_request(with(Endpoint::Chat, R"({"max_tokens": 9, "max_completion_tokens": 9})"))
-          .max_tokens,
-      9);
+  EXPECT_EQ(parse_chat_request(
+                with(Endpoint::Chat, R"({"max_tokens": 9, "max_completion_tokens": 9})"))
+                .max_tokens,
+            9);
   expect_api_error(
       [] {
         parse_chat_request(

@@ -62,13 +62,11 @@ TEST(PolicyChoiceTest, BadChoicesAreClientErrors) {
   const PolicyContext ctx = tiny_context();
   EXPECT_NE(error_of({}, {"nope", {}}, ctx).find("unknown attention policy 'nope'"),
             std::string::npos);
-  EXPECT_NE(error_of({}, {"streaming", {{"budget", "-1"}}}, ctx).find("budget"),
-            std::string::npos);
+  EXPECT_NE(error_of({}, {"streaming", {{"budget", "-1"}}}, ctx).find("budget"), std::string::npos);
   EXPECT_NE(error_of({}, {"streaming", {{"colour", "red"}}}, ctx).find("colour"),
             std::string::npos);
   EXPECT_NE(error_of({}, {"streaming:budget", {}}, ctx).find("key=value"), std::string::npos);
-  EXPECT_NE(error_of({}, {"fasa:calib=/etc/passwd", {}}, ctx).find("--calib"),
-            std::string::npos);
+  EXPECT_NE(error_of({}, {"fasa:calib=/etc/passwd", {}}, ctx).find("--calib"), std::string::npos);
   EXPECT_NE(error_of({}, {"fasa:offload_dir=/tmp", {}}, ctx).find("--offload-dir"),
             std::string::npos);
 }

@@ -56,10 +56,12 @@ struct Case {
 
 // The printed names (`fasa run`'s "stop: ...") and the OpenAI finish_reason of each stop reason.
 TEST(StopReasonTest, NamesAndFinishReasons) {
-  const std::vector<std::pair<StopReason, std::string>> names = {
-      {StopReason::None, "none"},     {StopReason::Eos, "eos"},
-      {StopReason::Stop, "stop"},     {StopReason::Length, "length"},
-      {StopReason::Context, "context"}, {StopReason::Done, "done"}};
+  const std::vector<std::pair<StopReason, std::string>> names = {{StopReason::None, "none"},
+                                                                 {StopReason::Eos, "eos"},
+                                                                 {StopReason::Stop, "stop"},
+                                                                 {StopReason::Length, "length"},
+                                                                 {StopReason::Context, "context"},
+                                                                 {StopReason::Done, "done"}};
   for (const auto& [r, n] : names) {
     EXPECT_EQ(name(r), n);
     const bool cut = r == StopReason::Length || r == StopReason::Context;
@@ -85,8 +87,8 @@ TEST(SchedulerTest, BatchedJobsEqualALoneGenerate) {
     Scheduler sched(model, so);
     std::vector<std::shared_ptr<Job>> jobs;
     for (const Case& c : cases) {
-      jobs.push_back(std::make_shared<Job>(text_prompt_tokens(*model, c.prompt), greedy(c.n),
-                                           c.policy));
+      jobs.push_back(
+          std::make_shared<Job>(text_prompt_tokens(*model, c.prompt), greedy(c.n), c.policy));
       ASSERT_TRUE(sched.submit(jobs.back()));
     }
     for (size_t i = 0; i < cases.size(); ++i) {
@@ -121,8 +123,8 @@ TEST(SchedulerTest, CancelFreesTheSlotAndItsMemory) {
   so.parallel = 2;
   so.session.n_ctx = 1024;
   Scheduler sched(model, so);
-  auto job = std::make_shared<Job>(text_prompt_tokens(*model, "1, 2, 3, 4, 5, 6,"),
-                                   greedy(1000), "full");
+  auto job =
+      std::make_shared<Job>(text_prompt_tokens(*model, "1, 2, 3, 4, 5, 6,"), greedy(1000), "full");
   ASSERT_TRUE(sched.submit(job));
   ASSERT_TRUE(eventually([&] { return sched.stats().generated_tokens >= 3; }));
   EXPECT_EQ(sched.stats().active, 1);

@@ -37,8 +37,8 @@ struct Spawned {
 Spawned spawn_cli(const std::vector<std::string>& args,
                   const std::map<std::string, std::string>& env) {
   static int counter = 0;
-  const std::string base = "/tmp/fasa-cli-" + std::to_string(getpid()) + "-" +
-                           std::to_string(counter++);
+  const std::string base =
+      "/tmp/fasa-cli-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
   Spawned sp;
   sp.out_path = base + ".out";
   sp.err_path = base + ".err";
@@ -65,10 +65,8 @@ Spawned spawn_cli(const std::vector<std::string>& args,
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, sp.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&fa, 2, sp.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
+  posix_spawn_file_actions_addopen(&fa, 1, sp.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, sp.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int rc = posix_spawn(&sp.pid, argv[0], &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) sp.error = "posix_spawn failed";
@@ -102,8 +100,7 @@ CliRun run_cli(const std::vector<std::string>& args,
 }
 
 CliRun run_cli_and_kill(const std::vector<std::string>& args,
-                        const std::function<bool(const std::string& err)>& ready,
-                        int max_wait_ms) {
+                        const std::function<bool(const std::string& err)>& ready, int max_wait_ms) {
   const Spawned sp = spawn_cli(args, {});
   if (!sp.error.empty()) return spawn_failed(sp);
   int status = 0;

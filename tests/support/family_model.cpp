@@ -4,8 +4,8 @@
 
 #include <cmath>
 #include <fstream>
-#include <sstream>
 #include <map>
+#include <sstream>
 
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
@@ -36,69 +36,145 @@ struct FamilySpec {
 };
 
 const FamilySpec kFamilies[] = {
-    {"llama3", "Llama-3.1-8B-Instruct", "llama", 2, 512, 4, 1, 128, false, 1024, 8192, 500000.0f,
-     1e-5f, false, "gpt2", "llama-bpe", 512, Rope::Llama3, 8.0f, 1.0f, 4.0f, 512},
-    {"llama3.2", "Llama-3.2-3B-Instruct", "llama", 2, 384, 3, 1, 128, true, 1024, 8192,
-     500000.0f, 1e-5f, true, "gpt2", "llama-bpe", 512, Rope::Llama3, 32.0f, 1.0f, 4.0f, 256},
+    {"llama3", "Llama-3.1-8B-Instruct",
+     "llama",  2,
+     512,      4,
+     1,        128,
+     false,    1024,
+     8192,     500000.0f,
+     1e-5f,    false,
+     "gpt2",   "llama-bpe",
+     512,      Rope::Llama3,
+     8.0f,     1.0f,
+     4.0f,     512},
+    {"llama3.2", "Llama-3.2-3B-Instruct",
+     "llama",    2,
+     384,        3,
+     1,          128,
+     true,       1024,
+     8192,       500000.0f,
+     1e-5f,      true,
+     "gpt2",     "llama-bpe",
+     512,        Rope::Llama3,
+     32.0f,      1.0f,
+     4.0f,       256},
     {"mistral", "Mistral-7B-Instruct-v0.3", "llama", 2, 512, 4, 1, 128, false, 1024, 8192,
      1000000.0f, 1e-5f, false, "llama", "default", 512, Rope::None},
-    {"qwen2.5-yarn", "Qwen2.5-7B-Instruct", "qwen2", 2, 896, 7, 1, 128, false, 1024, 2048,
-     1000000.0f, 1e-6f, false, "gpt2", "qwen2", 512, Rope::Yarn, 4.0f, 0, 0, 2048},
+    {"qwen2.5-yarn",
+     "Qwen2.5-7B-Instruct",
+     "qwen2",
+     2,
+     896,
+     7,
+     1,
+     128,
+     false,
+     1024,
+     2048,
+     1000000.0f,
+     1e-6f,
+     false,
+     "gpt2",
+     "qwen2",
+     512,
+     Rope::Yarn,
+     4.0f,
+     0,
+     0,
+     2048},
     {"deepseek-r1-qwen", "DeepSeek-R1-Distill-Qwen-7B", "qwen2", 2, 896, 7, 1, 128, false, 1024,
      8192, 10000.0f, 1e-6f, false, "gpt2", "deepseek-r1-qwen", 512, Rope::None},
     {"qwen3", "Qwen3-8B", "qwen3", 2, 256, 4, 1, 128, true, 768, 8192, 1000000.0f, 1e-6f, false,
      "gpt2", "qwen2", 512, Rope::None},
-    {"phi3", "Phi-3.5-mini-instruct", "phi3", 2, 384, 4, 4, 96, false, 768, 8192, 10000.0f, 1e-5f,
-     false, "llama", "default", 512, Rope::LongRope, 0, 0, 0, 256, 262144},
+    {"phi3",  "Phi-3.5-mini-instruct",
+     "phi3",  2,
+     384,     4,
+     4,       96,
+     false,   768,
+     8192,    10000.0f,
+     1e-5f,   false,
+     "llama", "default",
+     512,     Rope::LongRope,
+     0,       0,
+     0,       256,
+     262144},
 };
 
 const FamilySpec& spec_of(const std::string& family) {
   for (const FamilySpec& f : kFamilies) {
     if (family == f.name) return f;
   }
-  fail("unknown model family '{}' (known: llama3, llama3.2, mistral, qwen2.5-yarn, "
-       "deepseek-r1-qwen, qwen3, phi3)",
-       family);
+  fail(
+      "unknown model family '{}' (known: llama3, llama3.2, mistral, qwen2.5-yarn, "
+      "deepseek-r1-qwen, qwen3, phi3)",
+      family);
 }
 
 // Token types (llama.cpp's numbering).
-constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5,
-                  kByte = 6;
+constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
 
-const std::vector<std::string> kLlama3Specials = {
-    "<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
-    "<|reserved_special_token_1|>", "<|finetune_right_pad_id|>", "<|reserved_special_token_2|>",
-    "<|start_header_id|>", "<|end_header_id|>", "<|eom_id|>", "<|eot_id|>", "<|python_tag|>"};
-const std::vector<std::string> kQwenSpecials = {
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>"};
-const std::vector<std::string> kQwenAdded = {"<tool_call>", "</tool_call>", "<|fim_prefix|>",
+const std::vector<std::string> kLlama3Specials = {"<|begin_of_text|>",
+                                                  "<|end_of_text|>",
+                                                  "<|reserved_special_token_0|>",
+                                                  "<|reserved_special_token_1|>",
+                                                  "<|finetune_right_pad_id|>",
+                                                  "<|reserved_special_token_2|>",
+                                                  "<|start_header_id|>",
+                                                  "<|end_header_id|>",
+                                                  "<|eom_id|>",
+                                                  "<|eot_id|>",
+                                                  "<|python_tag|>"};
+const std::vector<std::string> kQwenSpecials = {"<|endoftext|>",      "<|im_start|>",
+                                                "<|im_end|>",         "<|object_ref_start|>",
+                                                "<|object_ref_end|>", "<|box_start|>",
+                                                "<|box_end|>",        "<|quad_start|>",
+                                                "<|quad_end|>",       "<|vision_start|>",
+                                                "<|vision_end|>",     "<|vision_pad|>",
+                                                "<|image_pad|>",      "<|video_pad|>"};
+const std::vector<std::string> kQwenAdded = {"<tool_call>",    "</tool_call>",   "<|fim_prefix|>",
                                              "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
-                                             "<|repo_name|>", "<|file_sep|>"};
+                                             "<|repo_name|>",  "<|file_sep|>"};
 const std::vector<std::string> kQwen3Extra = {"<tool_response>", "</tool_response>", "<think>",
                                               "</think>"};
-const std::vector<std::string> kDeepseekSpecials = {
-    "<｜end▁of▁sentence｜>", "<|im_start|>", "<|im_end|>", "<｜begin▁of▁sentence｜>",
-    "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>", "<|box_end|>",
-    "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
-    "<|image_pad|>", "<|video_pad|>"};
-const std::vector<std::string> kDeepseekAdded = {
-    "<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
-    "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<｜User｜>", "<｜Assistant｜>", "<think>",
-    "</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"};
-const std::vector<std::string> kMistralControl = {
-    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]",
-    "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]"};
-const std::vector<std::string> kPhi3Added = {
-    "<|endoftext|>", "<|assistant|>", "<|placeholder1|>", "<|placeholder2|>", "<|placeholder3|>",
-    "<|placeholder4|>", "<|system|>", "<|end|>", "<|placeholder5|>", "<|placeholder6|>",
-    "<|user|>"};
-const std::vector<std::string> kMerges = {"Ġ t", "Ġ a", "h e", "i n", "r e", "o n",
-                                          "Ġt he", "e r", "Ġ s", "a t", "Ġ w", "Ġ o",
-                                          "e n", "Ġ c", "i t", "i s"};
+const std::vector<std::string> kDeepseekSpecials =
+    {"<｜end▁of▁sentence｜>", "<|im_start|>",       "<|im_end|>",       "<｜begin▁of▁sentence｜>",
+     "<|object_ref_start|>",  "<|object_ref_end|>", "<|box_start|>",    "<|box_end|>",
+     "<|quad_start|>",        "<|quad_end|>",       "<|vision_start|>", "<|vision_end|>",
+     "<|vision_pad|>",        "<|image_pad|>",      "<|video_pad|>"};
+const std::vector<std::string> kDeepseekAdded = {"<tool_call>",
+                                                 "</tool_call>",
+                                                 "<|fim_prefix|>",
+                                                 "<|fim_middle|>",
+                                                 "<|fim_suffix|>",
+                                                 "<|fim_pad|>",
+                                                 "<|repo_name|>",
+                                                 "<|file_sep|>",
+                                                 "<｜User｜>",
+                                                 "<｜Assistant｜>",
+                                                 "<think>",
+                                                 "</think>",
+                                                 "<｜tool▁calls▁begin｜>",
+                                                 "<｜tool▁calls▁end｜>"};
+const std::vector<std::string> kMistralControl = {"<unk>",
+                                                  "<s>",
+                                                  "</s>",
+                                                  "[INST]",
+                                                  "[/INST]",
+                                                  "[TOOL_CALLS]",
+                                                  "[AVAILABLE_TOOLS]",
+                                                  "[/AVAILABLE_TOOLS]",
+                                                  "[TOOL_RESULTS]",
+                                                  "[/TOOL_RESULTS]"};
+const std::vector<std::string> kPhi3Added = {"<|endoftext|>",    "<|assistant|>",
+                                             "<|placeholder1|>", "<|placeholder2|>",
+                                             "<|placeholder3|>", "<|placeholder4|>",
+                                             "<|system|>",       "<|end|>",
+                                             "<|placeholder5|>", "<|placeholder6|>",
+                                             "<|user|>"};
+const std::vector<std::string> kMerges = {"Ġ t", "Ġ a", "h e", "i n", "r e", "o n", "Ġt he", "e r",
+                                          "Ġ s", "a t", "Ġ w", "Ġ o", "e n", "Ġ c", "i t",   "i s"};
 const std::vector<std::string> kPieces = {"▁t", "▁a", "he", "in", "re", "on", "▁the", "er",
-                                          "▁s", "at", "▁w", "▁o", "en", "▁c", "it", "is"};
+                                          "▁s", "at", "▁w", "▁o", "en", "▁c", "it",   "is"};
 
 uint64_t mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -126,7 +202,9 @@ std::vector<int64_t> ints(uint64_t seed, int64_t n, int64_t r) {
 int bit_length(uint64_t x) { return x == 0 ? 0 : 64 - __builtin_clzll(x); }
 
 // Matrix entries k * 2^-s, k in [-127, 127]: std ~ 1/sqrt(fan_in) within a factor 1.5.
-int shift_for(int64_t fan_in) { return 6 + (bit_length(static_cast<uint64_t>(fan_in - 1)) + 1) / 2; }
+int shift_for(int64_t fan_in) {
+  return 6 + (bit_length(static_cast<uint64_t>(fan_in - 1)) + 1) / 2;
+}
 
 struct Writer {
   GgufWriter w;
@@ -164,8 +242,8 @@ std::vector<float> llama3_rope_factors(const FamilySpec& f) {
   const double low_wavelen = f.orig / static_cast<double>(f.low);
   const double high_wavelen = f.orig / static_cast<double>(f.high);
   for (int i = 0; i < f.head_dim; i += 2) {
-    const double freq = 1.0 / std::pow(static_cast<double>(f.rope_base),
-                                       static_cast<double>(i) / f.head_dim);
+    const double freq =
+        1.0 / std::pow(static_cast<double>(f.rope_base), static_cast<double>(i) / f.head_dim);
     const double wavelen = 2.0 * M_PI / freq;
     if (wavelen < high_wavelen) {
       out.push_back(1.0f);
@@ -292,7 +370,9 @@ Vocab make_vocab(const FamilySpec& f) {
                {"padding", id["<｜end▁of▁sentence｜>"]}};
       v.flags = {{"add_bos", true}, {"add_eos", false}};
     } else {
-      v.ids = {{"bos", id["<|endoftext|>"]}, {"eos", id["<|im_end|>"]}, {"padding", id["<|endoftext|>"]}};
+      v.ids = {{"bos", id["<|endoftext|>"]},
+               {"eos", id["<|im_end|>"]},
+               {"padding", id["<|endoftext|>"]}};
       v.flags = {{"add_bos", false}};
     }
     return v;
@@ -369,7 +449,8 @@ void write_family_model(const std::string& family, uint64_t seed, const std::str
     u32(a + ".attention.sliding_window", f.sliding_window);
     const double scale = static_cast<double>(f.ctx) / f.orig;
     w.set_f32(a + ".rope.scaling.attn_factor",
-              static_cast<float>(std::sqrt(1 + std::log(scale) / std::log(static_cast<double>(f.orig)))));
+              static_cast<float>(
+                  std::sqrt(1 + std::log(scale) / std::log(static_cast<double>(f.orig)))));
   } else {  // TextModel.set_gguf_parameters (+ LlamaModel's vocab_size, rope.dimension_count)
     u32(a + ".block_count", f.n_layer);
     u32(a + ".context_length", f.ctx);
@@ -454,11 +535,14 @@ void write_family_model(const std::string& family, uint64_t seed, const std::str
 }
 
 std::string family_chat_template(const std::string& family) {
-  static const std::map<std::string, std::string> kFiles = {
-      {"llama3", "llama3.1"},        {"llama3.2", "llama3.2"},
-      {"mistral", "mistral-v0.3"},   {"qwen2.5-yarn", "qwen2.5"},
-      {"deepseek-r1-qwen", "deepseek-r1-distill-qwen"},
-      {"qwen3", "qwen3"},            {"phi3", "phi3.5"}};
+  static const std::map<std::string, std::string> kFiles = {{"llama3", "llama3.1"},
+                                                            {"llama3.2", "llama3.2"},
+                                                            {"mistral", "mistral-v0.3"},
+                                                            {"qwen2.5-yarn", "qwen2.5"},
+                                                            {"deepseek-r1-qwen",
+                                                             "deepseek-r1-distill-qwen"},
+                                                            {"qwen3", "qwen3"},
+                                                            {"phi3", "phi3.5"}};
   const auto it = kFiles.find(family);
   if (it == kFiles.end()) fail("no chat template for family '{}'", family);
   const std::string path =

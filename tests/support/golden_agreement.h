@@ -21,7 +21,9 @@ struct GoldenAgreement {
   int agree = 0, total = 0;            // every position
   int agree_conf = 0, total_conf = 0;  // positions with reference margin >= 0.5
   double overall() const { return total ? static_cast<double>(agree) / total : 0.0; }
-  double confident() const { return total_conf ? static_cast<double>(agree_conf) / total_conf : 0.0; }
+  double confident() const {
+    return total_conf ? static_cast<double>(agree_conf) / total_conf : 0.0;
+  }
 };
 
 // argmax: [n_chunks * n_ctx] our top-1 per position, chunk after chunk, as PplResult::argmax.

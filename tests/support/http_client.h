@@ -21,8 +21,7 @@ class HttpClient {
   // Connects at once (a failed connect is a test failure). `timeout`: the longest a read waits.
   // `source`: the local address to connect from ("" = the kernel's choice, 127.0.0.1); any
   // 127.x.y.z works on Linux, so one test can be several clients of a per-client limit.
-  explicit HttpClient(int port,
-                      std::chrono::milliseconds timeout = std::chrono::milliseconds(1500),
+  explicit HttpClient(int port, std::chrono::milliseconds timeout = std::chrono::milliseconds(1500),
                       const std::string& source = "");
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;

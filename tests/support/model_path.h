@@ -14,8 +14,8 @@
 namespace fasa::test {
 
 struct ModelLocation {
-  std::string env_var;               // when set, the only place looked at (e.g. FASA_MODEL_SMOLLM2)
-  std::string cache_path;            // then $FASA_HOME/models/<cache_path> (~/.cache/fasa)
+  std::string env_var;     // when set, the only place looked at (e.g. FASA_MODEL_SMOLLM2)
+  std::string cache_path;  // then $FASA_HOME/models/<cache_path> (~/.cache/fasa)
   std::vector<std::string> fallbacks;  // then these paths, in order
 };
 
@@ -58,13 +58,13 @@ std::string text_path(const std::string& file, std::string* why = nullptr);
 
 // Declares `std::string var` = the path of text `file` in $FASA_HOME/texts; skips when missing,
 // fails under FASA_REQUIRE_MODEL=1 (the set-up script installs texts and models together).
-#define FASA_TEXT_OR_SKIP(var, file)                                                       \
-  FASA_MODEL_OR_SKIP_UNLESS(                                                               \
-      var, [&](std::string* w) { return ::fasa::test::text_path(file, w); },              \
+#define FASA_TEXT_OR_SKIP(var, file)                                         \
+  FASA_MODEL_OR_SKIP_UNLESS(                                                 \
+      var, [&](std::string* w) { return ::fasa::test::text_path(file, w); }, \
       ::fasa::test::model_required(), "FASA_REQUIRE_MODEL=1")
 
 // The same for the opt-in Qwen model: fails only when FASA_REQUIRE_QWEN=1.
-#define FASA_QWEN_OR_SKIP(var)                                                                 \
+#define FASA_QWEN_OR_SKIP(var)                                                                   \
   FASA_MODEL_OR_SKIP_UNLESS(var, ::fasa::test::qwen25_coder_path, ::fasa::test::qwen_required(), \
                             "FASA_REQUIRE_QWEN=1")
 

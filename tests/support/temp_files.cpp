@@ -12,8 +12,7 @@ namespace fasa::test {
 namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d =
-      fs::path(::testing::TempDir()) / (name + "_" + std::to_string(getpid()));
+  const fs::path d = fs::path(::testing::TempDir()) / (name + "_" + std::to_string(getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

@@ -8,13 +8,13 @@
 
 #include <algorithm>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/io/gguf.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
 #include "fasa/tokenizer/unicode.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa::test {
 
@@ -112,7 +112,8 @@ void write_tiny_model(const std::string& path, const TinySpec& s) {
   if (s.window_pattern > 0) w.set_u32(a + "attention.sliding_window_pattern", s.window_pattern);
   if (s.rope_base_local > 0) w.set_f32(a + "rope.freq_base_swa", s.rope_base_local);
   if (!s.extra_key.empty()) w.set_u32(a + s.extra_key, 1);
-  if (!s.extra_tensor.empty()) w.add_tensor_f32(s.extra_tensor, {8}, std::vector<float>(8, s.extra_value));
+  if (!s.extra_tensor.empty())
+    w.add_tensor_f32(s.extra_tensor, {8}, std::vector<float>(8, s.extra_value));
   if (s.byte_tokenizer) {
     FASA_CHECK(s.n_vocab >= 257);
     std::vector<std::string> tokens = {"<|endoftext|>"};
@@ -147,9 +148,9 @@ void write_tiny_model(const std::string& path, const TinySpec& s) {
     const DType mixed = s.wtype_mixed.value_or(s.wtype);
     add_random(w, p + "attn_v.weight", mixed, {s.d_model, s.n_kv_heads * hd}, ws, rng, s);
     if (s.arch == "qwen2") {  // Q/K/V biases, f32 as converters store them
-      for (const auto& [name, n] : {std::pair{"attn_q.bias", s.n_heads * hd},
-                                    std::pair{"attn_k.bias", s.n_kv_heads * hd},
-                                    std::pair{"attn_v.bias", s.n_kv_heads * hd}}) {
+      for (const auto& [name, n] :
+           {std::pair{"attn_q.bias", s.n_heads * hd}, std::pair{"attn_k.bias", s.n_kv_heads * hd},
+            std::pair{"attn_v.bias", s.n_kv_heads * hd}}) {
         if (p + name == s.omit_tensor) continue;
         std::normal_distribution<float> nd(0.0f, 0.5f);
         std::vector<float> b(n);
@@ -246,7 +247,7 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
   const auto emb = load_f32(f, "token_embd.weight");
   const int n_vocab = static_cast<int>(emb.size() / d);
   const GgufTensorInfo* out_w = f.find_tensor("output.weight") ? f.find_tensor("output.weight")
-                                                                : f.find_tensor("token_embd.weight");
+                                                               : f.find_tensor("token_embd.weight");
   const auto out_norm = load_f32(f, "output_norm.weight");
   const int n = static_cast<int>(tokens.size());
 
@@ -345,7 +346,8 @@ std::vector<float> reference_forward(const std::string& path, const std::vector<
   std::vector<float> logits(static_cast<size_t>(n) * n_vocab);
   for (int t = 0; t < n; ++t) {
     const auto y = matvec(out_w, rms(x[t], out_norm, eps), n_vocab);
-    for (int i = 0; i < n_vocab; ++i) logits[static_cast<size_t>(t) * n_vocab + i] = static_cast<float>(y[i]);
+    for (int i = 0; i < n_vocab; ++i)
+      logits[static_cast<size_t>(t) * n_vocab + i] = static_cast<float>(y[i]);
   }
   return logits;
 }

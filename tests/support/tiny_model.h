@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/core/dtype.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa::test {
 
@@ -38,13 +38,13 @@ struct TinySpec {
   float rope_base_local = 0;  // rope.freq_base_swa
   // Malformed variants for bad-input tests.
   std::string arch = "llama";
-  std::string omit_tensor;      // leave this tensor out
-  std::string i32_tensor;       // store this tensor as I32 (a type no kernel computes with)
+  std::string omit_tensor;        // leave this tensor out
+  std::string i32_tensor;         // store this tensor as I32 (a type no kernel computes with)
   std::string transposed_tensor;  // store this 2-D tensor with its dims swapped
-  std::string extra_tensor;  // also store an f32 [8] tensor of this name (strict-loader tests;
-                             // "rope_freqs.weight" fits the default head_dim 16: 8 pairs)
-  float extra_value = 1.0f;  // its elements
-  std::string extra_key;     // also store "{arch}.{extra_key}" = 1 as u32 (strict-loader tests)
+  std::string extra_tensor;       // also store an f32 [8] tensor of this name (strict-loader tests;
+                                  // "rope_freqs.weight" fits the default head_dim 16: 8 pairs)
+  float extra_value = 1.0f;       // its elements
+  std::string extra_key;  // also store "{arch}.{extra_key}" = 1 as u32 (strict-loader tests)
 };
 
 // n token ids drawn uniformly from [0, n_vocab) by a seeded generator.
@@ -61,7 +61,6 @@ void write_tiny_model(const std::string& path, const TinySpec& spec);
 // key more than window - 1 positions back (over the full sequence: no ring).
 // Returns logits [n_tok, n_vocab].
 std::vector<float> reference_forward(const std::string& path, const std::vector<int32_t>& tokens,
-                                     bool neox,
-                                     bool f16_kv = false);
+                                     bool neox, bool f16_kv = false);
 
 }  // namespace fasa::test

@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/engine/session.h"
 #include "fasa/io/gguf.h"
 #include "fasa/kernels/dequant.h"
@@ -21,6 +20,7 @@
 #include "fasa/tokenizer/tokenizer.h"
 #include "support/cli_runner.h"
 #include "support/expect_error.h"
+#include "support/ref/kernels_ref.h"
 #include "support/temp_files.h"
 
 namespace fasa {
@@ -162,9 +162,12 @@ TEST(ShapedModel, ShrunkModelsRun) {
   const auto dir = test::fresh_dir("shaped_shrunk");
   for (const std::string& name : synth::shape_names()) {
     for (int d_ff : {512, 352}) {
-      const synth::ShapeSpec s = synth::shrink(
-          synth::shape_spec(name), {.n_layers = 4, .d_model = 256, .n_heads = 4,
-                                    .n_kv_heads = 2, .d_ff = d_ff, .n_vocab = 1024});
+      const synth::ShapeSpec s = synth::shrink(synth::shape_spec(name), {.n_layers = 4,
+                                                                         .d_model = 256,
+                                                                         .n_heads = 4,
+                                                                         .n_kv_heads = 2,
+                                                                         .d_ff = d_ff,
+                                                                         .n_vocab = 1024});
       const std::string path = (dir / fmt::format("{}-{}.gguf", name, d_ff)).string();
       synth::write_shaped_model(s, path, 3);
       auto model = Model::load(path);
@@ -244,10 +247,15 @@ TEST(ShapedModel, StreamingWriterWritesTheSameBytes) {
     EXPECT_EQ(streamed.to_bytes(), expected);
   }
   GgufWriter w;
-  test::expect_error([&] { w.add_tensor_rows("x", DType::Q4_K, {100, 2}, nullptr); },
-                     "no fill function");
   test::expect_error(
-      [&] { w.add_tensor_rows("x", DType::Q4_K, {100, 2}, [](int64_t, int64_t, uint8_t*) {}); },
+      [&] {
+        w.add_tensor_rows("x", DType::Q4_K, {100, 2}, nullptr);
+      },
+      "no fill function");
+  test::expect_error(
+      [&] {
+        w.add_tensor_rows("x", DType::Q4_K, {100, 2}, [](int64_t, int64_t, uint8_t*) {});
+      },
       "not a multiple of the Q4_K block size 256");
 }
 
@@ -285,8 +293,7 @@ TEST(ShapedModel, SynthCliErrors) {
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);
   const int status = pclose(p);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << text;
-  EXPECT_NE(text.find("fasa: error: cannot write '" + out + "': File too large"),
-            std::string::npos)
+  EXPECT_NE(text.find("fasa: error: cannot write '" + out + "': File too large"), std::string::npos)
       << text;
   EXPECT_EQ(test::names_in(dir), std::vector<std::string>{}) << text;
 }

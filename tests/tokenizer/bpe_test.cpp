@@ -24,9 +24,10 @@ BpeConfig tiny_config() {
     cfg.tokens.push_back(unicode::byte_to_utf8(static_cast<uint8_t>(b)));
     cfg.token_types.push_back(1);
   }
-  const std::vector<std::string> merges = {"h e", "l l", "he ll", "hell o", "\xc4\xa0 w", "o r",
-                                           "\xc4\xa0w or", "l d", "\xc4\xa0wor ld", "a a", "b c",
-                                           "a b"};
+  const std::vector<std::string> merges = {"h e",          "l l",        "he ll",
+                                           "hell o",       "\xc4\xa0 w", "o r",
+                                           "\xc4\xa0w or", "l d",        "\xc4\xa0wor ld",
+                                           "a a",          "b c",        "a b"};
   for (const std::string& m : merges) {
     const size_t sp = m.find(' ');
     cfg.tokens.push_back(m.substr(0, sp) + m.substr(sp + 1));
@@ -259,8 +260,8 @@ TEST(TokenizerGguf, BadMetadataNamesTheProblem) {
                      [](GgufWriter& w) { w.set_string("tokenizer.ggml.tokens", "not an array"); },
                      {"tokenizer.ggml.tokens"});
   expect_error([&] { load_vocab(path); }, {"tokenizer.ggml.tokens"});
-  for (const char* n : {"pre", "notokens", "nomerges", "nomodel", "spm", "merge", "types", "bos",
-                        "tokentype"}) {
+  for (const char* n :
+       {"pre", "notokens", "nomerges", "nomodel", "spm", "merge", "types", "bos", "tokentype"}) {
     std::filesystem::remove(temp_path(n));
   }
 }

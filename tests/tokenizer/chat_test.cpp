@@ -101,7 +101,10 @@ TEST(ChatRender, GemmaFollowsGemma3Template) {
             "<start_of_turn>user\n\n\nx<end_of_turn>\n");
   // Trimming is Python's strip: Unicode spaces and U+001C..U+001F go, U+200B (no space) stays.
   EXPECT_EQ(render_chat(ChatFormat::Gemma,
-                        {{"user", "\xc2\xa0\x1f" "a\xe2\x80\x8b\xe3\x80\x80"}}, false),
+                        {{"user",
+                          "\xc2\xa0\x1f"
+                          "a\xe2\x80\x8b\xe3\x80\x80"}},
+                        false),
             "<start_of_turn>user\na\xe2\x80\x8b<end_of_turn>\n");
   EXPECT_EQ(render_chat(ChatFormat::Gemma, {{"user", "q"}, {"assistant", " a "}}, true),
             "<start_of_turn>user\nq<end_of_turn>\n<start_of_turn>model\na<end_of_turn>\n"
@@ -113,10 +116,11 @@ TEST(ChatRender, MatchesLlamaCppBuiltinFormats) {
   std::ifstream in(FASA_TEST_DATA_DIR "/tokenizer/smollm2_goldens.json");
   ASSERT_TRUE(in.good());
   const auto goldens = nlohmann::json::parse(in);
-  const std::map<std::string, ChatFormat> formats = {
-      {"chatml", ChatFormat::ChatML}, {"llama2", ChatFormat::Llama2},
-      {"llama3", ChatFormat::Llama3}, {"zephyr", ChatFormat::Zephyr},
-      {"gemma", ChatFormat::Gemma}};
+  const std::map<std::string, ChatFormat> formats = {{"chatml", ChatFormat::ChatML},
+                                                     {"llama2", ChatFormat::Llama2},
+                                                     {"llama3", ChatFormat::Llama3},
+                                                     {"zephyr", ChatFormat::Zephyr},
+                                                     {"gemma", ChatFormat::Gemma}};
   std::map<std::string, int> n_checked;
   for (const auto& c : goldens["builtin_chats"]) {
     const auto name = c["format"].get<std::string>();

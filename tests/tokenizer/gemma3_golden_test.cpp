@@ -81,9 +81,8 @@ int check_ids(const Tokenizer& tok, const json& cases, const char* what) {
     const auto want = c["ids"].get<std::vector<int32_t>>();
     const std::vector<int32_t> got = tok.encode(text, /*add_bos=*/false, special);
     if (got != want) ++n_mismatch;
-    EXPECT_EQ(got, want) << what << " text: \"" << printable(text)
-                         << "\" parse_special=" << special << "\n want: " << ids_str(want)
-                         << "\n  got: " << ids_str(got);
+    EXPECT_EQ(got, want) << what << " text: \"" << printable(text) << "\" parse_special=" << special
+                         << "\n want: " << ids_str(want) << "\n  got: " << ids_str(got);
   }
   return n_mismatch;
 }
@@ -187,8 +186,8 @@ TEST(TokenizerGemma3, GoldenChat) {
     // content holds "<start_of_turn>", which the goldens (llama.cpp, Jinja + Hugging Face) parse
     // as the token and the engine keeps as text (docs/SERVER.md, chat tokenization).
     const RenderedChat parts = render_chat_parts(ChatFormat::Gemma, messages, gen);
-    const std::vector<int32_t> ids = m.tok->encode_with_literals(
-        parts.text, true, parts.content, chat_markers(ChatFormat::Gemma));
+    const std::vector<int32_t> ids = m.tok->encode_with_literals(parts.text, true, parts.content,
+                                                                 chat_markers(ChatFormat::Gemma));
     bool special_in_content = false;
     for (const ChatMessage& msg : messages) {
       special_in_content |= msg.content.find("<start_of_turn>") != std::string::npos;

@@ -68,10 +68,30 @@ TEST(TokenizerPreTokenize, Default) {
 
 TEST(TokenizerPreTokenize, WordsCoverTheTextExactly) {
   std::mt19937 rng(7);
-  const std::vector<std::string> alphabet = {
-      " ", "\n", "\r", "\t", "'", "s", "A", "z", "0", "9", ".", "!", "$", "`", "\xc2\xa0",
-      "\xe3\x80\x80", "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "\xcc\x81", "\xd9\xa3",
-      "\xff", "\xc3", "\x80"};  // the last three are ill-formed on purpose
+  const std::vector<std::string> alphabet = {" ",
+                                             "\n",
+                                             "\r",
+                                             "\t",
+                                             "'",
+                                             "s",
+                                             "A",
+                                             "z",
+                                             "0",
+                                             "9",
+                                             ".",
+                                             "!",
+                                             "$",
+                                             "`",
+                                             "\xc2\xa0",
+                                             "\xe3\x80\x80",
+                                             "\xc3\xa9",
+                                             "\xe4\xb8\xad",
+                                             "\xf0\x9f\x98\x80",
+                                             "\xcc\x81",
+                                             "\xd9\xa3",
+                                             "\xff",
+                                             "\xc3",
+                                             "\x80"};  // the last three are ill-formed on purpose
   for (const char* pre : {"smollm", "gpt2", "llama-bpe", "qwen2", "default"}) {
     for (int rep = 0; rep < 200; ++rep) {
       std::string text;

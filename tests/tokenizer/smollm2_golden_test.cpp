@@ -163,8 +163,8 @@ TEST(TokenizerSmolLM2, StreamDecoderHoldsPartialCharacters) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
   const Tokenizer& tok = *load(path).tok;
   for (const std::string text :
-       {"😀 emoji 👨‍👩‍👧‍👦 family 🇯🇵 flag", "日本語のテキストと中文文本", "naïve — “quotes” ½",
-        "<|im_start|>user\n你好<|im_end|>"}) {
+       {"😀 emoji 👨‍👩‍👧‍👦 family 🇯🇵 flag", "日本語のテキストと中文文本",
+        "naïve — “quotes” ½", "<|im_start|>user\n你好<|im_end|>"}) {
     const std::vector<int32_t> ids = tok.encode(text, false, true);
     for (const bool show_special : {false, true}) {
       StreamDecoder dec(tok, show_special);

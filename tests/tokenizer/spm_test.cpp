@@ -37,11 +37,21 @@ SpmConfig tiny_config() {
     add(c, -1, 1);
   }
   add("\xc3\xa9", -1, 1);  // é
-  const std::vector<std::pair<std::string, float>> pieces = {
-      {"ll", -5}, {"he", -4}, {"hell", -6}, {"hello", -7}, {"\xe2\x96\x81w", -8}, {"or", -9},
-      {"\xe2\x96\x81wor", -10}, {"ld", -11}, {"\xe2\x96\x81world", -12},
-      {"\xe2\x96\x81hello", -13}, {"ab", -20}, {"bc", -15}, {"aa", -30}, {"caf", -40},
-      {"\xe2\x96\x81\xe2\x96\x81", -50}};
+  const std::vector<std::pair<std::string, float>> pieces = {{"ll", -5},
+                                                             {"he", -4},
+                                                             {"hell", -6},
+                                                             {"hello", -7},
+                                                             {"\xe2\x96\x81w", -8},
+                                                             {"or", -9},
+                                                             {"\xe2\x96\x81wor", -10},
+                                                             {"ld", -11},
+                                                             {"\xe2\x96\x81world", -12},
+                                                             {"\xe2\x96\x81hello", -13},
+                                                             {"ab", -20},
+                                                             {"bc", -15},
+                                                             {"aa", -30},
+                                                             {"caf", -40},
+                                                             {"\xe2\x96\x81\xe2\x96\x81", -50}};
   for (const auto& [text, score] : pieces) add(text, score, 1);
   cfg.bos_id = 1;
   cfg.eos_id = 2;
@@ -80,8 +90,8 @@ TEST(TokenizerSpm, ByteFallbackForMissingCharacters) {
   // é is a token; ü (C3 BC) and 中 (E4 B8 AD) are not: one byte token per UTF-8 byte.
   EXPECT_EQ(tok->encode("\xc3\xa9", false, false), ids_of(*tok, {"\xc3\xa9"}));
   EXPECT_EQ(tok->encode("h\xc3\xbc\xe4\xb8\xad", false, false),
-            (std::vector<int32_t>{tok->find_token("h"), kByte0 + 0xC3, kByte0 + 0xBC,
-                                  kByte0 + 0xE4, kByte0 + 0xB8, kByte0 + 0xAD}));
+            (std::vector<int32_t>{tok->find_token("h"), kByte0 + 0xC3, kByte0 + 0xBC, kByte0 + 0xE4,
+                                  kByte0 + 0xB8, kByte0 + 0xAD}));
   EXPECT_EQ(tok->decode(tok->encode("h\xc3\xbc\xe4\xb8\xad", false, false)),
             "h\xc3\xbc\xe4\xb8\xad");
 
@@ -90,8 +100,7 @@ TEST(TokenizerSpm, ByteFallbackForMissingCharacters) {
   for (int b = 0; b < 256; ++b) cfg.token_types[kByte0 + b] = 1, cfg.tokens[kByte0 + b] += "!";
   cfg.tokens[kByte0 + 0xBC] = "\xbc";
   const auto no_bytes = make_spm_tokenizer(cfg);
-  EXPECT_EQ(no_bytes->encode("\xc3\xbc", false, false),
-            (std::vector<int32_t>{0, kByte0 + 0xBC}));
+  EXPECT_EQ(no_bytes->encode("\xc3\xbc", false, false), (std::vector<int32_t>{0, kByte0 + 0xBC}));
   // Without those either: a clear error.
   cfg.unk_id = -1;
   const auto no_unk = make_spm_tokenizer(cfg);
@@ -99,8 +108,7 @@ TEST(TokenizerSpm, ByteFallbackForMissingCharacters) {
     no_unk->encode("a\xe4\xb8\xad", false, false);
     ADD_FAILURE() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot encode byte 0xE4"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot encode byte 0xE4"), std::string::npos) << e.what();
   }
 }
 
@@ -134,8 +142,8 @@ TEST(TokenizerSpm, SpecialTokens) {
   const std::vector<int32_t> plain = tok->encode("<end_of_turn>", false, false);
   EXPECT_GT(plain.size(), 5u);
   EXPECT_EQ(tok->decode(plain), "<end_of_turn>");
-  EXPECT_EQ(tok->encode("a<u>b", false, false), (std::vector<int32_t>{tok->find_token("a"), 5,
-                                                                     tok->find_token("b")}));
+  EXPECT_EQ(tok->encode("a<u>b", false, false),
+            (std::vector<int32_t>{tok->find_token("a"), 5, tok->find_token("b")}));
   // Decoding hides control tokens unless asked; user-defined text always shows.
   EXPECT_EQ(tok->decode(parsed), "hello");
   EXPECT_EQ(tok->decode(parsed, true), "<start_of_turn>hello<end_of_turn>");
@@ -150,9 +158,9 @@ TEST(TokenizerSpm, SpecialTokens) {
 
 TEST(TokenizerSpm, RoundTripsAnyText) {
   const auto tok = make_spm_tokenizer(tiny_config());
-  for (const std::string text : {"hello world", "  x\n\ty  ", "caf\xc3\xa9 \xe4\xb8\xad 123",
-                                 "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9", "it's",
-                                 "<0x41>"}) {
+  for (const std::string text :
+       {"hello world", "  x\n\ty  ", "caf\xc3\xa9 \xe4\xb8\xad 123",
+        "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9", "it's", "<0x41>"}) {
     EXPECT_EQ(tok->decode(tok->encode(text, false, false)), text);
     EXPECT_EQ(tok->decode(tok->encode(text, false, true)), text);
   }
@@ -216,9 +224,8 @@ TEST(TokenizerSpm, BadVocabularies) {
                       {"tokenizer.ggml.tokens", "empty"});
   expect_config_error([](SpmConfig& c) { c.scores.pop_back(); },
                       {"tokenizer.ggml.scores has", "entries", "tokenizer.ggml.tokens has"});
-  expect_config_error(
-      [](SpmConfig& c) { c.scores[9] = std::numeric_limits<float>::quiet_NaN(); },
-      {"tokenizer.ggml.scores[9]", "NaN"});
+  expect_config_error([](SpmConfig& c) { c.scores[9] = std::numeric_limits<float>::quiet_NaN(); },
+                      {"tokenizer.ggml.scores[9]", "NaN"});
   expect_config_error([](SpmConfig& c) { c.token_types.pop_back(); },
                       {"tokenizer.ggml.token_type has", "tokenizer.ggml.tokens"});
   expect_config_error([](SpmConfig& c) { c.token_types[7] = 9; },
@@ -247,8 +254,7 @@ TEST(TokenizerSpm, BadInput) {
 // --- the same through GGUF files -------------------------------------------------------------
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / ("fasa_spm_" + name + ".gguf"))
-      .string();
+  return (std::filesystem::path(::testing::TempDir()) / ("fasa_spm_" + name + ".gguf")).string();
 }
 
 // Writes `cfg` as GGUF metadata; `extra` may add keys, `skip` drops keys.
@@ -296,13 +302,14 @@ TEST(TokenizerSpmGguf, LoadsATinyVocabulary) {
   EXPECT_EQ(tok->bos_id(), 1);
   EXPECT_EQ(tok->eos_id(), 2);
   EXPECT_FALSE(tok->adds_bos());
-  for (const char* text : {"hello world", "<start_of_turn>abc<end_of_turn>", "aaaa <u> \xe4\xb8\xad"}) {
+  for (const char* text :
+       {"hello world", "<start_of_turn>abc<end_of_turn>", "aaaa <u> \xe4\xb8\xad"}) {
     EXPECT_EQ(tok->encode(text, true, true), direct->encode(text, true, true)) << text;
   }
   // Absent add_bos_token / add_space_prefix: llama.cpp's defaults for this model type (true).
-  const std::string defaults = write_vocab("defaults", tiny_config(), {},
-                                           {"tokenizer.ggml.add_bos_token",
-                                            "tokenizer.ggml.add_space_prefix"});
+  const std::string defaults =
+      write_vocab("defaults", tiny_config(), {},
+                  {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_space_prefix"});
   const auto tok2 = load_vocab(defaults);
   EXPECT_TRUE(tok2->adds_bos());
   EXPECT_EQ(tok2->encode("hello", true, false),

@@ -27,22 +27,25 @@ TEST(Utf8Check, AcceptsWellFormed) {
 
 TEST(Utf8Check, RejectsIllFormedAtTheRightOffset) {
   using std::string_view;
-  EXPECT_EQ(find_invalid_utf8(string_view("\x80", 1)), 0);               // lone continuation
+  EXPECT_EQ(find_invalid_utf8(string_view("\x80", 1)), 0);  // lone continuation
   EXPECT_EQ(find_invalid_utf8(string_view("ab\xbf", 3)), 2);
-  EXPECT_EQ(find_invalid_utf8(string_view("\xc0\x80", 2)), 0);           // overlong NUL
-  EXPECT_EQ(find_invalid_utf8(string_view("x\xc1\xbf", 3)), 1);          // overlong 2-byte
-  EXPECT_EQ(find_invalid_utf8(string_view("\xe0\x80\x80", 3)), 0);       // overlong 3-byte
+  EXPECT_EQ(find_invalid_utf8(string_view("\xc0\x80", 2)), 0);      // overlong NUL
+  EXPECT_EQ(find_invalid_utf8(string_view("x\xc1\xbf", 3)), 1);     // overlong 2-byte
+  EXPECT_EQ(find_invalid_utf8(string_view("\xe0\x80\x80", 3)), 0);  // overlong 3-byte
   EXPECT_EQ(find_invalid_utf8(string_view("\xe0\x9f\xbf", 3)), 0);
-  EXPECT_EQ(find_invalid_utf8(string_view("\xf0\x80\x80\x80", 4)), 0);   // overlong 4-byte
+  EXPECT_EQ(find_invalid_utf8(string_view("\xf0\x80\x80\x80", 4)), 0);  // overlong 4-byte
   EXPECT_EQ(find_invalid_utf8(string_view("\xf0\x8f\xbf\xbf", 4)), 0);
-  EXPECT_EQ(find_invalid_utf8(string_view("ok\xed\xa0\x80", 5)), 2);     // surrogate U+D800
-  EXPECT_EQ(find_invalid_utf8(string_view("\xed\xbf\xbf", 3)), 0);       // surrogate U+DFFF
-  EXPECT_EQ(find_invalid_utf8(string_view("\xf4\x90\x80\x80", 4)), 0);   // U+110000
-  EXPECT_EQ(find_invalid_utf8(string_view("\xf5\x80\x80\x80", 4)), 0);   // lead past F4
+  EXPECT_EQ(find_invalid_utf8(string_view("ok\xed\xa0\x80", 5)), 2);    // surrogate U+D800
+  EXPECT_EQ(find_invalid_utf8(string_view("\xed\xbf\xbf", 3)), 0);      // surrogate U+DFFF
+  EXPECT_EQ(find_invalid_utf8(string_view("\xf4\x90\x80\x80", 4)), 0);  // U+110000
+  EXPECT_EQ(find_invalid_utf8(string_view("\xf5\x80\x80\x80", 4)), 0);  // lead past F4
   EXPECT_EQ(find_invalid_utf8(string_view("\xff", 1)), 0);
   EXPECT_EQ(find_invalid_utf8(string_view("\xfe\xfe", 2)), 0);
-  EXPECT_EQ(find_invalid_utf8(string_view("abc\xe2\x82", 5)), 3);        // truncated at the end
-  EXPECT_EQ(find_invalid_utf8(string_view("\xe2\x82" "a", 3)), 0);       // cut short by ASCII
+  EXPECT_EQ(find_invalid_utf8(string_view("abc\xe2\x82", 5)), 3);  // truncated at the end
+  EXPECT_EQ(find_invalid_utf8(string_view("\xe2\x82"
+                                          "a",
+                                          3)),
+            0);  // cut short by ASCII
   EXPECT_EQ(find_invalid_utf8(string_view("\xf0\x9f\x98", 3)), 0);
   EXPECT_EQ(find_invalid_utf8(string_view("\xc3\xa9\xc3", 3)), 2);
   const std::string long_prefix(1000, 'a');
@@ -130,7 +133,9 @@ TEST(Utf8StreamDecoder, ReplacesIllFormedBytes) {
   EXPECT_EQ(dec.push(ff), "\xef\xbf\xbd");  // U+FFFD at once: it can never complete
   EXPECT_EQ(dec.push(e2), "");
   EXPECT_EQ(dec.push(x82), "");
-  EXPECT_EQ(dec.push(a), "\xef\xbf\xbd" "a");  // E2 82 cut short by 'a'
+  EXPECT_EQ(dec.push(a),
+            "\xef\xbf\xbd"
+            "a");  // E2 82 cut short by 'a'
   EXPECT_EQ(dec.push(e2), "");
   EXPECT_EQ(dec.flush(), "\xef\xbf\xbd");  // unfinished at the end
   EXPECT_EQ(dec.flush(), "");

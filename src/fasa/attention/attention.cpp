@@ -4,8 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "fasa/kernels/attend.h"
 #include "fasa/core/parallel.h"
+#include "fasa/kernels/attend.h"
 
 namespace fasa {
 
@@ -59,10 +59,10 @@ struct DecodeScratch {
   std::vector<Selection> sel;         // [n_kv_heads]
   std::vector<DecodeJob> jobs;
   std::vector<std::vector<size_t>> head_parts;  // [n_heads] offsets of its chunk states
-  std::vector<float> parts;           // [jobs, n_q, state]
-  std::vector<float> total;           // [state]
-  std::vector<float> probs;           // [n_heads, n_visible] for policies that learn from them
-  std::vector<int64_t> bounds;        // [ranges + 1] item ranges of the jobs + probs region
+  std::vector<float> parts;                     // [jobs, n_q, state]
+  std::vector<float> total;                     // [state]
+  std::vector<float> probs;     // [n_heads, n_visible] for policies that learn from them
+  std::vector<int64_t> bounds;  // [ranges + 1] item ranges of the jobs + probs region
 };
 
 // What every step of one decode attention shares: the layer's step, its cache and shape.
@@ -70,11 +70,11 @@ struct Decode {
   const AttnStep& s;
   const KvCache& cache;
   const AttnShape& sh;
-  DecodeScratch& x;      // the caller's: workers reach it through this reference
-  int hd, n_group, ss;   // head_dim, query heads per kv head, attention state floats
-  int n_visible;         // slots [0, n_visible) hold the keys the new token may read
-  float scale;           // 1/sqrt(head_dim)
-  bool offloaded;        // FASA-M: this layer's rows live in the file tier
+  DecodeScratch& x;     // the caller's: workers reach it through this reference
+  int hd, n_group, ss;  // head_dim, query heads per kv head, attention state floats
+  int n_visible;        // slots [0, n_visible) hold the keys the new token may read
+  float scale;          // 1/sqrt(head_dim)
+  bool offloaded;       // FASA-M: this layer's rows live in the file tier
 };
 
 // Select: one AttnQuery per kv-head group, and the policy's slots for each (the policy splits
@@ -216,8 +216,8 @@ void attend(Decode& d, bool probs) {
     n_keys.assign(job.n_q, n);
     for (int k = 0; k < job.n_q; ++k) qs[k] = d.s.q + static_cast<size_t>(job.head0 + k) * d.hd;
     const int begin = job.chunk * kAttnChunk;
-    attend_partial(qs.data(), job.n_q, n_keys.data(), x.rows[job.head0], x.lists[job.head0],
-                   begin, std::min(n, begin + kAttnChunk), d.scale, x.parts.data() + job.part_off);
+    attend_partial(qs.data(), job.n_q, n_keys.data(), x.rows[job.head0], x.lists[job.head0], begin,
+                   std::min(n, begin + kAttnChunk), d.scale, x.parts.data() + job.part_off);
   };
   if (!probs) {
     parallel_for(n_items, item);
@@ -278,8 +278,15 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
                  AttnStats* stats) {
   const AttnShape& sh = cache.shape();
   thread_local DecodeScratch scratch;
-  Decode d{s, cache, sh, scratch, sh.head_dim, sh.n_group(), attn_state_size(sh.head_dim),
-           s.first_slot + 1, 1.0f / std::sqrt(static_cast<float>(sh.head_dim)),
+  Decode d{s,
+           cache,
+           sh,
+           scratch,
+           sh.head_dim,
+           sh.n_group(),
+           attn_state_size(sh.head_dim),
+           s.first_slot + 1,
+           1.0f / std::sqrt(static_cast<float>(sh.head_dim)),
            cache.offloaded(s.layer)};
   const TierStats tier_before = d.offloaded ? cache.tier_stats() : TierStats{};
   select(d, policy);
@@ -312,8 +319,8 @@ void prefill_step(const AttnStep& s, const KvCache& cache) {
   if (cache.offloaded(s.layer)) {  // FASA-M: every visible row comes back from the file tier
     std::vector<Gathered>& fetched = gathered_per(sh.n_kv_heads);
     parallel_for(sh.n_kv_heads, [&](int64_t g) {
-      kv_rows[g] = fetched[g].fetch(cache, s.layer, static_cast<int>(g), nullptr,
-                                    s.first_slot + s.n_tok);
+      kv_rows[g] =
+          fetched[g].fetch(cache, s.layer, static_cast<int>(g), nullptr, s.first_slot + s.n_tok);
     });
     cache.check_io();
   } else {
@@ -347,7 +354,8 @@ void prefill_step(const AttnStep& s, const KvCache& cache) {
     for (int c0 = 0; c0 < max_keys; c0 += kAttnChunk) {
       attend_partial(qs.data(), n_q, n_keys.data(), kv_rows[g], nullptr, c0,
                      std::min(max_keys, c0 + kAttnChunk), scale, part.data());
-      for (int k = 0; k < n_q; ++k) attn_state_merge(total.data() + k * ss, part.data() + k * ss, hd);
+      for (int k = 0; k < n_q; ++k)
+        attn_state_merge(total.data() + k * ss, part.data() + k * ss, hd);
     }
     for (int t = t0; t < t1; ++t) {
       for (int i = 0; i < n_group; ++i) {
@@ -372,10 +380,10 @@ void window_step(const AttnStep& s, const KvCache& cache, AttnStats* stats) {
     const int g = static_cast<int>(job % sh.n_kv_heads);
     const int t = static_cast<int>(job / sh.n_kv_heads);
     const int i = s.first_slot + t, lo = std::max(0, i - window + 1), n = i - lo + 1;
-    thread_local std::vector<int32_t> rows;           // [n] ring rows of slots lo..i
-    thread_local std::vector<const float*> qs;        // [n_group]
-    thread_local std::vector<int> n_keys;             // [n_group]
-    thread_local std::vector<float> total, part;      // [n_group, state]
+    thread_local std::vector<int32_t> rows;       // [n] ring rows of slots lo..i
+    thread_local std::vector<const float*> qs;    // [n_group]
+    thread_local std::vector<int> n_keys;         // [n_group]
+    thread_local std::vector<float> total, part;  // [n_group, state]
     rows.resize(n);
     for (int j = 0; j < n; ++j) rows[j] = cache.row_of(s.layer, lo + j);
     qs.resize(n_group);

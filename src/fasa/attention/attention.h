@@ -13,37 +13,38 @@ namespace fasa {
 struct AttnStep {
   int layer = 0;
   int n_tok = 0;
-  int first_slot = 0;          // new tokens are at slots [first_slot, first_slot + n_tok)
+  int first_slot = 0;            // new tokens are at slots [first_slot, first_slot + n_tok)
   const int32_t* pos = nullptr;  // [n_tok] positions of the new tokens
-  const float* q = nullptr;    // [n_tok, n_heads, head_dim] post-RoPE
-  float* out = nullptr;        // [n_tok, n_heads, head_dim]
+  const float* q = nullptr;      // [n_tok, n_heads, head_dim] post-RoPE
+  float* out = nullptr;          // [n_tok, n_heads, head_dim]
 };
 
 // Every AttnStats counter, once: X(name, what it counts). The struct's fields, operator+=,
 // operator- and AttnStats::fields (for writers of every counter) all come from this list.
-#define FASA_ATTN_STATS(X)                                                                      \
-  X(decode_tokens, "single-token decode steps")                                                 \
-  X(decode_steps, "(layer, query head) decode attentions run")                                  \
-  X(slots_read, "K/V rows they read")                                                           \
-  X(slots_visible, "rows dense attention would have read")                                      \
-  /* Of slots_read (and slots_visible): the rows sliding-window layers read (their window,   */ \
+#define FASA_ATTN_STATS(X)                                                                       \
+  X(decode_tokens, "single-token decode steps")                                                  \
+  X(decode_steps, "(layer, query head) decode attentions run")                                   \
+  X(slots_read, "K/V rows they read")                                                            \
+  X(slots_visible, "rows dense attention would have read")                                       \
+  /* Of slots_read (and slots_visible): the rows sliding-window layers read (their window,   */  \
   /* dense, no policy). slots_read - window_slots is the global layers' (policy) part.        */ \
-  X(window_slots, "of slots_read and slots_visible: the sliding-window layers' rows")           \
-  /* Bytes per kv-head group: a shared selection's rows count once for the group (one        */ \
+  X(window_slots, "of slots_read and slots_visible: the sliding-window layers' rows")            \
+  /* Bytes per kv-head group: a shared selection's rows count once for the group (one        */  \
   /* gather), per-head selections per query head.                                             */ \
-  X(select_bytes, "read by policies to choose (TIP, oracle scoring)")                           \
-  X(attend_bytes, "K and V rows read by attention over the selection")                          \
-  X(dense_bytes, "K and V rows dense attention would have read")                                \
-  X(window_bytes, "of attend_bytes and dense_bytes: the sliding-window layers'")                \
-  X(dense_fallbacks, "of decode_steps: dense because selecting would not pay "                  \
-                     "(Selection::dense_fallback)")                                             \
-  /* Decode steps' reads from a file-backed KV tier (FASA-M) as the device delivered them    */ \
+  X(select_bytes, "read by policies to choose (TIP, oracle scoring)")                            \
+  X(attend_bytes, "K and V rows read by attention over the selection")                           \
+  X(dense_bytes, "K and V rows dense attention would have read")                                 \
+  X(window_bytes, "of attend_bytes and dense_bytes: the sliding-window layers'")                 \
+  X(dense_fallbacks,                                                                             \
+    "of decode_steps: dense because selecting would not pay "                                    \
+    "(Selection::dense_fallback)")                                                               \
+  /* Decode steps' reads from a file-backed KV tier (FASA-M) as the device delivered them    */  \
   /* (whole blocks); attend_bytes counts the rows themselves, whichever tier held them.       */ \
-  X(tier_reads, "file tier: reads")                                                             \
-  X(tier_read_bytes, "file tier: bytes read")                                                   \
-  X(tier_read_ns, "file tier: time reading")                                                    \
-  X(tier_prefetch_bytes, "of those: the background reads' bytes (prefetch)")                    \
-  X(tier_prefetch_rows, "the rows the background reads fetched")                                \
+  X(tier_reads, "file tier: reads")                                                              \
+  X(tier_read_bytes, "file tier: bytes read")                                                    \
+  X(tier_read_ns, "file tier: time reading")                                                     \
+  X(tier_prefetch_bytes, "of those: the background reads' bytes (prefetch)")                     \
+  X(tier_prefetch_rows, "the rows the background reads fetched")                                 \
   X(tier_prefetch_hits, "the prefetched rows a decode step then found")
 
 struct AttnStats {

@@ -33,9 +33,8 @@ void Calibration::rank_all() {
   for (size_t base = 0; base < mean_ca.size(); base += nf) {
     int32_t* r = ranked.data() + base;
     std::iota(r, r + nf, 0);
-    std::stable_sort(r, r + nf, [&](int32_t a, int32_t b) {
-      return mean_ca[base + a] > mean_ca[base + b];
-    });
+    std::stable_sort(r, r + nf,
+                     [&](int32_t a, int32_t b) { return mean_ca[base + a] > mean_ca[base + b]; });
   }
 }
 
@@ -57,8 +56,9 @@ std::string calibration_json(const Calibration& c) {
   nlohmann::ordered_json j;
   j["format"] = "fasa-calibration";
   j["version"] = c.has_channel_importance() ? kCalibrationVersion : 2;
-  j["model"] = {{"sha256", c.model_sha256}, {"name", c.model_name},   {"arch", c.arch},
-                {"n_layers", c.n_layers},   {"n_heads", c.n_heads},   {"n_kv_heads", c.n_kv_heads},
+  j["model"] = {{"sha256", c.model_sha256}, {"name", c.model_name},
+                {"arch", c.arch},           {"n_layers", c.n_layers},
+                {"n_heads", c.n_heads},     {"n_kv_heads", c.n_kv_heads},
                 {"head_dim", c.head_dim},   {"rope_layout", rope_layout_name(c.rope_layout)}};
   j["fc_layout"] = fc_layout_name(c.fc_layout);
   nlohmann::json dims = nlohmann::json::array();
@@ -100,8 +100,8 @@ void save_calibration(const Calibration& c, const std::string& path) {
 
 namespace {
 
-constexpr int kMaxShape = 1 << 16;     // layers, heads, head_dim
-constexpr int kMaxCount = 1 << 30;     // k, samples, tokens, steps
+constexpr int kMaxShape = 1 << 16;  // layers, heads, head_dim
+constexpr int kMaxCount = 1 << 30;  // k, samples, tokens, steps
 constexpr int64_t kMaxTokens = int64_t{1} << 53;
 
 }  // namespace
@@ -115,8 +115,8 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
   }
   const int64_t version = root.number<int64_t>("version", INT64_MIN, INT64_MAX);
   if (version < 1 || version > kCalibrationVersion) {
-    fail("calibration file '{}' has version {}, this fasa reads versions 1 to {}", source,
-         version, kCalibrationVersion);
+    fail("calibration file '{}' has version {}, this fasa reads versions 1 to {}", source, version,
+         kCalibrationVersion);
   }
   Calibration c;
   const auto m = root.object("model");
@@ -128,13 +128,14 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
   c.n_kv_heads = m.number<int>("n_kv_heads", 1, c.n_heads);
   c.head_dim = m.number<int>("head_dim", 2, kMaxShape);
   if (c.head_dim % 2 != 0 || c.n_heads % c.n_kv_heads != 0) {
-    fail("{}: implausible model shape (head_dim {} must be even, n_heads {} a multiple of "
-         "n_kv_heads {})", source, c.head_dim, c.n_heads, c.n_kv_heads);
+    fail(
+        "{}: implausible model shape (head_dim {} must be even, n_heads {} a multiple of "
+        "n_kv_heads {})",
+        source, c.head_dim, c.n_heads, c.n_kv_heads);
   }
   const std::string rope = m.string("rope_layout");
   if (rope != "norm" && rope != "neox") {
-    fail("{}: field \"model.rope_layout\" must be \"norm\" or \"neox\" (got \"{}\")", source,
-         rope);
+    fail("{}: field \"model.rope_layout\" must be \"norm\" or \"neox\" (got \"{}\")", source, rope);
   }
   c.rope_layout = rope == "norm" ? RopeLayout::Norm : RopeLayout::Neox;
   try {
@@ -182,8 +183,10 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
     bool ok = !c.layers.empty();
     for (size_t i = 1; ok && i < c.layers.size(); ++i) ok = c.layers[i] > c.layers[i - 1];
     if (!ok) {
-      fail("calibration '{}': 'layers' must list distinct layers of the model's {} in "
-           "ascending order", source, c.n_layers);
+      fail(
+          "calibration '{}': 'layers' must list distinct layers of the model's {} in "
+          "ascending order",
+          source, c.n_layers);
     }
   }
   const size_t n_heads_total = c.layers.size() * c.n_heads;
@@ -201,8 +204,8 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
     const int h = e.number<int>("head", 0, c.n_heads - 1);
     const int r = c.row(l);
     if (r < 0 || seen[static_cast<size_t>(r) * c.n_heads + h]) {
-      fail("calibration '{}': bad head entry (layer {}, head {}; covered layers {})", source, l,
-           h, layer_list_text(c.layers));
+      fail("calibration '{}': bad head entry (layer {}, head {}; covered layers {})", source, l, h,
+           layer_list_text(c.layers));
     }
     seen[static_cast<size_t>(r) * c.n_heads + h] = 1;
     const auto ca = e.numbers<float>("mean_ca", 0.0f, kMaxFloat, c.n_fc());
@@ -232,10 +235,11 @@ void check_calibration(const Calibration& c, const PolicyContext& ctx, const std
   const AttnShape& m = ctx.shape;
   if (c.arch != ctx.arch || c.n_layers != m.n_layers || c.n_heads != m.n_heads ||
       c.n_kv_heads != m.n_kv_heads || c.head_dim != m.head_dim) {
-    fail("calibration '{}' was made for a different model shape ({} {}x{} heads, head_dim {}), "
-         "this model is {} {}x{} heads, head_dim {}",
-         path, c.arch, c.n_layers, c.n_heads, c.head_dim, ctx.arch, m.n_layers, m.n_heads,
-         m.head_dim);
+    fail(
+        "calibration '{}' was made for a different model shape ({} {}x{} heads, head_dim {}), "
+        "this model is {} {}x{} heads, head_dim {}",
+        path, c.arch, c.n_layers, c.n_heads, c.head_dim, ctx.arch, m.n_layers, m.n_heads,
+        m.head_dim);
   }
   if (c.rope_layout != ctx.rope_layout) {
     fail("calibration '{}' was made for RoPE layout {}, the model uses {}", path,
@@ -244,11 +248,11 @@ void check_calibration(const Calibration& c, const PolicyContext& ctx, const std
   const std::vector<int> global = m.global_layers();
   if (c.layers != global) {
     const bool hybrid = static_cast<int>(global.size()) < m.n_layers;
-    fail("calibration '{}' covers layers {}, but this model's {} {} (FASA calibrates the "
-         "global-attention layers only{}); recalibrate with `fasa calibrate`",
-         path, layer_list_text(c.layers),
-         hybrid ? "global-attention layers are" : "layers are", layer_list_text(global),
-         hybrid ? ", sliding-window layers attend over their window" : "");
+    fail(
+        "calibration '{}' covers layers {}, but this model's {} {} (FASA calibrates the "
+        "global-attention layers only{}); recalibrate with `fasa calibrate`",
+        path, layer_list_text(c.layers), hybrid ? "global-attention layers are" : "layers are",
+        layer_list_text(global), hybrid ? ", sliding-window layers attend over their window" : "");
   }
   FASA_CHECK(ctx.model_sha256 != nullptr);
   const std::string id = ctx.model_sha256();

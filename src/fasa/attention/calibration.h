@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
+#include "fasa/attention/frequency_chunks.h"
 #include "fasa/attention/policy.h"
 #include "fasa/core/layer_list.h"
-#include "fasa/attention/frequency_chunks.h"
 
 namespace fasa {
 
@@ -33,7 +33,7 @@ struct Calibration {
   std::string model_sha256;  // sha256 of the GGUF file
   std::string model_name;
   std::string arch;
-  int n_layers = 0;           // of the model (covered or not)
+  int n_layers = 0;  // of the model (covered or not)
   int n_heads = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
@@ -47,7 +47,7 @@ struct Calibration {
   float rope_mscale = 1.0f;    // the magnitude RoPE applied to q and k (YaRN, LongRoPE)
   int rope_n_ctx = 0;          // context of the calibration run (LongRoPE picks tables by it)
   // How it was made.
-  int k = 0;                  // calibration window K (top-K compared)
+  int k = 0;  // calibration window K (top-K compared)
   int n_samples = 0;
   int tokens_per_sample = 0;  // dense prefill before the decode steps of each sample
   int steps = 0;              // decode-step queries per sample

@@ -17,9 +17,10 @@ KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTier
       pos_(static_cast<size_t>(capacity)) {
   FASA_CHECK(capacity > 0 && shape.n_kv_heads > 0 && shape.head_dim > 0);
   if (type == KvType::Q8_0 && shape.head_dim % kQ8Block != 0) {
-    fail("KV type q8_0 stores blocks of {} values: it needs a head_dim that is a multiple of {}, "
-         "and this model's head_dim is {} (use --kv-type f16)", kQ8Block, kQ8Block,
-         shape.head_dim);
+    fail(
+        "KV type q8_0 stores blocks of {} values: it needs a head_dim that is a multiple of {}, "
+        "and this model's head_dim is {} (use --kv-type f16)",
+        kQ8Block, kQ8Block, shape.head_dim);
   }
   FASA_CHECK(shape.layer_window.empty() ||
              static_cast<int>(shape.layer_window.size()) == shape.n_layers);
@@ -49,9 +50,10 @@ KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTier
       stores_[l] = std::make_unique<KvRingStore>(type, hd, n_kv, layer_cap_[l]);
     } else if (tiering && tiering->offload_layer[l]) {
       const auto first = tiering->hot_dims.begin() + static_cast<ptrdiff_t>(l) * n_kv;
-      stores_[l] = std::make_unique<KvTieredStore>(
-          type, hd, capacity, std::vector<std::vector<int>>(first, first + n_kv), tier_.get(),
-          l * n_kv);
+      stores_[l] =
+          std::make_unique<KvTieredStore>(type, hd, capacity,
+                                          std::vector<std::vector<int>>(first, first + n_kv),
+                                          tier_.get(), l * n_kv);
     } else {
       stores_[l] = std::make_unique<KvPlainStore>(type, hd, n_kv, capacity);
     }

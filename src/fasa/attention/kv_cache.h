@@ -48,8 +48,8 @@ struct AttnShape {
 // K dims and all of V go to a file under `dir` (direct I/O). Other layers stay whole in RAM.
 struct KvTiering {
   std::string dir;
-  std::vector<char> offload_layer;          // [n_layers] 1 = offloaded
-  std::vector<std::vector<int>> hot_dims;   // [n_layers * n_kv_heads] ascending K dims
+  std::vector<char> offload_layer;         // [n_layers] 1 = offloaded
+  std::vector<std::vector<int>> hot_dims;  // [n_layers * n_kv_heads] ascending K dims
   // Decode fetches the next offloaded layer's rows in the background, guessing that it selects
   // what this layer selected (KvCache::prefetch); a wrong guess costs device bytes.
   bool prefetch = false;

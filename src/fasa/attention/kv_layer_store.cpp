@@ -11,17 +11,13 @@ namespace fasa {
 
 void encode_kv_row(KvType type, int head_dim, const float* x, uint8_t* out) {
   switch (type) {
-    case KvType::F32:
-      std::memcpy(out, x, static_cast<size_t>(head_dim) * sizeof(float));
-      return;
+    case KvType::F32: std::memcpy(out, x, static_cast<size_t>(head_dim) * sizeof(float)); return;
     case KvType::F16: {
       auto* h = reinterpret_cast<uint16_t*>(out);
       for (int i = 0; i < head_dim; ++i) h[i] = fp32_to_fp16(x[i]);
       return;
     }
-    case KvType::Q8_0:
-      quantize_row_q8_0(x, head_dim, out);
-      return;
+    case KvType::Q8_0: quantize_row_q8_0(x, head_dim, out); return;
   }
 }
 
@@ -44,8 +40,7 @@ void KvPlainStore::store(int kv_head, int slot, const float* k, const float* v) 
   encode_kv_row(type_, head_dim_, v, v_.get() + off);
 }
 
-void KvPlainStore::gather(int kv_head, const int32_t* slots, int n, uint8_t* k,
-                          uint8_t* v) const {
+void KvPlainStore::gather(int kv_head, const int32_t* slots, int n, uint8_t* k, uint8_t* v) const {
   const uint8_t* kb = k_rows(kv_head);
   const uint8_t* vb = v_rows(kv_head);
   const size_t row = row_bytes_;

@@ -21,7 +21,7 @@ namespace fasa {
 namespace {
 
 constexpr uint64_t kMaxRunBytes = 4u << 20;  // one read covers at most this much
-constexpr uint64_t kMaxGapBytes = 4u << 10;   // rows this close share one read
+constexpr uint64_t kMaxGapBytes = 4u << 10;  // rows this close share one read
 
 uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
@@ -65,17 +65,21 @@ struct AioContext {
 struct Run {
   uint64_t off = 0;  // file offset
   size_t len = 0;
-  size_t buf = 0;    // offset in the read buffer
+  size_t buf = 0;  // offset in the read buffer
   int j = 0, k = 0;
 };
 
 }  // namespace
 
 TierStats TierStats::operator-(const TierStats& o) const {
-  return TierStats{reads - o.reads,           read_bytes - o.read_bytes,
-                   row_bytes - o.row_bytes,   read_ns - o.read_ns,
-                   writes - o.writes,         write_bytes - o.write_bytes,
-                   write_ns - o.write_ns,     prefetch_rows - o.prefetch_rows,
+  return TierStats{reads - o.reads,
+                   read_bytes - o.read_bytes,
+                   row_bytes - o.row_bytes,
+                   read_ns - o.read_ns,
+                   writes - o.writes,
+                   write_bytes - o.write_bytes,
+                   write_ns - o.write_ns,
+                   prefetch_rows - o.prefetch_rows,
                    prefetch_read_bytes - o.prefetch_read_bytes,
                    prefetch_hits - o.prefetch_hits};
 }
@@ -96,8 +100,8 @@ KvTier::KvTier(const std::string& dir, const std::vector<size_t>& row_bytes, int
   }
   if (direct_) {
     struct statx sx {};
-    if (::statx(fd_, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) &&
-        sx.stx_dio_offset_align > 0 && sx.stx_dio_mem_align > 0) {
+    if (::statx(fd_, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+        (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align > 0 && sx.stx_dio_mem_align > 0) {
       block_ = sx.stx_dio_offset_align;
       mem_align_ = std::max<size_t>(sx.stx_dio_mem_align, 64);
     }
@@ -179,7 +183,8 @@ void KvTier::pread_all(uint8_t* buf, size_t len, uint64_t off) const {
     }
     done += static_cast<size_t>(n);
   }
-  if (!direct_) ::posix_fadvise(fd_, static_cast<off_t>(off), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
+  if (!direct_)
+    ::posix_fadvise(fd_, static_cast<off_t>(off), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
 }
 
 void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
@@ -330,11 +335,16 @@ uint64_t KvTier::ram_tail_bytes() const {
 }
 
 TierStats KvTier::stats() const {
-  return TierStats{reads_.load(),          read_bytes_.load(),
-                   row_bytes_.load(),      read_ns_.load(),
-                   writes_,                write_bytes_,
-                   write_ns_,              prefetch_rows_.load(),
-                   prefetch_read_bytes_.load(), prefetch_hits_.load()};
+  return TierStats{reads_.load(),
+                   read_bytes_.load(),
+                   row_bytes_.load(),
+                   read_ns_.load(),
+                   writes_,
+                   write_bytes_,
+                   write_ns_,
+                   prefetch_rows_.load(),
+                   prefetch_read_bytes_.load(),
+                   prefetch_hits_.load()};
 }
 
 }  // namespace fasa

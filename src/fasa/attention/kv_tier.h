@@ -15,11 +15,11 @@
 namespace fasa {
 
 struct TierStats {
-  uint64_t reads = 0;          // read system calls
-  uint64_t read_bytes = 0;     // bytes the device delivered (whole blocks, gaps included)
-  uint64_t row_bytes = 0;      // bytes of the rows asked for
-  uint64_t read_ns = 0;        // wall time waiting for them (summed over threads; reads of one
-                               // selection are in flight together)
+  uint64_t reads = 0;       // read system calls
+  uint64_t read_bytes = 0;  // bytes the device delivered (whole blocks, gaps included)
+  uint64_t row_bytes = 0;   // bytes of the rows asked for
+  uint64_t read_ns = 0;     // wall time waiting for them (summed over threads; reads of one
+                            // selection are in flight together)
   uint64_t writes = 0;
   uint64_t write_bytes = 0;
   uint64_t write_ns = 0;
@@ -64,7 +64,7 @@ class KvTier {
 
   bool direct_io() const { return direct_; }
   size_t block_bytes() const { return block_; }
-  uint64_t file_bytes() const;       // rows written to the file so far (whole blocks)
+  uint64_t file_bytes() const;  // rows written to the file so far (whole blocks)
   // Bytes of rows still held in the RAM tails: the rows' own bytes, like every KV count (the
   // buffers' spare capacity, at most 4 blocks each after a flush, is not KV).
   uint64_t ram_tail_bytes() const;
@@ -73,9 +73,9 @@ class KvTier {
  private:
   struct Region {
     size_t row_bytes = 0;
-    uint64_t file_off = 0;       // block-aligned start of the region in the file
-    uint64_t flushed = 0;        // bytes [0, flushed) of the region are in the file
-    std::vector<uint8_t> tail;   // bytes [flushed, flushed + tail.size()) of the region
+    uint64_t file_off = 0;      // block-aligned start of the region in the file
+    uint64_t flushed = 0;       // bytes [0, flushed) of the region are in the file
+    std::vector<uint8_t> tail;  // bytes [flushed, flushed + tail.size()) of the region
   };
   struct Prefetcher;  // the background reads (kv_tier_prefetch.cpp)
   struct PrefetcherDeleter {
@@ -98,7 +98,7 @@ class KvTier {
 
   int fd_ = -1;
   bool direct_ = false;
-  size_t block_ = 4096;     // file offset and length alignment of direct I/O
+  size_t block_ = 4096;      // file offset and length alignment of direct I/O
   size_t mem_align_ = 4096;  // buffer alignment of direct I/O
   int capacity_ = 0;
   std::vector<Region> regions_;
@@ -106,7 +106,8 @@ class KvTier {
   mutable std::atomic<uint64_t> reads_{0}, read_bytes_{0}, row_bytes_{0}, read_ns_{0};
   uint64_t writes_ = 0, write_bytes_ = 0, write_ns_ = 0;
   mutable std::atomic<uint64_t> prefetch_rows_{0}, prefetch_read_bytes_{0}, prefetch_hits_{0};
-  mutable std::unique_ptr<Prefetcher, PrefetcherDeleter> prefetcher_;  // started by the first prefetch()
+  mutable std::unique_ptr<Prefetcher, PrefetcherDeleter>
+      prefetcher_;  // started by the first prefetch()
 };
 
 }  // namespace fasa

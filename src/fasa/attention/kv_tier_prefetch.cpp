@@ -128,9 +128,9 @@ bool KvTier::take_prefetched(int r, const int32_t* slots, int n, uint8_t* dst,
   if (e.state == Prefetcher::State::kNone) return false;
   const auto t0 = std::chrono::steady_clock::now();
   p.cv.wait(lock, [&] { return e.state == Prefetcher::State::kDone; });
-  read_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now() - t0)
-                                        .count());
+  read_ns_ += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   p.charge(e);
   const std::vector<int32_t> have = std::move(e.slots);
   const std::vector<uint8_t> rows = std::move(e.rows);

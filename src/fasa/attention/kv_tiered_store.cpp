@@ -95,13 +95,12 @@ void KvTieredStore::store(int kv_head, int slot, const float* k, const float* v)
   tier_->write(region, slot, row.data());
 }
 
-void KvTieredStore::gather(int kv_head, const int32_t* slots, int n, uint8_t* k,
-                           uint8_t* v) const {
+void KvTieredStore::gather(int kv_head, const int32_t* slots, int n, uint8_t* k, uint8_t* v) const {
   const size_t row = row_bytes_;
   const Head& h = heads_[kv_head];
   const int region = region0_ + kv_head;
   thread_local std::vector<uint8_t> buf;  // [n, tier row]
-  if (type_ == KvType::Q8_0) {  // whole K and V rows in the file
+  if (type_ == KvType::Q8_0) {            // whole K and V rows in the file
     buf.resize(static_cast<size_t>(n) * 2 * row);
     tier_->read(region, slots, n, buf.data());
     for (int j = 0; j < n; ++j) {

@@ -34,15 +34,17 @@ class KvTieredStore final : public KvLayerStore {
   // [hot_dims.size(), capacity] packed hot K dims of kv_head: dim hot_dims[i] of slot t is
   // element i * capacity + t; f16/f32 values, or q8_0 int8 codes with hot_scales().
   const void* hot_rows(int kv_head) const { return heads_[kv_head].hot.get(); }
-  const uint16_t* hot_scales(int kv_head) const { return heads_[kv_head].scale.get(); }  // [capacity]
+  const uint16_t* hot_scales(int kv_head) const {
+    return heads_[kv_head].scale.get();
+  }  // [capacity]
   const std::vector<int>& hot_dims(int kv_head) const { return heads_[kv_head].hot_dims; }
 
  private:
   struct Head {
-    std::vector<int> hot_dims;              // ascending
-    std::vector<int> cold_dims;             // the other K dims, ascending
-    std::unique_ptr<uint8_t[]> hot;         // [n_hot, capacity] of elem (q8_0: int8 codes)
-    std::unique_ptr<uint16_t[]> scale;      // q8_0: [capacity] fp16 scale of each slot's codes
+    std::vector<int> hot_dims;          // ascending
+    std::vector<int> cold_dims;         // the other K dims, ascending
+    std::unique_ptr<uint8_t[]> hot;     // [n_hot, capacity] of elem (q8_0: int8 codes)
+    std::unique_ptr<uint16_t[]> scale;  // q8_0: [capacity] fp16 scale of each slot's codes
   };
   size_t elem_bytes() const { return type_ == KvType::F16 ? 2 : 4; }
   KvType type_;

@@ -22,8 +22,8 @@ struct AttnQuery {
   int kv_head = 0;
   const float* q = nullptr;  // [n_group, head_dim] post-RoPE queries of the group's heads
   int n_group = 0;
-  int32_t pos = 0;           // position of the query token
-  int n_visible = 0;         // slots [0, n_visible) hold keys this query may read
+  int32_t pos = 0;    // position of the query token
+  int n_visible = 0;  // slots [0, n_visible) hold keys this query may read
   const KvCache* cache = nullptr;
   // Optional: the only slots the policy may choose from (ascending, in [0, n_visible)); null =
   // every visible slot. Set by a composite policy (pyramidkv+fasa: the slots PyramidKV keeps)
@@ -48,9 +48,9 @@ struct Selection {
   bool per_head = false;
   std::vector<int32_t> slots;                    // [n_selected]
   std::vector<std::vector<int32_t>> head_slots;  // [n_group][n_selected]
-  uint64_t bytes_read = 0;  // bytes the policy itself read to choose (keys, side data)
-  std::vector<float> mix_alpha;       // [n_group] value mixing weights; empty = none
-  const float* mix_value = nullptr;   // [head_dim] the value mixed in (see above)
+  uint64_t bytes_read = 0;           // bytes the policy itself read to choose (keys, side data)
+  std::vector<float> mix_alpha;      // [n_group] value mixing weights; empty = none
+  const float* mix_value = nullptr;  // [head_dim] the value mixed in (see above)
   // all = true because selecting would read more than it saves (FASA's break-even), not because
   // the budget covers the context: counted in AttnStats::dense_fallbacks.
   bool dense_fallback = false;

@@ -21,8 +21,10 @@ const std::vector<PolicyEntry>& policy_entries() {
        make_streaming_policy, streaming_options},
       {"quest", "Quest: pages ranked by their key min/max bound of q.k", make_quest_policy,
        quest_options},
-      {"sparq", "SparQ: r largest |q| dims approximate the scores, top-B per query head, "
-                "mean-value reallocation", make_sparq_policy, sparq_options},
+      {"sparq",
+       "SparQ: r largest |q| dims approximate the scores, top-B per query head, "
+       "mean-value reallocation",
+       make_sparq_policy, sparq_options},
       {"double-sparsity", "Double Sparsity: calibrated heavy channels score tokens",
        make_double_sparsity_policy, double_sparsity_options},
       {"snapkv", "SnapKV: observation-window votes keep prompt slots", make_snapkv_policy,
@@ -113,8 +115,8 @@ void parse_policy_spec(const std::string& spec, std::string* name, PolicyOptions
   size_t start = 0;
   while (start <= rest.size()) {
     const size_t comma = rest.find(',', start);
-    const std::string kv = rest.substr(start, comma == std::string::npos ? std::string::npos
-                                                                          : comma - start);
+    const std::string kv =
+        rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
       fail("bad policy option '{}' in '{}' (expected key=value)", kv, spec);

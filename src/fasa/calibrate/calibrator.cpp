@@ -19,7 +19,10 @@ namespace {
 class AgreementObserver final : public AttentionPolicy {
  public:
   AgreementObserver(const AttnShape& shape, std::vector<FcDims> fcs, int k)
-      : shape_(shape), fcs_(std::move(fcs)), k_(k), layers_(shape.global_layers()),
+      : shape_(shape),
+        fcs_(std::move(fcs)),
+        k_(k),
+        layers_(shape.global_layers()),
         row_of_layer_(shape.n_layers, -1),
         sums_(layers_.size() * shape.n_heads * fcs_.size(), 0.0),
         channel_sums_(layers_.size() * shape.n_heads * shape.head_dim, 0.0),
@@ -38,7 +41,7 @@ class AgreementObserver final : public AttentionPolicy {
     FASA_CHECK(q.cache->type() == KvType::F32);
     const auto* keys = static_cast<const float*>(q.cache->k_rows(q.layer, q.kv_head));
     const int layer_row = row_of_layer_[q.layer];
-    FASA_CHECK(layer_row >= 0);  // a global layer
+    FASA_CHECK(layer_row >= 0);          // a global layer
     thread_local std::vector<float> ca;  // [n_fc]
     ca.resize(n_fc);
     for (int g = 0; g < q.n_group; ++g) {
@@ -76,11 +79,11 @@ class AgreementObserver final : public AttentionPolicy {
   AttnShape shape_;
   std::vector<FcDims> fcs_;
   int k_;
-  std::vector<int> layers_;        // [n_global] the layers measured
-  std::vector<int> row_of_layer_;  // [n_layers] index in layers_, -1 for sliding-window layers
-  std::vector<double> sums_;       // [n_global, n_heads, n_fc]
+  std::vector<int> layers_;           // [n_global] the layers measured
+  std::vector<int> row_of_layer_;     // [n_layers] index in layers_, -1 for sliding-window layers
+  std::vector<double> sums_;          // [n_global, n_heads, n_fc]
   std::vector<double> channel_sums_;  // [n_global, n_heads, head_dim] sum of |q_c k_c|
-  std::vector<int64_t> counts_;    // [n_global, n_heads]
+  std::vector<int64_t> counts_;       // [n_global, n_heads]
 };
 
 // Bad options, a model without global layers, or a text shorter than one sample fail here.
@@ -99,8 +102,9 @@ void check_options(const ModelConfig& mc, const AttnShape& shape, int64_t n_text
          mc.n_ctx_max());
   }
   if (shape.global_layers().empty()) {
-    fail("every layer of this model is a sliding-window layer: FASA has no global layer to "
-         "calibrate");
+    fail(
+        "every layer of this model is a sliding-window layer: FASA has no global layer to "
+        "calibrate");
   }
   if (n_text < per_sample) {
     fail("the calibration text has {} tokens; one sample needs --tokens + --steps = {}", n_text,

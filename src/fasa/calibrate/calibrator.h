@@ -15,17 +15,16 @@ namespace fasa {
 class Model;
 
 struct CalibrateOptions {
-  int k = 256;           // calibration window K: top-K compared
-  int samples = 4;       // windows of the text, evenly spaced
-  int tokens = 1024;     // dense prefill per sample (the context the queries see)
-  int steps = 32;        // teacher-forced decode steps (queries) per sample
+  int k = 256;        // calibration window K: top-K compared
+  int samples = 4;    // windows of the text, evenly spaced
+  int tokens = 1024;  // dense prefill per sample (the context the queries see)
+  int steps = 32;     // teacher-forced decode steps (queries) per sample
   FcLayout fc_layout = FcLayout::Rope;
 };
 
 // `progress(done, total)` after each sample (may be null). Throws fasa::Error when the text is
 // too short or an option is out of range.
 Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
-                      const CalibrateOptions& opts,
-                      const std::function<void(int, int)>& progress);
+                      const CalibrateOptions& opts, const std::function<void(int, int)>& progress);
 
 }  // namespace fasa

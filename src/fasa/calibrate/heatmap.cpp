@@ -138,12 +138,13 @@ std::string calibration_heatmap_svg(const Calibration& c) {
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                      left + f * cell + cell / 2, axis_y, f);
   }
-  s += fmt::format("<text x=\"{}\" y=\"{}\">frequency chunk (0 = highest frequency)</text>\n",
-                   left, axis_y + 18);
+  s += fmt::format("<text x=\"{}\" y=\"{}\">frequency chunk (0 = highest frequency)</text>\n", left,
+                   axis_y + 18);
   if (partial) {
-    s += fmt::format("<text x=\"{}\" y=\"{}\">global layers {} of {}; the sliding-window layers "
-                     "are not calibrated (no policy runs there)</text>\n",
-                     left, axis_y + 34, layer_list_text(c.layers), c.n_layers);
+    s += fmt::format(
+        "<text x=\"{}\" y=\"{}\">global layers {} of {}; the sliding-window layers "
+        "are not calibrated (no policy runs there)</text>\n",
+        left, axis_y + 34, layer_list_text(c.layers), c.n_layers);
   }
   const int bar_x = left + n_fc * cell + 30;
   for (int i = 0; i < 100; ++i) {

@@ -40,7 +40,8 @@ AmxProbe probe() {
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   __get_cpuid(1, &a1, &b1, &c1, &d1);
   if (((c1 >> 27) & 1) == 0) return {false, "OS has not enabled XSAVE"};
-  if ((xcr0() & (3u << 17)) != (3u << 17)) return {false, "OS has not enabled AMX tile state (XCR0)"};
+  if ((xcr0() & (3u << 17)) != (3u << 17))
+    return {false, "OS has not enabled AMX tile state (XCR0)"};
   if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) {
     return {false, std::string("Linux refused the AMX tile permission (arch_prctl: ") +
                        std::strerror(errno) + ")"};

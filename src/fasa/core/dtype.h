@@ -34,10 +34,10 @@ enum class DType : uint32_t {
 };
 
 struct DTypeInfo {
-  std::string_view name;   // "Q4_1"
-  int64_t block_elems;     // elements per block (1 for plain types)
-  int64_t block_bytes;     // bytes per block
-  bool supported;          // this engine can compute with it
+  std::string_view name;     // "Q4_1"
+  int64_t block_elems;       // elements per block (1 for plain types)
+  int64_t block_bytes;       // bytes per block
+  bool supported;            // this engine can compute with it
   bool engine_only = false;  // a layout made at load, never valid in a GGUF file
 };
 

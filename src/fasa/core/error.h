@@ -31,8 +31,8 @@ template <typename... Args>
 
 }  // namespace fasa
 
-#define FASA_CHECK(cond)                                        \
-  do {                                                          \
+#define FASA_CHECK(cond)                                          \
+  do {                                                            \
     if (!(cond)) ::fasa::check_failed(#cond, __FILE__, __LINE__); \
   } while (0)
 

@@ -41,8 +41,8 @@ float fp16_to_fp32(uint16_t h) {
     return bits_float(float_bits(mag) | sign);
   }
   if (exp == 31) {
-    if (mant == 0) return bits_float(sign | 0x7f800000u);      // +-inf
-    return bits_float(sign | 0x7fc00000u | (mant << 13));      // NaN, quiet, payload kept
+    if (mant == 0) return bits_float(sign | 0x7f800000u);  // +-inf
+    return bits_float(sign | 0x7fc00000u | (mant << 13));  // NaN, quiet, payload kept
   }
   return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));  // rebias 15 -> 127
 }

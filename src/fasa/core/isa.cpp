@@ -13,8 +13,7 @@ bool cpu_has(Isa isa) {
 #if FASA_X86
   __builtin_cpu_init();
   switch (isa) {
-    case Isa::Scalar:
-      return true;
+    case Isa::Scalar: return true;
     case Isa::Avx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
              __builtin_cpu_supports("f16c");
@@ -38,8 +37,8 @@ Isa choose() {
   for (Isa a : avail) {
     if (a == want) return want;
   }
-  throw Error(fmt::format("FASA_ISA={}: this CPU or build does not support it (best here: {})",
-                          env, isa_name(avail.back())));
+  throw Error(fmt::format("FASA_ISA={}: this CPU or build does not support it (best here: {})", env,
+                          isa_name(avail.back())));
 }
 
 std::atomic<int> g_active{-1};
@@ -48,12 +47,9 @@ std::atomic<int> g_active{-1};
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::Scalar:
-      return "scalar";
-    case Isa::Avx2:
-      return "avx2";
-    case Isa::Avx512:
-      return "avx512";
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
   }
   return "?";
 }
@@ -89,8 +85,8 @@ void set_active_isa(Isa isa) {
       return;
     }
   }
-  throw Error(fmt::format("instruction set {} is not available on this CPU or build",
-                          isa_name(isa)));
+  throw Error(
+      fmt::format("instruction set {} is not available on this CPU or build", isa_name(isa)));
 }
 
 }  // namespace fasa

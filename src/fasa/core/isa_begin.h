@@ -23,7 +23,8 @@
 #define FASA_AVX2 1
 #define FASA_AVX512 1
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
+#pragma GCC target( \
+    "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c,bmi,bmi2,lzcnt,popcnt")
 #elif FASA_ISA_LEVEL == 1
 #define FASA_ISA_NS isa_avx2
 #define FASA_AVX2 1

@@ -32,8 +32,7 @@ inline thread_local double tl_wait_s = 0.0;
 constexpr int kSpinChecks = 2500;
 
 inline double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Spins until pred() or kSpinChecks, then returns pred().

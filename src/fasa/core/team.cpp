@@ -30,7 +30,7 @@ struct Team {
   int size;
   void (*body)(void*) = nullptr;
   void* body_ctx = nullptr;
-  uint64_t syncs = 0;  // barriers and hand-offs; counted by worker 0 only
+  uint64_t syncs = 0;                      // barriers and hand-offs; counted by worker 0 only
   std::vector<std::exception_ptr> errors;  // [size] the kept error of each worker
   std::atomic<bool> failed{false};
 

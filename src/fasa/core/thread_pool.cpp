@@ -209,13 +209,10 @@ bool in_parallel_region() { return tl_mode != RangeMode::kTop || omp_in_parallel
 
 int range_width() {
   switch (tl_mode) {
-    case RangeMode::kTop:
-      return omp_in_parallel() ? 1 : num_threads();
-    case RangeMode::kSerial:
-      return 1;
+    case RangeMode::kTop: return omp_in_parallel() ? 1 : num_threads();
+    case RangeMode::kSerial: return 1;
     case RangeMode::kTeamAll:
-    case RangeMode::kTeamLead:
-      return team_size();
+    case RangeMode::kTeamLead: return team_size();
   }
   return 1;
 }
@@ -245,17 +242,10 @@ bool run_on_pool(int nt, void (*call)(void*, int), void* ctx, const uint64_t* ba
 
 void run_workers(int nt, void (*call)(void*, int), void* ctx) {
   switch (tl_mode) {
-    case RangeMode::kTeamAll:
-      team_share(nt, call, ctx);
-      return;
-    case RangeMode::kTeamLead:
-      team_hand_off(nt, call, ctx);
-      return;
-    case RangeMode::kSerial:
-      run_serially(nt, call, ctx);
-      return;
-    case RangeMode::kTop:
-      break;
+    case RangeMode::kTeamAll: team_share(nt, call, ctx); return;
+    case RangeMode::kTeamLead: team_hand_off(nt, call, ctx); return;
+    case RangeMode::kSerial: run_serially(nt, call, ctx); return;
+    case RangeMode::kTop: break;
   }
   // Another thread's region runs: do it all here.
   if (!run_on_pool(nt, call, ctx, nullptr)) run_serially(nt, call, ctx);

@@ -27,9 +27,9 @@ enum class StopReason {
 const char* name(StopReason r);
 
 struct GenerateOptions {
-  int n_predict = 128;                 // max new tokens (< 0: until EOS or context end)
+  int n_predict = 128;  // max new tokens (< 0: until EOS or context end)
   SamplerParams sampler;
-  std::vector<std::string> stop;       // stop strings (not included in the output)
+  std::vector<std::string> stop;  // stop strings (not included in the output)
   bool stop_at_eog = true;
   // Checked with the text emitted so far after each new piece; true ends generation
   // (StopReason::Done). May be null. E.g. a task scorer whose score can no longer change.
@@ -61,9 +61,9 @@ class Generation {
   std::string step(const float* logits, int n_vocab, bool room);
   bool done() const { return done_; }
   int32_t next_token() const { return next_; }
-  StopReason stop_reason() const { return stop_reason_; }  // once done()
+  StopReason stop_reason() const { return stop_reason_; }         // once done()
   const std::vector<int32_t>& tokens() const { return tokens_; }  // generated ids
-  const std::string& text() const { return text_; }                 // emitted so far
+  const std::string& text() const { return text_; }               // emitted so far
 
  private:
   void finish(StopReason reason, std::string* out);  // flushes held-back text into *out

@@ -13,8 +13,7 @@ std::vector<int32_t> text_prompt_tokens(const Model& model, const std::string& t
 std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& msgs,
                                         bool parse_special) {
   const ChatFormat fmt = detect_chat_format(model.file());
-  const RenderedChat chat =
-      render_chat_parts(fmt, msgs, true, chat_default_system(model.file()));
+  const RenderedChat chat = render_chat_parts(fmt, msgs, true, chat_default_system(model.file()));
   const Tokenizer& tok = model.require_tokenizer();
   if (parse_special) return tok.encode(chat.text, true, true);
   return tok.encode_with_literals(chat.text, true, chat.content, chat_markers(fmt));

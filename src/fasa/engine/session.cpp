@@ -97,9 +97,10 @@ void Session::reset() {
 void Session::copy_prefix_from(const Session& src) {
   if (src.model_ != model_) fail("cannot copy a prefix between sessions of different models");
   if (!can_copy_prefix_from(src)) {
-    fail("policy '{}' learns from the prefill queries, which a copy of a '{}' session's cache "
-         "does not carry: prefill it itself, or copy from a '{}' session",
-         active_policy_->name(), src.active_policy_->name(), active_policy_->name());
+    fail(
+        "policy '{}' learns from the prefill queries, which a copy of a '{}' session's cache "
+        "does not carry: prefill it itself, or copy from a '{}' session",
+        active_policy_->name(), src.active_policy_->name(), active_policy_->name());
   }
   // First, so that a refusal (a source that has decoded already) leaves this session unchanged.
   if (active_policy_->wants_prefill_queries()) {
@@ -175,8 +176,8 @@ void Session::forward_many(const std::vector<SessionChunk>& chunks, ForwardScrat
     s.check_tokens(ch.tokens, ch.n_tok);
     s.pos_.resize(ch.n_tok);
     for (int i = 0; i < ch.n_tok; ++i) s.pos_[i] = s.n_past() + i;
-    seqs.push_back(SeqChunk{&s.cache_, s.active_policy_, ch.tokens, s.pos_.data(), ch.n_tok,
-                            false, s.logits_.data(), &s.attn_stats_});
+    seqs.push_back(SeqChunk{&s.cache_, s.active_policy_, ch.tokens, s.pos_.data(), ch.n_tok, false,
+                            s.logits_.data(), &s.attn_stats_});
   }
   forward_batch(*model, seqs.data(), static_cast<int>(seqs.size()), scratch);
 }

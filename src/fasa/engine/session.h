@@ -17,9 +17,9 @@
 namespace fasa {
 
 struct SessionOptions {
-  int n_ctx = 0;               // cache capacity in tokens; 0 = min(model context, 4096)
+  int n_ctx = 0;  // cache capacity in tokens; 0 = min(model context, 4096)
   KvType kv_type = KvType::F16;
-  int prefill_chunk = 256;     // tokens per batched prefill step
+  int prefill_chunk = 256;      // tokens per batched prefill step
   std::string policy = "full";  // name[:key=value,...] (see attention/policy.h)
   // A policy owned by the caller (e.g. the calibrator's observer), used instead of `policy`;
   // it must outlive the session and is kept across reset().
@@ -115,14 +115,14 @@ class Session {
   std::shared_ptr<const Model> model_;
   SessionOptions opts_;
   AttnShape shape_;
-  PolicyContext policy_ctx_;                 // (the model's hash is computed once, on demand)
-  std::unique_ptr<AttentionPolicy> policy_;  // owned, made from opts.policy
+  PolicyContext policy_ctx_;                  // (the model's hash is computed once, on demand)
+  std::unique_ptr<AttentionPolicy> policy_;   // owned, made from opts.policy
   AttentionPolicy* active_policy_ = nullptr;  // policy_ or opts.external_policy
-  KvCache cache_;                            // laid out as the policy asks (tiering)
+  KvCache cache_;                             // laid out as the policy asks (tiering)
   ForwardScratch scratch_;
   AttnStats attn_stats_;
-  std::vector<float> logits_;   // [n_vocab]
-  std::vector<int32_t> pos_;    // [chunk] positions scratch
+  std::vector<float> logits_;  // [n_vocab]
+  std::vector<int32_t> pos_;   // [chunk] positions scratch
 };
 
 }  // namespace fasa

@@ -35,9 +35,10 @@ void Session::fill_synthetic(int n, uint64_t seed) {
          n_ctx());
   }
   if (active_policy_->wants_prefill_queries()) {
-    fail("policy '{}' learns from the prefill queries, which a synthetic fill does not make: "
-         "fill the context with a real prefill",
-         active_policy_->name());
+    fail(
+        "policy '{}' learns from the prefill queries, which a synthetic fill does not make: "
+        "fill the context with a real prefill",
+        active_policy_->name());
   }
   const int hd = shape_.head_dim, n_kv = shape_.n_kv_heads, n_layers = shape_.n_layers;
   const int chunk = std::max(opts_.prefill_chunk, 1);

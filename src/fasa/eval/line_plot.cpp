@@ -29,9 +29,8 @@ std::string escape(const std::string& s) {
 
 // Distinct colors (Okabe-Ito, then a few more), cycled.
 const char* color(size_t i) {
-  static const char* kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00",
-                                  "#56B4E9", "#000000", "#F0E442", "#8C564B", "#7F7F7F",
-                                  "#BCBD22", "#17BECF"};
+  static const char* kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+                                  "#000000", "#F0E442", "#8C564B", "#7F7F7F", "#BCBD22", "#17BECF"};
   return kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
 }
 
@@ -39,8 +38,8 @@ const char* color(size_t i) {
 std::pair<double, double> x_range(const LinePlot& p) {
   double x_lo = INFINITY, x_hi = -INFINITY;
   for (const auto& s : p.series) {
-    if (s.x.size() != s.y.size()) fail("plot series '{}': {} x values, {} y values", s.name,
-                                       s.x.size(), s.y.size());
+    if (s.x.size() != s.y.size())
+      fail("plot series '{}': {} x values, {} y values", s.name, s.x.size(), s.y.size());
     for (double x : s.x) {
       if (!(x > 0.0)) fail("plot series '{}': x must be > 0 (log scale), got {}", s.name, x);
       x_lo = std::min(x_lo, x);
@@ -95,14 +94,16 @@ void draw_axes(const Frame& f, const LinePlot& p, std::string& s) {
     s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", f.sx(x),
                      top + f.ph + 18, x);
   }
-  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
-                   "stroke=\"#333\"/>\n",
-                   left, top, f.pw, f.ph);
+  s += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
+      "stroke=\"#333\"/>\n",
+      left, top, f.pw, f.ph);
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + f.pw / 2,
                    f.H - 15, escape(p.x_label));
-  s += fmt::format("<text x=\"18\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {})\">"
-                   "{}</text>\n",
-                   top + f.ph / 2, top + f.ph / 2, escape(p.y_label));
+  s += fmt::format(
+      "<text x=\"18\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {})\">"
+      "{}</text>\n",
+      top + f.ph / 2, top + f.ph / 2, escape(p.y_label));
 }
 
 // Reference lines (dashed), then the series (polyline and points), each with a legend entry.
@@ -111,19 +112,21 @@ void draw_lines(const Frame& f, const LinePlot& p, std::string& s) {
   size_t c = 0;
   int legend_y = Frame::top + 10;
   auto legend = [&](const std::string& name, const char* col, bool dashed) {
-    s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
-                     "stroke-width=\"2\"{}/>\n",
-                     left + f.pw + 12, legend_y, left + f.pw + 36, legend_y, col,
-                     dashed ? " stroke-dasharray=\"6 4\"" : "");
+    s += fmt::format(
+        "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+        "stroke-width=\"2\"{}/>\n",
+        left + f.pw + 12, legend_y, left + f.pw + 36, legend_y, col,
+        dashed ? " stroke-dasharray=\"6 4\"" : "");
     s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", left + f.pw + 42, legend_y + 4,
                      escape(name));
     legend_y += 20;
   };
   for (const auto& r : p.references) {
     const char* col = color(c++);
-    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
-                     "stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n",
-                     left, f.sy(r.y), left + f.pw, f.sy(r.y), col);
+    s += fmt::format(
+        "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
+        "stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n",
+        left, f.sy(r.y), left + f.pw, f.sy(r.y), col);
     legend(r.name, col, true);
   }
   for (const auto& se : p.series) {

@@ -97,8 +97,9 @@ struct PplRun {
     const int first = o.n_ctx / 2;
     for (int i0 = 0; i0 < o.n_ctx; i0 += o.batch) {
       const int i1 = std::min(o.n_ctx, i0 + o.batch);
-      const std::vector<float> logits = sessions[0]->eval_all(
-          std::vector<int32_t>(chunk.begin() + i0, chunk.begin() + i1), o.batch);  // [i1 - i0, n_vocab]
+      const std::vector<float> logits =
+          sessions[0]->eval_all(std::vector<int32_t>(chunk.begin() + i0, chunk.begin() + i1),
+                                o.batch);  // [i1 - i0, n_vocab]
       for (int i = i0; i < i1; ++i) {
         const float* row = logits.data() + static_cast<size_t>(i - i0) * n_vocab;
         if (i >= first && i < o.n_ctx - 1) {

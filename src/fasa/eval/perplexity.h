@@ -20,9 +20,9 @@ namespace fasa {
 
 struct PplOptions {
   int n_ctx = 512;
-  int n_chunks = 0;          // 0 = every whole chunk in the text
-  int n_decode = 0;          // D: score D policy-driven decode steps per chunk (0 = off)
-  int batch = 512;           // tokens per forward while evaluating a chunk (and logits held)
+  int n_chunks = 0;  // 0 = every whole chunk in the text
+  int n_decode = 0;  // D: score D policy-driven decode steps per chunk (0 = off)
+  int batch = 512;   // tokens per forward while evaluating a chunk (and logits held)
   // >= 0: every chunk's first token becomes this id (llama-perplexity does this with BOS for
   // models that add one, so each chunk starts like a fresh prompt); -1 = tokens as given.
   int32_t chunk_bos = -1;
@@ -34,16 +34,16 @@ struct PplOptions {
 struct PplResult {
   std::string policy;
   double ppl = 0.0;
-  double ppl_se = 0.0;   // standard error of the perplexity estimate
+  double ppl_se = 0.0;  // standard error of the perplexity estimate
   double mean_nll = 0.0;
   int n_chunks = 0;
-  int64_t n_scored = 0;  // predictions scored
-  int64_t n_tokens = 0;  // tokens in the text
+  int64_t n_scored = 0;           // predictions scored
+  int64_t n_tokens = 0;           // tokens in the text
   std::vector<double> chunk_ppl;  // [n_chunks] running perplexity after each chunk
   // Top-1 prediction at every evaluated position: [n_chunks * n_ctx] (or [n_chunks * D] with
   // n_decode, for the scored positions only).
   std::vector<int32_t> argmax;
-  AttnStats attn;                 // decode-step reads (n_decode mode)
+  AttnStats attn;  // decode-step reads (n_decode mode)
   double seconds = 0.0;
 };
 

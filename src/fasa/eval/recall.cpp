@@ -3,12 +3,12 @@
 #include <chrono>
 #include <cmath>
 
-#include "fasa/kernels/attend.h"
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
 #include "fasa/engine/session.h"
 #include "fasa/eval/perplexity.h"
 #include "fasa/eval/shared_prefill.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/topk.h"
 
@@ -21,10 +21,15 @@ namespace {
 class SelectionProbe final : public AttentionPolicy {
  public:
   SelectionProbe(std::unique_ptr<AttentionPolicy> inner, const AttnShape& shape, double budget)
-      : inner_(std::move(inner)), shape_(shape), budget_(budget), layers_(shape.global_layers()),
+      : inner_(std::move(inner)),
+        shape_(shape),
+        budget_(budget),
+        layers_(shape.global_layers()),
         layer_row_(shape.n_layers, -1),
         recall_(layers_.size() * shape.n_heads, 0.0),
-        mass_(recall_.size(), 0.0), count_(recall_.size(), 0), dense_(recall_.size(), 0) {
+        mass_(recall_.size(), 0.0),
+        count_(recall_.size(), 0),
+        dense_(recall_.size(), 0) {
     for (size_t i = 0; i < layers_.size(); ++i) layer_row_[layers_[i]] = static_cast<int>(i);
   }
 
@@ -58,8 +63,8 @@ class SelectionProbe final : public AttentionPolicy {
     FASA_CHECK(layer_row_[q.layer] >= 0);
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (int j = 0; j < q.n_group; ++j) {
-      const size_t row = static_cast<size_t>(layer_row_[q.layer]) * shape_.n_heads +
-                         q.kv_head * q.n_group + j;
+      const size_t row =
+          static_cast<size_t>(layer_row_[q.layer]) * shape_.n_heads + q.kv_head * q.n_group + j;
       qk_scores(q.q + j * hd, rows, nullptr, n, logits.data());
       const HeadMeasure m =
           measure_head(logits.data(), n, k, scale, out.all ? nullptr : &out.slots_for(j));
@@ -85,7 +90,7 @@ class SelectionProbe final : public AttentionPolicy {
 HeadMeasure measure_head(const float* logits, int n, int k, float scale,
                          const std::vector<int32_t>* selected) {
   HeadMeasure m;
-  if (!selected) return m;  // dense: every slot, the oracle's among them
+  if (!selected) return m;                // dense: every slot, the oracle's among them
   thread_local std::vector<float> p;      // [n]
   thread_local std::vector<int32_t> top;  // [k] the oracle's slots
   top_k_indices(logits, n, k, top);
@@ -137,8 +142,9 @@ void check_options(const std::vector<int32_t>& tokens, const RecallOptions& o,
          int64_t{o.n_ctx} + o.steps);
   }
   if (shape.global_layers().empty()) {
-    fail("every layer of this model is a sliding-window layer: no policy runs, nothing to "
-         "evaluate");
+    fail(
+        "every layer of this model is a sliding-window layer: no policy runs, nothing to "
+        "evaluate");
   }
 }
 
@@ -237,8 +243,8 @@ std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model
   return results;
 }
 
-RecallResult evaluate_recall(std::shared_ptr<const Model> model,
-                             const std::vector<int32_t>& tokens, const RecallOptions& o,
+RecallResult evaluate_recall(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+                             const RecallOptions& o,
                              const std::function<void(int, int)>& progress) {
   RecallOptions one = o;
   one.compare.clear();

@@ -18,27 +18,27 @@
 namespace fasa {
 
 struct RecallOptions {
-  int n_ctx = 1024;       // dense prefill length
-  int steps = 32;         // decode steps measured
-  std::string policy;     // spec, e.g. "fasa:calib=c.json,budget=256"
+  int n_ctx = 1024;                  // dense prefill length
+  int steps = 32;                    // decode steps measured
+  std::string policy;                // spec, e.g. "fasa:calib=c.json,budget=256"
   std::vector<std::string> compare;  // more specs measured on the same steps
   KvType kv_type = KvType::F16;
 };
 
 struct RecallResult {
   std::string policy;
-  int n_layers = 0;                // of the model
+  int n_layers = 0;  // of the model
   int n_heads = 0;
-  std::vector<int> layers;         // [n_eval] the layers evaluated: the global ones (all layers
-                                   // of a model without sliding windows)
-  int budget_last = 0;             // slots per head at the last step (oracle size)
-  std::vector<double> recall;      // [n_eval, n_heads] mean over steps
-  std::vector<double> mass;        // [n_eval, n_heads] mean share of full attention mass
-  std::vector<double> kl;          // [steps] KL(full || policy), nats
-  double mean_recall = 0.0;        // over evaluated (layer, head, step)s the policy ran sparse
-  double mean_mass = 0.0;          // (1 when it never did)
+  std::vector<int> layers;     // [n_eval] the layers evaluated: the global ones (all layers
+                               // of a model without sliding windows)
+  int budget_last = 0;         // slots per head at the last step (oracle size)
+  std::vector<double> recall;  // [n_eval, n_heads] mean over steps
+  std::vector<double> mass;    // [n_eval, n_heads] mean share of full attention mass
+  std::vector<double> kl;      // [steps] KL(full || policy), nats
+  double mean_recall = 0.0;    // over evaluated (layer, head, step)s the policy ran sparse
+  double mean_mass = 0.0;      // (1 when it never did)
   double mean_kl = 0.0;
-  double dense_fraction = 0.0;     // share of (layer, head, step) that read every slot
+  double dense_fraction = 0.0;  // share of (layer, head, step) that read every slot
   double seconds = 0.0;
 };
 
@@ -58,8 +58,8 @@ HeadMeasure measure_head(const float* logits, int n, int k, float scale,
 double kl_of_logits(const float* p_logits, const float* q_logits, int n_vocab);
 
 // The budget of the oracle comparison is the policy's `budget` option (every slot when none).
-RecallResult evaluate_recall(std::shared_ptr<const Model> model,
-                             const std::vector<int32_t>& tokens, const RecallOptions& opts,
+RecallResult evaluate_recall(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+                             const RecallOptions& opts,
                              const std::function<void(int, int)>& progress);
 // opts.policy, then every opts.compare spec, on the same prefix and steps (the dense prefix is
 // computed once and copied): [1 + compare.size()].

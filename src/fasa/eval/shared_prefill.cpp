@@ -28,8 +28,12 @@ std::unique_ptr<AttentionPolicy> policy_of(const std::string& spec, const Policy
 SharedPrefill::SharedPrefill(std::shared_ptr<const Model> model,
                              const std::vector<std::string>& specs, const SessionOptions& so,
                              const PolicyContext& ctx)
-    : model_(std::move(model)), specs_(specs), so_(so), ctx_(ctx),
-      via_dense_(specs.size(), true), keys_(specs.size()) {
+    : model_(std::move(model)),
+      specs_(specs),
+      so_(so),
+      ctx_(ctx),
+      via_dense_(specs.size(), true),
+      keys_(specs.size()) {
   so_.policy = "full";
   so_.external_policy = nullptr;
   std::map<std::string, std::string, std::less<>> key_of_name;  // watched name -> its key
@@ -72,7 +76,9 @@ std::unique_ptr<Session> SharedPrefill::make_session(size_t p) const {
 
 PromptPrefill::PromptPrefill(const SharedPrefill& shared, std::vector<int32_t> prefix,
                              Sources sources)
-    : shared_(shared), prefix_(std::move(prefix)), sources_(sources),
+    : shared_(shared),
+      prefix_(std::move(prefix)),
+      sources_(sources),
       observers_(shared.make_observers()) {
   if (observers_ || sources_ == Sources::Pristine) {
     dense_ = shared_.make_dense_session(observers_.get());

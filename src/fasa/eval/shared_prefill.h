@@ -46,7 +46,7 @@ class SharedPrefill {
 
  private:
   std::shared_ptr<const Model> model_;
-  std::vector<std::string> specs_;    // [n_settings]
+  std::vector<std::string> specs_;  // [n_settings]
   SessionOptions so_;
   PolicyContext ctx_;
   std::vector<std::string> watched_;  // specs the observers watch for
@@ -77,8 +77,8 @@ class PromptPrefill {
   void start(size_t p, Session& s);
   // The dense session, prefilled (made first if there is none): eval recall's reference.
   Session& dense();
-  int n_prefills() const { return n_prefills_; }            // prefills run so far
-  double prefill_seconds() const { return prefill_s_; }     // their time
+  int n_prefills() const { return n_prefills_; }         // prefills run so far
+  double prefill_seconds() const { return prefill_s_; }  // their time
 
  private:
   Session* find_source(size_t p);
@@ -87,8 +87,8 @@ class PromptPrefill {
   const SharedPrefill& shared_;
   const std::vector<int32_t> prefix_;  // [n_prefix]
   const Sources sources_;
-  std::unique_ptr<AttentionPolicy> observers_;  // null when nothing is watched
-  std::unique_ptr<Session> dense_;              // full attention under observers_, or null
+  std::unique_ptr<AttentionPolicy> observers_;         // null when nothing is watched
+  std::unique_ptr<Session> dense_;                     // full attention under observers_, or null
   std::vector<std::pair<size_t, Session*>> copyable_;  // (setting, session) in setting order
   std::vector<std::unique_ptr<Session>> own_;          // Pristine: sessions prefilled here
   int n_prefills_ = 0;

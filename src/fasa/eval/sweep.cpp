@@ -8,8 +8,8 @@
 
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
-#include "fasa/eval/line_plot.h"
 #include "fasa/core/sha256.h"
+#include "fasa/eval/line_plot.h"
 
 namespace fasa {
 
@@ -213,9 +213,9 @@ std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks
   return s;
 }
 
-std::vector<std::pair<std::string, std::string>> sweep_plots(
-    const std::vector<Task>& tasks, const std::vector<SweepEntry>& entries,
-    const TaskRunResult& r) {
+std::vector<std::pair<std::string, std::string>> sweep_plots(const std::vector<Task>& tasks,
+                                                             const std::vector<SweepEntry>& entries,
+                                                             const TaskRunResult& r) {
   check_aligned(tasks, entries, r);
   const TaskScoreTable t = score_table(tasks, r);
   auto plot = [&](const std::string& title, auto&& score_of) {

@@ -44,8 +44,8 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
 std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks,
                            const std::vector<SweepEntry>& entries, const TaskRunResult& r);
 // (file name, SVG): "score_vs_budget.svg" (mean over task kinds), then one per task kind.
-std::vector<std::pair<std::string, std::string>> sweep_plots(
-    const std::vector<Task>& tasks, const std::vector<SweepEntry>& entries,
-    const TaskRunResult& r);
+std::vector<std::pair<std::string, std::string>> sweep_plots(const std::vector<Task>& tasks,
+                                                             const std::vector<SweepEntry>& entries,
+                                                             const TaskRunResult& r);
 
 }  // namespace fasa

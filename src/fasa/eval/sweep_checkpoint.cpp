@@ -99,9 +99,10 @@ void check_header(const Json& got, const SweepIdentity& want, const std::string&
   for (const auto& [key, value] : w.items()) {
     if (!h.has(key)) fail("{}: the header has no '{}'", source, key);
     if (h.at(key) != value) {
-      fail("{}: it was written for {} = {}, this sweep has {} = {}; resume it with the same "
-           "settings, or write to another directory",
-           source, key, shown(h.at(key)), key, shown(value));
+      fail(
+          "{}: it was written for {} = {}, this sweep has {} = {}; resume it with the same "
+          "settings, or write to another directory",
+          source, key, shown(h.at(key)), key, shown(value));
     }
   }
 }
@@ -118,8 +119,7 @@ TaskDone task_from(const Json& json, const SweepIdentity& want, const std::vecto
   d.task = j.number<size_t>("task", 0, tasks.size() - 1);
   d.id = j.string("id");
   if (d.id != tasks[d.task].id) {
-    fail("{}: task {} has id '{}', the task file's is '{}'", where, d.task, d.id,
-         tasks[d.task].id);
+    fail("{}: task {} has id '{}', the task file's is '{}'", where, d.task, d.id, tasks[d.task].id);
   }
   d.n_prompt = j.number<int>("n_prompt", 0, kMaxCount);
   d.prefill_seconds = j.number<double>("prefill_seconds", 0.0, kMaxDouble);
@@ -200,12 +200,13 @@ void check_same_build(const std::vector<TaskDone>& done, const std::string& curr
                       const std::string& source) {
   for (const TaskDone& d : done) {
     if (d.fasa_version == current) continue;
-    fail("{}: task '{}' was run by {}, this is fasa {}; resume with that build, or add "
-         "--resume-other-build to mix the two (results.json then counts the tasks of each)",
-         source, d.id,
-         d.fasa_version.empty() ? std::string("a build that did not record itself")
-                                : "fasa " + d.fasa_version,
-         current);
+    fail(
+        "{}: task '{}' was run by {}, this is fasa {}; resume with that build, or add "
+        "--resume-other-build to mix the two (results.json then counts the tasks of each)",
+        source, d.id,
+        d.fasa_version.empty() ? std::string("a build that did not record itself")
+                               : "fasa " + d.fasa_version,
+        current);
   }
 }
 
@@ -215,9 +216,10 @@ CheckpointFile::CheckpointFile(std::string path, const SweepIdentity& id,
   std::error_code ec;
   const bool exists = std::filesystem::exists(path_, ec);
   if (exists && !resume) {
-    fail("'{}' holds the checkpoint of an unfinished sweep: add --resume to finish it, or remove "
-         "the file to start again",
-         path_);
+    fail(
+        "'{}' holds the checkpoint of an unfinished sweep: add --resume to finish it, or remove "
+        "the file to start again",
+        path_);
   }
   std::string text = checkpoint_header_line(id) + "\n";
   if (exists) {

@@ -31,7 +31,7 @@ struct SweepIdentity {
   std::vector<std::string> policies;  // [n_policies] specs, in order
 };
 
-struct TaskDone {  // one finished task
+struct TaskDone {   // one finished task
   size_t task = 0;  // index in the task file
   std::string id;
   int n_prompt = 0;
@@ -75,8 +75,8 @@ class CheckpointFile {
   const std::vector<TaskDone>& done() const { return done_; }  // read back by --resume
   // One line, with one write() and an fsync; throws fasa::Error if it cannot write.
   void append(const TaskDone& d);
-  void remove();                   // the sweep finished: its results.json holds everything
-  void remove_if_empty();          // the sweep failed before finishing any task
+  void remove();           // the sweep finished: its results.json holds everything
+  void remove_if_empty();  // the sweep failed before finishing any task
 
  private:
   std::string path_;

@@ -12,27 +12,33 @@ namespace fasa {
 namespace {
 
 // Word lists for keys and the planted facts (invented names, so no answer is known in advance).
-const std::vector<std::string> kAdjectives = {
-    "amber", "brisk", "calm",   "dusty", "eager", "faint", "gentle", "hollow", "icy",   "jolly",
-    "keen",  "lofty", "mellow", "narrow", "olive", "proud", "quiet", "rusty",  "silent", "tidy",
-    "vivid", "wary",  "young",  "zesty", "bold",  "crisp", "damp",  "fierce", "grand", "humble"};
-const std::vector<std::string> kNouns = {
-    "anchor",  "badger",  "candle", "dolphin", "ember",  "falcon",  "garden",   "harbor",
-    "island",  "jacket",  "kettle", "lantern", "meadow", "needle",  "orchard",  "pepper",
-    "quarry",  "ribbon",  "saddle", "thimble", "valley", "walnut",  "yarrow",   "zephyr",
-    "beacon",  "cellar",  "drum",   "engine",  "fountain", "gravel"};
-const std::vector<std::string> kFirst = {
-    "Adela", "Bram",   "Corin",  "Delphine", "Edric",    "Fenna",  "Gideon", "Halvard",
-    "Isolde", "Jasper", "Kestrel", "Linnea", "Mattias", "Nerys",  "Osric",  "Petra",
-    "Quillon", "Rosalind", "Soren", "Tamsin", "Ulric",   "Vesna",  "Wystan", "Yolande"};
-const std::vector<std::string> kLast = {
-    "Ashgrove", "Blackwood", "Crowther", "Dunmore",  "Everleigh", "Fairbank",  "Greystone",
-    "Hollins",  "Inchbald",  "Jessop",   "Kettering", "Lowther",  "Marchbank", "Nettleford",
-    "Oakhurst", "Pendry",    "Quarrington", "Rushworth", "Stanforth", "Thistlewood"};
-const std::vector<std::string> kTowns = {
-    "Brackenmoor", "Caddisford", "Dunhollow",  "Elmsworth",  "Fernwick",  "Glimmerton",
-    "Harrowdene",  "Ivelmouth",  "Kestlewick", "Lowmarsh",   "Mirefield", "Northwold",
-    "Oxhallow",    "Pellingham", "Quenmere",   "Rookhaven",  "Saltmere",  "Thornbury"};
+const std::vector<std::string> kAdjectives = {"amber", "brisk",  "calm",   "dusty",  "eager",
+                                              "faint", "gentle", "hollow", "icy",    "jolly",
+                                              "keen",  "lofty",  "mellow", "narrow", "olive",
+                                              "proud", "quiet",  "rusty",  "silent", "tidy",
+                                              "vivid", "wary",   "young",  "zesty",  "bold",
+                                              "crisp", "damp",   "fierce", "grand",  "humble"};
+const std::vector<std::string> kNouns = {"anchor", "badger",  "candle", "dolphin",  "ember",
+                                         "falcon", "garden",  "harbor", "island",   "jacket",
+                                         "kettle", "lantern", "meadow", "needle",   "orchard",
+                                         "pepper", "quarry",  "ribbon", "saddle",   "thimble",
+                                         "valley", "walnut",  "yarrow", "zephyr",   "beacon",
+                                         "cellar", "drum",    "engine", "fountain", "gravel"};
+const std::vector<std::string> kFirst = {"Adela",   "Bram",    "Corin",    "Delphine", "Edric",
+                                         "Fenna",   "Gideon",  "Halvard",  "Isolde",   "Jasper",
+                                         "Kestrel", "Linnea",  "Mattias",  "Nerys",    "Osric",
+                                         "Petra",   "Quillon", "Rosalind", "Soren",    "Tamsin",
+                                         "Ulric",   "Vesna",   "Wystan",   "Yolande"};
+const std::vector<std::string> kLast = {"Ashgrove",    "Blackwood",  "Crowther",  "Dunmore",
+                                        "Everleigh",   "Fairbank",   "Greystone", "Hollins",
+                                        "Inchbald",    "Jessop",     "Kettering", "Lowther",
+                                        "Marchbank",   "Nettleford", "Oakhurst",  "Pendry",
+                                        "Quarrington", "Rushworth",  "Stanforth", "Thistlewood"};
+const std::vector<std::string> kTowns = {"Brackenmoor", "Caddisford", "Dunhollow",  "Elmsworth",
+                                         "Fernwick",    "Glimmerton", "Harrowdene", "Ivelmouth",
+                                         "Kestlewick",  "Lowmarsh",   "Mirefield",  "Northwold",
+                                         "Oxhallow",    "Pellingham", "Quenmere",   "Rookhaven",
+                                         "Saltmere",    "Thornbury"};
 const std::vector<std::string> kAnimals = {"horse", "goat", "parrot", "hound", "donkey", "cat"};
 const std::vector<std::string> kColors = {"grey", "white", "black", "brown", "speckled", "red"};
 
@@ -85,10 +91,11 @@ std::string magic_needle(const std::string& key, const std::string& value) {
 Draft passkey(TaskRng& rng) {
   Draft d;
   const std::string key = digits(rng, 5);
-  d.head = "There is an important piece of information hidden inside a lot of irrelevant text. "
-           "Find it and memorize it. I will quiz you about it.\n\n";
-  d.needles = {{rng.unit(), "The pass key is " + key + ". Remember it. " + key +
-                                " is the pass key."}};
+  d.head =
+      "There is an important piece of information hidden inside a lot of irrelevant text. "
+      "Find it and memorize it. I will quiz you about it.\n\n";
+  d.needles = {
+      {rng.unit(), "The pass key is " + key + ". Remember it. " + key + " is the pass key."}};
   d.tail = "\n\nWhat is the pass key? The pass key is";
   d.answers = {key};
   d.max_new_tokens = 12;
@@ -128,8 +135,9 @@ Draft niah(TaskRng& rng, int n_keys, int n_values, int n_queried) {
   } else {
     std::string list;
     for (size_t i = 0; i < asked.size(); ++i) {
-      list += (i == 0 ? "" : (i + 1 == asked.size() ? (asked.size() > 2 ? ", and " : " and ")
-                                                     : ", ")) + asked[i];
+      list +=
+          (i == 0 ? "" : (i + 1 == asked.size() ? (asked.size() > 2 ? ", and " : " and ") : ", ")) +
+          asked[i];
     }
     d.tail = "\n\nWhat are all the special magic numbers for " + list +
              " mentioned in the provided text? The special magic numbers for " + list +
@@ -158,7 +166,8 @@ Draft variable_tracking(TaskRng& rng) {
   d.head = "Memorize and track the chain of variable assignments hidden in the following text.\n\n";
   d.tail = "\n\nQuestion: Find all variables that are assigned the value " + value +
            " in the text above. Answer: According to the chain of variable assignments in the "
-           "text above, 5 variables are assigned the value " + value + ", they are:";
+           "text above, 5 variables are assigned the value " +
+           value + ", they are:";
   d.answers = vars;
   d.metric = TaskMetric::All;
   d.max_new_tokens = 32;
@@ -201,10 +210,12 @@ Draft common_words(TaskRng& rng, const std::vector<std::string>& vocab, int n_ct
     for (size_t i = 0; i < list.size(); ++i) s += std::to_string(i + 1) + ". " + list[i] + "\n";
     return s;
   };
-  d.head = "Below is a numbered list of words. In these words, some appear more often than "
-           "others. Memorize the ones that appear most often.\n";
-  d.tail = "\nQuestion: What are the 10 most common words in the above list? Answer: The top 10 "
-           "words that appear most often in the list are:";
+  d.head =
+      "Below is a numbered list of words. In these words, some appear more often than "
+      "others. Memorize the ones that appear most often.\n";
+  d.tail =
+      "\nQuestion: What are the 10 most common words in the above list? Answer: The top 10 "
+      "words that appear most often in the list are:";
   d.answers = common;
   d.metric = TaskMetric::All;
   d.max_new_tokens = 120;
@@ -247,11 +258,13 @@ Draft freq_words(TaskRng& rng) {
     for (size_t i = 0; i < text.size(); ++i) s += (i ? " " : "") + coded[text[i]];
     return s;
   };
-  d.head = "Read the following coded text and track the frequency of each coded word. Find the "
-           "three most frequently appearing coded words.\n\n";
-  d.tail = "\n\nQuestion: What are the three most frequently appearing words in the above coded "
-           "text? Answer: According to the coded text above, the three most frequently "
-           "appearing words are:";
+  d.head =
+      "Read the following coded text and track the frequency of each coded word. Find the "
+      "three most frequently appearing coded words.\n\n";
+  d.tail =
+      "\n\nQuestion: What are the three most frequently appearing words in the above coded "
+      "text? Answer: According to the coded text above, the three most frequently "
+      "appearing words are:";
   d.metric = TaskMetric::All;
   d.max_new_tokens = 48;
   return d;
@@ -311,9 +324,10 @@ uint64_t kind_salt(const std::string& kind) {  // FNV-1a: each kind draws its ow
 }  // namespace
 
 const std::vector<std::string>& task_kinds() {
-  static const std::vector<std::string> kinds = {
-      "passkey", "niah-single", "niah-multikey", "niah-multivalue", "niah-multiquery",
-      "variable-tracking", "common-words", "freq-words", "qa"};
+  static const std::vector<std::string> kinds =
+      {"passkey",         "niah-single",     "niah-multikey",
+       "niah-multivalue", "niah-multiquery", "variable-tracking",
+       "common-words",    "freq-words",      "qa"};
   return kinds;
 }
 
@@ -325,11 +339,10 @@ void check_task_kind(const std::string& kind) {
   fail("unknown task kind '{}' (known: {})", kind, known);
 }
 
-std::vector<GeneratedTask> generate_tasks(const TaskGenOptions& opts,
-                                          const std::string& haystack_text,
-                                          const std::string& haystack_name,
-                                          const std::function<int64_t(const std::string&)>& count_tokens,
-                                          const std::function<void(int, int)>& progress) {
+std::vector<GeneratedTask> generate_tasks(
+    const TaskGenOptions& opts, const std::string& haystack_text, const std::string& haystack_name,
+    const std::function<int64_t(const std::string&)>& count_tokens,
+    const std::function<void(int, int)>& progress) {
   check_task_kind(opts.kind);
   if (opts.count < 1) fail("--n must be >= 1 (got {})", opts.count);
   if (opts.n_ctx < 64) fail("--ctx must be >= 64 (got {})", opts.n_ctx);
@@ -345,23 +358,32 @@ std::vector<GeneratedTask> generate_tasks(const TaskGenOptions& opts,
     TaskRng rng(opts.seed * 0x9E3779B97F4A7C15ull ^ kind_salt(opts.kind) ^ (uint64_t(i) << 20));
     Draft d;
     const std::string& k = opts.kind;
-    if (k == "passkey") d = passkey(rng);
-    else if (k == "niah-single") d = niah(rng, 1, 1, 1);
-    else if (k == "niah-multikey") d = niah(rng, 4, 1, 1);
-    else if (k == "niah-multivalue") d = niah(rng, 1, 4, 1);
-    else if (k == "niah-multiquery") d = niah(rng, 4, 1, 4);
-    else if (k == "variable-tracking") d = variable_tracking(rng);
-    else if (k == "common-words") d = common_words(rng, vocab, opts.n_ctx);
-    else if (k == "freq-words") d = freq_words(rng);
-    else d = qa(rng);
+    if (k == "passkey")
+      d = passkey(rng);
+    else if (k == "niah-single")
+      d = niah(rng, 1, 1, 1);
+    else if (k == "niah-multikey")
+      d = niah(rng, 4, 1, 1);
+    else if (k == "niah-multivalue")
+      d = niah(rng, 1, 4, 1);
+    else if (k == "niah-multiquery")
+      d = niah(rng, 4, 1, 4);
+    else if (k == "variable-tracking")
+      d = variable_tracking(rng);
+    else if (k == "common-words")
+      d = common_words(rng, vocab, opts.n_ctx);
+    else if (k == "freq-words")
+      d = freq_words(rng);
+    else
+      d = qa(rng);
     const size_t start = hay.next_sentence_start(rng.below(hay.n_words()));
     auto body = [&](int64_t n, std::vector<std::string>* answers) {
       return d.body ? d.body(n, answers) : hay.context(start, static_cast<size_t>(n), d.needles);
     };
     auto prompt = [&](int64_t n) { return d.head + body(n, nullptr) + d.tail; };
     const int64_t target = opts.n_ctx - d.max_new_tokens;
-    const int64_t max_n = k == "common-words" ? static_cast<int64_t>(vocab.size()) - 10
-                                              : int64_t{1} << 24;
+    const int64_t max_n =
+        k == "common-words" ? static_cast<int64_t>(vocab.size()) - 10 : int64_t{1} << 24;
     const int64_t n = fit_units([&](int64_t u) { return count_tokens(prompt(u)); }, target, max_n,
                                 "--ctx " + std::to_string(opts.n_ctx) + " is too small for " + k);
     GeneratedTask g;

@@ -13,9 +13,9 @@
 namespace fasa {
 
 struct TaskGenOptions {
-  std::string kind;        // one of task_kinds()
-  int n_ctx = 4096;        // prompt tokens + max_new_tokens <= n_ctx, as close as the words allow
-  int count = 25;          // tasks to make
+  std::string kind;  // one of task_kinds()
+  int n_ctx = 4096;  // prompt tokens + max_new_tokens <= n_ctx, as close as the words allow
+  int count = 25;    // tasks to make
   uint64_t seed = 1;
 };
 
@@ -32,10 +32,9 @@ void check_task_kind(const std::string& kind);
 // `count_tokens` measures a prompt the way the runner will (e.g. BOS + tokens, or the chat
 // rendering). Throws fasa::Error for an unknown kind, a count < 1, or a context too small for
 // the kind (saying how many tokens its fixed part needs). `progress(done, total)` may be null.
-std::vector<GeneratedTask> generate_tasks(const TaskGenOptions& opts,
-                                          const std::string& haystack_text,
-                                          const std::string& haystack_name,
-                                          const std::function<int64_t(const std::string&)>& count_tokens,
-                                          const std::function<void(int, int)>& progress);
+std::vector<GeneratedTask> generate_tasks(
+    const TaskGenOptions& opts, const std::string& haystack_text, const std::string& haystack_name,
+    const std::function<int64_t(const std::string&)>& count_tokens,
+    const std::function<void(int, int)>& progress);
 
 }  // namespace fasa

@@ -56,9 +56,8 @@ void check_options(const std::vector<Task>& tasks, const TaskRunOptions& opts,
 
 // r.n_prompt and r.n_ctx (the option, or the longest prompt + its new tokens); a task that does
 // not fit fails here, before any work.
-void size_context(const std::vector<Task>& tasks,
-                  const std::vector<std::vector<int32_t>>& prompts, const TaskRunOptions& opts,
-                  TaskRunResult& r) {
+void size_context(const std::vector<Task>& tasks, const std::vector<std::vector<int32_t>>& prompts,
+                  const TaskRunOptions& opts, TaskRunResult& r) {
   int need = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     r.n_prompt.push_back(static_cast<int>(prompts[i].size()));
@@ -209,8 +208,7 @@ struct TaskRun {
 }  // namespace
 
 TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Task>& tasks,
-                        const TaskRunOptions& opts,
-                        const std::function<void(int, int)>& progress,
+                        const TaskRunOptions& opts, const std::function<void(int, int)>& progress,
                         const TaskRunResume& resume) {
   check_options(tasks, opts, resume);
   const auto t_start = std::chrono::steady_clock::now();

@@ -22,8 +22,8 @@ namespace fasa {
 
 struct TaskRunOptions {
   std::vector<std::string> policies = {"full"};  // specs (attention/policy.h), one result each
-  bool chat = false;   // wrap each prompt as one user turn of the model's chat format
-  int n_ctx = 0;       // 0: the longest prompt + its max_new_tokens
+  bool chat = false;  // wrap each prompt as one user turn of the model's chat format
+  int n_ctx = 0;      // 0: the longest prompt + its max_new_tokens
   KvType kv_type = KvType::F16;
   int prefill_chunk = 256;
   // Tasks run in parallel, one thread each (kernels then run single-threaded). On a few cores
@@ -33,10 +33,10 @@ struct TaskRunOptions {
 };
 
 struct TaskOutcome {
-  std::string output;       // generated text
-  double score = 0.0;       // score_output(task.metric, output, task.answers)
-  int n_generated = 0;      // tokens
-  AttnStats attn;           // decode-step reads of this generation
+  std::string output;   // generated text
+  double score = 0.0;   // score_output(task.metric, output, task.answers)
+  int n_generated = 0;  // tokens
+  AttnStats attn;       // decode-step reads of this generation
   double decode_ms = 0.0;
 };
 
@@ -69,17 +69,16 @@ struct TaskRunResult {
 // fasa::Error naming the task, before any work. Each policy spec is checked by making it once.
 // `progress(done, total)` counts the (task, policy) generations run here; may be null.
 TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Task>& tasks,
-                        const TaskRunOptions& opts,
-                        const std::function<void(int, int)>& progress,
+                        const TaskRunOptions& opts, const std::function<void(int, int)>& progress,
                         const TaskRunResume& resume = {});
 
 // Per task kind (in order of first appearance) and overall: the mean score of each policy.
 struct TaskScoreTable {
-  std::vector<std::string> kinds;            // [n_kinds]
-  std::vector<int> count;                    // [n_kinds] tasks per kind
-  std::vector<std::vector<double>> mean;     // [n_kinds][n_policies]
-  std::vector<double> overall;               // [n_policies] mean over every task
-  std::vector<double> kind_average;          // [n_policies] mean of the kinds' means
+  std::vector<std::string> kinds;         // [n_kinds]
+  std::vector<int> count;                 // [n_kinds] tasks per kind
+  std::vector<std::vector<double>> mean;  // [n_kinds][n_policies]
+  std::vector<double> overall;            // [n_policies] mean over every task
+  std::vector<double> kind_average;       // [n_policies] mean of the kinds' means
 };
 TaskScoreTable score_table(const std::vector<Task>& tasks, const TaskRunResult& r);
 

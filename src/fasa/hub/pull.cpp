@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "fasa/core/error.h"
-#include "fasa/hub/cache.h"
 #include "fasa/core/sha256.h"
+#include "fasa/hub/cache.h"
 #include "fasa/hub/subprocess.h"
 
 namespace fs = std::filesystem;

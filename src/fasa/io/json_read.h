@@ -96,8 +96,8 @@ class JsonObject {
       : j_(j), where_(std::move(where)), path_(std::move(path)) {
     if (!j_.is_object()) {
       if (path_.empty()) fail("{}: expected a JSON object (got {})", where_, json_shown(j_));
-      fail("{}: field \"{}\" must be an object (got {})", where_,
-           path_.substr(0, path_.size() - 1), json_shown(j_));
+      fail("{}: field \"{}\" must be an object (got {})", where_, path_.substr(0, path_.size() - 1),
+           json_shown(j_));
     }
   }
 
@@ -150,8 +150,8 @@ class JsonObject {
     std::vector<T> out;
     out.reserve(a.size());
     for (size_t i = 0; i < a.size(); ++i) {
-      out.push_back(json_number<T>(a[i], where_, field(key) + "[" + std::to_string(i) + "]", lo,
-                                   hi));
+      out.push_back(
+          json_number<T>(a[i], where_, field(key) + "[" + std::to_string(i) + "]", lo, hi));
     }
     return out;
   }

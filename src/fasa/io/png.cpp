@@ -91,7 +91,7 @@ std::string encode_png_rgb(int width, int height, const std::vector<uint8_t>& rg
     z.push_back(static_cast<char>(last ? 1 : 0));  // BFINAL, BTYPE = 00 (stored)
     z.push_back(static_cast<char>(len & 0xFF));    // LEN, little-endian
     z.push_back(static_cast<char>((len >> 8) & 0xFF));
-    z.push_back(static_cast<char>(~len & 0xFF));   // NLEN = one's complement of LEN
+    z.push_back(static_cast<char>(~len & 0xFF));  // NLEN = one's complement of LEN
     z.push_back(static_cast<char>((~len >> 8) & 0xFF));
     z.append(raw, at, len);
     at += len;

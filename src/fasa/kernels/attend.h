@@ -46,25 +46,24 @@ inline constexpr int attn_state_size(int head_dim) { return head_dim + 2; }
 //   p = softmax(scale * q . K[s_j]). probs: [n]. (Computed apart from attend_one, which never
 //   materializes them.)
 // qk_scores: raw logits q . K[s_j] (no scale) for j in [0, n); scores: [n].
-#define FASA_ATTEND_KERNELS(X)                                                                    \
-  X(void, attn_state_clear, (float* state, int head_dim), (state, head_dim))                      \
-  X(void, attend_partial,                                                                         \
-    (const float* const* qs, int n_q, const int* n_keys, const KvRows& rows,                      \
-     const int32_t* slots, int begin, int end, float scale, float* states),                       \
-    (qs, n_q, n_keys, rows, slots, begin, end, scale, states))                                    \
-  X(void, attn_state_merge, (float* into, const float* from, int head_dim),                       \
-    (into, from, head_dim))                                                                       \
-  X(void, attn_state_finish, (const float* state, int head_dim, float* out),                      \
-    (state, head_dim, out))                                                                       \
-  X(void, attend_one,                                                                             \
-    (const float* q, const KvRows& rows, const int32_t* slots, int n, float scale, float* out),   \
-    (q, rows, slots, n, scale, out))                                                              \
-  X(void, attend_probs,                                                                           \
-    (const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,                \
-     float* probs),                                                                               \
-    (q, rows, slots, n, scale, probs))                                                            \
-  X(void, qk_scores,                                                                              \
-    (const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores),             \
+#define FASA_ATTEND_KERNELS(X)                                                                     \
+  X(void, attn_state_clear, (float* state, int head_dim), (state, head_dim))                       \
+  X(void, attend_partial,                                                                          \
+    (const float* const* qs, int n_q, const int* n_keys, const KvRows& rows, const int32_t* slots, \
+     int begin, int end, float scale, float* states),                                              \
+    (qs, n_q, n_keys, rows, slots, begin, end, scale, states))                                     \
+  X(void, attn_state_merge, (float* into, const float* from, int head_dim),                        \
+    (into, from, head_dim))                                                                        \
+  X(void, attn_state_finish, (const float* state, int head_dim, float* out),                       \
+    (state, head_dim, out))                                                                        \
+  X(void, attend_one,                                                                              \
+    (const float* q, const KvRows& rows, const int32_t* slots, int n, float scale, float* out),    \
+    (q, rows, slots, n, scale, out))                                                               \
+  X(void, attend_probs,                                                                            \
+    (const float* q, const KvRows& rows, const int32_t* slots, int n, float scale, float* probs),  \
+    (q, rows, slots, n, scale, probs))                                                             \
+  X(void, qk_scores,                                                                               \
+    (const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores),              \
     (q, rows, slots, n, scores))
 FASA_ATTEND_KERNELS(FASA_DECLARE_KERNEL)
 

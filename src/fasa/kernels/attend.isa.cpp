@@ -5,12 +5,11 @@
 #include <cstring>
 #include <vector>
 
-
 #include "fasa/core/f16.h"
-#include "fasa/kernels/ops.h"
-#include "fasa/kernels/q8_0.h"
 #include "fasa/core/isa_intrin.h"
 #include "fasa/kernels/isa_api.h"
+#include "fasa/kernels/ops.h"
+#include "fasa/kernels/q8_0.h"
 
 #include "fasa/core/isa_begin.h"
 
@@ -28,7 +27,8 @@ namespace {
 #endif
 
 inline size_t row_size(int hd, KvType t) {
-  return t == KvType::Q8_0 ? q8_0_row_bytes(hd) : static_cast<size_t>(hd) * (t == KvType::F16 ? 2 : 4);
+  return t == KvType::Q8_0 ? q8_0_row_bytes(hd)
+                           : static_cast<size_t>(hd) * (t == KvType::F16 ? 2 : 4);
 }
 
 inline const uint8_t* row_ptr(const void* base, int64_t slot, int hd, KvType t) {
@@ -103,10 +103,10 @@ float dot_row(const float* q, const uint8_t* row, int hd, KvType t) {
   if (hd % 16 == 0) {
     __m512 acc = _mm512_setzero_ps();
     for (int i = 0; i < hd; i += 16) {
-      const __m512 k = t == KvType::F16
-                           ? _mm512_cvtph_ps(_mm256_loadu_si256(
-                                 reinterpret_cast<const __m256i*>(row + 2 * i)))
-                           : _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i);
+      const __m512 k =
+          t == KvType::F16
+              ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)))
+              : _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i);
       acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), k, acc);
     }
     alignas(64) float lanes[16];
@@ -219,10 +219,10 @@ void accumulate_row(const uint8_t* row, int hd, KvType t, const float* e_col, co
 #if FASA_AVX512
   if (hd % 16 == 0) {
     for (int d = 0; d < hd; d += 16) {
-      const __m512 v = t == KvType::F16
-                           ? _mm512_cvtph_ps(_mm256_loadu_si256(
-                                 reinterpret_cast<const __m256i*>(row + 2 * d)))
-                           : _mm512_loadu_ps(reinterpret_cast<const float*>(row) + d);
+      const __m512 v =
+          t == KvType::F16
+              ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * d)))
+              : _mm512_loadu_ps(reinterpret_cast<const float*>(row) + d);
       for (int i = 0; i < n_q; ++i) {
         if (counts[i] <= j) continue;
         float* acc = states + i * ss + d;
@@ -279,7 +279,8 @@ void accumulate_block(const uint8_t* const* vrows, int d0, const float* e, int c
   for (int z = 0; z < NZ; ++z) a[z] = _mm512_loadu_ps(acc + d0 + 16 * z);
   for (int j = 0; j < cnt; ++j) {
     const __m512 p = _mm512_set1_ps(e[j]);
-    for (int z = 0; z < NZ; ++z) a[z] = _mm512_fmadd_ps(p, load16<kF16>(vrows[j], d0 + 16 * z), a[z]);
+    for (int z = 0; z < NZ; ++z)
+      a[z] = _mm512_fmadd_ps(p, load16<kF16>(vrows[j], d0 + 16 * z), a[z]);
   }
   for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(acc + d0 + 16 * z, a[z]);
 }
@@ -313,9 +314,8 @@ void accumulate_row_q8(const uint8_t* row, int hd, const float* e_col, const int
 #if FASA_AVX512
     const __m512 dvv = _mm512_set1_ps(dv);
     for (int h = 0; h < kQ8Block; h += 16) {
-      const __m512 v = _mm512_mul_ps(
-          dvv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + h)))));
+      const __m512 v = _mm512_mul_ps(dvv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                                              reinterpret_cast<const __m128i*>(qs + h)))));
       for (int i = 0; i < n_q; ++i) {
         if (counts[i] <= j) continue;
         float* acc = states + i * ss + d0 + h;
@@ -326,9 +326,8 @@ void accumulate_row_q8(const uint8_t* row, int hd, const float* e_col, const int
 #elif FASA_AVX2
     const __m256 dvv = _mm256_set1_ps(dv);
     for (int h = 0; h < kQ8Block; h += 8) {
-      const __m256 v = _mm256_mul_ps(
-          dvv, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
-                   _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + h)))));
+      const __m256 v = _mm256_mul_ps(dvv, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
+                                              reinterpret_cast<const __m128i*>(qs + h)))));
       for (int i = 0; i < n_q; ++i) {
         if (counts[i] <= j) continue;
         float* acc = states + i * ss + d0 + h;
@@ -341,7 +340,8 @@ void accumulate_row_q8(const uint8_t* row, int hd, const float* e_col, const int
       if (counts[i] <= j) continue;
       const float p = e_col[i * kAttnTile];
       float* acc = states + i * ss + d0;
-      for (int d = 0; d < kQ8Block; ++d) acc[d] = std::fma(p, dv * static_cast<float>(qs[d]), acc[d]);
+      for (int d = 0; d < kQ8Block; ++d)
+        acc[d] = std::fma(p, dv * static_cast<float>(qs[d]), acc[d]);
     }
 #endif
   }
@@ -400,7 +400,7 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
   const size_t qrb = q8 ? q8_0_row_bytes(hd) : 0;
 #if FASA_AVX512
   const bool fast = !q8 && hd % 16 == 0;  // register-held accumulators (same bits)
-  thread_local std::vector<float> kvbuf;   // [2, kAttnTile, hd] a tile's K then V rows as fp32
+  thread_local std::vector<float> kvbuf;  // [2, kAttnTile, hd] a tile's K then V rows as fp32
   if (fast && rows.type == KvType::F16 && n_q > 1 &&
       kvbuf.size() < 2u * kAttnTile * static_cast<size_t>(hd)) {
     kvbuf.resize(2u * kAttnTile * static_cast<size_t>(hd));
@@ -510,7 +510,8 @@ void attend_one(const float* q, const KvRows& rows, const int32_t* slots, int n,
   float* part = buf.data() + ss;
   attn_state_clear(total, hd);
   for (int c0 = 0; c0 < n; c0 += kAttnChunk) {
-    FASA_ISA_NS::attend_partial(&q, 1, &n, rows, slots, c0, std::min(n, c0 + kAttnChunk), scale, part);
+    FASA_ISA_NS::attend_partial(&q, 1, &n, rows, slots, c0, std::min(n, c0 + kAttnChunk), scale,
+                                part);
     attn_state_merge(total, part, hd);
   }
   attn_state_finish(total, hd, out);

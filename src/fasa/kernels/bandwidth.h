@@ -27,7 +27,7 @@ inline constexpr uint64_t kMinBandwidthBytes = 64ull << 20;
 // Allocates `bytes` (at least kMinBandwidthBytes, at most half the physical memory), touches every
 // page once, then reads the whole buffer `reps` times with num_threads() workers and reports the
 // best repetition. Throws fasa::Error on a bad size or when the buffer cannot be allocated.
-#define FASA_BANDWIDTH_KERNELS(X)                                                                 \
+#define FASA_BANDWIDTH_KERNELS(X) \
   X(BandwidthResult, measure_read_bandwidth, (uint64_t bytes, int reps), (bytes, reps))
 FASA_BANDWIDTH_KERNELS(FASA_DECLARE_KERNEL)
 // 1 GiB, 5 repetitions unless given.

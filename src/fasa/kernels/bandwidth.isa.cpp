@@ -8,10 +8,9 @@
 
 #include <unistd.h>
 
-
 #include "fasa/core/error.h"
-#include "fasa/core/parallel.h"
 #include "fasa/core/isa_intrin.h"
+#include "fasa/core/parallel.h"
 #include "fasa/kernels/isa_api.h"
 
 #include "fasa/core/isa_begin.h"
@@ -79,9 +78,10 @@ uint64_t sum_blocks(const uint8_t* base, int64_t begin, int64_t end) {
 
 BandwidthResult measure_read_bandwidth(uint64_t bytes, int reps) {
   if (bytes < kMinBandwidthBytes) {
-    fail("bandwidth probe buffer of {} bytes is too small: it must be at least {} bytes (64 MiB) "
-         "to measure memory rather than cache",
-         bytes, kMinBandwidthBytes);
+    fail(
+        "bandwidth probe buffer of {} bytes is too small: it must be at least {} bytes (64 MiB) "
+        "to measure memory rather than cache",
+        bytes, kMinBandwidthBytes);
   }
   if (reps < 1) fail("bandwidth probe needs at least one repetition (got {})", reps);
   const uint64_t phys = physical_memory_bytes();
@@ -92,8 +92,9 @@ BandwidthResult measure_read_bandwidth(uint64_t bytes, int reps) {
          bytes, phys);
   }
   const uint64_t size = bytes / kPage * kPage;
-  std::unique_ptr<uint8_t, decltype(&std::free)> buf(
-      static_cast<uint8_t*>(std::aligned_alloc(kPage, size)), &std::free);
+  std::unique_ptr<uint8_t, decltype(&std::free)> buf(static_cast<uint8_t*>(
+                                                         std::aligned_alloc(kPage, size)),
+                                                     &std::free);
   if (!buf) fail("cannot allocate {} bytes for the bandwidth probe", size);
   uint8_t* base = buf.get();
 

@@ -9,9 +9,9 @@
 
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
-#include "fasa/kernels/matmul.h"
 #include "fasa/core/isa_intrin.h"
 #include "fasa/kernels/isa_api.h"
+#include "fasa/kernels/matmul.h"
 
 #include "fasa/core/isa_begin.h"
 

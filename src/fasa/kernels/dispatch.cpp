@@ -5,14 +5,11 @@
 #include "fasa/kernels/isa_api.h"
 
 #if FASA_X86
-#define FASA_DISPATCH(call)    \
-  switch (active_isa()) {      \
-    case Isa::Avx512:          \
-      return isa_avx512::call; \
-    case Isa::Avx2:            \
-      return isa_avx2::call;   \
-    default:                   \
-      return isa_scalar::call; \
+#define FASA_DISPATCH(call)                    \
+  switch (active_isa()) {                      \
+    case Isa::Avx512: return isa_avx512::call; \
+    case Isa::Avx2: return isa_avx2::call;     \
+    default: return isa_scalar::call;          \
   }
 #else
 #define FASA_DISPATCH(call) return isa_scalar::call;

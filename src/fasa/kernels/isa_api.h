@@ -20,26 +20,26 @@
 #include "fasa/kernels/tip.h"
 
 // All public kernels, and those of namespace detail.
-#define FASA_ALL_KERNELS(X)                                                                       \
-  FASA_DEQUANT_KERNELS(X)                                                                         \
-  FASA_MATMUL_KERNELS(X)                                                                          \
-  FASA_MATMUL_Q8_KERNELS(X)                                                                       \
-  FASA_MATMUL_Q8K_KERNELS(X)                                                                      \
-  FASA_MATMUL_AMX_KERNELS(X)                                                                      \
-  FASA_OPS_KERNELS(X)                                                                             \
-  FASA_TIP_KERNELS(X)                                                                             \
-  FASA_ATTEND_KERNELS(X)                                                                          \
+#define FASA_ALL_KERNELS(X)  \
+  FASA_DEQUANT_KERNELS(X)    \
+  FASA_MATMUL_KERNELS(X)     \
+  FASA_MATMUL_Q8_KERNELS(X)  \
+  FASA_MATMUL_Q8K_KERNELS(X) \
+  FASA_MATMUL_AMX_KERNELS(X) \
+  FASA_OPS_KERNELS(X)        \
+  FASA_TIP_KERNELS(X)        \
+  FASA_ATTEND_KERNELS(X)     \
   FASA_BANDWIDTH_KERNELS(X)
-#define FASA_ALL_DETAIL_KERNELS(X)                                                                \
-  FASA_MATMUL_DETAIL_KERNELS(X)                                                                   \
-  FASA_MATMUL_Q8_DETAIL_KERNELS(X)                                                                \
-  FASA_MATMUL_Q8K_DETAIL_KERNELS(X)                                                               \
+#define FASA_ALL_DETAIL_KERNELS(X)  \
+  FASA_MATMUL_DETAIL_KERNELS(X)     \
+  FASA_MATMUL_Q8_DETAIL_KERNELS(X)  \
+  FASA_MATMUL_Q8K_DETAIL_KERNELS(X) \
   FASA_OPS_DETAIL_KERNELS(X)
 
-#define FASA_DECLARE_ISA_KERNELS                                                                  \
-  FASA_ALL_KERNELS(FASA_DECLARE_KERNEL)                                                           \
-  namespace detail {                                                                              \
-  FASA_ALL_DETAIL_KERNELS(FASA_DECLARE_KERNEL)                                                    \
+#define FASA_DECLARE_ISA_KERNELS               \
+  FASA_ALL_KERNELS(FASA_DECLARE_KERNEL)        \
+  namespace detail {                           \
+  FASA_ALL_DETAIL_KERNELS(FASA_DECLARE_KERNEL) \
   }
 
 namespace fasa::isa_scalar {

@@ -30,7 +30,8 @@ void kv_row_to_f32(const void* row, KvType t, int head_dim, float* out) {
   const auto* r = static_cast<const uint8_t*>(row);
   switch (t) {
     case KvType::F16:
-      for (int i = 0; i < head_dim; ++i) out[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(r)[i]);
+      for (int i = 0; i < head_dim; ++i)
+        out[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(r)[i]);
       return;
     case KvType::F32: std::memcpy(out, r, static_cast<size_t>(head_dim) * 4); return;
     case KvType::Q8_0: dequantize_row_q8_0(r, head_dim, out); return;

@@ -42,7 +42,7 @@ struct MatmulJob {
   DType type = DType::F32;
   const void* w = nullptr;  // [n_out, n_in] rows of `type`
   int64_t n_out = 0;
-  float* y = nullptr;       // [n_tok, n_out]; must not overlap another job's y, any w or x
+  float* y = nullptr;  // [n_tok, n_out]; must not overlap another job's y, any w or x
 };
 
 // matmul: y = W x as described at the top of this file.
@@ -52,14 +52,14 @@ struct MatmulJob {
 // kind (q8 / q8_K) and the quantized jobs' row groups share ONE parallel region: a static
 // partition over the jobs' concatenated groups of 4 rows, so which worker computes a row never
 // changes a bit. Float types, and batches that may take the AMX tiles, run as separate calls.
-#define FASA_MATMUL_KERNELS(X)                                                                    \
-  X(void, matmul,                                                                                 \
-    (DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,       \
-     float* y, MatmulTiles tiles),                                                                \
-    (type, w, n_out, n_in, x, n_tok, y, tiles))                                                   \
-  X(void, matmul_multi,                                                                           \
-    (const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* x, int64_t n_tok,              \
-     MatmulTiles tiles),                                                                          \
+#define FASA_MATMUL_KERNELS(X)                                                              \
+  X(void, matmul,                                                                           \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok, \
+     float* y, MatmulTiles tiles),                                                          \
+    (type, w, n_out, n_in, x, n_tok, y, tiles))                                             \
+  X(void, matmul_multi,                                                                     \
+    (const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* x, int64_t n_tok,        \
+     MatmulTiles tiles),                                                                    \
     (jobs, n_jobs, n_in, x, n_tok, tiles))
 FASA_MATMUL_KERNELS(FASA_DECLARE_KERNEL)
 
@@ -76,12 +76,12 @@ inline void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const 
 namespace detail {
 // The non-SIMD fallbacks of fasa::matmul and fasa::dequantize_row, always compiled and exposed so
 // tests can check they give the same bits as the SIMD paths on machines that have them.
-#define FASA_MATMUL_DETAIL_KERNELS(X)                                                             \
-  X(void, matmul_portable,                                                                        \
-    (DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,       \
-     float* y),                                                                                   \
-    (type, w, n_out, n_in, x, n_tok, y))                                                          \
-  X(void, dequantize_row_portable, (DType type, const void* src, float* dst, int64_t n),          \
+#define FASA_MATMUL_DETAIL_KERNELS(X)                                                       \
+  X(void, matmul_portable,                                                                  \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok, \
+     float* y),                                                                             \
+    (type, w, n_out, n_in, x, n_tok, y))                                                    \
+  X(void, dequantize_row_portable, (DType type, const void* src, float* dst, int64_t n),    \
     (type, src, dst, n))
 FASA_MATMUL_DETAIL_KERNELS(FASA_DECLARE_KERNEL)
 }  // namespace detail

@@ -268,7 +268,8 @@ void matmul_portable(DType type, const void* w, int64_t n_out, int64_t n_in, con
 void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
             float* y, MatmulTiles tiles) {
   const bool batched_tiles = tiles == MatmulTiles::kAny && n_tok >= kAmxMinTokens && amx_active();
-  if (FASA_ISA_NS::has_q8_path(type)) {  // 32-element block quants: integer dot products (matmul_q8.h)
+  if (FASA_ISA_NS::has_q8_path(
+          type)) {  // 32-element block quants: integer dot products (matmul_q8.h)
     thread_local Q8Acts acts;
     FASA_ISA_NS::quantize_acts_q8(x, n_tok, n_in, acts);
     if (batched_tiles && FASA_ISA_NS::matmul_q8_amx(type, w, n_out, n_in, acts, y)) {
@@ -344,8 +345,8 @@ void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* 
           continue;
         }
         const DTypeInfo& info = dtype_info(job.type);
-        const auto* rows = static_cast<const uint8_t*>(job.w) +
-                           o0 * (n_in / info.block_elems * info.block_bytes);
+        const auto* rows =
+            static_cast<const uint8_t*>(job.w) + o0 * (n_in / info.block_elems * info.block_bytes);
         const int64_t n = o1 - o0;
         if (n_tok == 1) {
           FASA_ISA_NS::matmul_q8k(job.type, rows, n, n_in, a8k, job.y + o0);

@@ -45,13 +45,13 @@ constexpr int64_t kAmxMinTokens = 16;
 // matmul_q8k_amx, matmul_q8_amx: y: [n_tok, n_out]. Return false (y untouched) when this
 //   instruction set has no AMX kernels (only avx512 has them) or the type is not covered. The
 //   caller checks amx_active() first: on a CPU or process without AMX permission these fault.
-#define FASA_MATMUL_AMX_KERNELS(X)                                                                \
-  X(bool, has_amx_path, (DType type), (type))                                                     \
-  X(bool, matmul_q8k_amx,                                                                         \
-    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y),         \
-    (type, w, n_out, n_in, a, y))                                                                 \
-  X(bool, matmul_q8_amx,                                                                          \
-    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y),          \
+#define FASA_MATMUL_AMX_KERNELS(X)                                                        \
+  X(bool, has_amx_path, (DType type), (type))                                             \
+  X(bool, matmul_q8k_amx,                                                                 \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y), \
+    (type, w, n_out, n_in, a, y))                                                         \
+  X(bool, matmul_q8_amx,                                                                  \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y),  \
     (type, w, n_out, n_in, a, y))
 FASA_MATMUL_AMX_KERNELS(FASA_DECLARE_KERNEL)
 

@@ -35,6 +35,7 @@ namespace fasa::FASA_ISA_NS {
 namespace {
 
 #include "fasa/kernels/simd_common.inc.h"
+// (after simd_common: it uses half_at)
 #include "fasa/kernels/q8k_unpack.inc.h"
 
 constexpr int kTile = 16;  // rows per panel, tokens per tile
@@ -112,7 +113,8 @@ void per_tile(const V* v, int64_t n_tok, int64_t nb, std::vector<V>& out) {
   const int64_t n_tiles = (n_tok + kTile - 1) / kTile;
   out.assign(static_cast<size_t>(n_tiles * nb * kTile), V{});
   for (int64_t t = 0; t < n_tok; ++t) {
-    for (int64_t b = 0; b < nb; ++b) out[((t / kTile) * nb + b) * kTile + t % kTile] = v[t * nb + b];
+    for (int64_t b = 0; b < nb; ++b)
+      out[((t / kTile) * nb + b) * kTile + t % kTile] = v[t * nb + b];
   }
 }
 
@@ -200,7 +202,7 @@ void unpack_panel_k(DType t, const uint8_t* w, int64_t row_bytes, int nr, int64_
       }
       const int pairs = min_pairs(t);
       for (int q = 0; q < 8; ++q) {
-        p.cpair[r][q] = pairs == 8 ? pack16(k.c[2 * q], k.c[2 * q + 1])
+        p.cpair[r][q] = pairs == 8            ? pack16(k.c[2 * q], k.c[2 * q + 1])
                         : pairs == 4 && q < 4 ? pack16(k.c[4 * q], k.c[4 * q + 2])
                                               : 0;
       }
@@ -223,7 +225,8 @@ inline void finish_block_k(const int32_t* chi, const int32_t* clo, const PanelBl
     __m512 f = _mm512_mul_ps(_mm512_set1_ps(p.d[r]), _mm512_cvtepi32_ps(i));
     if constexpr (kPairs > 0) {
       __m512i m = _mm512_setzero_si512();
-      for (int q = 0; q < kPairs; ++q) m = _mm512_dpwssd_epi32(m, bs[q], _mm512_set1_epi32(p.cpair[r][q]));
+      for (int q = 0; q < kPairs; ++q)
+        m = _mm512_dpwssd_epi32(m, bs[q], _mm512_set1_epi32(p.cpair[r][q]));
       f = _mm512_fmadd_ps(_mm512_set1_ps(p.dmin[r]), _mm512_cvtepi32_ps(m), f);
     }
     _mm512_storeu_ps(acc + r * kTile, _mm512_fmadd_ps(f, vdq, _mm512_loadu_ps(acc + r * kTile)));
@@ -279,8 +282,8 @@ void panel_tiles_k(const PanelBlockK* pk, int64_t nb, int64_t n_in, const ActsK&
 }
 
 template <int kPairs>
-void tiles_k_nt(int nt, const PanelBlockK* pk, int64_t nb, int64_t n_in, const ActsK& a,
-                int64_t T0, float* acc) {
+void tiles_k_nt(int nt, const PanelBlockK* pk, int64_t nb, int64_t n_in, const ActsK& a, int64_t T0,
+                float* acc) {
   if (nt == 2) {
     panel_tiles_k<kPairs, 2>(pk, nb, n_in, a, T0, acc);
   } else {
@@ -329,7 +332,7 @@ void run_k(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a
 // ---- 32-blocks ---------------------------------------------------------------------------------
 
 struct alignas(64) PanelBlock8 {  // one 32-block of a 16-row panel
-  int8_t v[kTile][32];  // u - off
+  int8_t v[kTile][32];            // u - off
   float d[kTile], m[kTile];
 };
 

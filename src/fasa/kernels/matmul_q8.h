@@ -28,10 +28,10 @@ namespace fasa {
 // Activations quantized per 32-block. n_in must be a multiple of 32.
 struct Q8Acts {
   int64_t n_tok = 0, n_in = 0;
-  std::vector<int8_t> q;       // [n_tok, n_in]
-  std::vector<float> d;        // [n_tok, n_blocks] fp16-rounded scale
-  std::vector<float> s;        // [n_tok, n_blocks] fp16-rounded d * sum(q)
-  std::vector<int32_t> sum4;   // [n_tok, n_blocks, 8] sum of q over elements 4k..4k+3
+  std::vector<int8_t> q;      // [n_tok, n_in]
+  std::vector<float> d;       // [n_tok, n_blocks] fp16-rounded scale
+  std::vector<float> s;       // [n_tok, n_blocks] fp16-rounded d * sum(q)
+  std::vector<int32_t> sum4;  // [n_tok, n_blocks, 8] sum of q over elements 4k..4k+3
 };
 
 // has_q8_path: whether `type` takes this path.
@@ -39,23 +39,23 @@ struct Q8Acts {
 // matmul_q8: y: [n_tok, n_out] (see above). Threads: parallel over output rows.
 // matmul_q8_rows: rows [o0, o1) of matmul_q8's y: [n_tok, n_out], computed on the calling thread
 //   (no parallel region): the same bits as matmul_q8 gives them. For fused calls (matmul_multi).
-#define FASA_MATMUL_Q8_KERNELS(X)                                                                 \
-  X(bool, has_q8_path, (DType type), (type))                                                      \
-  X(void, quantize_acts_q8, (const float* x, int64_t n_tok, int64_t n_in, Q8Acts& out),           \
-    (x, n_tok, n_in, out))                                                                        \
-  X(void, matmul_q8,                                                                              \
-    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y),          \
-    (type, w, n_out, n_in, a, y))                                                                 \
-  X(void, matmul_q8_rows,                                                                         \
-    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, int64_t o0,         \
-     int64_t o1, float* y),                                                                       \
+#define FASA_MATMUL_Q8_KERNELS(X)                                                         \
+  X(bool, has_q8_path, (DType type), (type))                                              \
+  X(void, quantize_acts_q8, (const float* x, int64_t n_tok, int64_t n_in, Q8Acts& out),   \
+    (x, n_tok, n_in, out))                                                                \
+  X(void, matmul_q8,                                                                      \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y),  \
+    (type, w, n_out, n_in, a, y))                                                         \
+  X(void, matmul_q8_rows,                                                                 \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, int64_t o0, \
+     int64_t o1, float* y),                                                               \
     (type, w, n_out, n_in, a, o0, o1, y))
 FASA_MATMUL_Q8_KERNELS(FASA_DECLARE_KERNEL)
 
 namespace detail {
-#define FASA_MATMUL_Q8_DETAIL_KERNELS(X)                                                          \
-  X(void, matmul_q8_portable,                                                                     \
-    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y),          \
+#define FASA_MATMUL_Q8_DETAIL_KERNELS(X)                                                 \
+  X(void, matmul_q8_portable,                                                            \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y), \
     (type, w, n_out, n_in, a, y))
 FASA_MATMUL_Q8_DETAIL_KERNELS(FASA_DECLARE_KERNEL)
 }  // namespace detail

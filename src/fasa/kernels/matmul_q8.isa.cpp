@@ -34,7 +34,7 @@ constexpr int64_t kMinParallelMacs = 1 << 16;
 // Q5_1 {d, m, qh[4], qs[16]}; Q8_0 {d, qs[32] int8}. d and m are fp16.
 struct Layout {
   int bytes = 0;
-  int off = 0;       // weight value = (u - off) * d (+ m)
+  int off = 0;  // weight value = (u - off) * d (+ m)
   bool has_min = false;
 };
 
@@ -151,9 +151,10 @@ inline __m256i unpack_simd(const uint8_t* blk) {
       u = _mm256_or_si256(u, _mm256_maskz_set1_epi8(static_cast<__mmask32>(qh), 0x10));
 #else
       // Byte j of the 32 gets bit j of qh: spread qh's byte j / 8 to it, test bit j % 8.
-      const __m256i spread = _mm256_shuffle_epi8(
-          _mm256_set1_epi32(static_cast<int>(qh)),
-          _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+      const __m256i spread =
+          _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
+                              _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                0x0101010101010101, 0));
       const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
       const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
       u = _mm256_or_si256(u, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
@@ -223,8 +224,8 @@ void kernel_simd(const uint8_t* w, int64_t row_bytes, const Q8Acts& a, int64_t t
       const float dx = a.d[tok * nb + b];
       for (int r = 0; r < R; ++r) {
         const __m256i lanes = block_lanes<T>(bias, u[r], xq);
-        acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * dx), _mm256_cvtepi32_ps(lanes),
-                                    acc[r][t]);
+        acc[r][t] =
+            _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * dx), _mm256_cvtepi32_ps(lanes), acc[r][t]);
         if constexpr (L.has_min) summs[r][t] = summs[r][t] + mw[r] * a.s[tok * nb + b];
       }
     }
@@ -249,14 +250,15 @@ void kernel_simd_toks(int nt, const uint8_t* w, int64_t row_bytes, const Q8Acts&
 }
 
 template <DType T>
-void rows_simd(const uint8_t* w, int64_t row_bytes, int64_t o_begin, int64_t o_end,
-               const Q8Acts& a, float* y, int64_t n_out) {
+void rows_simd(const uint8_t* w, int64_t row_bytes, int64_t o_begin, int64_t o_end, const Q8Acts& a,
+               float* y, int64_t n_out) {
   for (int64_t o = o_begin; o < o_end; o += kRows) {
     const int nr = static_cast<int>(std::min<int64_t>(kRows, o_end - o));
     // Prefetch the rows two groups ahead: at one token the loads would otherwise stall.
     if (o + 3 * kRows <= o_end) {
       const uint8_t* next = w + (o + 2 * kRows) * row_bytes;
-      for (int64_t off = 0; off < kRows * row_bytes; off += 64) __builtin_prefetch(next + off, 0, 2);
+      for (int64_t off = 0; off < kRows * row_bytes; off += 64)
+        __builtin_prefetch(next + off, 0, 2);
     }
     for (int64_t tok = 0; tok < a.n_tok; tok += kToks) {
       const int nt = static_cast<int>(std::min<int64_t>(kToks, a.n_tok - tok));
@@ -348,8 +350,7 @@ void matmul_q8_portable(DType type, const void* w, int64_t n_out, int64_t n_in, 
 }
 }  // namespace detail
 
-void matmul_q8(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
-               float* y) {
+void matmul_q8(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y) {
 #if FASA_AVX2
   run(&rows_simd_any, type, w, n_out, n_in, a, y);
 #else

@@ -39,28 +39,28 @@ namespace fasa {
 // Activations quantized per 256-block. n_in must be a multiple of 256.
 struct Q8KActs {
   int64_t n_tok = 0, n_in = 0;
-  std::vector<int8_t> q;       // [n_tok, n_in]
-  std::vector<float> d;        // [n_tok, n_blocks]
-  std::vector<int32_t> bsum;   // [n_tok, n_blocks, 16] sum of q over each group of 16
-  std::vector<float> dbsum;    // [n_tok, n_blocks, 16] d * bsum, rounded to fp32
+  std::vector<int8_t> q;      // [n_tok, n_in]
+  std::vector<float> d;       // [n_tok, n_blocks]
+  std::vector<int32_t> bsum;  // [n_tok, n_blocks, 16] sum of q over each group of 16
+  std::vector<float> dbsum;   // [n_tok, n_blocks, 16] d * bsum, rounded to fp32
 };
 
 // has_q8k_path: whether `type` takes this path.
 // quantize_acts_q8k: x: [n_tok, n_in]. Defined in matmul_q8k_acts.isa.cpp.
 // matmul_q8k: y: [n_tok, n_out] (see above). Threads: parallel over output rows.
-#define FASA_MATMUL_Q8K_KERNELS(X)                                                                \
-  X(bool, has_q8k_path, (DType type), (type))                                                     \
-  X(void, quantize_acts_q8k, (const float* x, int64_t n_tok, int64_t n_in, Q8KActs& out),         \
-    (x, n_tok, n_in, out))                                                                        \
-  X(void, matmul_q8k,                                                                             \
-    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y),         \
+#define FASA_MATMUL_Q8K_KERNELS(X)                                                        \
+  X(bool, has_q8k_path, (DType type), (type))                                             \
+  X(void, quantize_acts_q8k, (const float* x, int64_t n_tok, int64_t n_in, Q8KActs& out), \
+    (x, n_tok, n_in, out))                                                                \
+  X(void, matmul_q8k,                                                                     \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y), \
     (type, w, n_out, n_in, a, y))
 FASA_MATMUL_Q8K_KERNELS(FASA_DECLARE_KERNEL)
 
 namespace detail {
-#define FASA_MATMUL_Q8K_DETAIL_KERNELS(X)                                                         \
-  X(void, matmul_q8k_portable,                                                                    \
-    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y),         \
+#define FASA_MATMUL_Q8K_DETAIL_KERNELS(X)                                                 \
+  X(void, matmul_q8k_portable,                                                            \
+    (DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y), \
     (type, w, n_out, n_in, a, y))
 FASA_MATMUL_Q8K_DETAIL_KERNELS(FASA_DECLARE_KERNEL)
 }  // namespace detail

@@ -38,6 +38,7 @@ constexpr int64_t kDirectMaxToks = 3;
 constexpr int kR16Toks = 4;
 
 #include "fasa/kernels/simd_common.inc.h"
+// (after simd_common: it uses half_at)
 #include "fasa/kernels/q8k_unpack.inc.h"
 
 // ---- portable ---------------------------------------------------------------------------------
@@ -50,8 +51,8 @@ inline float hsum16_portable(float* a) {  // a: [16], clobbered
 }
 
 // y[t * ldy + r] for r < nr, t < nt; wk: [nb, kRows] unpacked blocks.
-void kernel_portable(bool with_min, const UnpackedBlock* wk, int nr, const Q8KActs& a,
-                     int64_t tok0, int nt, float* y, int64_t ldy) {
+void kernel_portable(bool with_min, const UnpackedBlock* wk, int nr, const Q8KActs& a, int64_t tok0,
+                     int nt, float* y, int64_t ldy) {
   const int64_t nb = a.n_in / 256;
   for (int t = 0; t < nt; ++t) {
     const int64_t tok = tok0 + t;
@@ -105,7 +106,7 @@ inline VecF fma_i(VecF d, VecI v, VecF acc) {  // acc + d * float(v), one roundi
 }
 inline VecI zero_i() { return _mm512_setzero_si512(); }
 inline VecI load_i32(const int32_t* p) { return _mm512_loadu_si512(p); }  // p: [16]
-inline VecF load_f(const float* p) { return _mm512_loadu_ps(p); }            // p: [16]
+inline VecF load_f(const float* p) { return _mm512_loadu_ps(p); }         // p: [16]
 inline VecF fma_f(VecF a, VecF b, VecF acc) { return _mm512_fmadd_ps(a, b, acc); }
 // 16 int16 -> 16 int32 lanes, zero-extended.
 inline VecI widen_u16(const int16_t* p) { return _mm512_cvtepu16_epi32(load256(p)); }
@@ -308,7 +309,8 @@ struct Q6KSource {
     for (int c = 0; c < 4; ++c) k.w.s[c] = group_scales(sz, c);
     k.d = half_at(blk + 208);
     k.dmin_c = zero_f();
-    k.c = _mm512_cvtepu16_epi32(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5)));
+    k.c =
+        _mm512_cvtepu16_epi32(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5)));
     return k;
   }
 };
@@ -391,7 +393,8 @@ inline __m512i bcast4(const int8_t* q) {  // 4 activation bytes into every lane
 // without, 3.4-3.9 with; 3 and 6 blocks ahead alike: docs/results/issue21/repack/quick_checks.txt).
 constexpr int kR16Ahead = 3;
 inline void prefetch_group_block(const uint8_t* g, int64_t gb) {
-  for (int64_t o = 0; o < gb; o += 64) _mm_prefetch(reinterpret_cast<const char*>(g + kR16Ahead * gb + o), _MM_HINT_T1);
+  for (int64_t o = 0; o < gb; o += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(g + kR16Ahead * gb + o), _MM_HINT_T1);
 }
 
 template <int T>
@@ -442,10 +445,12 @@ void kernel_q4k_r16(const uint8_t* g, int64_t nb, const Q8KActs& a, int64_t tok0
         __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
-          lo = _mm512_dpwssd_epi32(
-              lo, _mm512_maddubs_epi16(ulo[c], bcast4(q[t] + 64 * c + 4 * lp)), sp[2 * c]);
-          hi = _mm512_dpwssd_epi32(
-              hi, _mm512_maddubs_epi16(uhi[c], bcast4(q[t] + 64 * c + 32 + 4 * lp)), sp[2 * c + 1]);
+          lo = _mm512_dpwssd_epi32(lo, _mm512_maddubs_epi16(ulo[c], bcast4(q[t] + 64 * c + 4 * lp)),
+                                   sp[2 * c]);
+          hi =
+              _mm512_dpwssd_epi32(hi,
+                                  _mm512_maddubs_epi16(uhi[c], bcast4(q[t] + 64 * c + 32 + 4 * lp)),
+                                  sp[2 * c + 1]);
         }
         acc[t][lp] = _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(lo), acc[t][lp]);
         acc[t][lp + 8] = _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(hi), acc[t][lp + 8]);
@@ -456,8 +461,9 @@ void kernel_q4k_r16(const uint8_t* g, int64_t nb, const Q8KActs& a, int64_t tok0
     const __m512 ndmin = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(load256(g + 2336)));
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
-      const __m512 mc = _mm512_mul_ps(
-          ndmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load128(g + 2176 + 16 * j))));
+      const __m512 mc =
+          _mm512_mul_ps(ndmin,
+                        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load128(g + 2176 + 16 * j))));
       for (int t = 0; t < T; ++t) {
         const float* dbsum = a.dbsum.data() + ((tok0 + t) * nb + b) * 16;
         acc[t][2 * j] = _mm512_fmadd_ps(mc, _mm512_set1_ps(dbsum[2 * j]), acc[t][2 * j]);
@@ -523,10 +529,10 @@ void kernel_q6k_r16(const uint8_t* g, int64_t nb, const Q8KActs& a, int64_t tok0
         __m512i ib = _mm512_mullo_epi32(sb, _mm512_set1_epi32(-32 * bsum[t][lb]));
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
-          ia = _mm512_dpwssd_epi32(
-              ia, _mm512_maddubs_epi16(ua[c], bcast4(q[t] + 64 * c + 4 * la)), sp[4 * c + la / 4]);
-          ib = _mm512_dpwssd_epi32(
-              ib, _mm512_maddubs_epi16(ub[c], bcast4(q[t] + 64 * c + 4 * lb)), sp[4 * c + lb / 4]);
+          ia = _mm512_dpwssd_epi32(ia, _mm512_maddubs_epi16(ua[c], bcast4(q[t] + 64 * c + 4 * la)),
+                                   sp[4 * c + la / 4]);
+          ib = _mm512_dpwssd_epi32(ib, _mm512_maddubs_epi16(ub[c], bcast4(q[t] + 64 * c + 4 * lb)),
+                                   sp[4 * c + lb / 4]);
         }
         acc[t][la] = _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(ia), acc[t][la]);
         acc[t][lb] = _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(ib), acc[t][lb]);
@@ -652,8 +658,8 @@ void run(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, 
 bool has_q8k_path(DType t) { return block_bytes(t) > 0; }
 
 namespace detail {
-void matmul_q8k_portable(DType type, const void* w, int64_t n_out, int64_t n_in,
-                         const Q8KActs& a, float* y) {
+void matmul_q8k_portable(DType type, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a,
+                         float* y) {
   run<false>(type, w, n_out, n_in, a, y);
 }
 }  // namespace detail

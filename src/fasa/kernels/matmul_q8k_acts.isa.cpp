@@ -31,8 +31,8 @@ float quantize_block_q8k(const float* x, int8_t* q, int32_t* bsum) {
   if (amax != 0.0f) {
     const __m512 target = _mm512_set1_ps(amax);
     for (int j = 0; j < 256; j += 16) {
-      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(x + j), abs_mask),
-                                               target, _CMP_EQ_OQ);
+      const __mmask16 hit =
+          _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(x + j), abs_mask), target, _CMP_EQ_OQ);
       if (hit != 0) {
         mx = x[j + __builtin_ctz(hit)];
         break;

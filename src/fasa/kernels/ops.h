@@ -25,20 +25,20 @@ enum class RopeLayout { Norm, Neox };  // NORM: pairs (2i, 2i+1); NEOX: pairs (i
 // softmax_exp: the exp softmax uses, for x <= 0 (0 below -104); within 2 ulp of expf.
 // softmax_exp_shifted: e[i] = softmax_exp(x[i] - m) for i in [0, n) (x == e allowed);
 //   vectorized, same bits.
-#define FASA_OPS_KERNELS(X)                                                                       \
-  X(const char*, rope_layout_name, (RopeLayout layout), (layout))                                 \
-  X(void, rmsnorm, (const float* x, const float* w, float eps, int64_t n, float* y),              \
-    (x, w, eps, n, y))                                                                            \
-  X(void, rope_apply,                                                                             \
-    (float* v, int64_t head_dim, int64_t rope_dim, RopeLayout layout, int64_t pos,                \
-     const float* freqs),                                                                         \
-    (v, head_dim, rope_dim, layout, pos, freqs))                                                  \
-  X(void, rope_freqs, (float base, int64_t rope_dim, float* freqs), (base, rope_dim, freqs))      \
-  X(void, silu_mul, (const float* g, const float* u, int64_t n, float* h), (g, u, n, h))          \
-  X(void, gelu_tanh_mul, (const float* g, const float* u, int64_t n, float* h), (g, u, n, h))     \
-  X(void, add_inplace, (float* y, const float* x, int64_t n), (y, x, n))                          \
-  X(void, softmax_inplace, (float* x, int64_t n), (x, n))                                         \
-  X(float, softmax_exp, (float x), (x))                                                           \
+#define FASA_OPS_KERNELS(X)                                                                   \
+  X(const char*, rope_layout_name, (RopeLayout layout), (layout))                             \
+  X(void, rmsnorm, (const float* x, const float* w, float eps, int64_t n, float* y),          \
+    (x, w, eps, n, y))                                                                        \
+  X(void, rope_apply,                                                                         \
+    (float* v, int64_t head_dim, int64_t rope_dim, RopeLayout layout, int64_t pos,            \
+     const float* freqs),                                                                     \
+    (v, head_dim, rope_dim, layout, pos, freqs))                                              \
+  X(void, rope_freqs, (float base, int64_t rope_dim, float* freqs), (base, rope_dim, freqs))  \
+  X(void, silu_mul, (const float* g, const float* u, int64_t n, float* h), (g, u, n, h))      \
+  X(void, gelu_tanh_mul, (const float* g, const float* u, int64_t n, float* h), (g, u, n, h)) \
+  X(void, add_inplace, (float* y, const float* x, int64_t n), (y, x, n))                      \
+  X(void, softmax_inplace, (float* x, int64_t n), (x, n))                                     \
+  X(float, softmax_exp, (float x), (x))                                                       \
   X(void, softmax_exp_shifted, (const float* x, float m, int64_t n, float* e), (x, m, n, e))
 FASA_OPS_KERNELS(FASA_DECLARE_KERNEL)
 

@@ -21,8 +21,8 @@ void rmsnorm(const float* x, const float* w, float eps, int64_t n, float* y) {
 
 void rope_freqs(float base, int64_t rope_dim, float* freqs) {
   for (int64_t i = 0; i < rope_dim / 2; ++i) {
-    freqs[i] = static_cast<float>(std::pow(static_cast<double>(base),
-                                           -2.0 * static_cast<double>(i) / rope_dim));
+    freqs[i] = static_cast<float>(
+        std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) / rope_dim));
   }
 }
 
@@ -65,7 +65,7 @@ namespace {
 // (Horner, fused multiply-adds), times 2^n. The portable and AVX-512 forms perform the same fp32
 // operations, so they give the same bits; within 2 ulp of expf (tested).
 constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kLn2Hi = 0.693145751953125f;       // ln 2, high bits (exact times small n)
+constexpr float kLn2Hi = 0.693145751953125f;        // ln 2, high bits (exact times small n)
 constexpr float kLn2Lo = 1.42860676533018690e-06f;  // ln 2 - kLn2Hi
 constexpr float kExpC[8] = {1.0f,         1.0f,          0.5f,          1.0f / 6.0f,
                             1.0f / 24.0f, 1.0f / 120.0f, 1.0f / 720.0f, 1.0f / 5040.0f};
@@ -153,7 +153,8 @@ void softmax_inplace(float* x, int64_t n) {
     const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmx));
     _mm512_storeu_ps(x + i, e);
     lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(
+                               _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
   }
   _mm512_storeu_pd(lanes, lo);
   _mm512_storeu_pd(lanes + 8, hi);

@@ -34,7 +34,8 @@ void dequantize_row_q8_0(const uint8_t* src, int n, float* out) {
 
 float q8_0_value(const uint8_t* row, int i) {
   const int b = i / kQ8Block;
-  return fp16_to_fp32(q8_0_block_d(row, b)) * static_cast<float>(q8_0_block_qs(row, b)[i % kQ8Block]);
+  return fp16_to_fp32(q8_0_block_d(row, b)) *
+         static_cast<float>(q8_0_block_qs(row, b)[i % kQ8Block]);
 }
 
 }  // namespace fasa

@@ -47,9 +47,7 @@ inline uint32_t u32_at(const uint8_t* p) {
 }
 
 #if FASA_AVX2
-inline __m256i load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline void store256(void* p, __m256i v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
 inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 #endif
@@ -288,4 +286,3 @@ void unpack_block(DType t, const uint8_t* b, UnpackedBlock& k) {  // b: a GGUF b
       return;
   }
 }
-

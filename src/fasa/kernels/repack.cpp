@@ -12,7 +12,7 @@ namespace fasa {
 namespace {
 
 constexpr int64_t kQ4KBytes = 144, kQ6KBytes = 210;  // GGUF blocks
-constexpr int64_t kQ4KR16Bytes = 148;                 // per row of a Q4_K_R16 group block
+constexpr int64_t kQ4KR16Bytes = 148;                // per row of a Q4_K_R16 group block
 constexpr int kR = kRepackRows;
 // Byte offsets of the parts of a group block (repack.h).
 constexpr int kQ4Sc = 2048, kQ4Mn = kQ4Sc + 8 * kR, kQ4D = kQ4Mn + 8 * kR, kQ4Dmin = kQ4D + 2 * kR;
@@ -131,8 +131,7 @@ void repack_rows16(DType t, const void* src, int64_t n_out, int64_t n_in, void* 
 
 void gguf_block_of(DType t, const void* w, int64_t nb, int64_t row, int64_t b, uint8_t* blk) {
   FASA_DCHECK(is_repacked(t));
-  const uint8_t* g =
-      static_cast<const uint8_t*>(w) + ((row / kR) * nb + b) * group_block_bytes(t);
+  const uint8_t* g = static_cast<const uint8_t*>(w) + ((row / kR) * nb + b) * group_block_bytes(t);
   if (t == DType::Q4_K_R16) {
     move_q4k<false>(g, static_cast<int>(row % kR), blk);
   } else {

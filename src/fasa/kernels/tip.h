@@ -22,14 +22,14 @@ struct TipTerm {
 //   slice, kv_cache.h pack_hot_q8): acc = sum_i fma(coef_i, float(packed[col_i][t])) in term
 //   order, then scores[t] = acc * fp16_to_fp32(scale[t]). packed: [n_cols, stride] int8;
 //   scale: [n] (slot t at scale[t], so pass scale + a with packed + a).
-#define FASA_TIP_KERNELS(X)                                                                       \
-  X(void, tip_scores,                                                                             \
-    (const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms, int n,       \
-     float* scores),                                                                              \
-    (packed, f16, stride, terms, n_terms, n, scores))                                             \
-  X(void, tip_scores_q8,                                                                          \
-    (const int8_t* packed, const uint16_t* scale, size_t stride, const TipTerm* terms,            \
-     int n_terms, int n, float* scores),                                                          \
+#define FASA_TIP_KERNELS(X)                                                                 \
+  X(void, tip_scores,                                                                       \
+    (const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms, int n, \
+     float* scores),                                                                        \
+    (packed, f16, stride, terms, n_terms, n, scores))                                       \
+  X(void, tip_scores_q8,                                                                    \
+    (const int8_t* packed, const uint16_t* scale, size_t stride, const TipTerm* terms,      \
+     int n_terms, int n, float* scores),                                                    \
     (packed, scale, stride, terms, n_terms, n, scores))
 FASA_TIP_KERNELS(FASA_DECLARE_KERNEL)
 

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-
 #include "fasa/core/f16.h"
 #include "fasa/core/isa_intrin.h"
 #include "fasa/kernels/isa_api.h"
@@ -68,10 +67,9 @@ void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* term
     __m512 a = _mm512_setzero_ps();
     for (int i = 0; i < n_terms; ++i) {
       const size_t at = terms[i].col * stride + t;
-      const __m512 k =
-          f16 ? _mm512_cvtph_ps(_mm256_loadu_si256(
-                    reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(packed) + at)))
-              : _mm512_loadu_ps(static_cast<const float*>(packed) + at);
+      const __m512 k = f16 ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                 static_cast<const uint16_t*>(packed) + at)))
+                           : _mm512_loadu_ps(static_cast<const float*>(packed) + at);
       a = _mm512_fmadd_ps(_mm512_set1_ps(terms[i].coef), k, a);
     }
     _mm512_storeu_ps(scores + t, a);
@@ -103,8 +101,8 @@ void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* term
   tip_tail(packed, f16, stride, terms, n_terms, t, n, scores);
 }
 
-void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride,
-                   const TipTerm* terms, int n_terms, int n, float* scores) {
+void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride, const TipTerm* terms,
+                   int n_terms, int n, float* scores) {
   int t = 0;
 #if FASA_AVX512
   for (; t + 16 <= n; t += 16) {

@@ -17,7 +17,7 @@ struct Better {
   }
 };
 
-constexpr int kSample = 1024;    // scores sampled to estimate the threshold
+constexpr int kSample = 1024;      // scores sampled to estimate the threshold
 constexpr int kMinFilterN = 2048;  // below this, introselect over everything is as fast
 
 // Introselect of the k best among `idx`, then sorted ascending. idx: [m], k <= m.

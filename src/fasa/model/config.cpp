@@ -80,7 +80,8 @@ void read_gemma3(const GgufFile& f, const std::string& a, ModelConfig& c) {
       fail("{}: '{}' must be {} bools (one per layer) or one integer", f.path(), pat_key,
            c.n_layers);
     }
-    for (int l = 0; l < c.n_layers; ++l) c.layer_window[l] = std::get<bool>(pat->array[l]) ? window : 0;
+    for (int l = 0; l < c.n_layers; ++l)
+      c.layer_window[l] = std::get<bool>(pat->array[l]) ? window : 0;
   } else {
     const int period = pat ? read_count(f, pat_key, 1, 1 << 16) : 6;
     for (int l = 0; l < c.n_layers; ++l) c.layer_window[l] = l % period < period - 1 ? window : 0;
@@ -109,8 +110,7 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   c.n_heads = read_count(f, a + "attention.head_count", 1, 1024);
   c.n_kv_heads = static_cast<int>(f.get_int_or(a + "attention.head_count_kv", c.n_heads));
   if (c.n_kv_heads < 1 || c.n_kv_heads > c.n_heads || c.n_heads % c.n_kv_heads != 0) {
-    fail("{}: head_count_kv = {} must divide head_count = {}", f.path(), c.n_kv_heads,
-         c.n_heads);
+    fail("{}: head_count_kv = {} must divide head_count = {}", f.path(), c.n_kv_heads, c.n_heads);
   }
   if (f.find(a + "attention.key_length") == nullptr && c.d_model % c.n_heads != 0) {
     fail("{}: embedding_length {} is not a multiple of head_count {}", f.path(), c.d_model,
@@ -119,8 +119,7 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   c.head_dim = static_cast<int>(f.get_int_or(a + "attention.key_length", c.d_model / c.n_heads));
   const int64_t v_len = f.get_int_or(a + "attention.value_length", c.head_dim);
   if (c.head_dim < 2 || c.head_dim % 2 != 0 || c.head_dim > 1024 || v_len != c.head_dim) {
-    fail("{}: unsupported head dims (key_length {}, value_length {})", f.path(), c.head_dim,
-         v_len);
+    fail("{}: unsupported head dims (key_length {}, value_length {})", f.path(), c.head_dim, v_len);
   }
   c.n_ctx_train = read_count(f, a + "context_length", 1, 1 << 24);
   c.rms_eps = static_cast<float>(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5));

@@ -154,7 +154,8 @@ void embed(const Call& k, const Rows& r) {
       if (is_repacked(emb.type)) {  // a tied output matrix, repacked at load
         dequantize_row_r16(emb.type, emb.data, d, k.seqs[i].tokens[t], xt);
       } else {
-        const auto* row = static_cast<const uint8_t*>(emb.data) + k.seqs[i].tokens[t] * emb_row_bytes;
+        const auto* row =
+            static_cast<const uint8_t*>(emb.data) + k.seqs[i].tokens[t] * emb_row_bytes;
         dequantize_row(emb.type, row, xt, d);
       }
       if (c.embd_scale != 1.0f) {
@@ -167,7 +168,8 @@ void embed(const Call& k, const Rows& r) {
 void norm_rows(const Call& k, const float* x, const float* weight, float* out) {
   const int d = k.c.d_model;
   for (int t = 0; t < k.n_rows; ++t) {
-    rmsnorm(x + static_cast<size_t>(t) * d, weight, k.c.rms_eps, d, out + static_cast<size_t>(t) * d);
+    rmsnorm(x + static_cast<size_t>(t) * d, weight, k.c.rms_eps, d,
+            out + static_cast<size_t>(t) * d);
   }
 }
 
@@ -268,8 +270,8 @@ void output_logits(const Call& k, const Rows& r) {
   const ModelWeights& w = k.model.weights();
   const int d = c.d_model;
   const size_t n_vocab = c.n_vocab;
-  int n_out = 0;  // rows gathered into xn: [n_out, d_model]
-  int row = 0;    // first row of the sequence in x
+  int n_out = 0;                 // rows gathered into xn: [n_out, d_model]
+  int row = 0;                   // first row of the sequence in x
   std::vector<int> out_rows{0};  // [n_seq + 1] first logits row of each sequence
   for (int i = 0; i < k.n_seq; ++i) {
     const SeqChunk& q = k.seqs[i];
@@ -343,8 +345,8 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
 }
 
 void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const int32_t* tokens,
-             const int32_t* pos, int n_tok, bool all_logits, float* logits,
-             ForwardScratch& s, AttnStats* stats) {
+             const int32_t* pos, int n_tok, bool all_logits, float* logits, ForwardScratch& s,
+             AttnStats* stats) {
   FASA_CHECK(n_tok > 0);
   // Sliding-window rings hold one call of up to max_batch tokens: longer runs are split.
   const int max_batch = cache.max_batch();

@@ -16,16 +16,17 @@ namespace fasa {
 // Activations of one chunk, owned by the sequence and reused across calls.
 struct ForwardScratch {
   int n_tok_cap = 0;
-  std::vector<float> x;      // [n_tok, d_model] residual stream
-  std::vector<float> xn;     // [n_tok, d_model] normed
-  std::vector<float> q;      // [n_tok, n_heads * head_dim]
-  std::vector<float> k;      // [n_tok, n_kv_heads * head_dim]
-  std::vector<float> v;      // [n_tok, n_kv_heads * head_dim]
-  std::vector<float> att;    // [n_tok, n_heads * head_dim]
-  std::vector<float> proj;   // [n_tok, d_model]
-  std::vector<float> gate;   // [n_tok, d_ff]
-  std::vector<float> up;     // [n_tok, d_ff]
-  std::vector<float> logits;  // [n_seq_out, n_vocab] batched calls' logits before they are scattered
+  std::vector<float> x;     // [n_tok, d_model] residual stream
+  std::vector<float> xn;    // [n_tok, d_model] normed
+  std::vector<float> q;     // [n_tok, n_heads * head_dim]
+  std::vector<float> k;     // [n_tok, n_kv_heads * head_dim]
+  std::vector<float> v;     // [n_tok, n_kv_heads * head_dim]
+  std::vector<float> att;   // [n_tok, n_heads * head_dim]
+  std::vector<float> proj;  // [n_tok, d_model]
+  std::vector<float> gate;  // [n_tok, d_ff]
+  std::vector<float> up;    // [n_tok, d_ff]
+  std::vector<float>
+      logits;  // [n_seq_out, n_vocab] batched calls' logits before they are scattered
   void reserve(const ModelConfig& c, int n_tok);
 
   // A team's per-worker rows (decode-sized calls run as one team: forward.cpp). Every worker
@@ -49,8 +50,8 @@ struct SeqChunk {
   const int32_t* pos = nullptr;     // [n_tok]
   int n_tok = 0;                    // 1 .. cache->max_batch()
   bool all_logits = false;
-  float* logits = nullptr;          // [n_vocab], or [n_tok, n_vocab] with all_logits
-  AttnStats* stats = nullptr;       // may be null
+  float* logits = nullptr;     // [n_vocab], or [n_tok, n_vocab] with all_logits
+  AttnStats* stats = nullptr;  // may be null
 };
 
 // Runs several sequences' chunks in one pass: the token-wise work (norms, projections, the
@@ -66,7 +67,7 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
 // cache must have room; callers check both. More than cache.max_batch() tokens run as several
 // calls of at most that many.
 void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const int32_t* tokens,
-             const int32_t* pos, int n_tok, bool all_logits, float* logits,
-             ForwardScratch& scratch, AttnStats* stats);
+             const int32_t* pos, int n_tok, bool all_logits, float* logits, ForwardScratch& scratch,
+             AttnStats* stats);
 
 }  // namespace fasa

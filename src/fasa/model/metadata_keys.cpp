@@ -66,23 +66,23 @@ void check_metadata_keys(const GgufFile& f, const std::string& arch) {
   if (!unknown.empty()) {
     std::string list;
     for (const std::string& k : unknown) list += (list.empty() ? "'" : ", '") + k + "'";
-    fail("{}: metadata {} not understood by this engine and may change the math; refusing the "
-         "file (see docs/MODELS.md, strict loading)",
-         f.path(), list);
+    fail(
+        "{}: metadata {} not understood by this engine and may change the math; refusing the "
+        "file (see docs/MODELS.md, strict loading)",
+        f.path(), list);
   }
   if (f.get_int_or(prefix + "expert_count", 0) != 0 ||
       f.get_int_or(prefix + "expert_used_count", 0) != 0) {
-    fail("{}: '{}expert_count' > 0: mixture-of-experts models are not supported", f.path(),
-         prefix);
+    fail("{}: '{}expert_count' > 0: mixture-of-experts models are not supported", f.path(), prefix);
   }
   if (!f.get_bool_or(prefix + "attention.causal", true)) {
-    fail("{}: '{}attention.causal' = false: non-causal models are not supported", f.path(),
-         prefix);
+    fail("{}: '{}attention.causal' = false: non-causal models are not supported", f.path(), prefix);
   }
   if (f.get_int_or("split.count", 1) != 1) {
-    fail("{}: the model is split across {} files ('split.count'); merge it first with "
-         "llama.cpp's llama-gguf-split --merge",
-         f.path(), f.get_int_or("split.count", 1));
+    fail(
+        "{}: the model is split across {} files ('split.count'); merge it first with "
+        "llama.cpp's llama-gguf-split --merge",
+        f.path(), f.get_int_or("split.count", 1));
   }
 }
 

@@ -39,12 +39,11 @@ std::string shape_str(const std::vector<int64_t>& ne) {
   return s + "]";
 }
 
-WeightMatrix bind_matrix(const GgufFile& f, const std::string& name, int64_t n_out,
-                         int64_t n_in) {
+WeightMatrix bind_matrix(const GgufFile& f, const std::string& name, int64_t n_out, int64_t n_in) {
   const GgufTensorInfo& t = require_tensor(f, name);
   if (t.ne.size() != 2 || t.ne[0] != n_in || t.ne[1] != n_out) {
-    fail("{}: tensor '{}' has shape {}, expected [{}, {}]", f.path(), name, shape_str(t.ne),
-         n_in, n_out);
+    fail("{}: tensor '{}' has shape {}, expected [{}, {}]", f.path(), name, shape_str(t.ne), n_in,
+         n_out);
   }
   return WeightMatrix{t.type, t.data, n_out, n_in, t.n_bytes};
 }
@@ -80,7 +79,8 @@ void Model::repack_matrices() {
     const uint64_t n = static_cast<uint64_t>(w->n_out * w->n_in / 256) *
                        static_cast<uint64_t>(dtype_info(rt).block_bytes);
     auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
-    if (dst == nullptr) fail("out of memory repacking a {}-byte matrix (FASA_NO_REPACK=1 skips it)", n);
+    if (dst == nullptr)
+      fail("out of memory repacking a {}-byte matrix (FASA_NO_REPACK=1 skips it)", n);
     repacked_.emplace_back(dst);
     repacked_bytes_ += n;
     repack_rows16(w->type, w->data, w->n_out, w->n_in, dst);
@@ -175,8 +175,8 @@ struct Binder {
     const float* v = vector(name, c.rope_dim / 2);
     for (int i = 0; i < c.rope_dim / 2; ++i) {
       if (!(v[i] > 0.0f && v[i] < 1e30f)) {
-        fail("{}: tensor '{}' element {} = {} must be a positive finite factor", f.path(), name,
-             i, v[i]);
+        fail("{}: tensor '{}' element {} = {} must be a positive finite factor", f.path(), name, i,
+             v[i]);
       }
     }
     return v;
@@ -195,8 +195,10 @@ void bind_globals(Binder& b, ModelWeights& w) {
   w.rope_factors.short_factors = b.factors("rope_factors_short.weight");
   if (w.rope_factors.freq_factors != nullptr &&
       (w.rope_factors.long_factors != nullptr || w.rope_factors.short_factors != nullptr)) {
-    fail("{}: the file has both rope_freqs.weight and rope_factors_long/short.weight; only one "
-         "kind of RoPE factor table is supported", path);
+    fail(
+        "{}: the file has both rope_freqs.weight and rope_factors_long/short.weight; only one "
+        "kind of RoPE factor table is supported",
+        path);
   }
   if ((w.rope_factors.long_factors == nullptr) != (w.rope_factors.short_factors == nullptr)) {
     fail("{}: rope_factors_long.weight and rope_factors_short.weight must come together", path);
@@ -268,9 +270,10 @@ std::vector<std::string> check_all_bound(const Binder& b) {
     const size_t shown = std::min<size_t>(unbound.size(), 8);
     for (size_t i = 0; i < shown; ++i) list += (i ? ", '" : "'") + unbound[i] + "'";
     if (unbound.size() > shown) list += fmt::format(" and {} more", unbound.size() - shown);
-    fail("{}: tensor{} {} not used by architecture '{}'; refusing the file rather than "
-         "ignoring weights (see docs/MODELS.md, strict loading)",
-         b.f.path(), unbound.size() > 1 ? "s" : "", list, b.c.arch);
+    fail(
+        "{}: tensor{} {} not used by architecture '{}'; refusing the file rather than "
+        "ignoring weights (see docs/MODELS.md, strict loading)",
+        b.f.path(), unbound.size() > 1 ? "s" : "", list, b.c.arch);
   }
   return ignored;
 }
@@ -319,8 +322,9 @@ std::shared_ptr<const Model> Model::load(const std::string& path, const LoadOpti
 void Model::make_rope_tables() {
   const ModelConfig& c = config_;
   for (bool long_factors : {false, true}) {
-    (long_factors ? rope_long_ : rope_short_) = make_rope_table(
-        c.rope_base, c.rope_dim, c.rope_scaling, weights_.rope_factors, long_factors);
+    (long_factors ? rope_long_ : rope_short_) =
+        make_rope_table(c.rope_base, c.rope_dim, c.rope_scaling, weights_.rope_factors,
+                        long_factors);
   }
   if (c.n_windowed_layers() > 0) {
     rope_local_ = make_rope_table(c.rope_base_local, c.rope_dim, c.rope_scaling, {}, false, false);

@@ -27,21 +27,21 @@ struct WeightMatrix {
 };
 
 struct LayerWeights {
-  const float* attn_norm = nullptr;  // [d_model]
-  WeightMatrix wq;                   // [n_heads * head_dim, d_model]
-  WeightMatrix wk;                   // [n_kv_heads * head_dim, d_model]
-  WeightMatrix wv;                   // [n_kv_heads * head_dim, d_model]
-  const float* bq = nullptr;         // [n_heads * head_dim] biases when config.qkv_bias
-  const float* bk = nullptr;         // [n_kv_heads * head_dim]
-  const float* bv = nullptr;         // [n_kv_heads * head_dim]
-  const float* q_norm = nullptr;     // [head_dim] when config.qk_norm (shared by the heads)
-  const float* k_norm = nullptr;     // [head_dim]
-  WeightMatrix wo;                   // [d_model, n_heads * head_dim]
+  const float* attn_norm = nullptr;       // [d_model]
+  WeightMatrix wq;                        // [n_heads * head_dim, d_model]
+  WeightMatrix wk;                        // [n_kv_heads * head_dim, d_model]
+  WeightMatrix wv;                        // [n_kv_heads * head_dim, d_model]
+  const float* bq = nullptr;              // [n_heads * head_dim] biases when config.qkv_bias
+  const float* bk = nullptr;              // [n_kv_heads * head_dim]
+  const float* bv = nullptr;              // [n_kv_heads * head_dim]
+  const float* q_norm = nullptr;          // [head_dim] when config.qk_norm (shared by the heads)
+  const float* k_norm = nullptr;          // [head_dim]
+  WeightMatrix wo;                        // [d_model, n_heads * head_dim]
   const float* attn_post_norm = nullptr;  // [d_model] when config.post_norms
-  const float* ffn_norm = nullptr;   // [d_model]
-  WeightMatrix w_gate;               // [d_ff, d_model]
-  WeightMatrix w_up;                 // [d_ff, d_model]
-  WeightMatrix w_down;               // [d_model, d_ff]
+  const float* ffn_norm = nullptr;        // [d_model]
+  WeightMatrix w_gate;                    // [d_ff, d_model]
+  WeightMatrix w_up;                      // [d_ff, d_model]
+  WeightMatrix w_down;                    // [d_model, d_ff]
   const float* ffn_post_norm = nullptr;   // [d_model] when config.post_norms
 };
 
@@ -100,9 +100,9 @@ class Model {
   std::string repack_off_;  // why matrices were not repacked ("" when they were)
   void repack_matrices();
   void make_rope_tables();  // rope_short_, rope_long_, rope_local_ from config_ and weights_
-  RopeTable rope_short_;  // global layers; the only table unless the file has LongRoPE factors
-  RopeTable rope_long_;   // global layers of a run past the original context (LongRoPE)
-  RopeTable rope_local_;  // sliding-window layers
+  RopeTable rope_short_;    // global layers; the only table unless the file has LongRoPE factors
+  RopeTable rope_long_;     // global layers of a run past the original context (LongRoPE)
+  RopeTable rope_local_;    // sliding-window layers
 };
 
 // sha256 of the model file: the identity calibrations and results are bound to.

@@ -43,9 +43,9 @@ RopeScaling read_rope_scaling(const GgufFile& f, const std::string& arch, int n_
 
 // Per-pair factor tables bound from the file (each [rope_dim / 2] or null).
 struct RopeFactorTables {
-  const float* freq_factors = nullptr;  // rope_freqs.weight (llama3)
-  const float* long_factors = nullptr;  // rope_factors_long.weight (Phi-3 LongRoPE)
-  const float* short_factors = nullptr; // rope_factors_short.weight
+  const float* freq_factors = nullptr;   // rope_freqs.weight (llama3)
+  const float* long_factors = nullptr;   // rope_factors_long.weight (Phi-3 LongRoPE)
+  const float* short_factors = nullptr;  // rope_factors_short.weight
 };
 
 // The rotation one run uses.

@@ -46,12 +46,12 @@ struct GenRequest {
   int max_tokens = -1;                // -1: absent (the server's default applies)
   SamplerParams sampler;              // OpenAI defaults: temp 1, top_p 1, top_k 0, min_p 0
   std::optional<uint64_t> seed;
-  std::vector<std::string> stop;      // at most 4, none empty
+  std::vector<std::string> stop;  // at most 4, none empty
   bool stream = false;
-  bool include_usage = false;         // stream_options.include_usage (stream only)
+  bool include_usage = false;  // stream_options.include_usage (stream only)
   PolicyRequest fasa;
-  bool parse_special = false;         // "fasa": {"parse_special": true}: special-token texts in
-                                      // the prompt or the messages' contents become tokens
+  bool parse_special = false;  // "fasa": {"parse_special": true}: special-token texts in
+                               // the prompt or the messages' contents become tokens
 };
 
 // Throw ApiError(400, ...) naming the field for: a body that is not a JSON object, malformed
@@ -64,15 +64,15 @@ GenRequest parse_chat_request(std::string_view body);
 
 // What the engine did for one request.
 struct GenOutcome {
-  std::string id;          // "cmpl-..." / "chatcmpl-..."
-  int64_t created = 0;     // unix seconds
+  std::string id;       // "cmpl-..." / "chatcmpl-..."
+  int64_t created = 0;  // unix seconds
   std::string model;
   std::string text;
   std::string finish_reason;  // "stop" | "length"
   int prompt_tokens = 0;
   int completion_tokens = 0;
-  std::string policy;      // the policy spec actually used
-  uint64_t kv_bytes_read = 0;        // K/V (and selection side data) bytes read at decode steps
+  std::string policy;          // the policy spec actually used
+  uint64_t kv_bytes_read = 0;  // K/V (and selection side data) bytes read at decode steps
   double kv_bytes_read_per_token = 0.0;
 };
 

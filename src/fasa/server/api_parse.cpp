@@ -350,8 +350,8 @@ void check_option_name(const std::string& key, const std::string& param) {
 // the same refusals as separate options: a spec must not smuggle in a server path.
 std::string policy_spec(const json& v, const std::string& param) {
   if (!v.is_string() || v.get_ref<const std::string&>().empty()) {
-    bad(param, fmt::format("'{}' must be a non-empty string: a policy name or spec (got {})",
-                           param, shown(v)));
+    bad(param, fmt::format("'{}' must be a non-empty string: a policy name or spec (got {})", param,
+                           shown(v)));
   }
   const std::string& spec = v.get_ref<const std::string&>();
   std::string name;
@@ -380,7 +380,7 @@ std::string policy_spec(const json& v, const std::string& param) {
 // options; so strings must not hold the spec's separators.
 std::string option_value(const json& v, const std::string& param) {
   if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
-  if (v.is_number_integer()) return v.dump();  // exact, signed or unsigned
+  if (v.is_number_integer()) return v.dump();                          // exact, signed or unsigned
   if (v.is_number_float()) return fmt::format("{}", v.get<double>());  // shortest round trip
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();

@@ -155,8 +155,8 @@ void Server::Impl::accept_one() {
       admit(fd, peer_name(sa), {slot.client, true});
     } else {
       status = 503;
-      message = fmt::format("too many connections (the limit is {}); retry later",
-                            opts.max_connections);
+      message =
+          fmt::format("too many connections (the limit is {}); retry later", opts.max_connections);
     }
   }
   if (status != 0) detail::refuse_connection(fd, status, message);

@@ -21,12 +21,12 @@ namespace fasa::http {
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
 struct Request {
-  std::string method;   // "GET", "POST", ...
-  std::string path;     // target without the query, e.g. "/v1/completions"
-  std::string query;    // after '?', "" if none (not decoded)
-  Headers headers;      // names lower-cased, values trimmed, in arrival order
-  std::string body;     // exactly Content-Length bytes
-  std::string peer;     // "ip:port" of the client
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // target without the query, e.g. "/v1/completions"
+  std::string query;   // after '?', "" if none (not decoded)
+  Headers headers;     // names lower-cased, values trimmed, in arrival order
+  std::string body;    // exactly Content-Length bytes
+  std::string peer;    // "ip:port" of the client
   // The first header of that (case-insensitive) name, or null.
   const std::string* header(std::string_view name) const;
 };
@@ -56,21 +56,21 @@ class ResponseWriter {
 using Handler = std::function<void(const Request&, ResponseWriter&)>;
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";    // an IPv4 address (or "localhost")
-  int port = 8080;                   // 0: any free port (see Server::port())
-  size_t max_header_bytes = 16 << 10;  // request line + headers; more: 431
-  size_t max_body_bytes = 1 << 20;     // Content-Length above it: 413 (body not read)
-  int max_connections = 64;          // open at once, every client together; more: reserved
+  std::string host = "127.0.0.1";       // an IPv4 address (or "localhost")
+  int port = 8080;                      // 0: any free port (see Server::port())
+  size_t max_header_bytes = 16 << 10;   // request line + headers; more: 431
+  size_t max_body_bytes = 1 << 20;      // Content-Length above it: 413 (body not read)
+  int max_connections = 64;             // open at once, every client together; more: reserved
   int max_connections_per_client = 32;  // open at once from one IP address (0: no limit); more
                                         // are answered 429 and closed, reserved ones included
-  int reserved_connections = 8;      // beyond max_connections: one request each, and only to
-                                     // reserved_paths (others: 503); beyond those: 503, closed
+  int reserved_connections = 8;         // beyond max_connections: one request each, and only to
+                                        // reserved_paths (others: 503); beyond those: 503, closed
   std::vector<std::string> reserved_paths;  // e.g. "/health": answered on reserved connections
   // A request (headers + body) must arrive whole within it (408). A new connection's first
   // request counts from the accept: a connection that sends nothing is closed after it.
   int request_timeout_ms = 10000;
-  int idle_timeout_ms = 30000;       // keep-alive connection with no new request: closed
-  int reserved_timeout_ms = 2000;    // request_timeout_ms of a reserved connection
+  int idle_timeout_ms = 30000;     // keep-alive connection with no new request: closed
+  int reserved_timeout_ms = 2000;  // request_timeout_ms of a reserved connection
 };
 
 // Errors the server answers itself, before any handler, each with a JSON body

@@ -20,8 +20,7 @@ struct ConnectionContext {
 // Serves requests on the connected, non-blocking socket `fd` until the client leaves, a
 // protocol error, a timeout or the server stops; closes `fd`. `peer` is "ip:port". A `reserved`
 // connection serves one request, within reserved_timeout_ms, and only to a reserved path.
-void serve_connection(int fd, const std::string& peer, bool reserved,
-                      const ConnectionContext& ctx);
+void serve_connection(int fd, const std::string& peer, bool reserved, const ConnectionContext& ctx);
 
 // Answers `status` with an error_json body and `Retry-After: 1` on a freshly accepted socket
 // without waiting for anything (the accept thread calls it), then closes `fd`.

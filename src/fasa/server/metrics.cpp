@@ -86,8 +86,8 @@ void policies(std::string& o, const SchedulerStats& s) {
   family(o, "fasa_policy_kv_bytes_read_per_token", "gauge",
          "KV bytes read per decode step, mean since start, by KV policy.");
   for (const auto& [name, pc] : s.per_policy) {
-    const double per = pc.decode_tokens ? static_cast<double>(pc.kv_bytes_read) / pc.decode_tokens
-                                        : 0.0;
+    const double per =
+        pc.decode_tokens ? static_cast<double>(pc.kv_bytes_read) / pc.decode_tokens : 0.0;
     sample(o, "fasa_policy_kv_bytes_read_per_token", per, fmt::format("policy=\"{}\"", name));
   }
 }

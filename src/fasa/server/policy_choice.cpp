@@ -28,9 +28,10 @@ std::string choose_policy(const PolicyDefaults& defaults, const PolicyRequest& r
   }
   for (const char* key : {"calib", "offload_dir"}) {  // the api layer refuses them as fields
     if (req_opts.count(key)) {
-      throw ApiError(400, fmt::format("'{}' cannot be set per request: it names a file on the "
-                                      "server (start the server with --{})",
-                                      key, key == std::string("calib") ? "calib" : "offload-dir"),
+      throw ApiError(400,
+                     fmt::format("'{}' cannot be set per request: it names a file on the "
+                                 "server (start the server with --{})",
+                                 key, key == std::string("calib") ? "calib" : "offload-dir"),
                      "fasa.policy");
     }
   }

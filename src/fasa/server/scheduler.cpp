@@ -18,7 +18,7 @@ std::string policy_name(const std::string& spec) { return spec.substr(0, spec.fi
 
 const char* finish_reason(StopReason stop_reason) {
   return stop_reason == StopReason::Length || stop_reason == StopReason::Context ? "length"
-                                                                                   : "stop";
+                                                                                 : "stop";
 }
 
 // ---- Job: the hand-over between the engine thread and the request's thread ----
@@ -74,8 +74,8 @@ struct Scheduler::Active {
   std::shared_ptr<Job> job;
   std::unique_ptr<Session> session;
   std::unique_ptr<Generation> gen;
-  size_t fed = 0;        // prompt tokens appended so far
-  int32_t next = -1;     // the token this step decodes
+  size_t fed = 0;     // prompt tokens appended so far
+  int32_t next = -1;  // the token this step decodes
 };
 
 Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions& opts)

@@ -26,8 +26,8 @@ struct JobResult {
   StopReason stop_reason = StopReason::None;  // generate()'s
   int prompt_tokens = 0;
   int completion_tokens = 0;
-  uint64_t kv_bytes_read = 0;    // at decode steps (selection side data included)
-  uint64_t decode_tokens = 0;    // decode steps that read them
+  uint64_t kv_bytes_read = 0;  // at decode steps (selection side data included)
+  uint64_t decode_tokens = 0;  // decode steps that read them
 };
 
 // One generation request, shared by the thread that submitted it and the engine thread.
@@ -71,30 +71,30 @@ class Job {
 };
 
 struct SchedulerOptions {
-  int parallel = 4;       // sequences at once (slots)
-  int max_queue = 32;     // jobs waiting for a slot; more are refused
+  int parallel = 4;        // sequences at once (slots)
+  int max_queue = 32;      // jobs waiting for a slot; more are refused
   SessionOptions session;  // context, KV type, prefill chunk (the policy comes with each job)
 };
 
 // Counters per policy name (the spec's name part).
 struct PolicyCounters {
-  uint64_t jobs = 0;           // finished
+  uint64_t jobs = 0;  // finished
   uint64_t decode_tokens = 0;
   uint64_t kv_bytes_read = 0;
 };
 
 struct SchedulerStats {
-  int active = 0;                 // sequences holding a slot
+  int active = 0;  // sequences holding a slot
   int queued = 0;
   uint64_t kv_bytes_allocated = 0;  // capacity of the active sequences' caches
   uint64_t kv_bytes_ram = 0;        // resident in RAM / in the file tier (FASA-M)
   uint64_t kv_bytes_file = 0;
-  uint64_t steps = 0;               // forward passes
-  uint64_t batched_rows = 0;        // sequences summed over steps (mean batch = rows / steps)
+  uint64_t steps = 0;         // forward passes
+  uint64_t batched_rows = 0;  // sequences summed over steps (mean batch = rows / steps)
   uint64_t prompt_tokens = 0;
   uint64_t generated_tokens = 0;
   uint64_t jobs_finished = 0, jobs_cancelled = 0, jobs_failed = 0;
-  double tokens_per_second = 0.0;   // generated, over the last few seconds
+  double tokens_per_second = 0.0;  // generated, over the last few seconds
   std::map<std::string, PolicyCounters> per_policy;
 };
 

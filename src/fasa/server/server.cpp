@@ -1,7 +1,7 @@
 #include "fasa/server/server.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <random>
 
@@ -83,8 +83,10 @@ ApiServer::ApiServer(std::shared_ptr<const Model> model, const ServerConfig& con
   }
   // Cheap answers that must come whatever the load: served on the HTTP server's reserve too.
   config_.http.reserved_paths = {"/health", "/metrics"};
-  http_ = std::make_unique<http::Server>(
-      config_.http, [this](const http::Request& req, http::ResponseWriter& w) { handle(req, w); });
+  http_ = std::make_unique<http::Server>(config_.http,
+                                         [this](const http::Request& req, http::ResponseWriter& w) {
+                                           handle(req, w);
+                                         });
 }
 
 ApiServer::~ApiServer() { stop(); }
@@ -99,9 +101,8 @@ bool ApiServer::authorized(const http::Request& req) const {
   if (config_.api_key.empty()) return true;
   const std::string* h = req.header("authorization");
   const std::string prefix = "Bearer ";
-  const std::string given = h && h->compare(0, prefix.size(), prefix) == 0
-                                ? h->substr(prefix.size())
-                                : std::string();
+  const std::string given =
+      h && h->compare(0, prefix.size(), prefix) == 0 ? h->substr(prefix.size()) : std::string();
   return equal_constant_time(given, config_.api_key);
 }
 
@@ -144,8 +145,8 @@ void ApiServer::route(const http::Request& req, http::ResponseWriter& w,
     } else {
       const ProcessMemory mem{current_rss_bytes(), peak_rss_bytes()};
       w.send(200, "text/plain; version=0.0.4",
-             render_metrics(scheduler_->stats(), config_.scheduler.parallel,
-                            counters_.snapshot(), mem));
+             render_metrics(scheduler_->stats(), config_.scheduler.parallel, counters_.snapshot(),
+                            mem));
     }
     return;
   }
@@ -223,13 +224,13 @@ void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endp
   const GenRequest r = checked_request(req, endpoint);
   std::vector<int32_t> prompt = prompt_tokens(r, endpoint);
   const GenerateOptions go = generate_options(r);
-  const std::string policy =
-      choose_policy(config_.policy, r.fasa, scheduler_->policy_context());
+  const std::string policy = choose_policy(config_.policy, r.fasa, scheduler_->policy_context());
   auto job = std::make_shared<Job>(std::move(prompt), go, policy);
   if (!scheduler_->submit(job)) {
     send_error(w, 503,
                fmt::format("the server is busy: {} sequences running and the queue is full; "
-                           "retry later", config_.scheduler.parallel),
+                           "retry later",
+                           config_.scheduler.parallel),
                {{"Retry-After", "1"}});
     return;
   }
@@ -246,13 +247,15 @@ GenRequest ApiServer::checked_request(const http::Request& req, Endpoint endpoin
   GenRequest r = endpoint == Endpoint::Completions ? parse_completion_request(req.body)
                                                    : parse_chat_request(req.body);
   if (!r.model.empty() && r.model != config_.model_id) {
-    throw ApiError(404, fmt::format("model '{}' is not served here (this server serves '{}')",
-                                    r.model, config_.model_id),
+    throw ApiError(404,
+                   fmt::format("model '{}' is not served here (this server serves '{}')", r.model,
+                               config_.model_id),
                    "model");
   }
   if (r.max_tokens > config_.max_tokens) {
-    throw ApiError(400, fmt::format("'max_tokens' is {}, above this server's limit of {}",
-                                    r.max_tokens, config_.max_tokens),
+    throw ApiError(400,
+                   fmt::format("'max_tokens' is {}, above this server's limit of {}", r.max_tokens,
+                               config_.max_tokens),
                    "max_tokens");
   }
   return r;
@@ -297,8 +300,8 @@ GenerateOptions ApiServer::generate_options(const GenRequest& r) const {
 // The answer's fixed fields: id, time, model and policy.
 GenOutcome ApiServer::outcome_of(Endpoint endpoint, const std::string& policy) {
   GenOutcome out;
-  out.id = fmt::format("{}-{:x}{:06x}", endpoint == Endpoint::Chat ? "chatcmpl" : "cmpl",
-                       started_, next_id_.fetch_add(1));
+  out.id = fmt::format("{}-{:x}{:06x}", endpoint == Endpoint::Chat ? "chatcmpl" : "cmpl", started_,
+                       next_id_.fetch_add(1));
   out.created = unix_now();
   out.model = config_.model_id;
   out.policy = policy;

@@ -38,11 +38,16 @@ ShapeSpec llama31_8b() {
   s.rope_orig_ctx = 8192;
   s.tok_pre = "llama-bpe";
   // Llama 3.1's 256 special tokens, 128000..128255.
-  const char* named[] = {"<|begin_of_text|>",        "<|end_of_text|>",
-                         "<|reserved_special_token_0|>", "<|reserved_special_token_1|>",
-                         "<|finetune_right_pad_id|>", "<|reserved_special_token_2|>",
-                         "<|start_header_id|>",      "<|end_header_id|>",
-                         "<|eom_id|>",               "<|eot_id|>",
+  const char* named[] = {"<|begin_of_text|>",
+                         "<|end_of_text|>",
+                         "<|reserved_special_token_0|>",
+                         "<|reserved_special_token_1|>",
+                         "<|finetune_right_pad_id|>",
+                         "<|reserved_special_token_2|>",
+                         "<|start_header_id|>",
+                         "<|end_header_id|>",
+                         "<|eom_id|>",
+                         "<|eot_id|>",
                          "<|python_tag|>"};
   int id = 128000;
   for (const char* t : named) s.specials.emplace_back(id++, t);
@@ -71,13 +76,13 @@ ShapeSpec qwen25_7b() {
   s.rms_eps = 1e-6f;
   s.qkv_bias = true;
   s.tok_pre = "qwen2";
-  const char* named[] = {"<|endoftext|>",     "<|im_start|>",     "<|im_end|>",
+  const char* named[] = {"<|endoftext|>",        "<|im_start|>",       "<|im_end|>",
                          "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
-                         "<|box_end|>",       "<|quad_start|>",   "<|quad_end|>",
-                         "<|vision_start|>",  "<|vision_end|>",   "<|vision_pad|>",
-                         "<|image_pad|>",     "<|video_pad|>",    "<tool_call>",
-                         "</tool_call>",      "<|fim_prefix|>",   "<|fim_middle|>",
-                         "<|fim_suffix|>",    "<|fim_pad|>",      "<|repo_name|>",
+                         "<|box_end|>",          "<|quad_start|>",     "<|quad_end|>",
+                         "<|vision_start|>",     "<|vision_end|>",     "<|vision_pad|>",
+                         "<|image_pad|>",        "<|video_pad|>",      "<tool_call>",
+                         "</tool_call>",         "<|fim_prefix|>",     "<|fim_middle|>",
+                         "<|fim_suffix|>",       "<|fim_pad|>",        "<|repo_name|>",
                          "<|file_sep|>"};
   int id = 151643;
   for (const char* t : named) s.specials.emplace_back(id++, t);
@@ -247,8 +252,11 @@ std::vector<ShapedTensor> shaped_tensors(const ShapeSpec& s) {
   const int64_t q_dim = s.n_heads * hd, kv_dim = s.n_kv_heads * hd, ff = s.d_ff;
   std::vector<ShapedTensor> out;
   auto matrix = [&](const std::string& name, int layer, int64_t row, int64_t rows, double std) {
-    out.push_back({name, q4_k_m_type(name, layer, s.n_layers, row), {row, rows},
-                   TensorRole::Weight, static_cast<float>(std)});
+    out.push_back({name,
+                   q4_k_m_type(name, layer, s.n_layers, row),
+                   {row, rows},
+                   TensorRole::Weight,
+                   static_cast<float>(std)});
   };
   auto vec = [&](const std::string& name, int64_t n, TensorRole role) {
     out.push_back({name, DType::F32, {n}, role, 0.0f});

@@ -22,20 +22,21 @@
 namespace fasa::synth {
 
 struct ShapeSpec {
-  std::string name;          // "llama-3.1-8b-instruct-q4_k_m"
-  std::string arch;          // "llama" | "qwen2"
-  std::string model_name;    // general.name
+  std::string name;        // "llama-3.1-8b-instruct-q4_k_m"
+  std::string arch;        // "llama" | "qwen2"
+  std::string model_name;  // general.name
   int n_layers = 0;
   int d_model = 0;
   int n_heads = 0;
   int n_kv_heads = 0;
   int d_ff = 0;
   int n_vocab = 0;
-  int n_ctx = 0;             // context_length
+  int n_ctx = 0;  // context_length
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
-  bool qkv_bias = false;     // qwen2: F32 Q/K/V biases
-  bool write_vocab_keys = false;  // {arch}.vocab_size and rope.dimension_count (llama's file has them)
+  bool qkv_bias = false;  // qwen2: F32 Q/K/V biases
+  bool write_vocab_keys =
+      false;  // {arch}.vocab_size and rope.dimension_count (llama's file has them)
   // llama3 RoPE scaling, written as the `rope_freqs.weight` F32 tensor (factor > 0).
   float rope_factor = 0.0f;
   float rope_low_freq_factor = 1.0f;
@@ -44,11 +45,11 @@ struct ShapeSpec {
   // Tokenizer: byte-level BPE without merges; ids 0..255 are the 256 byte tokens (GPT-2's
   // printable-first order, as in both real vocabularies), `specials` are control tokens at their
   // real ids, every other id a filler token "[filler_ID]".
-  std::string tok_pre;       // tokenizer.ggml.pre
+  std::string tok_pre;  // tokenizer.ggml.pre
   std::vector<std::pair<int, std::string>> specials;
   int bos_id = 0;
   int eos_id = 0;
-  int pad_id = -1;           // -1: none written
+  int pad_id = -1;  // -1: none written
   bool add_bos = false;
 };
 
@@ -59,7 +60,7 @@ struct ShapedTensor {
   DType type = DType::F32;
   std::vector<int64_t> ne;
   TensorRole role = TensorRole::Weight;
-  float weight_std = 0.0f;   // Weight: target standard deviation of the dequantized values
+  float weight_std = 0.0f;  // Weight: target standard deviation of the dequantized values
   uint64_t n_bytes() const;
 };
 

@@ -199,8 +199,7 @@ std::string BpeTokenizer::render(int32_t id) const {
   switch (types_[static_cast<size_t>(id)]) {
     case TokenType::Control:
     case TokenType::Unknown:
-    case TokenType::UserDefined:
-      return text;
+    case TokenType::UserDefined: return text;
     case TokenType::Byte:
       if (text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>' &&
           std::isxdigit(static_cast<unsigned char>(text[3])) &&
@@ -223,8 +222,7 @@ std::string BpeTokenizer::render(int32_t id) const {
       return out;
     }
     case TokenType::Undefined:
-    case TokenType::Unused:
-      break;
+    case TokenType::Unused: break;
   }
   return {};
 }

@@ -11,16 +11,16 @@
 namespace fasa {
 
 struct BpeConfig {
-  std::string pre = "default";          // tokenizer.ggml.pre
-  std::vector<std::string> tokens;      // tokenizer.ggml.tokens
-  std::vector<int32_t> token_types;     // tokenizer.ggml.token_type (empty: all Normal)
-  std::vector<std::string> merges;      // tokenizer.ggml.merges, "left right", by rank
-  int64_t bos_id = -1;                  // tokenizer.ggml.bos_token_id
-  int64_t eos_id = -1;                  // tokenizer.ggml.eos_token_id
-  int64_t eot_id = -1;                  // tokenizer.ggml.eot_token_id
-  int64_t eom_id = -1;                  // tokenizer.ggml.eom_token_id
-  int add_bos = -1;                     // tokenizer.ggml.add_bos_token; -1: per pre-tokenizer
-  std::string model_name;               // general.name (Phi-3 special-token stripping)
+  std::string pre = "default";       // tokenizer.ggml.pre
+  std::vector<std::string> tokens;   // tokenizer.ggml.tokens
+  std::vector<int32_t> token_types;  // tokenizer.ggml.token_type (empty: all Normal)
+  std::vector<std::string> merges;   // tokenizer.ggml.merges, "left right", by rank
+  int64_t bos_id = -1;               // tokenizer.ggml.bos_token_id
+  int64_t eos_id = -1;               // tokenizer.ggml.eos_token_id
+  int64_t eot_id = -1;               // tokenizer.ggml.eot_token_id
+  int64_t eom_id = -1;               // tokenizer.ggml.eom_token_id
+  int add_bos = -1;                  // tokenizer.ggml.add_bos_token; -1: per pre-tokenizer
+  std::string model_name;            // general.name (Phi-3 special-token stripping)
 };
 
 // Validates `cfg` (throws fasa::Error naming the key and the problem) and builds the tokenizer.

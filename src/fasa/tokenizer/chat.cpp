@@ -18,12 +18,20 @@ namespace fasa {
 
 namespace {
 
-constexpr const char* kDsUser = "<\xef\xbd\x9cUser\xef\xbd\x9c>";            // <｜User｜>
-constexpr const char* kDsAssistant = "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>";  // <｜Assistant｜>
+constexpr const char* kDsUser = "<\xef\xbd\x9cUser\xef\xbd\x9c>";  // <｜User｜>
+constexpr const char* kDsAssistant =
+    "<\xef\xbd\x9c"
+    "Assistant\xef\xbd\x9c>";   // <｜Assistant｜>
 constexpr const char* kDsEnd =  // <｜end▁of▁sentence｜>
-    "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>";
+    "<\xef\xbd\x9c"
+    "end\xe2\x96\x81"
+    "of\xe2\x96\x81"
+    "sentence\xef\xbd\x9c>";
 constexpr const char* kDsBegin =  // <｜begin▁of▁sentence｜>
-    "<\xef\xbd\x9c" "begin\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>";
+    "<\xef\xbd\x9c"
+    "begin\xe2\x96\x81"
+    "of\xe2\x96\x81"
+    "sentence\xef\xbd\x9c>";
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
@@ -41,8 +49,8 @@ bool unescape_literal(const std::string& raw, std::string& out) {
   for (size_t i = 0; i < raw.size(); ++i) {
     const char c = raw[i];
     if (c == '\'' || c == '"') return false;
-    if ((c == '{' || c == '%') && i + 1 < raw.size() && (raw[i + 1] == '{' || raw[i + 1] == '%' ||
-                                                         raw[i + 1] == '}')) {
+    if ((c == '{' || c == '%') && i + 1 < raw.size() &&
+        (raw[i + 1] == '{' || raw[i + 1] == '%' || raw[i + 1] == '}')) {
       return false;
     }
     if (c != '\\' || i + 1 == raw.size()) {
@@ -301,12 +309,15 @@ ChatFormat detect_chat_format_from_template(const std::string& tmpl, const std::
   }
   if (tmpl.empty() && arch.rfind("gemma", 0) == 0) return ChatFormat::Gemma;
   if (tmpl.empty()) {
-    fail("the model has no tokenizer.chat_template (general.architecture = '{}'); "
-         "no chat format is known for it", arch);
+    fail(
+        "the model has no tokenizer.chat_template (general.architecture = '{}'); "
+        "no chat format is known for it",
+        arch);
   }
-  fail("tokenizer.chat_template is in none of the known chat formats (chatml, chatml-think, "
-       "llama2, llama3, zephyr, gemma, mistral-v3, phi3, deepseek-r1); it starts: '{}'",
-       tmpl.substr(0, 80));
+  fail(
+      "tokenizer.chat_template is in none of the known chat formats (chatml, chatml-think, "
+      "llama2, llama3, zephyr, gemma, mistral-v3, phi3, deepseek-r1); it starts: '{}'",
+      tmpl.substr(0, 80));
 }
 
 ChatFormat detect_chat_format(const GgufFile& file) {
@@ -405,8 +416,7 @@ std::vector<std::string> chat_markers(ChatFormat fmt) {
     case ChatFormat::ChatML: return {"<|im_start|>", "<|im_end|>"};
     case ChatFormat::Llama2: return {"</s>"};
     case ChatFormat::Llama3: return {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
-    case ChatFormat::Zephyr:
-      return {"<|system|>", "<|user|>", "<|assistant|>", "<|endoftext|>"};
+    case ChatFormat::Zephyr: return {"<|system|>", "<|user|>", "<|assistant|>", "<|endoftext|>"};
     case ChatFormat::Gemma: return {"<start_of_turn>", "<end_of_turn>"};
     case ChatFormat::ChatMLThink: return {"<|im_start|>", "<|im_end|>"};
     case ChatFormat::MistralV3: return {"[INST]", "[/INST]", "</s>"};

@@ -11,15 +11,24 @@ namespace fasa {
 class GgufFile;
 
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant"
   std::string content;
 };
 
 // ChatMLThink: ChatML as Qwen3's template renders it (reasoning dropped from earlier assistant
 // turns); MistralV3: Mistral v0.3's [INST] template; Phi3: <|user|>...<|end|>; DeepSeekR1:
 // DeepSeek-R1(-Distill)'s <｜User｜>/<｜Assistant｜> template.
-enum class ChatFormat { ChatML, Llama2, Llama3, Zephyr, Gemma, ChatMLThink, MistralV3, Phi3,
-                        DeepSeekR1 };
+enum class ChatFormat {
+  ChatML,
+  Llama2,
+  Llama3,
+  Zephyr,
+  Gemma,
+  ChatMLThink,
+  MistralV3,
+  Phi3,
+  DeepSeekR1
+};
 
 // Detects the format from tokenizer.chat_template (and the architecture); throws fasa::Error
 // when the model has no template this engine knows.

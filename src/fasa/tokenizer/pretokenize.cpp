@@ -82,10 +82,15 @@ bool is_default_punct(const Text& t, uint32_t pos) {
   const uint32_t cp = t.cps[pos];
   if (cp < 0x80) {
     switch (cp) {
-      case '$': case '+': case '<': case '=': case '>': case '^': case '~': case '|':
-        return true;
-      default:
-        return (t.flags[pos] & kClassMask) == kPunctuation;
+      case '$':
+      case '+':
+      case '<':
+      case '=':
+      case '>':
+      case '^':
+      case '~':
+      case '|': return true;
+      default: return (t.flags[pos] & kClassMask) == kPunctuation;
     }
   }
   return (t.flags[pos] & kWhitespace) == 0 && (t.flags[pos] & kClassMask) == kPunctuation;
@@ -93,8 +98,8 @@ bool is_default_punct(const Text& t, uint32_t pos) {
 
 // A regex matching one code point or a maximal run of code points of a class.
 template <typename Pred>
-void split_class(const Text& t, const std::vector<Range>& in, std::vector<Range>& out,
-                 bool runs, Pred pred) {
+void split_class(const Text& t, const std::vector<Range>& in, std::vector<Range>& out, bool runs,
+                 Pred pred) {
   for (const Range& r : in) {
     Cutter c(t, r, out);
     uint32_t pos = r.begin;
@@ -313,8 +318,10 @@ PreTokenizerInfo pre_tokenizer_for(const std::string& name) {
   for (const char* n : {"qwen2", "stablelm2", "deepseek-r1-qwen", "megrez"}) {
     if (name == n) return {K::Qwen2, false, false};
   }
-  fail("unsupported pre-tokenizer tokenizer.ggml.pre = '{}' (supported: default, gpt2, "
-       "smollm/starcoder, llama-bpe/llama3, qwen2)", name);
+  fail(
+      "unsupported pre-tokenizer tokenizer.ggml.pre = '{}' (supported: default, gpt2, "
+      "smollm/starcoder, llama-bpe/llama3, qwen2)",
+      name);
 }
 
 std::vector<std::string_view> pre_tokenize(PreTokenizerKind kind, std::string_view text) {
@@ -335,9 +342,7 @@ std::vector<std::string_view> pre_tokenize(PreTokenizerKind kind, std::string_vi
       stage([&](auto& in, auto& out) { split_class(t, in, out, true, is_number_cls); });
       stage([&](auto& in, auto& out) { split_ascii_digit_triples(t, in, out); });
       break;
-    case PreTokenizerKind::Gpt2:
-      stage([&](auto& in, auto& out) { split_gpt2(t, in, out); });
-      break;
+    case PreTokenizerKind::Gpt2: stage([&](auto& in, auto& out) { split_gpt2(t, in, out); }); break;
     case PreTokenizerKind::Starcoder:
       stage([&](auto& in, auto& out) { split_class(t, in, out, false, is_number_cls); });
       stage([&](auto& in, auto& out) { split_gpt2(t, in, out); });

@@ -16,28 +16,75 @@ namespace {
 // llama.cpp's two exceptions (no "<|end|>" next to gpt-oss's "<|return|>" and "<|call|>"; no
 // "</s>" next to Gemma 4's "<|tool_response>") are not reproduced.
 constexpr std::string_view kEogTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xef\xbd\x9c" "end\xe2\x96\x81" "of\xe2\x96\x81" "sentence\xef\xbd\x9c>",  // DeepSeek
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "</s>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<turn|>",
+    "<|tool_response>",
+    "<\xef\xbd\x9c"
+    "end\xe2\x96\x81"
+    "of\xe2\x96\x81"
+    "sentence\xef\xbd\x9c>",  // DeepSeek
     "[e~[",
-    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
-    "<reponame>", "<|file_sep|>",
+    "<|fim_pad|>",
+    "<fim-pad>",
+    "<fim_pad>",
+    "<|fim_repo|>",
+    "<|repo_name|>",
+    "<fim-repo>",
+    "<reponame>",
+    "<|file_sep|>",
 };
 
 // llama.cpp's fill-in-the-middle prefix, suffix and middle texts (Qwen, Granite, DeepSeek,
 // CodeLlama, GLM-4.5, Falcon-H1), which it forces to Control; pad/repo/file-separator are EOG
 // texts above.
 constexpr std::string_view kFimTexts[] = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xe2\x96\x81<PRE>",
-    "<|code_prefix|>", "<|prefix|>",
-    "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>",  // <｜fim▁begin｜>
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "\xe2\x96\x81<SUF>",
-    "<|code_suffix|>", "<|suffix|>",
-    "<\xef\xbd\x9c" "fim\xe2\x96\x81" "hole\xef\xbd\x9c>",  // <｜fim▁hole｜>
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "\xe2\x96\x81<MID>",
-    "<|code_middle|>", "<|middle|>",
-    "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>",  // <｜fim▁end｜>
+    "<|fim_prefix|>",
+    "<fim-prefix>",
+    "<fim_prefix>",
+    "<PRE>",
+    "\xe2\x96\x81<PRE>",
+    "<|code_prefix|>",
+    "<|prefix|>",
+    "<\xef\xbd\x9c"
+    "fim\xe2\x96\x81"
+    "begin\xef\xbd\x9c>",  // <｜fim▁begin｜>
+    "<|fim_suffix|>",
+    "<fim-suffix>",
+    "<fim_suffix>",
+    "<SUF>",
+    "\xe2\x96\x81<SUF>",
+    "<|code_suffix|>",
+    "<|suffix|>",
+    "<\xef\xbd\x9c"
+    "fim\xe2\x96\x81"
+    "hole\xef\xbd\x9c>",  // <｜fim▁hole｜>
+    "<|fim_middle|>",
+    "<fim-middle>",
+    "<fim_middle>",
+    "<MID>",
+    "\xe2\x96\x81<MID>",
+    "<|code_middle|>",
+    "<|middle|>",
+    "<\xef\xbd\x9c"
+    "fim\xe2\x96\x81"
+    "end\xef\xbd\x9c>",  // <｜fim▁end｜>
 };
 
 // True when [begin, end) overlaps one of the ascending, disjoint `ranges`.
@@ -85,9 +132,9 @@ std::vector<TextFragment> SpecialTokenSplitter::split(std::string_view text,
   const bool any_literal = rule.literal != nullptr && !rule.literal->empty();
   for (const Special& sp : specials_) {
     const std::string& s = sp.text;
-    const bool marker = rule.markers != nullptr &&
-                        std::find(rule.markers->begin(), rule.markers->end(), s) !=
-                            rule.markers->end();
+    const bool marker =
+        rule.markers != nullptr &&
+        std::find(rule.markers->begin(), rule.markers->end(), s) != rule.markers->end();
     const bool outside = rule.parse_special || sp.user_defined;  // cut outside literal ranges
     const bool inside = sp.user_defined && !marker;              // cut inside them
     if (s.empty() || (!outside && !inside)) continue;

@@ -115,9 +115,7 @@ class SpmTokenizer final : public Tokenizer {
   bool is_eog(int32_t id) const override {
     return id >= 0 && id < n_vocab() && eog_[static_cast<size_t>(id)];
   }
-  int32_t find_token(std::string_view text) const override {
-    return index_.find(text);
-  }
+  int32_t find_token(std::string_view text) const override { return index_.find(text); }
 
  private:
   std::vector<int32_t> encode(std::string_view text, bool add_bos, const SplitRule& rule) const;
@@ -137,8 +135,8 @@ class SpmTokenizer final : public Tokenizer {
   std::vector<std::string> texts_;
   std::vector<float> scores_;
   std::vector<TokenType> types_;
-  std::vector<std::string> pieces_;  // bytes of each token, special text shown
-  TokenIndex index_;  // over texts_
+  std::vector<std::string> pieces_;      // bytes of each token, special text shown
+  TokenIndex index_;                     // over texts_
   std::array<int32_t, 256> byte_ids_{};  // byte fallback per byte; -1: none
   SpecialTokenSplitter specials_;
   std::vector<uint8_t> eog_;
@@ -179,8 +177,8 @@ void SpmTokenizer::take_vocab(SpmConfig& cfg) {
   if (n == 0) fail("tokenizer.ggml.tokens is empty");
   if (n > static_cast<size_t>(INT32_MAX)) fail("tokenizer.ggml.tokens has too many entries");
   if (cfg.scores.size() != n) {
-    fail("tokenizer.ggml.scores has {} entries but tokenizer.ggml.tokens has {}",
-         cfg.scores.size(), n);
+    fail("tokenizer.ggml.scores has {} entries but tokenizer.ggml.tokens has {}", cfg.scores.size(),
+         n);
   }
   if (!cfg.token_types.empty() && cfg.token_types.size() != n) {
     fail("tokenizer.ggml.token_type has {} entries but tokenizer.ggml.tokens has {}",
@@ -247,18 +245,13 @@ void SpmTokenizer::make_pieces() {
     switch (types_[i]) {
       case TokenType::Control:
       case TokenType::Unknown:
-      case TokenType::UserDefined:
-        pieces_[i] = texts_[i];
-        break;
-      case TokenType::Normal:
-        pieces_[i] = unescape_spaces(texts_[i]);
-        break;
+      case TokenType::UserDefined: pieces_[i] = texts_[i]; break;
+      case TokenType::Normal: pieces_[i] = unescape_spaces(texts_[i]); break;
       case TokenType::Byte:
         pieces_[i] = std::string(1, static_cast<char>(parse_byte_token(texts_[i])));
         break;
       case TokenType::Undefined:
-      case TokenType::Unused:
-        break;  // llama.cpp renders these as nothing
+      case TokenType::Unused: break;  // llama.cpp renders these as nothing
     }
   }
 }
@@ -301,8 +294,10 @@ void SpmTokenizer::append_bytes(std::string_view chars, std::vector<int32_t>& ou
   for (const char c : chars) {
     const int32_t id = byte_ids_[static_cast<uint8_t>(c)];
     if (id < 0) {
-      fail("cannot encode byte 0x{:02X}: the vocabulary has no '<0x{:02X}>' token, no one-byte "
-           "token and no unknown token", static_cast<uint8_t>(c), static_cast<uint8_t>(c));
+      fail(
+          "cannot encode byte 0x{:02X}: the vocabulary has no '<0x{:02X}>' token, no one-byte "
+          "token and no unknown token",
+          static_cast<uint8_t>(c), static_cast<uint8_t>(c));
     }
     out.push_back(id);
   }

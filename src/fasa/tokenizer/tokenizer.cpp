@@ -12,9 +12,7 @@ namespace fasa {
 
 namespace {
 
-int64_t optional_id(const GgufFile& file, const char* key) {
-  return file.get_int_or(key, -1);
-}
+int64_t optional_id(const GgufFile& file, const char* key) { return file.get_int_or(key, -1); }
 
 std::string require_model(const GgufFile& file, const char* want) {
   if (!file.find("tokenizer.ggml.model")) fail("missing tokenizer.ggml.model");

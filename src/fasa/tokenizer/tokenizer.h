@@ -13,7 +13,13 @@ namespace fasa {
 class GgufFile;
 
 enum class TokenType : int32_t {  // tokenizer.ggml.token_type values
-  Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
+  Undefined = 0,
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6,
 };
 
 // A byte range [begin, end) of a text.
@@ -55,9 +61,9 @@ class Tokenizer {
   virtual std::string decode(const std::vector<int32_t>& ids, bool show_special = false) const;
 
   virtual int32_t n_vocab() const = 0;
-  virtual int32_t bos_id() const = 0;   // -1 when none
-  virtual int32_t eos_id() const = 0;   // -1 when none
-  virtual bool adds_bos() const = 0;    // tokenizer.ggml.add_bos_token
+  virtual int32_t bos_id() const = 0;  // -1 when none
+  virtual int32_t eos_id() const = 0;  // -1 when none
+  virtual bool adds_bos() const = 0;   // tokenizer.ggml.add_bos_token
   // End of generation: EOS, EOT or any token the model's chat format ends a turn with.
   virtual bool is_eog(int32_t id) const = 0;
   // Looks up an exact vocabulary string; -1 when absent.

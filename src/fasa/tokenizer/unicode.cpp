@@ -56,11 +56,15 @@ bool is_whitespace(uint32_t cp) {
   if (cp <= 0x20) return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D);
   if (cp < 0x85) return false;
   switch (cp) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
-    case 0x3000:
-      return true;
-    default:
-      return cp >= 0x2000 && cp <= 0x200A;
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000: return true;
+    default: return cp >= 0x2000 && cp <= 0x200A;
   }
 }
 
@@ -132,9 +136,7 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 uint32_t byte_to_cp(uint8_t b) { return byte_alphabet().cp_of_byte[b]; }
 
-int cp_to_byte(uint32_t cp) {
-  return cp < 0x144 ? byte_alphabet().byte_of_cp[cp] : -1;
-}
+int cp_to_byte(uint32_t cp) { return cp < 0x144 ? byte_alphabet().byte_of_cp[cp] : -1; }
 
 const std::string& byte_to_utf8(uint8_t b) { return byte_alphabet().utf8_of_byte[b]; }
 

@@ -40,7 +40,7 @@ struct Utf8Seq {
   // Valid: bytes in the sequence; Truncated: bytes present; Invalid: bytes of the longest
   // well-formed start (at least 1), which decoders replace by one U+FFFD.
   uint32_t len;
-  uint32_t cp;   // Valid only
+  uint32_t cp;  // Valid only
 };
 // Well-formedness per Unicode Table 3-7: no overlongs, no surrogates, nothing past U+10FFFF.
 // Truncated means s ends inside an otherwise well-formed sequence.

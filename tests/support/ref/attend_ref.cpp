@@ -2,10 +2,10 @@
 #include <cmath>
 #include <vector>
 
-#include "support/ref/kernels_ref.h"
-#include "fasa/kernels/attend.h"
 #include "fasa/core/f16.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/kernels/q8_0.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa {
 

@@ -40,10 +40,10 @@
 // exact (at most 11 + 6 + 5 significant bits) and only the final subtraction rounds.
 #include <cstring>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/dequant.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa::ref {
 
@@ -195,9 +195,7 @@ void block_q45_k(const uint8_t* b, float* y, bool with_high) {  // y: [256]
 void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
   const auto* s = static_cast<const uint8_t*>(src);
   switch (type) {
-    case DType::F32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
-      return;
+    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
     case DType::F16:
       for (int64_t i = 0; i < n; ++i) {
         uint16_t h;

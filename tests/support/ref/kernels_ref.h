@@ -28,8 +28,8 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
 void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
                 int n, float* scores);
 // tip_scores_q8's sequence in plain scalar code (its bits).
-void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride,
-                   const TipTerm* terms, int n_terms, int n, float* scores);
+void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride, const TipTerm* terms,
+                   int n_terms, int n, float* scores);
 
 // ---- attend ----
 // Double-precision two-pass softmax attention over the rows' values (Q8_0: dequantized; the

@@ -6,12 +6,12 @@
 #include <cstring>
 #include <vector>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul.h"
 #include "fasa/kernels/matmul_q8.h"
 #include "fasa/kernels/matmul_q8k.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa::ref {
 
@@ -47,7 +47,8 @@ void block_codes(DType type, const uint8_t* blk, int* c, float* d, float* m) {
       if (q51) *m = f16_at(blk + 2);
       const uint8_t* qh = blk + (q51 ? 4 : 2);
       const uint8_t* qs = qh + 4;
-      const uint32_t bits = qh[0] | (qh[1] << 8) | (qh[2] << 16) | (static_cast<uint32_t>(qh[3]) << 24);
+      const uint32_t bits =
+          qh[0] | (qh[1] << 8) | (qh[2] << 16) | (static_cast<uint32_t>(qh[3]) << 24);
       for (int j = 0; j < 32; ++j) {
         const int nib = j < 16 ? (qs[j] & 15) : (qs[j - 16] >> 4);
         const int v = nib | static_cast<int>(((bits >> j) & 1u) << 4);
@@ -77,7 +78,8 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
           float d, m;
           block_codes(type, wb + o * row_bytes + b * info.block_bytes, c, &d, &m);
           int64_t dot = 0;
-          for (int j = 0; j < 32; ++j) dot += static_cast<int64_t>(c[j]) * a.q[t * n_in + b * 32 + j];
+          for (int j = 0; j < 32; ++j)
+            dot += static_cast<int64_t>(c[j]) * a.q[t * n_in + b * 32 + j];
           acc += static_cast<double>(d) * a.d[t * nb + b] * static_cast<double>(dot) +
                  static_cast<double>(m) * a.s[t * nb + b];
         }

@@ -2,9 +2,9 @@
 #include <cmath>
 #include <cstddef>
 
-#include "support/ref/kernels_ref.h"
 #include "fasa/core/f16.h"
 #include "fasa/kernels/tip.h"
+#include "support/ref/kernels_ref.h"
 
 namespace fasa {
 
@@ -30,8 +30,8 @@ void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* term
   }
 }
 
-void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride,
-                   const TipTerm* terms, int n_terms, int n, float* scores) {
+void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride, const TipTerm* terms,
+                   int n_terms, int n, float* scores) {
   for (int t = 0; t < n; ++t) {
     float s = 0.0f;
     for (int i = 0; i < n_terms; ++i) {

@@ -34,9 +34,12 @@ struct PackedDim {
 class ChannelSubsetPolicy final : public AttentionPolicy {
  public:
   ChannelSubsetPolicy(std::string name, const PolicyContext& ctx, ChannelSubsetOptions o,
-             const std::vector<std::vector<int>>& head_dims)
-      : name_(std::move(name)), shape_(ctx.shape), o_(std::move(o)),
-        layers_(shape_.global_layers()), layer_row_(shape_.n_layers, -1) {
+                      const std::vector<std::vector<int>>& head_dims)
+      : name_(std::move(name)),
+        shape_(ctx.shape),
+        o_(std::move(o)),
+        layers_(shape_.global_layers()),
+        layer_row_(shape_.n_layers, -1) {
     for (size_t i = 0; i < layers_.size(); ++i) layer_row_[layers_[i]] = static_cast<int>(i);
     const int n_group = shape_.n_group();
     FASA_CHECK(head_dims.size() == layers_.size() * shape_.n_heads);
@@ -174,8 +177,9 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       Selection& out = outs[g];
       out.all = false;
       out.per_head = o_.per_head;
-      out.bytes_read = static_cast<uint64_t>(n) *
-                       slice_bytes(group(layer, qs[g].kv_head).dims.size());  // the packed slice, once
+      out.bytes_read =
+          static_cast<uint64_t>(n) *
+          slice_bytes(group(layer, qs[g].kv_head).dims.size());  // the packed slice, once
       if (o_.per_head) out.head_slots.resize(ng);
     }
     thread_local std::vector<float> buf;  // [n_kv, ng, n] per-head scores (the caller's)
@@ -214,17 +218,17 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
 
  private:
   static constexpr int kStagedMinSlots = 4096;  // visible slots from which select_layer splits
-  static constexpr int kTipTile = 256;      // slots scored for every head before moving on
-  static constexpr int kRangeSlots = 1024;  // slots per TIP job (about)
+  static constexpr int kTipTile = 256;          // slots scored for every head before moving on
+  static constexpr int kRangeSlots = 1024;      // slots per TIP job (about)
 
   // TIP scores of every query head of q's group over slots [t0, t1), tile by tile.
   // scores: [n_group, n_visible]
   void tip_group(const AttnQuery& q, int t0, int t1, float* scores) const {
     const Group& gr = group(q.layer, q.kv_head);
     // packed: [dims, capacity] dominant key dims, the policy's copy (FASA-C) or the cache's (FASA-M)
-    const auto* packed = static_cast<const uint8_t*>(
-        o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
-                     : static_cast<const void*>(gr.kdom.data()));
+    const auto* packed =
+        static_cast<const uint8_t*>(o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
+                                                 : static_cast<const void*>(gr.kdom.data()));
     thread_local std::vector<TipTerm> terms;  // [n_group, scoring dims of a head]
     thread_local std::vector<int> first;      // [n_group + 1] each head's terms
     terms.clear();
@@ -237,7 +241,7 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     // A slot's score does not depend on where a call starts: column c of the tile starting at
     // slot a is at packed + (c * capacity + a) elements, i.e. the same layout offset by a.
     const bool q8 = type_ == KvType::Q8_0;
-    const uint16_t* scale = !q8 ? nullptr
+    const uint16_t* scale = !q8            ? nullptr
                             : o_.variant_m ? q.cache->hot_scales(q.layer, q.kv_head)
                                            : gr.kscale.data();  // [capacity]
     const size_t eb = q8 ? 1 : elem_bytes();
@@ -279,12 +283,12 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     const Group& gr = group(q.layer, q.kv_head);
     const bool q8 = type_ == KvType::Q8_0;
     const size_t w = gr.dims.size(), cap = q.cache->capacity(), eb = q8 ? 1 : elem_bytes();
-    const auto* packed = static_cast<const uint8_t*>(
-        o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
-                     : static_cast<const void*>(gr.kdom.data()));
-    thread_local std::vector<uint8_t> cols;  // [dims, m] the candidates' packed columns
+    const auto* packed =
+        static_cast<const uint8_t*>(o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
+                                                 : static_cast<const void*>(gr.kdom.data()));
+    thread_local std::vector<uint8_t> cols;     // [dims, m] the candidates' packed columns
     thread_local std::vector<uint16_t> cscale;  // q8_0: [m] their scales
-    thread_local std::vector<float> scores;  // [n_group, m]
+    thread_local std::vector<float> scores;     // [n_group, m]
     thread_local std::vector<TipTerm> terms;
     thread_local std::vector<int32_t> picked;
     cols.resize(w * m * eb);
@@ -294,8 +298,8 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       }
     }
     if (q8) {
-      const uint16_t* scale = o_.variant_m ? q.cache->hot_scales(q.layer, q.kv_head)
-                                           : gr.kscale.data();
+      const uint16_t* scale =
+          o_.variant_m ? q.cache->hot_scales(q.layer, q.kv_head) : gr.kscale.data();
       cscale.resize(m);
       for (int c = 0; c < m; ++c) cscale[c] = scale[cand[c]];
     }
@@ -339,11 +343,11 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   }
 
   struct Group {
-    std::vector<int> dims;                     // packed K dims (ascending)
+    std::vector<int> dims;                      // packed K dims (ascending)
     std::vector<std::vector<PackedDim>> heads;  // [n_group][scoring dims of the head]
-    std::vector<uint8_t> kdom;                 // [dims.size(), capacity] of the cache's type
-                                               // (q8_0: int8 codes)
-    std::vector<uint16_t> kscale;              // q8_0: [capacity] fp16 scale of each slot's codes
+    std::vector<uint8_t> kdom;                  // [dims.size(), capacity] of the cache's type
+                                                // (q8_0: int8 codes)
+    std::vector<uint16_t> kscale;               // q8_0: [capacity] fp16 scale of each slot's codes
   };
   // Bytes of one value of the packed slice (f16/f32) and of one slot of a w-dim slice.
   size_t elem_bytes() const { return type_ == KvType::F32 ? 4 : 2; }
@@ -358,8 +362,9 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     const double kv_row = 2.0 * static_cast<double>(qs[0].cache->row_bytes());  // K and V
     double select = 0.0;
     for (int g = 0; g < n_kv; ++g) {
-      select += static_cast<double>(n) * slice_bytes(group(qs[g].layer, qs[g].kv_head).dims.size()) +
-                static_cast<double>(budget) * kv_row * (o_.per_head ? qs[g].n_group : 1);
+      select +=
+          static_cast<double>(n) * slice_bytes(group(qs[g].layer, qs[g].kv_head).dims.size()) +
+          static_cast<double>(budget) * kv_row * (o_.per_head ? qs[g].n_group : 1);
     }
     return select < kBreakEven * n_kv * static_cast<double>(n) * kv_row;
   }
@@ -396,10 +401,10 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   ChannelSubsetOptions o_;
   std::vector<int> layers_;     // [n_global] the global layers, the policy's
   std::vector<int> layer_row_;  // [n_layers] index in layers_, -1 for a sliding-window layer
-  KvType type_ = KvType::F16;  // of the cache (and so of kdom)
-  int n_slots_ = 0;        // slots written so far (the packed slices' used length)
-  std::vector<Group> groups_;  // [n_global, n_kv_heads]
-  KvTiering tiering_;          // variant m: the cache layout asked of the session
+  KvType type_ = KvType::F16;   // of the cache (and so of kdom)
+  int n_slots_ = 0;             // slots written so far (the packed slices' used length)
+  std::vector<Group> groups_;   // [n_global, n_kv_heads]
+  KvTiering tiering_;           // variant m: the cache layout asked of the session
 };
 
 }  // namespace

@@ -19,14 +19,14 @@
 namespace fasa {
 
 struct ChannelSubsetOptions {
-  double budget = 0.0;          // resolve_budget semantics
-  bool per_head = false;        // gqa=per-head
-  std::set<int> dense_layers;   // global layers attended densely
+  double budget = 0.0;         // resolve_budget semantics
+  bool per_head = false;       // gqa=per-head
+  std::set<int> dense_layers;  // global layers attended densely
   int sink = 0;
   int recent = 0;
-  bool variant_m = false;       // FASA-M: the packed dims in RAM, the rest in a file tier
+  bool variant_m = false;  // FASA-M: the packed dims in RAM, the rest in a file tier
   std::string offload_dir = "/var/tmp";
-  bool prefetch = false;  // variant m: KvTiering::prefetch
+  bool prefetch = false;   // variant m: KvTiering::prefetch
   bool break_even = true;  // fasa: dense below the break-even length (fasa.cpp)
 };
 

@@ -23,10 +23,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fasa/attention/calibration.h"
 #include "fasa/attention/policies/channel_subset.h"
 #include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
-#include "fasa/attention/calibration.h"
 #include "fasa/core/error.h"
 
 namespace fasa {
@@ -42,21 +42,35 @@ int default_channels(int head_dim) {
 }  // namespace
 
 const OptionTable& double_sparsity_options() {
-  static const OptionTable t{"double-sparsity", {
-      {.key = "calib", .type = OptionType::Text, .value = "PATH", .fallback = nullptr,
-       .help = "calibration file from `fasa calibrate` (format version 3), made for this model",
-       .missing = "needs a calibration file (calib=PATH; make one with `fasa calibrate`, the "
-                  "same run that calibrates fasa)"},
-      {.key = "budget", .type = OptionType::Budget, .value = "B", .fallback = nullptr,
-       .help = kBudgetHelp, .missing = "needs a budget (e.g. budget=256 or budget=0.1)"},
-      {.key = "channels", .type = OptionType::Count, .value = "R",
-       .fallback = "2 × FASA's default n_tip", .help = "heavy channels per head, in [1, head_dim]",
-       .computed = true},
-      {"gqa", OptionType::Enum, "shared|per-head", "shared",
-       "shared: the heads' softmax shares summed, one list per kv head; per-head: each query "
-       "head's own"},
-      {"dense_layers", OptionType::LayerSet, "L1+L2|none", "0", "global layers attended densely"},
-  }};
+  static const OptionTable
+      t{"double-sparsity",
+        {
+            {.key = "calib",
+             .type = OptionType::Text,
+             .value = "PATH",
+             .fallback = nullptr,
+             .help =
+                 "calibration file from `fasa calibrate` (format version 3), made for this model",
+             .missing = "needs a calibration file (calib=PATH; make one with `fasa calibrate`, the "
+                        "same run that calibrates fasa)"},
+            {.key = "budget",
+             .type = OptionType::Budget,
+             .value = "B",
+             .fallback = nullptr,
+             .help = kBudgetHelp,
+             .missing = "needs a budget (e.g. budget=256 or budget=0.1)"},
+            {.key = "channels",
+             .type = OptionType::Count,
+             .value = "R",
+             .fallback = "2 × FASA's default n_tip",
+             .help = "heavy channels per head, in [1, head_dim]",
+             .computed = true},
+            {"gqa", OptionType::Enum, "shared|per-head", "shared",
+             "shared: the heads' softmax shares summed, one list per kv head; per-head: each query "
+             "head's own"},
+            {"dense_layers", OptionType::LayerSet, "L1+L2|none", "0",
+             "global layers attended densely"},
+        }};
   return t;
 }
 
@@ -80,9 +94,11 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
   const Calibration c = load_calibration(calib_path);
   check_calibration(c, ctx, calib_path);
   if (!c.has_channel_importance()) {
-    fail("calibration '{}' predates Double Sparsity's channel statistics (format version < 3): "
-         "re-calibrate with `fasa calibrate` (the same command and text; the new file serves "
-         "both fasa and double-sparsity)", calib_path);
+    fail(
+        "calibration '{}' predates Double Sparsity's channel statistics (format version < 3): "
+        "re-calibrate with `fasa calibrate` (the same command and text; the new file serves "
+        "both fasa and double-sparsity)",
+        calib_path);
   }
   std::vector<std::vector<int>> head_dims;  // [n_global * n_heads][channels], heaviest first
   for (int l : ctx.shape.global_layers()) {
@@ -90,8 +106,7 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
       head_dims.push_back(c.heavy_channels(l, h, channels));
     }
   }
-  return make_channel_subset_policy("double-sparsity", ctx, std::move(o),
-                                    std::move(head_dims));
+  return make_channel_subset_policy("double-sparsity", ctx, std::move(o), std::move(head_dims));
 }
 
 }  // namespace fasa

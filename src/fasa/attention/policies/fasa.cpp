@@ -63,7 +63,7 @@ std::vector<std::vector<int>> fasa_head_dims(const PolicyContext& ctx, const Fas
   const AttnShape& shape = ctx.shape;
   const int n_fc = c.n_fc();
   const int n_tip = std::clamp(o.n_tip < 1.0 ? static_cast<int>(std::lround(o.n_tip * n_fc))
-                                              : static_cast<int>(o.n_tip),
+                                             : static_cast<int>(o.n_tip),
                                1, n_fc);
   std::vector<std::vector<int>> dims;
   std::vector<int32_t> fc(n_tip);
@@ -71,7 +71,7 @@ std::vector<std::vector<int>> fasa_head_dims(const PolicyContext& ctx, const Fas
     for (int h = 0; h < shape.n_heads; ++h) {
       if (o.fcs == "calibrated") {
         fc.assign(c.rank(l, h), c.rank(l, h) + n_tip);
-      } else if (o.fcs == "mass") {  // the largest summed channel importance first
+      } else if (o.fcs == "mass") {          // the largest summed channel importance first
         const float* ci = c.channels(l, h);  // [head_dim]
         std::vector<int32_t> all(n_fc);
         std::iota(all.begin(), all.end(), 0);
@@ -102,33 +102,51 @@ std::vector<std::vector<int>> fasa_head_dims(const PolicyContext& ctx, const Fas
 }  // namespace
 
 const OptionTable& fasa_options() {
-  static const OptionTable t{"fasa", {
-      {.key = "calib", .type = OptionType::Text, .value = "PATH", .fallback = nullptr,
-       .help = "calibration file from `fasa calibrate`, made for this model file",
-       .missing = "needs a calibration file (calib=PATH; make one with `fasa calibrate`)"},
-      {.key = "budget", .type = OptionType::Budget, .value = "B", .fallback = nullptr,
-       .help = kBudgetHelp, .missing = "needs a budget (e.g. budget=256 or budget=0.1)"},
-      {.key = "n_tip", .type = OptionType::Number, .value = "X", .fallback = "0.25",
-       .help = "dominant FCs per head that TIP scores with (a count, or a fraction of the FCs)",
-       .rule = "be a count of FCs or a fraction in (0, 1)"},
-      {"gqa", OptionType::Enum, "shared|per-head", "shared",
-       "shared: the heads' TIP softmax shares summed, one list per kv head; per-head: each "
-       "query head's own"},
-      {"dense_layers", OptionType::LayerSet, "L1+L2|none", "0", "global layers attended densely"},
-      {"sink", OptionType::Count, "S", "0", "first slots always read (inside the budget)"},
-      {"recent", OptionType::Count, "R", "0", "newest slots always read (inside the budget)"},
-      {"fcs", OptionType::Enum, "calibrated|random|high|low|mass", "calibrated",
-       "which FCs TIP uses: the calibrated ones, or an ablation (seeded random, highest or "
-       "lowest frequency, Double Sparsity's channel mass)"},
-      {"variant", OptionType::Enum, "c|m", "c",
-       "c: FASA-C, the cache in RAM; m: FASA-M, RAM holds the packed dims, a file the rest"},
-      {.key = "offload_dir", .type = OptionType::Text, .value = "DIR", .fallback = "/var/tmp",
-       .help = "variant m: the directory of the file tier", .rule = "name a directory"},
-      {"prefetch", OptionType::OnOff, "on|off", "off",
-       "variant m: fetch the next offloaded layer's guessed rows in the background"},
-      {"break_even", OptionType::OnOff, "on|off", "on",
-       "variant c: attend densely while selecting would read more than 0.8 of dense bytes"},
-  }};
+  static const OptionTable
+      t{"fasa",
+        {
+            {.key = "calib",
+             .type = OptionType::Text,
+             .value = "PATH",
+             .fallback = nullptr,
+             .help = "calibration file from `fasa calibrate`, made for this model file",
+             .missing = "needs a calibration file (calib=PATH; make one with `fasa calibrate`)"},
+            {.key = "budget",
+             .type = OptionType::Budget,
+             .value = "B",
+             .fallback = nullptr,
+             .help = kBudgetHelp,
+             .missing = "needs a budget (e.g. budget=256 or budget=0.1)"},
+            {.key = "n_tip",
+             .type = OptionType::Number,
+             .value = "X",
+             .fallback = "0.25",
+             .help =
+                 "dominant FCs per head that TIP scores with (a count, or a fraction of the FCs)",
+             .rule = "be a count of FCs or a fraction in (0, 1)"},
+            {"gqa", OptionType::Enum, "shared|per-head", "shared",
+             "shared: the heads' TIP softmax shares summed, one list per kv head; per-head: each "
+             "query head's own"},
+            {"dense_layers", OptionType::LayerSet, "L1+L2|none", "0",
+             "global layers attended densely"},
+            {"sink", OptionType::Count, "S", "0", "first slots always read (inside the budget)"},
+            {"recent", OptionType::Count, "R", "0", "newest slots always read (inside the budget)"},
+            {"fcs", OptionType::Enum, "calibrated|random|high|low|mass", "calibrated",
+             "which FCs TIP uses: the calibrated ones, or an ablation (seeded random, highest or "
+             "lowest frequency, Double Sparsity's channel mass)"},
+            {"variant", OptionType::Enum, "c|m", "c",
+             "c: FASA-C, the cache in RAM; m: FASA-M, RAM holds the packed dims, a file the rest"},
+            {.key = "offload_dir",
+             .type = OptionType::Text,
+             .value = "DIR",
+             .fallback = "/var/tmp",
+             .help = "variant m: the directory of the file tier",
+             .rule = "name a directory"},
+            {"prefetch", OptionType::OnOff, "on|off", "off",
+             "variant m: fetch the next offloaded layer's guessed rows in the background"},
+            {"break_even", OptionType::OnOff, "on|off", "on",
+             "variant c: attend densely while selecting would read more than 0.8 of dense bytes"},
+        }};
   return t;
 }
 
@@ -164,8 +182,10 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   const Calibration c = load_calibration(o.calib_path);
   check_calibration(c, ctx, o.calib_path);
   if (o.fcs == "mass" && !c.has_channel_importance()) {
-    fail("policy 'fasa': fcs=mass needs a calibration with channel importance (format version "
-         "3); '{}' predates it: re-run `fasa calibrate`", o.calib_path);
+    fail(
+        "policy 'fasa': fcs=mass needs a calibration with channel importance (format version "
+        "3); '{}' predates it: re-run `fasa calibrate`",
+        o.calib_path);
   }
   return make_channel_subset_policy("fasa", ctx, std::move(o.sel), fasa_head_dims(ctx, o, c));
 }

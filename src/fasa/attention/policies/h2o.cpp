@@ -16,11 +16,11 @@
 #include <cmath>
 #include <vector>
 
-#include "fasa/kernels/attend.h"
 #include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/topk.h"
 
@@ -31,17 +31,21 @@ namespace {
 // One (global layer, kv head): the slots still kept, per list (one shared, or one per head).
 struct KeptState {
   std::vector<std::vector<int32_t>> alive;  // [1 or n_group] ascending
-  int seen = 0;          // slots [0, seen) have been added to the lists
-  bool evicted = false;  // some slot is gone for good
-  int last_n = -1;       // n_visible of the last step, and its selection (repeat calls)
+  int seen = 0;                             // slots [0, seen) have been added to the lists
+  bool evicted = false;                     // some slot is gone for good
+  int last_n = -1;  // n_visible of the last step, and its selection (repeat calls)
   Selection last;
 };
 
 class H2oPolicy final : public AttentionPolicy {
  public:
   H2oPolicy(const PolicyContext& ctx, double budget, double recent, bool per_head)
-      : shape_(ctx.shape), budget_(budget), recent_(recent), per_head_(per_head),
-        layers_(shape_.global_layers()), layer_row_(shape_.n_layers, -1) {
+      : shape_(ctx.shape),
+        budget_(budget),
+        recent_(recent),
+        per_head_(per_head),
+        layers_(shape_.global_layers()),
+        layer_row_(shape_.n_layers, -1) {
     for (size_t i = 0; i < layers_.size(); ++i) layer_row_[layers_[i]] = static_cast<int>(i);
     score_.resize(layers_.size() * shape_.n_heads);
     kept_.resize(layers_.size() * shape_.n_kv_heads);
@@ -94,8 +98,9 @@ class H2oPolicy final : public AttentionPolicy {
     if (!s) fail("policy 'h2o' cannot take the prefill state of policy '{}'", src.name());
     for (const KeptState& k : s->kept_) {
       if (k.last_n >= 0) {
-        fail("policy 'h2o': the source session has decoded already, so its scores are no longer "
-             "the prefill's");
+        fail(
+            "policy 'h2o': the source session has decoded already, so its scores are no longer "
+            "the prefill's");
       }
     }
     FASA_CHECK(s->score_.size() == score_.size());
@@ -181,14 +186,19 @@ class H2oPolicy final : public AttentionPolicy {
 }  // namespace
 
 const OptionTable& h2o_options() {
-  static const OptionTable t{"h2o", {
-      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
-      {.key = "recent", .type = OptionType::Fraction, .value = "R", .fallback = "0.5",
-       .help = "the newest slots' share of the budget (the rest: heavy hitters)",
-       .rule = "be a fraction of the budget in [0, 1]"},
-      {"gqa", OptionType::Enum, "shared|per-head", "shared",
-       "shared: the group's scores summed, one list per kv head; per-head: each head's own"},
-  }};
+  static const OptionTable
+      t{"h2o",
+        {
+            {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+            {.key = "recent",
+             .type = OptionType::Fraction,
+             .value = "R",
+             .fallback = "0.5",
+             .help = "the newest slots' share of the budget (the rest: heavy hitters)",
+             .rule = "be a fraction of the budget in [0, 1]"},
+            {"gqa", OptionType::Enum, "shared|per-head", "shared",
+             "shared: the group's scores summed, one list per kv head; per-head: each head's own"},
+        }};
   return t;
 }
 

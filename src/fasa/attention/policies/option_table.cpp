@@ -65,7 +65,9 @@ std::string rule_of(const PolicyOption& r, const AttnShape& shape) {
   } else {
     switch (r.type) {
       case OptionType::Count: rule = "be a non-negative whole number"; break;
-      case OptionType::Whole: rule = fmt::format("be a whole number in [{}, {}]", r.lo, r.hi); break;
+      case OptionType::Whole:
+        rule = fmt::format("be a whole number in [{}, {}]", r.lo, r.hi);
+        break;
       case OptionType::Number: rule = "be a count or a fraction in (0, 1)"; break;
       case OptionType::Fraction: rule = "be a number in [0, 1]"; break;
       case OptionType::OnOff: rule = "be 'on' or 'off'"; break;
@@ -105,9 +107,10 @@ std::set<int> parse_layers(const std::string& policy, const std::string& key,
            shape.n_layers);
     }
     if (shape.window(l) > 0) {
-      fail("policy '{}': layer {} is a sliding-window layer (it attends over its window of {}, "
-           "outside any policy); {} may name the global layers {}",
-           policy, l, shape.window(l), key, layer_list_text(shape.global_layers()));
+      fail(
+          "policy '{}': layer {} is a sliding-window layer (it attends over its window of {}, "
+          "outside any policy); {} may name the global layers {}",
+          policy, l, shape.window(l), key, layer_list_text(shape.global_layers()));
     }
     layers.insert(l);
     if (plus == std::string::npos) break;

@@ -45,12 +45,12 @@ enum class OptionType {
 struct PolicyOption {
   const char* key;
   OptionType type;
-  const char* value;     // how the value is written in help: "B", "PATH", "shared|per-head"
+  const char* value;  // how the value is written in help: "B", "PATH", "shared|per-head"
   // The default as shown in help and docs, parsed as the value when the key is absent; nullptr:
   // the option is required. With `computed`, only shown: the policy works the default out.
   const char* fallback;
-  const char* help;      // one line: what the option does
-  int lo = 0, hi = 0;    // Whole: the range
+  const char* help;               // one line: what the option does
+  int lo = 0, hi = 0;             // Whole: the range
   const char* rule = nullptr;     // replaces the type's rule in the bad-value message
   const char* missing = nullptr;  // required: the message after "policy 'P' "
   bool computed = false;
@@ -76,9 +76,9 @@ class ParsedOptions {
   const char* policy() const { return table_.policy; }
   bool given(const std::string& key) const { return opts_.count(key) != 0; }
   double budget(const std::string& key) const;
-  int count(const std::string& key) const;   // Count and Whole
+  int count(const std::string& key) const;      // Count and Whole
   double number(const std::string& key) const;  // Number and Fraction
-  bool on(const std::string& key) const;     // OnOff
+  bool on(const std::string& key) const;        // OnOff
   // Enum: the choice (one of `value`'s); Text: the value.
   std::string text(const std::string& key) const;
   std::set<int> layers(const std::string& key) const;  // LayerSet

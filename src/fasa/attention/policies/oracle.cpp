@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "fasa/kernels/attend.h"
 #include "fasa/attention/registry.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/topk.h"
 
@@ -61,11 +61,13 @@ class OraclePolicy final : public AttentionPolicy {
 }  // namespace
 
 const OptionTable& oracle_options() {
-  static const OptionTable t{"oracle", {
-      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
-      {"gqa", OptionType::Enum, "shared|per-head", "shared",
-       "shared: rank slots by the group's attention mass; per-head: each query head's own top-B"},
-  }};
+  static const OptionTable t{"oracle",
+                             {
+                                 {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+                                 {"gqa", OptionType::Enum, "shared|per-head", "shared",
+                                  "shared: rank slots by the group's attention mass; per-head: "
+                                  "each query head's own top-B"},
+                             }};
   return t;
 }
 

@@ -54,9 +54,13 @@ int pyramid_layer_budget(int k, int n_visible, int window, int beta, int n_layer
 const OptionTable& pyramidkv_options() {
   static const OptionTable t = [] {
     OptionTable t{"pyramidkv", snap_option_rows()};
-    t.rows.push_back({.key = "beta", .type = OptionType::Whole, .value = "β", .fallback = "20",
+    t.rows.push_back({.key = "beta",
+                      .type = OptionType::Whole,
+                      .value = "β",
+                      .fallback = "20",
                       .help = "the top layer votes ⌊v/β⌋ slots, v the mean voted part",
-                      .lo = 1, .hi = 1 << 20});
+                      .lo = 1,
+                      .hi = 1 << 20});
     return t;
   }();
   return t;

@@ -109,15 +109,17 @@ std::unique_ptr<AttentionPolicy> make_pyramidkv_fasa_policy(const PolicyContext&
     } else if (goes_to_pyramid(key)) {
       pyramid[key] = value;
     } else if (key == "variant" && value != "c") {
-      fail("policy 'pyramidkv+fasa' runs FASA-C only (variant=c): PyramidKV's votes read whole "
-           "keys from RAM");
+      fail(
+          "policy 'pyramidkv+fasa' runs FASA-C only (variant=c): PyramidKV's votes read whole "
+          "keys from RAM");
     } else {
       fasa[key] = value;
     }
   }
   if (!pyramid.count("budget")) {
-    fail("policy 'pyramidkv+fasa' needs keep=K, the slots PyramidKV keeps per layer on average "
-         "(e.g. keep=512,budget=128)");
+    fail(
+        "policy 'pyramidkv+fasa' needs keep=K, the slots PyramidKV keeps per layer on average "
+        "(e.g. keep=512,budget=128)");
   }
   return std::make_unique<EvictThenSelect>(make_pyramidkv_policy(ctx, pyramid),
                                            make_fasa_policy(ctx, fasa));

@@ -47,7 +47,10 @@ void key_row(const KvCache& cache, int layer, int kv_head, int slot, float* out)
 class QuestPolicy final : public AttentionPolicy {
  public:
   QuestPolicy(const AttnShape& shape, double budget, int page, std::set<int> dense)
-      : shape_(shape), budget_(budget), page_(page), dense_(std::move(dense)),
+      : shape_(shape),
+        budget_(budget),
+        page_(page),
+        dense_(std::move(dense)),
         layer_row_(shape.n_layers, -1) {
     const std::vector<int> global = shape.global_layers();
     for (size_t i = 0; i < global.size(); ++i) layer_row_[global[i]] = static_cast<int>(i);
@@ -165,18 +168,20 @@ class QuestPolicy final : public AttentionPolicy {
   std::set<int> dense_;
   std::vector<int> layer_row_;  // [n_layers] index among the global layers, -1 sliding-window
   std::vector<Boxes> boxes_;    // [n_global, n_kv_heads]
-  size_t row_bytes_ = 0;       // of the cache: a box's min and max count as two key rows
+  size_t row_bytes_ = 0;        // of the cache: a box's min and max count as two key rows
 };
 
 }  // namespace
 
 const OptionTable& quest_options() {
-  static const OptionTable t{"quest", {
-      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
-      {"page", OptionType::Count, "P", "16", "slots per page (at least 1)"},
-      {"dense_layers", OptionType::LayerSet, "L1+L2|none", "0+1",
-       "global layers attended densely (Quest's setting: the first two)"},
-  }};
+  static const OptionTable
+      t{"quest",
+        {
+            {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+            {"page", OptionType::Count, "P", "16", "slots per page (at least 1)"},
+            {"dense_layers", OptionType::LayerSet, "L1+L2|none", "0+1",
+             "global layers attended densely (Quest's setting: the first two)"},
+        }};
   return t;
 }
 

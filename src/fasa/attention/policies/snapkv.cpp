@@ -24,9 +24,9 @@
 #include <cstring>
 #include <vector>
 
-#include "fasa/kernels/attend.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
+#include "fasa/kernels/attend.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/topk.h"
 
@@ -63,17 +63,20 @@ struct GroupState {
   bool voted_once = false;  // a decode step has voted (the first one always does)
   bool evicted = false;     // some slot is gone for good
   int recent_start = 0;
-  int offset = 0;           // this layer's budget minus the mean one (pyramidkv), at the vote
-  int since_vote = 0;       // decode steps since the last vote
+  int offset = 0;      // this layer's budget minus the mean one (pyramidkv), at the vote
+  int since_vote = 0;  // decode steps since the last vote
   std::vector<std::vector<int32_t>> voted;  // [1, or n_group with per_head] ascending slots
-  int last_n = -1;          // n_visible of the last step, and its selection (repeat calls)
+  int last_n = -1;  // n_visible of the last step, and its selection (repeat calls)
   Selection last;
 };
 
 class SnapPolicy final : public AttentionPolicy {
  public:
   SnapPolicy(const PolicyContext& ctx, const SnapOptions& o, std::string name)
-      : shape_(ctx.shape), o_(o), name_(std::move(name)), layers_(shape_.global_layers()),
+      : shape_(ctx.shape),
+        o_(o),
+        name_(std::move(name)),
+        layers_(shape_.global_layers()),
         layer_row_(shape_.n_layers, -1) {
     for (size_t i = 0; i < layers_.size(); ++i) layer_row_[layers_[i]] = static_cast<int>(i);
     states_.resize(layers_.size() * shape_.n_kv_heads);
@@ -107,8 +110,10 @@ class SnapPolicy final : public AttentionPolicy {
     }
     for (const GroupState& st : s->states_) {
       if (st.last_n >= 0) {
-        fail("policy '{}': the source session has decoded already, so its state is no longer "
-             "the prefill's", name_);
+        fail(
+            "policy '{}': the source session has decoded already, so its state is no longer "
+            "the prefill's",
+            name_);
       }
     }
     for (size_t i = 0; i < states_.size(); ++i) {
@@ -207,8 +212,8 @@ class SnapPolicy final : public AttentionPolicy {
       votes.assign(n_cand, 0.0f);
       p.resize(alive.size());
       for (int i = 0; i < w; ++i) {  // query i at slot s_w + i sees the alive slots <= it
-        const int len = static_cast<int>(
-            std::upper_bound(alive.begin(), alive.end(), s_w + i) - alive.begin());
+        const int len =
+            static_cast<int>(std::upper_bound(alive.begin(), alive.end(), s_w + i) - alive.begin());
         if (len == 0) continue;
         qk_scores(st.win.at(i, o_.window, ng * hd) + j * hd, rows, alive.data(), len, p.data());
         for (int c = 0; c < len; ++c) p[c] *= scale;
@@ -253,8 +258,8 @@ class SnapPolicy final : public AttentionPolicy {
   AttnShape shape_;
   SnapOptions o_;
   std::string name_;
-  std::vector<int> layers_;     // [n_global] the global layers
-  std::vector<int> layer_row_;  // [n_layers] index in layers_, -1 for a sliding-window layer
+  std::vector<int> layers_;         // [n_global] the global layers
+  std::vector<int> layer_row_;      // [n_layers] index in layers_, -1 for a sliding-window layer
   std::vector<GroupState> states_;  // [n_global, n_kv_heads]
 };
 
@@ -263,14 +268,28 @@ class SnapPolicy final : public AttentionPolicy {
 std::vector<PolicyOption> snap_option_rows() {
   return {
       {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
-      {.key = "window", .type = OptionType::Whole, .value = "W", .fallback = "32",
-       .help = "observation window: the last W prompt queries vote", .lo = 1, .hi = 1 << 16},
-      {.key = "kernel", .type = OptionType::Whole, .value = "K", .fallback = "7",
-       .help = "max-pool width of the votes (odd)", .lo = 1, .hi = 1 << 12},
+      {.key = "window",
+       .type = OptionType::Whole,
+       .value = "W",
+       .fallback = "32",
+       .help = "observation window: the last W prompt queries vote",
+       .lo = 1,
+       .hi = 1 << 16},
+      {.key = "kernel",
+       .type = OptionType::Whole,
+       .value = "K",
+       .fallback = "7",
+       .help = "max-pool width of the votes (odd)",
+       .lo = 1,
+       .hi = 1 << 12},
       {"gqa", OptionType::Enum, "shared|per-head", "shared",
        "shared: the group's votes summed, one list per kv head; per-head: each head's own"},
-      {.key = "recompress", .type = OptionType::Whole, .value = "N", .fallback = "0",
-       .help = "vote again every N decode steps (0: only after a prefill)", .lo = 0,
+      {.key = "recompress",
+       .type = OptionType::Whole,
+       .value = "N",
+       .fallback = "0",
+       .help = "vote again every N decode steps (0: only after a prefill)",
+       .lo = 0,
        .hi = 1 << 24},
   };
 }

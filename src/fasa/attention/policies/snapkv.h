@@ -16,8 +16,8 @@ struct SnapOptions {
   int window = 32;      // observation window: the last `window` queries vote
   int kernel = 7;       // 1-D max-pool width (odd), same padding
   bool per_head = false;
-  int recompress = 0;   // re-vote every n decode steps (0 = only after a prefill)
-  int beta = 0;         // 0: every layer gets the budget (SnapKV); > 0: PyramidKV's pyramid
+  int recompress = 0;  // re-vote every n decode steps (0 = only after a prefill)
+  int beta = 0;        // 0: every layer gets the budget (SnapKV); > 0: PyramidKV's pyramid
 };
 
 // SnapKV's option rows (budget, window, kernel, gqa, recompress), PyramidKV's too.

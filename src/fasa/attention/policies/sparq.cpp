@@ -41,7 +41,10 @@ inline float elem(const KvCache& cache, const void* rows, size_t t, int c) {
 class SparqPolicy final : public AttentionPolicy {
  public:
   SparqPolicy(const AttnShape& shape, double budget, int r, bool mean_correction)
-      : shape_(shape), budget_(budget), r_(r), mean_correction_(mean_correction),
+      : shape_(shape),
+        budget_(budget),
+        r_(r),
+        mean_correction_(mean_correction),
         layer_row_(shape.n_layers, -1) {
     const std::vector<int> global = shape.global_layers();
     for (size_t i = 0; i < global.size(); ++i) layer_row_[global[i]] = static_cast<int>(i);
@@ -124,7 +127,7 @@ class SparqPolicy final : public AttentionPolicy {
   struct Group {
     std::vector<double> v_sum;  // [head_dim] sum of V over slots [0, n_summed)
     int n_summed = 0;
-    std::vector<float> mean;    // [head_dim] the last select's mean (mix_value points here)
+    std::vector<float> mean;  // [head_dim] the last select's mean (mix_value points here)
   };
   Group& group(int layer, int g) {
     return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
@@ -167,16 +170,22 @@ class SparqPolicy final : public AttentionPolicy {
 }  // namespace
 
 const OptionTable& sparq_options() {
-  static const OptionTable t{"sparq", {
-      {"budget", OptionType::Budget, "B", nullptr,
-       "tokens attended per decode step per query head (< 1: a fraction of the context)"},
-      {.key = "r", .type = OptionType::Number, .value = "R", .fallback = "head_dim/8",
-       .help = "query components that approximate the scores (a count, or a fraction of head_dim)",
-       .rule = "be a count of query components in [1, head_dim = {head_dim}] or a fraction < 1 "
-               "of head_dim",
-       .computed = true},
-      {"mean_correction", OptionType::OnOff, "on|off", "on", "mean-value reallocation"},
-  }};
+  static const OptionTable t{
+      "sparq",
+      {
+          {"budget", OptionType::Budget, "B", nullptr,
+           "tokens attended per decode step per query head (< 1: a fraction of the context)"},
+          {.key = "r",
+           .type = OptionType::Number,
+           .value = "R",
+           .fallback = "head_dim/8",
+           .help =
+               "query components that approximate the scores (a count, or a fraction of head_dim)",
+           .rule = "be a count of query components in [1, head_dim = {head_dim}] or a fraction < 1 "
+                   "of head_dim",
+           .computed = true},
+          {"mean_correction", OptionType::OnOff, "on|off", "on", "mean-value reallocation"},
+      }};
   return t;
 }
 

@@ -42,10 +42,12 @@ class StreamingPolicy final : public AttentionPolicy {
 }  // namespace
 
 const OptionTable& streaming_options() {
-  static const OptionTable t{"streaming", {
-      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
-      {"sinks", OptionType::Count, "S", "8", "first slots always read (the attention sinks)"},
-  }};
+  static const OptionTable t{"streaming",
+                             {
+                                 {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+                                 {"sinks", OptionType::Count, "S", "8",
+                                  "first slots always read (the attention sinks)"},
+                             }};
   return t;
 }
 
