@@ -17,6 +17,7 @@
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
+#include "fasa/core/workspace.h"
 #include "fasa/engine/session.h"
 #include "fasa/kernels/attend.h"
 #include "fasa/model/model.h"
@@ -515,6 +516,49 @@ test::TinySpec hybrid_spec() {
 // their window, outside any policy): a budget covering the cache is full attention bit for bit,
 // a small one changes only what the global layers read, the policy keeps side data for global
 // layers only, and FASA-M never offloads a sliding-window layer.
+// Every policy's steps take their scratch from the session's workspace (core/workspace.h): no
+// frame or object is taken on a thread with no workspace bound (the pool's workers see the
+// session's), and the arenas reserved from the model and context hold every step (no block is
+// added). FASA-M's prefetch thread reads into a workspace of its own.
+TEST(SessionWorkspace, EveryPolicyDrawsOnlyFromItsSessionsWorkspace) {
+  const std::string path = ::testing::TempDir() + "/policy_ws_tiny.gguf";
+  test::TinySpec spec;
+  spec.n_layers = 3;
+  spec.wtype = DType::Q8_0;
+  test::write_tiny_model(path, spec);
+  auto model = Model::load(path);
+  std::mt19937 rng(23);
+  std::vector<int32_t> tokens(60);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  const std::string calib = calibrate_tiny(model, spec.n_vocab, "policy_ws_calib.json");
+  const std::string c = "fasa:calib=" + calib, d = "double-sparsity:calib=" + calib;
+  const std::string m = ",variant=m,offload_dir=" + ::testing::TempDir();
+  for (const std::string& p :
+       {std::string("full"), std::string("oracle:budget=8,gqa=per-head"),
+        std::string("streaming:budget=9"), std::string("quest:budget=12,page=4"),
+        std::string("sparq:budget=10,r=4"), c + ",budget=8,dense_layers=none",
+        c + ",budget=0.3,gqa=per-head,sink=2,recent=2", c + ",budget=8" + m + ",prefetch=on",
+        c + ",budget=8,dense_layers=none,break_even=off" + m, d + ",budget=8,channels=4",
+        std::string("snapkv:budget=12,window=4"), std::string("pyramidkv:budget=12,window=2"),
+        std::string("h2o:budget=12")}) {
+    SessionOptions so;
+    so.n_ctx = 96;
+    so.prefill_chunk = 16;
+    so.policy = p;
+    const uint64_t unbound = unbound_workspace_uses();
+    {
+      Session s(model, so);
+      s.prefill(std::vector<int32_t>(tokens.begin(), tokens.begin() + 40));
+      for (size_t i = 40; i < tokens.size(); ++i) s.decode(tokens[i]);
+      const Workspace::Stats st = s.workspace_stats();
+      EXPECT_GT(st.reserved, 0u) << p;
+      EXPECT_GT(st.peak, 0u) << p;
+      EXPECT_EQ(st.grows, 0u) << p;
+    }
+    EXPECT_EQ(unbound_workspace_uses(), unbound) << p;
+  }
+}
+
 TEST(FasaPolicy, HybridStackUsesTheGlobalLayersOnly) {
   const std::string path = ::testing::TempDir() + "/policy_hybrid_tiny.gguf";
   const test::TinySpec spec = hybrid_spec();

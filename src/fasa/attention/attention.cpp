@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "fasa/core/parallel.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/attend.h"
 
 namespace fasa {
@@ -28,10 +29,10 @@ struct Gathered {
   }
 };
 
-// One Gathered per kv head (shared selections) or per query head, owned by the calling thread
-// (workers index into it).
+// One Gathered per kv head (shared selections) or per query head, in the calling thread's
+// workspace (workers index into it).
 std::vector<Gathered>& gathered_per(int n) {
-  thread_local std::vector<Gathered> g;
+  std::vector<Gathered>& g = workspace_object<std::vector<Gathered>>();
   if (static_cast<int>(g.size()) < n) g.resize(n);
   return g;
 }
@@ -209,14 +210,14 @@ void attend(Decode& d, bool probs) {
       return;
     }
     const DecodeJob& job = x.jobs[j];
-    thread_local std::vector<const float*> qs;  // [n_q]
-    thread_local std::vector<int> n_keys;       // [n_q]
+    ScratchFrame f;
+    const float** qs = f.take<const float*>(job.n_q);  // [n_q]
+    int* n_keys = f.take<int>(job.n_q);                // [n_q]
     const int n = x.n_keys[job.head0];
-    qs.resize(job.n_q);
-    n_keys.assign(job.n_q, n);
+    std::fill(n_keys, n_keys + job.n_q, n);
     for (int k = 0; k < job.n_q; ++k) qs[k] = d.s.q + static_cast<size_t>(job.head0 + k) * d.hd;
     const int begin = job.chunk * kAttnChunk;
-    attend_partial(qs.data(), job.n_q, n_keys.data(), x.rows[job.head0], x.lists[job.head0], begin,
+    attend_partial(qs, job.n_q, n_keys, x.rows[job.head0], x.lists[job.head0], begin,
                    std::min(n, begin + kAttnChunk), d.scale, x.parts.data() + job.part_off);
   };
   if (!probs) {
@@ -277,7 +278,7 @@ void account(const Decode& d, const TierStats& tier_before, AttnStats& st) {
 void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
                  AttnStats* stats) {
   const AttnShape& sh = cache.shape();
-  thread_local DecodeScratch scratch;
+  DecodeScratch& scratch = workspace_object<DecodeScratch>();
   Decode d{s,
            cache,
            sh,
@@ -335,32 +336,29 @@ void prefill_step(const AttnStep& s, const KvCache& cache) {
     const int b = block_of(static_cast<int>(job / sh.n_kv_heads));
     const int t0 = b * kPrefillBlock, t1 = std::min(s.n_tok, t0 + kPrefillBlock);
     const int n_q = (t1 - t0) * n_group;
-    thread_local std::vector<const float*> qs;
-    thread_local std::vector<int> n_keys;
-    thread_local std::vector<float> total, part;  // [n_q, state]
-    qs.resize(n_q);
-    n_keys.resize(n_q);
-    total.resize(static_cast<size_t>(n_q) * ss);
-    part.resize(static_cast<size_t>(n_q) * ss);
+    ScratchFrame f;
+    const float** qs = f.take<const float*>(n_q);                 // [n_q]
+    int* n_keys = f.take<int>(n_q);                               // [n_q]
+    float* total = f.take<float>(static_cast<size_t>(n_q) * ss);  // [n_q, state]
+    float* part = f.take<float>(static_cast<size_t>(n_q) * ss);   // [n_q, state]
     for (int t = t0; t < t1; ++t) {
       for (int i = 0; i < n_group; ++i) {
         const int k = (t - t0) * n_group + i;
         qs[k] = s.q + (static_cast<size_t>(t) * sh.n_heads + g * n_group + i) * hd;
         n_keys[k] = s.first_slot + t + 1;
-        attn_state_clear(total.data() + k * ss, hd);
+        attn_state_clear(total + k * ss, hd);
       }
     }
     const int max_keys = s.first_slot + t1;
     for (int c0 = 0; c0 < max_keys; c0 += kAttnChunk) {
-      attend_partial(qs.data(), n_q, n_keys.data(), kv_rows[g], nullptr, c0,
-                     std::min(max_keys, c0 + kAttnChunk), scale, part.data());
-      for (int k = 0; k < n_q; ++k)
-        attn_state_merge(total.data() + k * ss, part.data() + k * ss, hd);
+      attend_partial(qs, n_q, n_keys, kv_rows[g], nullptr, c0, std::min(max_keys, c0 + kAttnChunk),
+                     scale, part);
+      for (int k = 0; k < n_q; ++k) attn_state_merge(total + k * ss, part + k * ss, hd);
     }
     for (int t = t0; t < t1; ++t) {
       for (int i = 0; i < n_group; ++i) {
         const int k = (t - t0) * n_group + i;
-        attn_state_finish(total.data() + k * ss, hd,
+        attn_state_finish(total + k * ss, hd,
                           s.out + (static_cast<size_t>(t) * sh.n_heads + g * n_group + i) * hd);
       }
     }
@@ -380,30 +378,25 @@ void window_step(const AttnStep& s, const KvCache& cache, AttnStats* stats) {
     const int g = static_cast<int>(job % sh.n_kv_heads);
     const int t = static_cast<int>(job / sh.n_kv_heads);
     const int i = s.first_slot + t, lo = std::max(0, i - window + 1), n = i - lo + 1;
-    thread_local std::vector<int32_t> rows;       // [n] ring rows of slots lo..i
-    thread_local std::vector<const float*> qs;    // [n_group]
-    thread_local std::vector<int> n_keys;         // [n_group]
-    thread_local std::vector<float> total, part;  // [n_group, state]
-    rows.resize(n);
+    ScratchFrame f;
+    int32_t* rows = f.take<int32_t>(n);                // [n] ring rows of slots lo..i
+    const float** qs = f.take<const float*>(n_group);  // [n_group]
+    int* n_keys = f.take<int>(n_group);                // [n_group]
+    float* total = f.take<float>(static_cast<size_t>(n_group) * ss);  // [n_group, state]
+    float* part = f.take<float>(static_cast<size_t>(n_group) * ss);   // [n_group, state]
     for (int j = 0; j < n; ++j) rows[j] = cache.row_of(s.layer, lo + j);
-    qs.resize(n_group);
-    n_keys.assign(n_group, n);
-    total.resize(static_cast<size_t>(n_group) * ss);
-    part.resize(static_cast<size_t>(n_group) * ss);
+    std::fill(n_keys, n_keys + n_group, n);
     for (int k = 0; k < n_group; ++k) {
       qs[k] = s.q + (static_cast<size_t>(t) * sh.n_heads + g * n_group + k) * hd;
-      attn_state_clear(total.data() + k * ss, hd);
+      attn_state_clear(total + k * ss, hd);
     }
     const KvRows kv = rows_of(cache, s.layer, g);
     for (int c0 = 0; c0 < n; c0 += kAttnChunk) {
-      attend_partial(qs.data(), n_group, n_keys.data(), kv, rows.data(), c0,
-                     std::min(n, c0 + kAttnChunk), scale, part.data());
-      for (int k = 0; k < n_group; ++k) {
-        attn_state_merge(total.data() + k * ss, part.data() + k * ss, hd);
-      }
+      attend_partial(qs, n_group, n_keys, kv, rows, c0, std::min(n, c0 + kAttnChunk), scale, part);
+      for (int k = 0; k < n_group; ++k) attn_state_merge(total + k * ss, part + k * ss, hd);
     }
     for (int k = 0; k < n_group; ++k) {
-      attn_state_finish(total.data() + k * ss, hd,
+      attn_state_finish(total + k * ss, hd,
                         s.out + (static_cast<size_t>(t) * sh.n_heads + g * n_group + k) * hd);
     }
   });

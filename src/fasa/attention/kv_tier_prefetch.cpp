@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fasa/attention/kv_tier.h"
+#include "fasa/core/workspace.h"
 
 namespace fasa {
 
@@ -45,6 +46,7 @@ struct KvTier::Prefetcher {
   }
 
   void run() {
+    WorkspaceScope bind(work);
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       cv.wait(lock, [&] { return stop || !queue.empty(); });
@@ -75,6 +77,7 @@ struct KvTier::Prefetcher {
   std::vector<Entry> entries;  // [regions]
   std::deque<int> queue;       // regions to read, in order
   bool stop = false;
+  Workspace work;  // the reads' scratch
   std::thread thread;
 };
 

@@ -3,16 +3,17 @@
 #include <cstring>
 
 #include "fasa/core/error.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/q8_0.h"
 
 namespace fasa {
 
 void pack_hot_q8(const uint8_t* k_row, const int* dims, int n, int8_t* q, size_t stride,
                  uint16_t* d) {
-  thread_local std::vector<float> x;  // [n] the dims' stored values
-  x.resize(n);
+  ScratchFrame f;
+  float* x = f.take<float>(n);  // [n] the dims' stored values
   for (int i = 0; i < n; ++i) x[i] = q8_0_value(k_row, dims[i]);
-  *d = q8_quantize(x.data(), n, q, stride);
+  *d = q8_quantize(x, n, q, stride);
 }
 
 size_t KvTieredStore::tier_row_bytes(KvType type, int head_dim, size_t n_hot) {
@@ -66,54 +67,55 @@ void KvTieredStore::store(int kv_head, int slot, const float* k, const float* v)
   const Head& h = heads_[kv_head];
   const int region = region0_ + kv_head;
   if (type_ == KvType::Q8_0) {  // the packed hot slice in RAM, whole rows to the file tier
-    thread_local std::vector<uint8_t> kv;  // [2, row_bytes] the K row, then the V row
-    kv.resize(2 * row_bytes_);
-    encode_kv_row(type_, head_dim_, k, kv.data());
-    encode_kv_row(type_, head_dim_, v, kv.data() + row_bytes_);
+    ScratchFrame f;
+    uint8_t* kv = f.take<uint8_t>(2 * row_bytes_);  // [2, row_bytes] the K row, then the V row
+    encode_kv_row(type_, head_dim_, k, kv);
+    encode_kv_row(type_, head_dim_, v, kv + row_bytes_);
     if (!h.hot_dims.empty()) {
-      pack_hot_q8(kv.data(), h.hot_dims.data(), static_cast<int>(h.hot_dims.size()),
+      pack_hot_q8(kv, h.hot_dims.data(), static_cast<int>(h.hot_dims.size()),
                   reinterpret_cast<int8_t*>(h.hot.get()) + slot, capacity_, h.scale.get() + slot);
     }
-    tier_->write(region, slot, kv.data());
+    tier_->write(region, slot, kv);
     return;
   }
   // Convert, then split: hot K dims to RAM, the rest of K and all of V to the file tier.
   const size_t eb = elem_bytes();
-  thread_local std::vector<uint8_t> kc, row;  // [hd] of elem type, [tier row]
-  kc.resize(head_dim_ * eb);
-  encode_kv_row(type_, head_dim_, k, kc.data());
+  ScratchFrame f;
+  uint8_t* kc = f.take<uint8_t>(head_dim_ * eb);  // [hd] of elem type
+  encode_kv_row(type_, head_dim_, k, kc);
   uint8_t* hot = h.hot.get() + static_cast<size_t>(slot) * eb;  // column-major
   for (size_t i = 0; i < h.hot_dims.size(); ++i) {
-    std::memcpy(hot + i * capacity_ * eb, kc.data() + h.hot_dims[i] * eb, eb);
+    std::memcpy(hot + i * capacity_ * eb, kc + h.hot_dims[i] * eb, eb);
   }
   const size_t n_cold = h.cold_dims.size();
-  row.resize((n_cold + head_dim_) * eb);
+  uint8_t* row = f.take<uint8_t>((n_cold + head_dim_) * eb);  // [tier row]
   for (size_t i = 0; i < n_cold; ++i) {
-    std::memcpy(row.data() + i * eb, kc.data() + h.cold_dims[i] * eb, eb);
+    std::memcpy(row + i * eb, kc + h.cold_dims[i] * eb, eb);
   }
-  encode_kv_row(type_, head_dim_, v, row.data() + n_cold * eb);
-  tier_->write(region, slot, row.data());
+  encode_kv_row(type_, head_dim_, v, row + n_cold * eb);
+  tier_->write(region, slot, row);
 }
 
 void KvTieredStore::gather(int kv_head, const int32_t* slots, int n, uint8_t* k, uint8_t* v) const {
   const size_t row = row_bytes_;
   const Head& h = heads_[kv_head];
   const int region = region0_ + kv_head;
-  thread_local std::vector<uint8_t> buf;  // [n, tier row]
-  if (type_ == KvType::Q8_0) {            // whole K and V rows in the file
-    buf.resize(static_cast<size_t>(n) * 2 * row);
-    tier_->read(region, slots, n, buf.data());
+  ScratchFrame f;
+  uint8_t* buf = nullptr;       // [n, tier row]
+  if (type_ == KvType::Q8_0) {  // whole K and V rows in the file
+    buf = f.take<uint8_t>(static_cast<size_t>(n) * 2 * row);
+    tier_->read(region, slots, n, buf);
     for (int j = 0; j < n; ++j) {
-      std::memcpy(k + j * row, buf.data() + 2 * j * row, row);
-      std::memcpy(v + j * row, buf.data() + (2 * j + 1) * row, row);
+      std::memcpy(k + j * row, buf + 2 * j * row, row);
+      std::memcpy(v + j * row, buf + (2 * j + 1) * row, row);
     }
     return;
   }
   const size_t eb = elem_bytes(), hd = head_dim_;
   const size_t tier_row = (h.cold_dims.size() + hd) * eb;
   const size_t hot_col = static_cast<size_t>(capacity_) * eb;
-  buf.resize(static_cast<size_t>(n) * tier_row);
-  tier_->read(region, slots, n, buf.data());
+  buf = f.take<uint8_t>(static_cast<size_t>(n) * tier_row);
+  tier_->read(region, slots, n, buf);
   const uint8_t* hb = h.hot.get();
   for (int j = 0; j < n; ++j) {
     uint8_t* kd = k + j * row;
@@ -121,7 +123,7 @@ void KvTieredStore::gather(int kv_head, const int32_t* slots, int n, uint8_t* k,
     for (size_t i = 0; i < h.hot_dims.size(); ++i) {
       std::memcpy(kd + h.hot_dims[i] * eb, hs + i * hot_col, eb);
     }
-    const uint8_t* t = buf.data() + j * tier_row;
+    const uint8_t* t = buf + j * tier_row;
     for (size_t i = 0; i < h.cold_dims.size(); ++i) {
       std::memcpy(kd + h.cold_dims[i] * eb, t + i * eb, eb);
     }

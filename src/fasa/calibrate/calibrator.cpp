@@ -5,6 +5,7 @@
 
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
+#include "fasa/core/workspace.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 
@@ -41,12 +42,12 @@ class AgreementObserver final : public AttentionPolicy {
     FASA_CHECK(q.cache->type() == KvType::F32);
     const auto* keys = static_cast<const float*>(q.cache->k_rows(q.layer, q.kv_head));
     const int layer_row = row_of_layer_[q.layer];
-    FASA_CHECK(layer_row >= 0);          // a global layer
-    thread_local std::vector<float> ca;  // [n_fc]
-    ca.resize(n_fc);
+    FASA_CHECK(layer_row >= 0);  // a global layer
+    ScratchFrame f;
+    float* ca = f.take<float>(n_fc);  // [n_fc]
     for (int g = 0; g < q.n_group; ++g) {
       const int head = q.kv_head * q.n_group + g;
-      fc_agreement(q.q + g * hd, keys, q.n_visible, hd, fcs_, k_, ca.data());
+      fc_agreement(q.q + g * hd, keys, q.n_visible, hd, fcs_, k_, ca);
       const size_t row = static_cast<size_t>(layer_row) * shape_.n_heads + head;
       for (int i = 0; i < n_fc; ++i) sums_[row * n_fc + i] += ca[i];
       const float* qh = q.q + g * hd;

@@ -24,6 +24,7 @@
 
 #include "fasa/core/parallel.h"
 #include "fasa/core/pool_wait.h"
+#include "fasa/core/workspace.h"
 
 namespace fasa {
 
@@ -58,6 +59,7 @@ class Pool {
     call_ = call;
     ctx_ = ctx;
     nt_ = nt;
+    ws_ = detail::bound_workspace();
     pending_.store(nt - 1, std::memory_order_relaxed);
     const double t0 = now_s();
     generation_.fetch_add(1, std::memory_order_seq_cst);
@@ -117,6 +119,7 @@ class Pool {
 
   void worker(int w, uint32_t seen) {
     tl_mode = RangeMode::kSerial;  // a worker never starts a region of its own
+    detail::set_arena_index(w);    // its scratch, in whichever workspace a region brings
     while (true) {
       if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -128,12 +131,14 @@ class Pool {
       if (stop_.load(std::memory_order_acquire)) return;
       if (w < nt_) {
         const double b0 = now_s(), wait0 = tl_wait_s;
+        detail::set_bound_workspace(ws_);  // the caller's
         try {
           call_(ctx_, w);
         } catch (...) {
           slots_[w].error = std::current_exception();
         }
         tl_mode = RangeMode::kSerial;  // whatever the region's work set
+        detail::set_bound_workspace(nullptr);
         slots_[w].busy_s = now_s() - b0 - (tl_wait_s - wait0);
         if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
             caller_sleeping_.load(std::memory_order_seq_cst)) {
@@ -159,6 +164,7 @@ class Pool {
   void (*call_)(void*, int) = nullptr;
   void* ctx_ = nullptr;
   int nt_ = 0;
+  Workspace* ws_ = nullptr;  // the caller's bound workspace (workspace.h)
   alignas(64) std::atomic<uint32_t> generation_{0};
   alignas(64) std::atomic<int> pending_{0};
   alignas(64) std::atomic<int> sleepers_{0};

@@ -108,6 +108,7 @@ void Session::copy_prefix_from(const Session& src) {
         *src.active_policy_->prefill_state_source(active_policy_->name()));
   }
   cache_.copy_from(src.cache_);
+  WorkspaceScope bind(scratch_.work);
   for (int l : shape_.global_layers()) {  // as forward: sliding-window layers are no policy's
     active_policy_->on_append(cache_, l, 0, cache_.n_used());
   }

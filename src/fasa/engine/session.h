@@ -63,6 +63,8 @@ class Session {
   int n_past() const { return cache_.n_used(); }
   const KvCache& cache() const { return cache_; }
   const AttnStats& attn_stats() const { return attn_stats_; }
+  // The scratch memory of its steps (ForwardScratch::work: core/workspace.h).
+  Workspace::Stats workspace_stats() const { return scratch_.work.stats(); }
   AttentionPolicy& policy() { return *active_policy_; }
 
   // Appends tokens (batched, in chunks) and returns the logits after the last one: [n_vocab].

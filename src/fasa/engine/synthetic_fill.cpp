@@ -7,6 +7,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/core/splitmix.h"
+#include "fasa/core/workspace.h"
 #include "fasa/engine/session.h"
 
 namespace fasa {
@@ -40,6 +41,7 @@ void Session::fill_synthetic(int n, uint64_t seed) {
         "fill the context with a real prefill",
         active_policy_->name());
   }
+  WorkspaceScope bind(scratch_.work);
   const int hd = shape_.head_dim, n_kv = shape_.n_kv_heads, n_layers = shape_.n_layers;
   const int chunk = std::max(opts_.prefill_chunk, 1);
   std::vector<int32_t> pos;

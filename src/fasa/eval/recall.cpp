@@ -5,6 +5,7 @@
 
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
+#include "fasa/core/workspace.h"
 #include "fasa/engine/session.h"
 #include "fasa/eval/perplexity.h"
 #include "fasa/eval/shared_prefill.h"
@@ -58,16 +59,16 @@ class SelectionProbe final : public AttentionPolicy {
     last_budget_ = k;
     const KvRows rows{q.cache->k_rows(q.layer, q.kv_head), q.cache->v_rows(q.layer, q.kv_head),
                       q.cache->type(), hd};
-    thread_local std::vector<float> logits;  // [n]
-    logits.resize(n);
+    ScratchFrame f;
+    float* logits = f.take<float>(n);  // [n]
     FASA_CHECK(layer_row_[q.layer] >= 0);
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (int j = 0; j < q.n_group; ++j) {
       const size_t row =
           static_cast<size_t>(layer_row_[q.layer]) * shape_.n_heads + q.kv_head * q.n_group + j;
-      qk_scores(q.q + j * hd, rows, nullptr, n, logits.data());
+      qk_scores(q.q + j * hd, rows, nullptr, n, logits);
       const HeadMeasure m =
-          measure_head(logits.data(), n, k, scale, out.all ? nullptr : &out.slots_for(j));
+          measure_head(logits, n, k, scale, out.all ? nullptr : &out.slots_for(j));
       if (out.all) dense_[row] += 1;
       recall_[row] += m.recall;
       mass_[row] += m.mass;
@@ -90,9 +91,14 @@ class SelectionProbe final : public AttentionPolicy {
 HeadMeasure measure_head(const float* logits, int n, int k, float scale,
                          const std::vector<int32_t>* selected) {
   HeadMeasure m;
-  if (!selected) return m;                // dense: every slot, the oracle's among them
-  thread_local std::vector<float> p;      // [n]
-  thread_local std::vector<int32_t> top;  // [k] the oracle's slots
+  if (!selected) return m;  // dense: every slot, the oracle's among them
+  struct MeasureScratch {
+    std::vector<float> p;      // [n]
+    std::vector<int32_t> top;  // [k] the oracle's slots
+  };
+  MeasureScratch& sc = workspace_object<MeasureScratch>();
+  auto& p = sc.p;
+  auto& top = sc.top;
   top_k_indices(logits, n, k, top);
   p.assign(logits, logits + n);
   for (float& x : p) x *= scale;

@@ -18,6 +18,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/parallel.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/repack.h"
 
 #include "fasa/core/isa_intrin.h"
@@ -301,8 +302,7 @@ void tiles_k(int pairs, int nt, const PanelBlockK* pk, int64_t nb, int64_t n_in,
 }
 
 void run_k(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y) {
-  thread_local ActsK acts_tl;  // the caller's; workers reach it through `acts`
-  ActsK& acts = acts_tl;
+  ActsK& acts = workspace_object<ActsK>();  // the caller's; workers reach it through `acts`
   prepare_k(a, min_pairs(t), acts);
   const int64_t nb = n_in / 256, row_bytes = nb * block_bytes(t);
   const int64_t n_panels = (n_out + kTile - 1) / kTile, n_tiles = (a.n_tok + kTile - 1) / kTile;
@@ -310,17 +310,17 @@ void run_k(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a
   const auto* wb = static_cast<const uint8_t*>(w);
   const TileConfig cfg = config_q8k();
   parallel_ranges(n_panels, [&](int64_t p0, int64_t p1, int) {
-    thread_local std::vector<PanelBlockK> panel;  // [nb]
-    if (panel.size() < static_cast<size_t>(nb)) panel.resize(nb);
+    ScratchFrame f;
+    PanelBlockK* panel = f.take<PanelBlockK>(nb);  // [nb]
     alignas(64) float acc[2 * kTile * kTile];
     TileScope tiles(cfg);
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t o = p * kTile;
       const int nr = static_cast<int>(std::min<int64_t>(kTile, n_out - o));
-      unpack_panel_k(t, wb + o * row_bytes, row_bytes, nr, nb, panel.data());
+      unpack_panel_k(t, wb + o * row_bytes, row_bytes, nr, nb, panel);
       for (int64_t T = 0; T < n_tiles; T += 2) {
         const int nt = T + 1 < n_tiles ? 2 : 1;
-        tiles_k(pairs, nt, panel.data(), nb, n_in, acts, T, acc);
+        tiles_k(pairs, nt, panel, nb, n_in, acts, T, acc);
         for (int j = 0; j < nt; ++j) {
           store_panel(acc + j * kTile * kTile, nr, (T + j) * kTile, a.n_tok, y + o, n_out);
         }
@@ -421,8 +421,7 @@ void panel_tiles_8(const PanelBlock8* pk, int64_t nb, int64_t n_in, const Acts8&
 }
 
 void run_8(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a, float* y) {
-  thread_local Acts8 acts_tl;  // the caller's; workers reach it through `acts`
-  Acts8& acts = acts_tl;
+  Acts8& acts = workspace_object<Acts8>();  // the caller's; workers reach it through `acts`
   const int64_t nb = n_in / 32, row_bytes = nb * q8_block_bytes(t);
   to_vnni(a.q.data(), a.n_tok, n_in, acts.q);
   per_tile(a.d.data(), a.n_tok, nb, acts.d);
@@ -432,22 +431,22 @@ void run_8(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
   const auto* wb = static_cast<const uint8_t*>(w);
   const TileConfig cfg = config_q8();
   parallel_ranges(n_panels, [&](int64_t p0, int64_t p1, int) {
-    thread_local std::vector<PanelBlock8> panel;  // [nb]
-    if (panel.size() < static_cast<size_t>(nb)) panel.resize(nb);
+    ScratchFrame f;
+    PanelBlock8* panel = f.take<PanelBlock8>(nb);  // [nb]
     alignas(64) float acc[4 * kTile * kTile];
     TileScope tiles(cfg);
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t o = p * kTile;
       const int nr = static_cast<int>(std::min<int64_t>(kTile, n_out - o));
-      unpack_panel_8(t, wb + o * row_bytes, row_bytes, nr, nb, panel.data());
+      unpack_panel_8(t, wb + o * row_bytes, row_bytes, nr, nb, panel);
       for (int64_t T = 0; T < n_tiles; T += 2) {
         const int nt = T + 1 < n_tiles ? 2 : 1;
         if (nt == 2) {
-          with_min ? panel_tiles_8<true, 2>(panel.data(), nb, n_in, acts, T, acc)
-                   : panel_tiles_8<false, 2>(panel.data(), nb, n_in, acts, T, acc);
+          with_min ? panel_tiles_8<true, 2>(panel, nb, n_in, acts, T, acc)
+                   : panel_tiles_8<false, 2>(panel, nb, n_in, acts, T, acc);
         } else {
-          with_min ? panel_tiles_8<true, 1>(panel.data(), nb, n_in, acts, T, acc)
-                   : panel_tiles_8<false, 1>(panel.data(), nb, n_in, acts, T, acc);
+          with_min ? panel_tiles_8<true, 1>(panel, nb, n_in, acts, T, acc)
+                   : panel_tiles_8<false, 1>(panel, nb, n_in, acts, T, acc);
         }
         for (int j = 0; j < nt; ++j) {
           store_panel(acc + j * kTile * kTile, nr, (T + j) * kTile, a.n_tok, y + o, n_out);

@@ -5,6 +5,8 @@
 #include <functional>
 #include <numeric>
 
+#include "fasa/core/workspace.h"
+
 namespace fasa {
 
 namespace {
@@ -39,11 +41,11 @@ void select_sorted(const float* scores, std::vector<int32_t>& idx, int k) {
 void top_k_indices(const float* scores, int n, int k, std::vector<int32_t>& out) {
   k = std::clamp(k, 0, n);
   if (n >= kMinFilterN && k <= n / 8) {
-    thread_local std::vector<float> sample;
-    sample.resize(kSample);
+    ScratchFrame f;
+    float* sample = f.take<float>(kSample);  // [kSample]
     for (int i = 0; i < kSample; ++i) sample[i] = scores[static_cast<int64_t>(i) * n / kSample];
     const int kk = std::min(kSample - 1, static_cast<int>(int64_t{k} * kSample * 3 / (2 * n)) + 16);
-    std::nth_element(sample.begin(), sample.begin() + kk, sample.end(), std::greater<float>());
+    std::nth_element(sample, sample + kk, sample + kSample, std::greater<float>());
     const float tau = sample[kk];
     out.resize(n);
     int m = 0;

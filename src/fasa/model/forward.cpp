@@ -96,6 +96,20 @@ void ForwardScratch::reserve_team(const ModelConfig& c, int n_tok, int n_workers
   }
 }
 
+size_t forward_workspace_bytes(const ModelConfig& c, int n_tok, int n_ctx) {
+  const size_t t = n_tok, ctx = n_ctx, width = std::max(c.d_model, c.d_ff);
+  const size_t acts = t * width * (1 + sizeof(float));    // quantized rows, their scales, a copy
+  const size_t scores = ctx * c.n_heads * sizeof(float);  // a policy's per-head scores
+  return acts + scores + (size_t{1} << 20);               // + tiles, job lists and selections
+}
+
+void ForwardScratch::reserve_work(const ModelConfig& c, int n_tok, int n_ctx, int n_workers) {
+  const size_t bytes = forward_workspace_bytes(c, n_tok, n_ctx);
+  if (bytes <= work_bytes) return;
+  work_bytes = bytes;
+  work.reserve(bytes, n_workers);
+}
+
 namespace {
 
 // RoPE of one head vector, with the table's magnitude on the rotated dims (YaRN, LongRoPE).
@@ -324,6 +338,10 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
   k.n_rows = k.row0[n_seq];
   k.runs = row_runs(k.row0);
   s.reserve(c, k.n_rows);
+  int n_ctx = 0;
+  for (int i = 0; i < n_seq; ++i) n_ctx = std::max(n_ctx, seqs[i].cache->capacity());
+  s.reserve_work(c, k.n_rows, n_ctx, num_threads());
+  WorkspaceScope bind(s.work);
   if (n_seq > 1) s.logits.resize(static_cast<size_t>(logit_rows(seqs, n_seq)) * c.n_vocab);
   const bool team = k.n_rows <= kTeamMaxRows && num_threads() > 1;
   if (team) s.reserve_team(c, k.n_rows, num_threads());
@@ -351,6 +369,10 @@ void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const 
   // Sliding-window rings hold one call of up to max_batch tokens: longer runs are split.
   const int max_batch = cache.max_batch();
   const size_t n_vocab = model.config().n_vocab;
+  WorkspaceScope bind(s.work);
+  std::optional<ScratchFrame> f;
+  float* unused = nullptr;  // [n_vocab] logits of the pieces before the last: nobody asked
+  if (n_tok > max_batch && !all_logits) unused = f.emplace().take<float>(n_vocab);
   for (int i = 0; i < n_tok; i += max_batch) {
     const int m = std::min(max_batch, n_tok - i);
     const bool last = i + m == n_tok;
@@ -358,9 +380,7 @@ void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const 
     if (all_logits) {
       q.logits = logits + static_cast<size_t>(i) * n_vocab;
     } else if (!last) {
-      thread_local std::vector<float> unused;  // logits of a piece nobody asked for
-      unused.resize(n_vocab);
-      q.logits = unused.data();
+      q.logits = unused;
     }
     forward_batch(model, &q, 1, s);
   }

@@ -9,6 +9,7 @@
 #include "fasa/attention/attention.h"
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policy.h"
+#include "fasa/core/workspace.h"
 #include "fasa/model/model.h"
 
 namespace fasa {
@@ -40,7 +41,17 @@ struct ForwardScratch {
   std::vector<float> act;         // [n_tok, d_ff] worker 0's act(gate) * up in a team
   std::vector<WorkerRows> peers;  // [workers - 1] workers 1 ..
   void reserve_team(const ModelConfig& c, int n_tok, int n_workers);
+
+  // Every other buffer the steps of a call use (matmul activations, attention tiles, a policy's
+  // scores, FASA-M's fetched rows): bound while forward/forward_batch run, each thread's arena
+  // reserved for forward_workspace_bytes of the largest call and context so far.
+  Workspace work;
+  size_t work_bytes = 0;  // per arena, reserved
+  void reserve_work(const ModelConfig& c, int n_tok, int n_ctx, int n_workers);
 };
+
+// Scratch bytes one thread's arena needs for a call of n_tok rows over a context of n_ctx slots.
+size_t forward_workspace_bytes(const ModelConfig& c, int n_tok, int n_ctx);
 
 // One sequence's part of a batched forward call: its cache, policy and new tokens.
 struct SeqChunk {

@@ -17,6 +17,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/parallel.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/tip.h"
 #include "fasa/kernels/topk.h"
@@ -182,9 +183,8 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
           slice_bytes(group(layer, qs[g].kv_head).dims.size());  // the packed slice, once
       if (o_.per_head) out.head_slots.resize(ng);
     }
-    thread_local std::vector<float> buf;  // [n_kv, ng, n] per-head scores (the caller's)
-    buf.resize(static_cast<size_t>(n_kv) * ng * n);
-    float* scores = buf.data();
+    ScratchFrame f;  // the caller's: workers write into it
+    float* scores = f.take<float>(static_cast<size_t>(n_kv) * ng * n);  // [n_kv, ng, n]
     // Slot ranges: whole tiles, about kRangeSlots each, so jobs outnumber threads at depth.
     const int n_tiles = (n + kTipTile - 1) / kTipTile;
     const int n_ranges = std::clamp(n / kRangeSlots, 1, n_tiles);
@@ -206,13 +206,14 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     });
     if (o_.per_head) return;
     parallel_for(n_kv, [&](int64_t g) {
-      thread_local std::vector<float> mass;  // [n]
-      mass.assign(n, 0.0f);
+      ScratchFrame fm;
+      float* mass = fm.take<float>(n);  // [n]
+      std::fill(mass, mass + n, 0.0f);
       for (int j = 0; j < ng; ++j) {
         const float* score = scores + (g * ng + j) * n;
         for (int t = 0; t < n; ++t) mass[t] += score[t];
       }
-      pick(mass.data(), n, budget, outs[g].slots);
+      pick(mass, n, budget, outs[g].slots);
     });
   }
 
@@ -229,8 +230,13 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     const auto* packed =
         static_cast<const uint8_t*>(o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
                                                  : static_cast<const void*>(gr.kdom.data()));
-    thread_local std::vector<TipTerm> terms;  // [n_group, scoring dims of a head]
-    thread_local std::vector<int> first;      // [n_group + 1] each head's terms
+    struct TermScratch {
+      std::vector<TipTerm> terms;  // [n_group, scoring dims of a head]
+      std::vector<int> first;      // [n_group + 1] each head's terms
+    };
+    TermScratch& sc = workspace_object<TermScratch>();
+    auto& terms = sc.terms;
+    auto& first = sc.first;
     terms.clear();
     first.assign(1, 0);
     for (int j = 0; j < q.n_group; ++j) {
@@ -286,11 +292,19 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     const auto* packed =
         static_cast<const uint8_t*>(o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
                                                  : static_cast<const void*>(gr.kdom.data()));
-    thread_local std::vector<uint8_t> cols;     // [dims, m] the candidates' packed columns
-    thread_local std::vector<uint16_t> cscale;  // q8_0: [m] their scales
-    thread_local std::vector<float> scores;     // [n_group, m]
-    thread_local std::vector<TipTerm> terms;
-    thread_local std::vector<int32_t> picked;
+    struct CandScratch {
+      std::vector<uint8_t> cols;     // [dims, m] the candidates' packed columns
+      std::vector<uint16_t> cscale;  // q8_0: [m] their scales
+      std::vector<float> scores;     // [n_group, m]
+      std::vector<TipTerm> terms;
+      std::vector<int32_t> picked;
+    };
+    CandScratch& sc = workspace_object<CandScratch>();
+    auto& cols = sc.cols;
+    auto& cscale = sc.cscale;
+    auto& scores = sc.scores;
+    auto& terms = sc.terms;
+    auto& picked = sc.picked;
     cols.resize(w * m * eb);
     for (size_t i = 0; i < w; ++i) {
       for (int c = 0; c < m; ++c) {
@@ -332,7 +346,10 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       softmax_inplace(score, m);
     }
     if (o_.per_head) return;
-    thread_local std::vector<float> mass;  // [m]
+    struct MassScratch {
+      std::vector<float> mass;  // [m]
+    };
+    auto& mass = workspace_object<MassScratch>().mass;
     mass.assign(m, 0.0f);
     for (int j = 0; j < ng; ++j) {
       for (int c = 0; c < m; ++c) mass[c] += scores[static_cast<size_t>(j) * m + c];
@@ -381,7 +398,10 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
 
   // Sinks and recent slots first (inside the budget), then the best-scoring rest. scores: [n]
   void pick(float* scores, int n, int budget, std::vector<int32_t>& out) const {
-    thread_local std::vector<int32_t> forced;
+    struct ForcedScratch {
+      std::vector<int32_t> forced;
+    };
+    auto& forced = workspace_object<ForcedScratch>().forced;
     forced.clear();
     for (int t = 0; t < std::min(o_.sink, n); ++t) forced.push_back(t);
     for (int t = std::max(n - o_.recent, std::min(o_.sink, n)); t < n; ++t) forced.push_back(t);

@@ -20,6 +20,7 @@
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/attend.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/topk.h"
@@ -74,7 +75,10 @@ class H2oPolicy final : public AttentionPolicy {
       const int g = static_cast<int>(h) / ng;
       const KvRows rows{cache.k_rows(layer, g), cache.v_rows(layer, g), cache.type(), hd};
       std::vector<float>& s = score(layer, static_cast<int>(h));
-      thread_local std::vector<float> p;  // [slots seen by the query]
+      struct ProbScratch {
+        std::vector<float> p;  // [slots seen by the query]
+      };
+      auto& p = workspace_object<ProbScratch>().p;
       for (int t = 0; t < n_tok; ++t) {
         const int len = first_slot + t + 1;
         p.resize(len);
@@ -156,8 +160,13 @@ class H2oPolicy final : public AttentionPolicy {
   // Returns the bytes of scores read.
   uint64_t evict(const AttnQuery& q, int j, int k, int n_recent, std::vector<int32_t>& alive) {
     const int n_old = static_cast<int>(alive.size()) - n_recent;
-    thread_local std::vector<float> mass;  // [n_old]
-    thread_local std::vector<int32_t> top;
+    struct EvictScratch {
+      std::vector<float> mass;  // [n_old]
+      std::vector<int32_t> top;
+    };
+    EvictScratch& sc = workspace_object<EvictScratch>();
+    auto& mass = sc.mass;
+    auto& top = sc.top;
     mass.assign(n_old, 0.0f);
     const int h0 = q.kv_head * q.n_group;
     const int first = per_head_ ? j : 0, last = per_head_ ? j + 1 : q.n_group;

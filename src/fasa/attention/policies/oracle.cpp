@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fasa/attention/registry.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/attend.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/topk.h"
@@ -29,7 +30,12 @@ class OraclePolicy final : public AttentionPolicy {
     const int hd = q.cache->shape().head_dim;
     const KvRows rows{q.cache->k_rows(q.layer, q.kv_head), q.cache->v_rows(q.layer, q.kv_head),
                       q.cache->type(), hd};
-    thread_local std::vector<float> logits, mass;  // [n]
+    struct OracleScratch {
+      std::vector<float> logits, mass;  // [n]
+    };
+    OracleScratch& sc = workspace_object<OracleScratch>();
+    auto& logits = sc.logits;
+    auto& mass = sc.mass;
     logits.resize(n);
     out.all = false;
     out.per_head = per_head_;

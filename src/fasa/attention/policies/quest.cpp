@@ -31,6 +31,7 @@
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/topk.h"
 
 namespace fasa {
@@ -115,8 +116,13 @@ class QuestPolicy final : public AttentionPolicy {
     for (int s = newest_first; s < n; ++s) slots.push_back(s);
     int left = k - (n - newest_first);
     if (left > 0) {
-      thread_local std::vector<float> score;  // [n_pages]
-      thread_local std::vector<int32_t> top;
+      struct PageScratch {
+        std::vector<float> score;  // [n_pages]
+        std::vector<int32_t> top;
+      };
+      PageScratch& sc = workspace_object<PageScratch>();
+      auto& score = sc.score;
+      auto& top = sc.top;
       score.resize(n_pages);
       for (int p = 0; p < newest; ++p) {
         score[p] = page_bound(q, b.lo.data() + static_cast<size_t>(p) * hd,

@@ -26,6 +26,7 @@
 
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/attend.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/topk.h"
@@ -197,8 +198,15 @@ class SnapPolicy final : public AttentionPolicy {
     const KvRows rows{q.cache->k_rows(q.layer, q.kv_head), q.cache->v_rows(q.layer, q.kv_head),
                       q.cache->type(), hd};
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    thread_local std::vector<int32_t> alive;          // [n_alive] ascending
-    thread_local std::vector<float> p, votes, total;  // [n_alive], [n_cand], [n_cand]
+    struct VoteScratch {
+      std::vector<int32_t> alive;          // [n_alive] ascending
+      std::vector<float> p, votes, total;  // [n_alive], [n_cand], [n_cand]
+    };
+    VoteScratch& sc = workspace_object<VoteScratch>();
+    auto& alive = sc.alive;
+    auto& p = sc.p;
+    auto& votes = sc.votes;
+    auto& total = sc.total;
     uint64_t bytes = 0;
     for (int j = 0; j < ng; ++j) {
       const size_t list = o_.per_head ? j : 0;
@@ -236,7 +244,10 @@ class SnapPolicy final : public AttentionPolicy {
   // out = the slots of `alive` at the top `keep` scores (ascending). scores: [n_cand]
   static void pick(const float* scores, int n_cand, int keep, const std::vector<int32_t>& alive,
                    std::vector<int32_t>& out) {
-    thread_local std::vector<int32_t> top;
+    struct PickScratch {
+      std::vector<int32_t> top;
+    };
+    auto& top = workspace_object<PickScratch>().top;
     top_k_indices(scores, n_cand, keep, top);
     out.clear();
     for (int32_t c : top) out.push_back(alive[c]);
@@ -246,7 +257,10 @@ class SnapPolicy final : public AttentionPolicy {
   static void max_pool(std::vector<float>& x, int kernel) {
     const int n = static_cast<int>(x.size()), r = kernel / 2;
     if (r == 0 || n == 0) return;
-    thread_local std::vector<float> in;
+    struct PoolScratch {
+      std::vector<float> in;
+    };
+    auto& in = workspace_object<PoolScratch>().in;
     in = x;
     for (int c = 0; c < n; ++c) {
       float m = in[c];

@@ -26,6 +26,7 @@
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/topk.h"
 
@@ -91,8 +92,14 @@ class SparqPolicy final : public AttentionPolicy {
     } else {
       out.mix_alpha.clear();
     }
-    thread_local std::vector<float> absq, logit;  // [head_dim], [n]
-    thread_local std::vector<int32_t> dims;
+    struct SparqScratch {
+      std::vector<float> absq, logit;  // [head_dim], [n]
+      std::vector<int32_t> dims;
+    };
+    SparqScratch& sc = workspace_object<SparqScratch>();
+    auto& absq = sc.absq;
+    auto& logit = sc.logit;
+    auto& dims = sc.dims;
     absq.resize(hd);
     logit.resize(n);
     for (int j = 0; j < q.n_group; ++j) {
