@@ -104,12 +104,11 @@ constexpr int kMaxShape = 1 << 16;  // layers, heads, head_dim
 constexpr int kMaxCount = 1 << 30;  // k, samples, tokens, steps
 constexpr int64_t kMaxTokens = int64_t{1} << 53;
 
-}  // namespace
+using Json = nlohmann::json;
+using Root = JsonObject<Json>;
 
-Calibration parse_calibration(std::string_view text, const std::string& source) {
-  using Json = nlohmann::json;
-  const Json doc = json_parse<Json>(text, source);
-  const JsonObject<Json> root(doc, source);
+// "format" names a fasa calibration file; "version" is one this fasa reads.
+int64_t read_version(const Root& root, const std::string& source) {
   if (!root.has("format") || root.at("format") != "fasa-calibration") {
     fail("'{}' is not a fasa calibration file (no \"format\": \"fasa-calibration\")", source);
   }
@@ -118,7 +117,11 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
     fail("calibration file '{}' has version {}, this fasa reads versions 1 to {}", source, version,
          kCalibrationVersion);
   }
-  Calibration c;
+  return version;
+}
+
+// "model": the identity and attention shape of the model calibrated.
+void read_model(const Root& root, const std::string& source, Calibration& c) {
   const auto m = root.object("model");
   c.model_sha256 = m.string("sha256");
   c.model_name = m.string("name");
@@ -138,6 +141,10 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
     fail("{}: field \"model.rope_layout\" must be \"norm\" or \"neox\" (got \"{}\")", source, rope);
   }
   c.rope_layout = rope == "norm" ? RopeLayout::Norm : RopeLayout::Neox;
+}
+
+// "fc_layout", "fc_dims" (head_dim / 2 pairs of key dims) and the optional "fc_freq" block.
+void read_fcs(const Root& root, const std::string& source, Calibration& c) {
   try {
     c.fc_layout = parse_fc_layout(root.string("fc_layout"));
   } catch (const Error& e) {
@@ -158,6 +165,10 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
     c.rope_mscale = root.number<float>("rope_mscale", 0.0f, 16.0f);
     c.rope_n_ctx = root.number<int>("rope_n_ctx", 0, kMaxCount);
   }
+}
+
+// The calibration run's settings and the text it read.
+void read_run(const Root& root, Calibration& c) {
   c.k = root.number<int>("k", 0, kMaxCount);
   c.n_samples = root.number<int>("samples", 0, kMaxCount);
   c.tokens_per_sample = root.number<int>("tokens_per_sample", 0, kMaxCount);
@@ -166,6 +177,10 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
   c.text_name = t.string("name");
   c.text_sha256 = t.string("sha256");
   c.text_tokens = t.number<int64_t>("n_tokens", 0, kMaxTokens);
+}
+
+// The file's fc_dims are exactly the pairs its rope and fc layouts make.
+void check_fc_mapping(const Calibration& c, const std::string& source) {
   const auto want = fc_dims(c.rope_layout, c.fc_layout, c.head_dim, c.head_dim);
   bool same = want.size() == c.fcs.size();
   for (size_t i = 0; same && i < want.size(); ++i) {
@@ -173,22 +188,32 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
   }
   if (!same) {
     fail("calibration '{}': fc_dims do not match the {} mapping for a {} model", source,
-         fc_layout_name(c.fc_layout), rope);
+         fc_layout_name(c.fc_layout), rope_layout_name(c.rope_layout));
   }
+}
+
+// "layers": the covered layers, distinct and ascending (version 1: all of them).
+void read_layers(const Root& root, int64_t version, const std::string& source, Calibration& c) {
   if (version == 1) {  // before hybrid models: every layer was calibrated
     c.layers.resize(c.n_layers);
     std::iota(c.layers.begin(), c.layers.end(), 0);
-  } else {
-    c.layers = root.numbers<int>("layers", 0, c.n_layers - 1);
-    bool ok = !c.layers.empty();
-    for (size_t i = 1; ok && i < c.layers.size(); ++i) ok = c.layers[i] > c.layers[i - 1];
-    if (!ok) {
-      fail(
-          "calibration '{}': 'layers' must list distinct layers of the model's {} in "
-          "ascending order",
-          source, c.n_layers);
-    }
+    return;
   }
+  c.layers = root.numbers<int>("layers", 0, c.n_layers - 1);
+  bool ok = !c.layers.empty();
+  for (size_t i = 1; ok && i < c.layers.size(); ++i) ok = c.layers[i] > c.layers[i - 1];
+  if (!ok) {
+    fail(
+        "calibration '{}': 'layers' must list distinct layers of the model's {} in "
+        "ascending order",
+        source, c.n_layers);
+  }
+}
+
+// "heads": one entry per (covered layer, head), in any order, each exactly once; fills
+// mean_ca [n_covered * n_heads, n_fc] and (version >= 3) channel_importance
+// [n_covered * n_heads, head_dim].
+void read_heads(const Root& root, int64_t version, const std::string& source, Calibration& c) {
   const size_t n_heads_total = c.layers.size() * c.n_heads;
   const Json& heads = root.array("heads");
   if (heads.size() != n_heads_total) {
@@ -196,7 +221,7 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
   }
   c.mean_ca.assign(n_heads_total * c.n_fc(), 0.0f);
   if (version >= 3) c.channel_importance.assign(n_heads_total * c.head_dim, 0.0f);
-  std::vector<char> seen(n_heads_total, 0);
+  std::vector<char> seen(n_heads_total, 0);  // [n_covered * n_heads]
   constexpr float kMaxFloat = std::numeric_limits<float>::max();
   for (size_t i = 0; i < heads.size(); ++i) {
     const auto e = root.element("heads", i);
@@ -207,17 +232,30 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
       fail("calibration '{}': bad head entry (layer {}, head {}; covered layers {})", source, l, h,
            layer_list_text(c.layers));
     }
-    seen[static_cast<size_t>(r) * c.n_heads + h] = 1;
+    const size_t row = static_cast<size_t>(r) * c.n_heads + h;
+    seen[row] = 1;
     const auto ca = e.numbers<float>("mean_ca", 0.0f, kMaxFloat, c.n_fc());
-    std::copy(ca.begin(), ca.end(),
-              c.mean_ca.begin() + (static_cast<size_t>(r) * c.n_heads + h) * c.n_fc());
+    std::copy(ca.begin(), ca.end(), c.mean_ca.begin() + row * c.n_fc());
     if (version >= 3) {
       const auto imp = e.numbers<float>("channel_importance", 0.0f, kMaxFloat, c.head_dim);
-      std::copy(imp.begin(), imp.end(),
-                c.channel_importance.begin() +
-                    (static_cast<size_t>(r) * c.n_heads + h) * c.head_dim);
+      std::copy(imp.begin(), imp.end(), c.channel_importance.begin() + row * c.head_dim);
     }
   }
+}
+
+}  // namespace
+
+Calibration parse_calibration(std::string_view text, const std::string& source) {
+  const Json doc = json_parse<Json>(text, source);
+  const Root root(doc, source);
+  const int64_t version = read_version(root, source);
+  Calibration c;
+  read_model(root, source, c);
+  read_fcs(root, source, c);
+  read_run(root, c);
+  check_fc_mapping(c, source);
+  read_layers(root, version, source, c);
+  read_heads(root, version, source, c);
   c.rank_all();
   return c;
 }

@@ -69,6 +69,122 @@ struct Run {
   int j = 0, k = 0;
 };
 
+// A selection of one region's rows as read_rows sees them: where row j starts in the region,
+// which bytes are in the file (below `flushed`) and which in the RAM tail.
+struct Selection {
+  const int32_t* slots;  // [n] ascending, or null: row j is slot j
+  uint64_t rb;           // row bytes
+  uint64_t B;            // block bytes
+  uint64_t file_off;     // the region's start in the file
+  uint64_t flushed;      // bytes [0, flushed) of the region are in the file
+  const uint8_t* tail;   // bytes [flushed, ...) of the region
+
+  uint64_t start_of(int j) const { return static_cast<uint64_t>(slots ? slots[j] : j) * rb; }
+
+  // Plan: rows still in the RAM tail are copied into dst [n, rb] at once; the others are
+  // grouped into reads of whole blocks (rows close together share one read, gaps included).
+  // Returns the bytes the runs read.
+  size_t plan(int n, uint8_t* dst, std::vector<Run>& runs) const {
+    runs.clear();
+    size_t total = 0;
+    for (int j = 0; j < n;) {
+      const uint64_t a = start_of(j);
+      if (a >= flushed) {
+        std::memcpy(dst + j * rb, tail + (a - flushed), rb);
+        ++j;
+        continue;
+      }
+      const uint64_t b0 = a / B;
+      uint64_t b1 = (std::min(a + rb, flushed) + B - 1) / B;
+      int k = j + 1;
+      for (; k < n; ++k) {
+        const uint64_t a2 = start_of(k);
+        if (a2 >= flushed || a2 / B > b1 + kMaxGapBytes / B) break;
+        const uint64_t e2 = (std::min(a2 + rb, flushed) + B - 1) / B;
+        if ((std::max(b1, e2) - b0) * B > kMaxRunBytes) break;
+        b1 = std::max(b1, e2);
+      }
+      runs.push_back(Run{file_off + b0 * B, (b1 - b0) * B, total, j, k});
+      total += (b1 - b0) * B;
+      j = k;
+    }
+    return total;
+  }
+
+  // Copies the rows of the runs from the read buffer p into dst [n, rb]; a row's bytes past
+  // the file come from the tail.
+  void copy_out(const std::vector<Run>& runs, const uint8_t* p, uint8_t* dst) const {
+    for (const Run& run : runs) {
+      const uint64_t first_byte = run.off - file_off;
+      for (int m = run.j; m < run.k; ++m) {
+        const uint64_t am = start_of(m);
+        const uint64_t in_file = std::min(am + rb, flushed) - am;
+        std::memcpy(dst + m * rb, p + run.buf + (am - first_byte), in_file);
+        if (in_file < rb) std::memcpy(dst + m * rb + in_file, tail, rb - in_file);
+      }
+    }
+  }
+};
+
+// Submits runs[first, first + m) as asynchronous reads into p; returns how many the kernel
+// accepted (the first ones).
+size_t submit_batch(const AioContext& aio, int fd, const std::vector<Run>& runs, size_t first,
+                    size_t m, uint8_t* p, std::vector<iocb>& cbs, std::vector<iocb*>& ptrs) {
+  for (size_t i = 0; i < m; ++i) {
+    const Run& run = runs[first + i];
+    cbs[i] = iocb{};
+    cbs[i].aio_lio_opcode = IOCB_CMD_PREAD;
+    cbs[i].aio_fildes = static_cast<uint32_t>(fd);
+    cbs[i].aio_buf = reinterpret_cast<uint64_t>(p + run.buf);
+    cbs[i].aio_nbytes = run.len;
+    cbs[i].aio_offset = static_cast<int64_t>(run.off);
+    cbs[i].aio_data = first + i;
+    ptrs[i] = &cbs[i];
+  }
+  size_t submitted = 0;
+  while (submitted < m) {
+    const long rc = ::syscall(SYS_io_submit, aio.ctx, m - submitted, ptrs.data() + submitted);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) break;
+    submitted += static_cast<size_t>(rc);
+  }
+  return submitted;
+}
+
+// Waits for `submitted` reads; a short or failed one is read again with read_plain(run).
+// Returns false (errno set) when waiting itself failed.
+template <class ReadPlain>
+bool reap_batch(const AioContext& aio, const std::vector<Run>& runs, size_t submitted,
+                ReadPlain read_plain) {
+  io_event events[kQueueDepth];
+  for (size_t done = 0; done < submitted;) {
+    const long got = ::syscall(SYS_io_getevents, aio.ctx, 1, submitted - done, events, nullptr);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    for (long e = 0; e < got; ++e) {
+      const Run& run = runs[events[e].data];
+      if (events[e].res != static_cast<int64_t>(run.len)) read_plain(run);  // retry plainly
+    }
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+// Reads every run into p, up to kQueueDepth reads in flight: a run the kernel did not accept,
+// or read short, is read with read_plain(run); a failed wait is reported with on_error.
+template <class ReadPlain, class OnError>
+void read_async(const AioContext& aio, int fd, const std::vector<Run>& runs, uint8_t* p,
+                ReadPlain read_plain, OnError on_error) {
+  std::vector<iocb> cbs(std::min<size_t>(runs.size(), kQueueDepth));
+  std::vector<iocb*> ptrs(cbs.size());
+  for (size_t first = 0; first < runs.size(); first += cbs.size()) {
+    const size_t m = std::min(cbs.size(), runs.size() - first);
+    const size_t submitted = submit_batch(aio, fd, runs, first, m, p, cbs, ptrs);
+    for (size_t i = submitted; i < m; ++i) read_plain(runs[first + i]);  // not accepted
+    if (!reap_batch(aio, runs, submitted, read_plain)) on_error(std::strerror(errno));
+  }
+}
+
 }  // namespace
 
 TierStats TierStats::operator-(const TierStats& o) const {
@@ -207,84 +323,18 @@ void KvTier::read_rows(int r, const int32_t* slots, int n, uint8_t* dst, Backgro
   thread_local AlignedBuf buf;
   thread_local std::vector<Run> runs;
   const Region& g = regions_[r];
-  const uint64_t rb = g.row_bytes, B = block_;
-  auto start_of = [&](int j) { return static_cast<uint64_t>(slots ? slots[j] : j) * rb; };
-  // Plan: rows still in the RAM tail are copied at once; the others are grouped into reads of
-  // whole blocks (rows close together share one read, gaps included).
-  runs.clear();
-  size_t total = 0;
-  for (int j = 0; j < n;) {
-    const uint64_t a = start_of(j);
-    if (a >= g.flushed) {
-      std::memcpy(dst + j * rb, g.tail.data() + (a - g.flushed), rb);
-      ++j;
-      continue;
-    }
-    const uint64_t b0 = a / B;
-    uint64_t b1 = (std::min(a + rb, g.flushed) + B - 1) / B;
-    int k = j + 1;
-    for (; k < n; ++k) {
-      const uint64_t a2 = start_of(k);
-      if (a2 >= g.flushed || a2 / B > b1 + kMaxGapBytes / B) break;
-      const uint64_t e2 = (std::min(a2 + rb, g.flushed) + B - 1) / B;
-      if ((std::max(b1, e2) - b0) * B > kMaxRunBytes) break;
-      b1 = std::max(b1, e2);
-    }
-    runs.push_back(Run{g.file_off + b0 * B, (b1 - b0) * B, total, j, k});
-    total += (b1 - b0) * B;
-    j = k;
-  }
-  if (!bg) row_bytes_ += static_cast<uint64_t>(n) * rb;
+  const Selection sel{slots, g.row_bytes, block_, g.file_off, g.flushed, g.tail.data()};
+  const size_t total = sel.plan(n, dst, runs);
+  if (!bg) row_bytes_ += static_cast<uint64_t>(n) * sel.rb;
   if (runs.empty()) return;
-  uint8_t* p = buf.get(total, mem_align_);
+  uint8_t* p = buf.get(total, mem_align_);  // [total]: the runs' blocks, back to back
   const uint64_t t0 = now_ns();
   thread_local AioContext aio;
+  auto read_plain = [&](const Run& run) { pread_all(p + run.buf, run.len, run.off); };
   if (direct_ && aio.ok && runs.size() > 1) {
-    std::vector<iocb> cbs(std::min<size_t>(runs.size(), kQueueDepth));
-    std::vector<iocb*> ptrs(cbs.size());
-    io_event events[kQueueDepth];
-    for (size_t first = 0; first < runs.size(); first += cbs.size()) {
-      const size_t m = std::min(cbs.size(), runs.size() - first);
-      for (size_t i = 0; i < m; ++i) {
-        const Run& run = runs[first + i];
-        cbs[i] = iocb{};
-        cbs[i].aio_lio_opcode = IOCB_CMD_PREAD;
-        cbs[i].aio_fildes = static_cast<uint32_t>(fd_);
-        cbs[i].aio_buf = reinterpret_cast<uint64_t>(p + run.buf);
-        cbs[i].aio_nbytes = run.len;
-        cbs[i].aio_offset = static_cast<int64_t>(run.off);
-        cbs[i].aio_data = first + i;
-        ptrs[i] = &cbs[i];
-      }
-      size_t submitted = 0;
-      while (submitted < m) {
-        const long rc = ::syscall(SYS_io_submit, aio.ctx, m - submitted, ptrs.data() + submitted);
-        if (rc < 0 && errno == EINTR) continue;
-        if (rc <= 0) break;
-        submitted += static_cast<size_t>(rc);
-      }
-      for (size_t i = submitted; i < m; ++i) {  // not accepted: read them the plain way
-        const Run& run = runs[first + i];
-        pread_all(p + run.buf, run.len, run.off);
-      }
-      for (size_t done = 0; done < submitted;) {
-        const long got = ::syscall(SYS_io_getevents, aio.ctx, 1, submitted - done, events, nullptr);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-          record_error(std::strerror(errno));
-          break;
-        }
-        for (long e = 0; e < got; ++e) {
-          const Run& run = runs[events[e].data];
-          if (events[e].res != static_cast<int64_t>(run.len)) {  // short or failed: retry plainly
-            pread_all(p + run.buf, run.len, run.off);
-          }
-        }
-        done += static_cast<size_t>(got);
-      }
-    }
+    read_async(aio, fd_, runs, p, read_plain, [&](const char* e) { record_error(e); });
   } else {
-    for (const Run& run : runs) pread_all(p + run.buf, run.len, run.off);
+    for (const Run& run : runs) read_plain(run);
   }
   if (bg) {  // not waited for here; charged when the prefetch is used or dropped
     bg->reads = runs.size();
@@ -294,15 +344,7 @@ void KvTier::read_rows(int r, const int32_t* slots, int n, uint8_t* dst, Backgro
     reads_ += runs.size();
     read_bytes_ += total;
   }
-  for (const Run& run : runs) {
-    const uint64_t first_byte = run.off - g.file_off;
-    for (int m = run.j; m < run.k; ++m) {
-      const uint64_t am = start_of(m);
-      const uint64_t in_file = std::min(am + rb, g.flushed) - am;
-      std::memcpy(dst + m * rb, p + run.buf + (am - first_byte), in_file);
-      if (in_file < rb) std::memcpy(dst + m * rb + in_file, g.tail.data(), rb - in_file);
-    }
-  }
+  sel.copy_out(runs, p, dst);
 }
 
 void KvTier::reset() {

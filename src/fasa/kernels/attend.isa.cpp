@@ -347,6 +347,91 @@ void accumulate_row_q8(const uint8_t* row, int hd, const float* e_col, const int
   }
 }
 
+// ---- attend_partial's steps, one tile of keys at a time ----
+
+// Keys of tile [t0, t1) each query sees (counts: [n_q]); returns the most any query sees.
+[[gnu::always_inline]] inline int tile_counts(const int* n_keys, int n_q, int t0, int t1,
+                                              int* counts) {
+  int n_tile = 0;
+  for (int i = 0; i < n_q; ++i) {
+    counts[i] = std::max(0, std::min(n_keys[i], t1) - t0);
+    n_tile = std::max(n_tile, counts[i]);
+  }
+  return n_tile;
+}
+
+// The K and V rows of the tile's keys t0 + j, j < n_tile. kp, vp: [n_tile]
+[[gnu::always_inline]] inline void tile_rows(const KvRows& rows, const int32_t* slots, int t0,
+                                             int n_tile, const uint8_t** kp, const uint8_t** vp) {
+  const int hd = rows.head_dim;
+  for (int j = 0; j < n_tile; ++j) {
+    const int64_t s = slots ? slots[t0 + j] : t0 + j;
+    kp[j] = row_ptr(rows.k, s, hd, rows.type);
+    vp[j] = row_ptr(rows.v, s, hd, rows.type);
+  }
+}
+
+// One query's online-softmax step over its scores e [cnt]: scale them, the new running max,
+// e = exp(s - max), the tile's sum into the state st [hd + 2]; acc rescaled to the new max.
+[[gnu::always_inline]] inline void softmax_update(float* e, int cnt, float scale, float* st,
+                                                  int hd) {
+  float mt = -INFINITY;
+  for (int j = 0; j < cnt; ++j) {
+    e[j] *= scale;
+    mt = e[j] > mt ? e[j] : mt;
+  }
+  const float m = st[hd];
+  const float mn = m > mt ? m : mt;
+  const float corr = m == -INFINITY ? 0.0f : softmax_exp(m - mn);
+  softmax_exp_shifted(e, mn, cnt, e);
+  st[hd] = mn;
+  st[hd + 1] = std::fma(st[hd + 1], corr, tile_sum(e, cnt));
+  if (corr != 1.0f) {
+    for (int d = 0; d < hd; ++d) st[d] *= corr;
+  }
+}
+
+// acc_i += e_ij V_j, key by key (each V row converted once for every query). ebuf:
+// [n_q, kAttnTile], counts: [n_q], states: [n_q, ss].
+[[gnu::always_inline]] inline void accumulate_tile_rows(const uint8_t* const* vp, int n_tile,
+                                                        int hd, KvType t, const float* ebuf,
+                                                        const int* counts, int n_q, float* states,
+                                                        int ss) {
+  for (int j = 0; j < n_tile; ++j) {
+    if (t == KvType::Q8_0) {
+      accumulate_row_q8(vp[j], hd, ebuf + j, counts, j, n_q, states, ss);
+    } else {
+      accumulate_row(vp[j], hd, t, ebuf + j, counts, j, n_q, states, ss);
+    }
+  }
+}
+
+#if FASA_AVX512
+// Several queries read each row of the tile: its n_tile f16 K and V rows as fp32 (exact) in
+// kvbuf [2, kAttnTile, hd]; kp, vp then point there.
+[[gnu::always_inline]] inline void widen_tile(const uint8_t** kp, const uint8_t** vp, int n_tile,
+                                              int hd, float* kvbuf) {
+  rows_to_f32(kp, n_tile, hd, kvbuf, kp);
+  rows_to_f32(vp, n_tile, hd, kvbuf + static_cast<size_t>(kAttnTile) * hd, vp);
+}
+
+// acc_i += e_ij V_j, query by query with acc_i in registers (the same bits as
+// accumulate_tile_rows). V rows of type t (F16 or F32).
+[[gnu::always_inline]] inline void accumulate_tile_fast(const uint8_t* const* vp, int hd, KvType t,
+                                                        const float* ebuf, const int* counts,
+                                                        int n_q, float* states, int ss) {
+  for (int i = 0; i < n_q; ++i) {
+    if (counts[i] == 0) continue;
+    const float* e = ebuf + i * kAttnTile;
+    if (t == KvType::F16) {
+      accumulate_query<true>(vp, hd, e, counts[i], states + i * ss);
+    } else {
+      accumulate_query<false>(vp, hd, e, counts[i], states + i * ss);
+    }
+  }
+}
+#endif
+
 #if FASA_AVX512
 #pragma GCC diagnostic pop
 #endif
@@ -408,29 +493,17 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
 #endif
   const uint8_t* qq = q8 ? quantize_queries(qs, n_q, hd) : nullptr;  // [n_q, qrb]
   for (int t0 = begin; t0 < end; t0 += kAttnTile) {
-    const int t1 = std::min(t0 + kAttnTile, end);
-    int n_tile = 0;  // keys of this tile any query sees
-    for (int i = 0; i < n_q; ++i) {
-      counts[i] = std::max(0, std::min(n_keys[i], t1) - t0);
-      n_tile = std::max(n_tile, counts[i]);
-    }
+    const int n_tile = tile_counts(n_keys, n_q, t0, std::min(t0 + kAttnTile, end), counts.data());
     if (n_tile == 0) break;  // n_keys below t0 for every query: so for every later tile too
-    for (int j = 0; j < n_tile; ++j) {
-      const int64_t s = slots ? slots[t0 + j] : t0 + j;
-      kp[j] = row_ptr(rows.k, s, hd, rows.type);
-      vp[j] = row_ptr(rows.v, s, hd, rows.type);
-    }
+    tile_rows(rows, slots, t0, n_tile, kp, vp);
     KvType kt = rows.type;  // the type kp / vp point at now
 #if FASA_AVX512
-    // Several queries read each row of the tile: convert the f16 rows once (exact).
     if (fast && kt == KvType::F16 && n_q > 1) {
-      rows_to_f32(kp, n_tile, hd, kvbuf.data(), kp);
-      rows_to_f32(vp, n_tile, hd, kvbuf.data() + static_cast<size_t>(kAttnTile) * hd, vp);
+      widen_tile(kp, vp, n_tile, hd, kvbuf.data());
       kt = KvType::F32;
     }
 #endif
-    // Scores, the new running max, exp, the tile's sum; rescale acc to the new max.
-    for (int i = 0; i < n_q; ++i) {
+    for (int i = 0; i < n_q; ++i) {  // scores, then the online-softmax step
       const int cnt = counts[i];
       if (cnt == 0) continue;
       float* e = ebuf.data() + i * kAttnTile;
@@ -439,44 +512,15 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
       } else {
         tile_scores(qs[i], kp, cnt, hd, kt, e);
       }
-      float mt = -INFINITY;
-      for (int j = 0; j < cnt; ++j) {
-        e[j] *= scale;
-        mt = e[j] > mt ? e[j] : mt;
-      }
-      float* st = states + i * ss;
-      const float m = st[hd];
-      const float mn = m > mt ? m : mt;
-      const float corr = m == -INFINITY ? 0.0f : softmax_exp(m - mn);
-      softmax_exp_shifted(e, mn, cnt, e);
-      st[hd] = mn;
-      st[hd + 1] = std::fma(st[hd + 1], corr, tile_sum(e, cnt));
-      if (corr != 1.0f) {
-        for (int d = 0; d < hd; ++d) st[d] *= corr;
-      }
+      softmax_update(e, cnt, scale, states + i * ss, hd);
     }
 #if FASA_AVX512
-    if (fast) {  // acc_i += e_ij V_j, query by query with acc_i in registers
-      for (int i = 0; i < n_q; ++i) {
-        if (counts[i] == 0) continue;
-        const float* e = ebuf.data() + i * kAttnTile;
-        if (kt == KvType::F16) {
-          accumulate_query<true>(vp, hd, e, counts[i], states + i * ss);
-        } else {
-          accumulate_query<false>(vp, hd, e, counts[i], states + i * ss);
-        }
-      }
+    if (fast) {
+      accumulate_tile_fast(vp, hd, kt, ebuf.data(), counts.data(), n_q, states, ss);
       continue;
     }
 #endif
-    // acc_i += e_ij V_j, key by key (each V row converted once for every query).
-    for (int j = 0; j < n_tile; ++j) {
-      if (q8) {
-        accumulate_row_q8(vp[j], hd, ebuf.data() + j, counts.data(), j, n_q, states, ss);
-      } else {
-        accumulate_row(vp[j], hd, rows.type, ebuf.data() + j, counts.data(), j, n_q, states, ss);
-      }
-    }
+    accumulate_tile_rows(vp, n_tile, hd, rows.type, ebuf.data(), counts.data(), n_q, states, ss);
   }
 }
 

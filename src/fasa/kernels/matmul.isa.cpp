@@ -303,32 +303,89 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
 // Rows per group of a fused job: a repacked layout's slices must start at a 16-row group.
 int64_t group_rows(DType t) { return is_repacked(t) ? kRepackRows : kRows; }
 
+namespace {
+
+// The jobs fused into one region (matmul_multi): which activations they need, their work.
+struct FusedPlan {
+  bool any_q8 = false, any_q8k = false;
+  int64_t macs = 0;
+};
+
+// Picks the fused jobs (the quantized ones, unless the batch may take the AMX tiles) in job
+// order into fused, their first concatenated groups into group0: [n_fused + 1].
+[[gnu::always_inline]] inline FusedPlan plan_fused(const MatmulJob* jobs, int n_jobs, int64_t n_in,
+                                                   int64_t n_tok, bool batched_tiles,
+                                                   std::vector<int64_t>& group0,
+                                                   std::vector<const MatmulJob*>& fused) {
+  FusedPlan p;
+  group0.assign(1, 0);
+  fused.clear();
+  for (int j = 0; j < n_jobs; ++j) {
+    const MatmulJob& job = jobs[j];
+    const bool q8 = FASA_ISA_NS::has_q8_path(job.type);
+    const bool q8k = FASA_ISA_NS::has_q8k_path(job.type);
+    if (job.n_out <= 0 || batched_tiles || !(q8 || q8k)) continue;  // separate calls below
+    p.any_q8 |= q8;
+    p.any_q8k |= q8k;
+    fused.push_back(&job);
+    group0.push_back(group0.back() + (job.n_out + group_rows(job.type) - 1) / group_rows(job.type));
+    p.macs += job.n_out * n_in * n_tok;
+  }
+  return p;
+}
+
+// A worker's piece of a fused job: rows [o0, o1) of job.y [n_tok, job.n_out].
+[[gnu::always_inline]] inline void fused_rows(const MatmulJob& job, int64_t n_in, int64_t n_tok,
+                                              const Q8Acts& a8, const Q8KActs& a8k, int64_t o0,
+                                              int64_t o1) {
+  if (FASA_ISA_NS::has_q8_path(job.type)) {
+    FASA_ISA_NS::matmul_q8_rows(job.type, job.w, job.n_out, n_in, a8, o0, o1, job.y);
+    return;
+  }
+  const DTypeInfo& info = dtype_info(job.type);
+  const auto* rows =
+      static_cast<const uint8_t*>(job.w) + o0 * (n_in / info.block_elems * info.block_bytes);
+  const int64_t n = o1 - o0;
+  if (n_tok == 1) {
+    FASA_ISA_NS::matmul_q8k(job.type, rows, n, n_in, a8k, job.y + o0);
+    return;
+  }
+  thread_local std::vector<float> part;  // [n_tok, n]
+  part.resize(static_cast<size_t>(n_tok * n));
+  FASA_ISA_NS::matmul_q8k(job.type, rows, n, n_in, a8k, part.data());
+  for (int64_t t = 0; t < n_tok; ++t) {
+    std::copy(part.data() + t * n, part.data() + (t + 1) * n, job.y + t * job.n_out + o0);
+  }
+}
+
+// The jobs not fused, one matmul call each: float types, or every job of a batch that may take
+// the AMX tiles.
+[[gnu::always_inline]] inline void separate_calls(const MatmulJob* jobs, int n_jobs, int64_t n_in,
+                                                  const float* x, int64_t n_tok, MatmulTiles tiles,
+                                                  bool batched_tiles) {
+  for (int j = 0; j < n_jobs; ++j) {
+    const MatmulJob& job = jobs[j];
+    const bool quant = FASA_ISA_NS::has_q8_path(job.type) || FASA_ISA_NS::has_q8k_path(job.type);
+    if (job.n_out > 0 && (batched_tiles || !quant)) {
+      FASA_ISA_NS::matmul(job.type, job.w, job.n_out, n_in, x, n_tok, job.y, tiles);
+    }
+  }
+}
+
+}  // namespace
+
 void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* x, int64_t n_tok,
                   MatmulTiles tiles) {
   if (n_tok <= 0 || n_jobs <= 0) return;
   const bool batched_tiles = tiles == MatmulTiles::kAny && n_tok >= kAmxMinTokens && amx_active();
   thread_local std::vector<int64_t> group0;  // [n_fused + 1] first concatenated group per job
   thread_local std::vector<const MatmulJob*> fused;
-  group0.assign(1, 0);
-  fused.clear();
-  bool any_q8 = false, any_q8k = false;
-  int64_t macs = 0;
-  for (int j = 0; j < n_jobs; ++j) {
-    const MatmulJob& job = jobs[j];
-    const bool q8 = FASA_ISA_NS::has_q8_path(job.type);
-    const bool q8k = FASA_ISA_NS::has_q8k_path(job.type);
-    if (job.n_out <= 0 || batched_tiles || !(q8 || q8k)) continue;  // separate calls below
-    any_q8 |= q8;
-    any_q8k |= q8k;
-    fused.push_back(&job);
-    group0.push_back(group0.back() + (job.n_out + group_rows(job.type) - 1) / group_rows(job.type));
-    macs += job.n_out * n_in * n_tok;
-  }
+  const FusedPlan plan = plan_fused(jobs, n_jobs, n_in, n_tok, batched_tiles, group0, fused);
   if (!fused.empty()) {
     thread_local Q8Acts acts8;
     thread_local Q8KActs acts8k;
-    if (any_q8) FASA_ISA_NS::quantize_acts_q8(x, n_tok, n_in, acts8);
-    if (any_q8k) FASA_ISA_NS::quantize_acts_q8k(x, n_tok, n_in, acts8k);
+    if (plan.any_q8) FASA_ISA_NS::quantize_acts_q8(x, n_tok, n_in, acts8);
+    if (plan.any_q8k) FASA_ISA_NS::quantize_acts_q8k(x, n_tok, n_in, acts8k);
     const Q8Acts& a8 = acts8;  // the caller's: workers reach them through these references
     const Q8KActs& a8k = acts8k;
     const std::vector<int64_t>& g0 = group0;
@@ -339,40 +396,17 @@ void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* 
         if (lo >= hi) continue;
         const MatmulJob& job = *fj[j];
         const int64_t gr = group_rows(job.type);
-        const int64_t o0 = (lo - g0[j]) * gr, o1 = std::min((hi - g0[j]) * gr, job.n_out);
-        if (FASA_ISA_NS::has_q8_path(job.type)) {
-          FASA_ISA_NS::matmul_q8_rows(job.type, job.w, job.n_out, n_in, a8, o0, o1, job.y);
-          continue;
-        }
-        const DTypeInfo& info = dtype_info(job.type);
-        const auto* rows =
-            static_cast<const uint8_t*>(job.w) + o0 * (n_in / info.block_elems * info.block_bytes);
-        const int64_t n = o1 - o0;
-        if (n_tok == 1) {
-          FASA_ISA_NS::matmul_q8k(job.type, rows, n, n_in, a8k, job.y + o0);
-          continue;
-        }
-        thread_local std::vector<float> part;  // [n_tok, n]
-        part.resize(static_cast<size_t>(n_tok * n));
-        FASA_ISA_NS::matmul_q8k(job.type, rows, n, n_in, a8k, part.data());
-        for (int64_t t = 0; t < n_tok; ++t) {
-          std::copy(part.data() + t * n, part.data() + (t + 1) * n, job.y + t * job.n_out + o0);
-        }
+        fused_rows(job, n_in, n_tok, a8, a8k, (lo - g0[j]) * gr,
+                   std::min((hi - g0[j]) * gr, job.n_out));
       }
     };
-    if (macs < kMinParallelMacs) {
+    if (plan.macs < kMinParallelMacs) {
       team_single([&] { work(0, g0.back(), 0); });  // one worker, also in a team
     } else {
       parallel_ranges(g0.back(), work);
     }
   }
-  for (int j = 0; j < n_jobs; ++j) {
-    const MatmulJob& job = jobs[j];
-    const bool quant = FASA_ISA_NS::has_q8_path(job.type) || FASA_ISA_NS::has_q8k_path(job.type);
-    if (job.n_out > 0 && (batched_tiles || !quant)) {
-      FASA_ISA_NS::matmul(job.type, job.w, job.n_out, n_in, x, n_tok, job.y, tiles);
-    }
-  }
+  separate_calls(jobs, n_jobs, n_in, x, n_tok, tiles, batched_tiles);
 }
 
 }  // namespace fasa::FASA_ISA_NS

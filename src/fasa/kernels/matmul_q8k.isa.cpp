@@ -565,16 +565,91 @@ void kernel_r16_any(DType t, const uint8_t* g, int64_t nb, const Q8KActs& a, int
 #endif  // FASA_AVX512
 
 // ---- driver -----------------------------------------------------------------------------------
+// run's steps, one group of output rows [o, o + nr) at a time; y0 = y + o: [n_tok, ldy].
+
+#if FASA_AVX512
+// A repacked 16-row group g (its rows back to back), every token, in tiles of kR16Toks.
+[[gnu::always_inline]] inline void r16_group(DType t, const uint8_t* g, int64_t nb,
+                                             const Q8KActs& a, float* y0, int64_t ldy) {
+  for (int64_t tok = 0; tok < a.n_tok; tok += kR16Toks) {
+    const int nt = static_cast<int>(std::min<int64_t>(kR16Toks, a.n_tok - tok));
+    kernel_r16_any(t, g, nb, a, tok, nt, y0 + tok * ldy, ldy);
+  }
+}
+
+// Few tokens: the blocks straight from the rows (unpacking to the scratch would cost as much
+// as the products); many: unpacked once, reused by every token tile.
+[[gnu::always_inline]] inline bool reads_direct(DType t, int64_t n_tok) {
+  return n_tok <= kDirectMaxToks && (t == DType::Q4_K || t == DType::Q6_K);
+}
+
+// nr rows (Q4_K or Q6_K) from rows, row_bytes apart, straight from the blocks, every token.
+[[gnu::always_inline]] inline void direct_group(DType t, const uint8_t* rows, int64_t row_bytes,
+                                                int nr, const Q8KActs& a, float* y0, int64_t ldy) {
+  for (int64_t tok = 0; tok < a.n_tok; tok += kToks) {
+    const int nt = static_cast<int>(std::min<int64_t>(kToks, a.n_tok - tok));
+    float* yo = y0 + tok * ldy;
+    if (t == DType::Q4_K) {
+      kernel_simd_any<true>(Q4KSource{rows, row_bytes}, nr, a, tok, nt, yo, ldy);
+    } else {
+      kernel_simd_any<false>(Q6KSource{rows, row_bytes}, nr, a, tok, nt, yo, ldy);
+    }
+  }
+}
+#endif
+
+// Prefetch the rows two groups ahead of group o: at one token the loads would otherwise stall.
+[[gnu::always_inline]] inline void prefetch_ahead(const uint8_t* wb, int64_t o, int64_t o_end,
+                                                  int64_t row_bytes) {
+  if (o + 3 * kRows <= o_end) {
+    const uint8_t* next = wb + (o + 2 * kRows) * row_bytes;
+    for (int64_t off = 0; off < kRows * row_bytes; off += 64) __builtin_prefetch(next + off, 0, 2);
+  }
+}
+
+// Rows [o, o + nr) unpacked into the scratch: scratch[b * kRows + r], [nb, kRows].
+template <bool kSimd>
+[[gnu::always_inline]] inline void unpack_group(DType t, const uint8_t* wb, int64_t row_bytes,
+                                                int64_t o, int nr, int64_t nb,
+                                                UnpackedBlock* scratch) {
+  uint8_t tmp[256];  // a repacked row's block, rebuilt
+  for (int r = 0; r < nr; ++r) {
+    for (int64_t b = 0; b < nb; ++b) {
+      unpack_block<kSimd>(t, gguf_block(t, wb, row_bytes, o + r, b, tmp), scratch[b * kRows + r]);
+    }
+  }
+}
+
+// The unpacked group's nr rows for every token, in tiles of kToks.
+template <bool kSimd>
+[[gnu::always_inline]] inline void unpacked_group(bool with_min, const UnpackedBlock* scratch,
+                                                  int nr, const Q8KActs& a, float* y0,
+                                                  int64_t ldy) {
+  for (int64_t tok = 0; tok < a.n_tok; tok += kToks) {
+    const int nt = static_cast<int>(std::min<int64_t>(kToks, a.n_tok - tok));
+    float* yo = y0 + tok * ldy;
+#if FASA_AVX2
+    if constexpr (kSimd) {
+      if (with_min) {
+        kernel_simd_any<true>(UnpackedSource<true>{scratch}, nr, a, tok, nt, yo, ldy);
+      } else {
+        kernel_simd_any<false>(UnpackedSource<false>{scratch}, nr, a, tok, nt, yo, ldy);
+      }
+      continue;
+    }
+#endif
+    kernel_portable(with_min, scratch, nr, a, tok, nt, yo, ldy);
+  }
+}
 
 template <bool kSimd>
 void run(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, float* y) {
   if (n_out <= 0 || a.n_tok <= 0) return;
   FASA_DCHECK(block_bytes(t) > 0 && n_in % 256 == 0 && a.n_in == n_in);
-  const int bb = block_bytes(t);
   const int64_t nb = n_in / 256;
-  const int64_t row_bytes = nb * bb;
+  const int64_t row_bytes = nb * block_bytes(t);
   const bool with_min = has_min(t);
-  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* wb = static_cast<const uint8_t*>(w);  // [n_out, row_bytes]
   // Work is split in groups of rows: kRows, or a repacked layout's 16-row groups.
   const bool r16 = is_repacked(t);
   const int64_t group_rows = r16 ? kRepackRows : kRows;
@@ -587,63 +662,22 @@ void run(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, 
 #if FASA_AVX512
     if (kSimd && r16) {
       for (int64_t o = g0 * group_rows; o < o_end; o += kRepackRows) {
-        for (int64_t tok = 0; tok < a.n_tok; tok += kR16Toks) {
-          const int nt = static_cast<int>(std::min<int64_t>(kR16Toks, a.n_tok - tok));
-          kernel_r16_any(t, wb + o * row_bytes, nb, a, tok, nt, y + tok * n_out + o, n_out);
-        }
+        r16_group(t, wb + o * row_bytes, nb, a, y + o, n_out);
       }
       return;
     }
 #endif
     for (int64_t o = g0 * group_rows; o < o_end; o += kRows) {
       const int nr = static_cast<int>(std::min<int64_t>(kRows, o_end - o));
-      // Prefetch the rows two groups ahead: at one token the loads would otherwise stall.
-      if (o + 3 * kRows <= o_end) {
-        const uint8_t* next = wb + (o + 2 * kRows) * row_bytes;
-        for (int64_t off = 0; off < kRows * row_bytes; off += 64) {
-          __builtin_prefetch(next + off, 0, 2);
-        }
-      }
+      prefetch_ahead(wb, o, o_end, row_bytes);
 #if FASA_AVX512
-      // Few tokens: the blocks straight from the rows (unpacking to the scratch would cost as
-      // much as the products); many: unpacked once, reused by every token tile.
-      if (kSimd && a.n_tok <= kDirectMaxToks && (t == DType::Q4_K || t == DType::Q6_K)) {
-        const uint8_t* rows = wb + o * row_bytes;
-        for (int64_t tok = 0; tok < a.n_tok; tok += kToks) {
-          const int nt = static_cast<int>(std::min<int64_t>(kToks, a.n_tok - tok));
-          float* yo = y + tok * n_out + o;
-          if (t == DType::Q4_K) {
-            kernel_simd_any<true>(Q4KSource{rows, row_bytes}, nr, a, tok, nt, yo, n_out);
-          } else {
-            kernel_simd_any<false>(Q6KSource{rows, row_bytes}, nr, a, tok, nt, yo, n_out);
-          }
-        }
+      if (kSimd && reads_direct(t, a.n_tok)) {
+        direct_group(t, wb + o * row_bytes, row_bytes, nr, a, y + o, n_out);
         continue;
       }
 #endif
-      uint8_t tmp[256];  // a repacked row's block, rebuilt
-      for (int r = 0; r < nr; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-          unpack_block<kSimd>(t, gguf_block(t, wb, row_bytes, o + r, b, tmp),
-                              scratch[b * kRows + r]);
-        }
-      }
-      for (int64_t tok = 0; tok < a.n_tok; tok += kToks) {
-        const int nt = static_cast<int>(std::min<int64_t>(kToks, a.n_tok - tok));
-        float* yo = y + tok * n_out + o;
-#if FASA_AVX2
-        if constexpr (kSimd) {
-          if (with_min) {
-            kernel_simd_any<true>(UnpackedSource<true>{scratch.data()}, nr, a, tok, nt, yo, n_out);
-          } else {
-            kernel_simd_any<false>(UnpackedSource<false>{scratch.data()}, nr, a, tok, nt, yo,
-                                   n_out);
-          }
-          continue;
-        }
-#endif
-        kernel_portable(with_min, scratch.data(), nr, a, tok, nt, yo, n_out);
-      }
+      unpack_group<kSimd>(t, wb, row_bytes, o, nr, nb, scratch.data());
+      unpacked_group<kSimd>(with_min, scratch.data(), nr, a, y + o, n_out);
     }
   };
   if (n_out * n_in * a.n_tok < kMinParallelMacs) {

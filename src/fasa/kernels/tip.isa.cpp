@@ -35,6 +35,57 @@ void tip_tail(const void* packed, bool f16, size_t stride, const TipTerm* terms,
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+// ---- tip_scores' vector passes: slots [t, t + NV * lanes), NV accumulators of lanes slots,
+// each slot the terms' fused multiply-adds in term order (as tip_tail). scores: [n]
+
+#if FASA_AVX512
+// Slots [at, at + 16) of the packed rows as fp32.
+[[gnu::always_inline]] inline __m512 load16(const void* packed, bool f16, size_t at) {
+  if (f16) {
+    const auto* p = static_cast<const uint16_t*>(packed) + at;
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  return _mm512_loadu_ps(static_cast<const float*>(packed) + at);
+}
+
+template <int NV>
+[[gnu::always_inline]] inline void tip_pass(const void* packed, bool f16, size_t stride,
+                                            const TipTerm* terms, int n_terms, int t,
+                                            float* scores) {
+  __m512 a[NV];
+  for (int v = 0; v < NV; ++v) a[v] = _mm512_setzero_ps();
+  for (int i = 0; i < n_terms; ++i) {
+    const __m512 c = _mm512_set1_ps(terms[i].coef);
+    const size_t at = terms[i].col * stride + t;
+    for (int v = 0; v < NV; ++v) a[v] = _mm512_fmadd_ps(c, load16(packed, f16, at + 16 * v), a[v]);
+  }
+  for (int v = 0; v < NV; ++v) _mm512_storeu_ps(scores + t + 16 * v, a[v]);
+}
+#elif FASA_AVX2
+// Slots [at, at + 8) of the packed rows as fp32.
+[[gnu::always_inline]] inline __m256 load8(const void* packed, bool f16, size_t at) {
+  if (f16) {
+    const auto* p = static_cast<const uint16_t*>(packed) + at;
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  return _mm256_loadu_ps(static_cast<const float*>(packed) + at);
+}
+
+template <int NV>
+[[gnu::always_inline]] inline void tip_pass(const void* packed, bool f16, size_t stride,
+                                            const TipTerm* terms, int n_terms, int t,
+                                            float* scores) {
+  __m256 a[NV];
+  for (int v = 0; v < NV; ++v) a[v] = _mm256_setzero_ps();
+  for (int i = 0; i < n_terms; ++i) {
+    const __m256 c = _mm256_set1_ps(terms[i].coef);
+    const size_t at = terms[i].col * stride + t;
+    for (int v = 0; v < NV; ++v) a[v] = _mm256_fmadd_ps(c, load8(packed, f16, at + 8 * v), a[v]);
+  }
+  for (int v = 0; v < NV; ++v) _mm256_storeu_ps(scores + t + 8 * v, a[v]);
+}
+#endif
+
 }  // namespace
 
 void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
@@ -42,61 +93,11 @@ void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* term
   int t = 0;
 #if FASA_AVX512
   // 32 slots per pass (two accumulators), then 16, then the scalar tail.
-  for (; t + 32 <= n; t += 32) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    for (int i = 0; i < n_terms; ++i) {
-      const __m512 c = _mm512_set1_ps(terms[i].coef);
-      const size_t at = terms[i].col * stride + t;
-      __m512 k0, k1;
-      if (f16) {
-        const auto* p = static_cast<const uint16_t*>(packed) + at;
-        k0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-        k1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
-      } else {
-        const float* p = static_cast<const float*>(packed) + at;
-        k0 = _mm512_loadu_ps(p);
-        k1 = _mm512_loadu_ps(p + 16);
-      }
-      a0 = _mm512_fmadd_ps(c, k0, a0);
-      a1 = _mm512_fmadd_ps(c, k1, a1);
-    }
-    _mm512_storeu_ps(scores + t, a0);
-    _mm512_storeu_ps(scores + t + 16, a1);
-  }
-  for (; t + 16 <= n; t += 16) {
-    __m512 a = _mm512_setzero_ps();
-    for (int i = 0; i < n_terms; ++i) {
-      const size_t at = terms[i].col * stride + t;
-      const __m512 k = f16 ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                                 static_cast<const uint16_t*>(packed) + at)))
-                           : _mm512_loadu_ps(static_cast<const float*>(packed) + at);
-      a = _mm512_fmadd_ps(_mm512_set1_ps(terms[i].coef), k, a);
-    }
-    _mm512_storeu_ps(scores + t, a);
-  }
+  for (; t + 32 <= n; t += 32) tip_pass<2>(packed, f16, stride, terms, n_terms, t, scores);
+  for (; t + 16 <= n; t += 16) tip_pass<1>(packed, f16, stride, terms, n_terms, t, scores);
 #elif FASA_AVX2
   // 16 slots per pass (two 8-lane accumulators), then the scalar tail.
-  for (; t + 16 <= n; t += 16) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    for (int i = 0; i < n_terms; ++i) {
-      const __m256 c = _mm256_set1_ps(terms[i].coef);
-      const size_t at = terms[i].col * stride + t;
-      __m256 k0, k1;
-      if (f16) {
-        const auto* p = static_cast<const uint16_t*>(packed) + at;
-        k0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        k1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
-      } else {
-        const float* p = static_cast<const float*>(packed) + at;
-        k0 = _mm256_loadu_ps(p);
-        k1 = _mm256_loadu_ps(p + 8);
-      }
-      a0 = _mm256_fmadd_ps(c, k0, a0);
-      a1 = _mm256_fmadd_ps(c, k1, a1);
-    }
-    _mm256_storeu_ps(scores + t, a0);
-    _mm256_storeu_ps(scores + t + 8, a1);
-  }
+  for (; t + 16 <= n; t += 16) tip_pass<2>(packed, f16, stride, terms, n_terms, t, scores);
 #endif
   tip_tail(packed, f16, stride, terms, n_terms, t, n, scores);
 }
