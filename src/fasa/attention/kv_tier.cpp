@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "fasa/core/error.h"
+#include "fasa/core/workspace.h"
 
 namespace fasa {
 
@@ -253,7 +254,10 @@ void KvTier::write(int r, int slot, const void* row) {
 
 void KvTier::flush(int n_committed) {
   drop_prefetches();
-  thread_local AlignedBuf buf;
+  struct FlushBuffer {
+    AlignedBuf buf;
+  };
+  auto& buf = workspace_object<FlushBuffer>().buf;
   for (Region& g : regions_) {
     if (g.row_bytes == 0) continue;
     const uint64_t end = static_cast<uint64_t>(n_committed) * g.row_bytes / block_ * block_;
@@ -304,8 +308,14 @@ void KvTier::pread_all(uint8_t* buf, size_t len, uint64_t off) const {
 }
 
 void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
-  thread_local std::vector<int32_t> missing, miss_slots;  // [m] indices j, their slots
-  thread_local std::vector<uint8_t> miss_rows;            // [m, row_bytes]
+  struct MissScratch {
+    std::vector<int32_t> missing, miss_slots;  // [m] indices j, their slots
+    std::vector<uint8_t> miss_rows;            // [m, row_bytes]
+  };
+  MissScratch& sc = workspace_object<MissScratch>();
+  auto& missing = sc.missing;
+  auto& miss_slots = sc.miss_slots;
+  auto& miss_rows = sc.miss_rows;
   if (!take_prefetched(r, slots, n, dst, missing)) {
     read_rows(r, slots, n, dst);
     return;
@@ -320,8 +330,13 @@ void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
 }
 
 void KvTier::read_rows(int r, const int32_t* slots, int n, uint8_t* dst, BackgroundCost* bg) const {
-  thread_local AlignedBuf buf;
-  thread_local std::vector<Run> runs;
+  struct ReadBuffers {
+    AlignedBuf buf;
+    std::vector<Run> runs;
+  };
+  ReadBuffers& sc = workspace_object<ReadBuffers>();
+  auto& buf = sc.buf;
+  auto& runs = sc.runs;
   const Region& g = regions_[r];
   const Selection sel{slots, g.row_bytes, block_, g.file_off, g.flushed, g.tail.data()};
   const size_t total = sel.plan(n, dst, runs);
@@ -329,7 +344,10 @@ void KvTier::read_rows(int r, const int32_t* slots, int n, uint8_t* dst, Backgro
   if (runs.empty()) return;
   uint8_t* p = buf.get(total, mem_align_);  // [total]: the runs' blocks, back to back
   const uint64_t t0 = now_ns();
-  thread_local AioContext aio;
+  struct AioScratch {
+    AioContext aio;
+  };
+  auto& aio = workspace_object<AioScratch>().aio;
   auto read_plain = [&](const Run& run) { pread_all(p + run.buf, run.len, run.off); };
   if (direct_ && aio.ok && runs.size() > 1) {
     read_async(aio, fd_, runs, p, read_plain, [&](const char* e) { record_error(e); });

@@ -7,6 +7,7 @@
 
 #include "fasa/core/f16.h"
 #include "fasa/core/isa_intrin.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/isa_api.h"
 #include "fasa/kernels/ops.h"
 #include "fasa/kernels/q8_0.h"
@@ -71,13 +72,12 @@ inline float dot_q8(const uint8_t* q, const uint8_t* k, int nb) {
   return acc;
 }
 
-// The queries quantized as Q8_0 rows (attend.h), in a per-thread buffer. [n_q, row bytes]
-const uint8_t* quantize_queries(const float* const* qs, int n_q, int hd) {
-  thread_local std::vector<uint8_t> buf;
+// The queries quantized as Q8_0 rows (attend.h), in the caller's frame. [n_q, row bytes]
+const uint8_t* quantize_queries(ScratchFrame& f, const float* const* qs, int n_q, int hd) {
   const size_t rb = q8_0_row_bytes(hd);
-  if (buf.size() < n_q * rb) buf.resize(n_q * rb);
-  for (int i = 0; i < n_q; ++i) quantize_row_q8_0(qs[i], hd, buf.data() + i * rb);
-  return buf.data();
+  uint8_t* buf = f.take<uint8_t>(n_q * rb);
+  for (int i = 0; i < n_q; ++i) quantize_row_q8_0(qs[i], hd, buf + i * rb);
+  return buf;
 }
 
 // Fixed-order dot product: lane l (of 16) accumulates dims l, l + 16, ... with fused
@@ -440,7 +440,8 @@ void accumulate_row_q8(const uint8_t* row, int hd, const float* e_col, const int
 
 void qk_scores(const float* q, const KvRows& rows, const int32_t* slots, int n, float* scores) {
   if (rows.type == KvType::Q8_0) {
-    const uint8_t* qq = quantize_queries(&q, 1, rows.head_dim);
+    ScratchFrame f;
+    const uint8_t* qq = quantize_queries(f, &q, 1, rows.head_dim);
     const int nb = rows.head_dim / kQ8Block;
     for (int j = 0; j < n; ++j) {
       scores[j] = dot_q8(qq, row_ptr(rows.k, slots ? slots[j] : j, rows.head_dim, rows.type), nb);
@@ -475,38 +476,36 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
                     const int32_t* slots, int begin, int end, float scale, float* states) {
   const int hd = rows.head_dim, ss = attn_state_size(hd);
   for (int i = 0; i < n_q; ++i) attn_state_clear(states + i * ss, hd);
-  thread_local std::vector<float> ebuf;  // [n_q, kAttnTile] exp(s - m) of the current tile
-  thread_local std::vector<int> counts;  // [n_q] keys of the tile each query sees
-  if (ebuf.size() < static_cast<size_t>(n_q) * kAttnTile) ebuf.resize(n_q * kAttnTile);
-  if (counts.size() < static_cast<size_t>(n_q)) counts.resize(n_q);
+  ScratchFrame f;
+  float* ebuf = f.take<float>(static_cast<size_t>(n_q) * kAttnTile);  // [n_q, kAttnTile] exp(s - m)
+  int* counts = f.take<int>(n_q);  // [n_q] keys of the tile each query sees
   const uint8_t* kp[kAttnTile];
   const uint8_t* vp[kAttnTile];
   const bool q8 = rows.type == KvType::Q8_0;
   const size_t qrb = q8 ? q8_0_row_bytes(hd) : 0;
 #if FASA_AVX512
   const bool fast = !q8 && hd % 16 == 0;  // register-held accumulators (same bits)
-  thread_local std::vector<float> kvbuf;  // [2, kAttnTile, hd] a tile's K then V rows as fp32
-  if (fast && rows.type == KvType::F16 && n_q > 1 &&
-      kvbuf.size() < 2u * kAttnTile * static_cast<size_t>(hd)) {
-    kvbuf.resize(2u * kAttnTile * static_cast<size_t>(hd));
-  }
+  // [2, kAttnTile, hd] a tile's K then V rows as fp32 (several f16 queries)
+  float* kvbuf = fast && rows.type == KvType::F16 && n_q > 1
+                     ? f.take<float>(2u * kAttnTile * static_cast<size_t>(hd))
+                     : nullptr;
 #endif
-  const uint8_t* qq = q8 ? quantize_queries(qs, n_q, hd) : nullptr;  // [n_q, qrb]
+  const uint8_t* qq = q8 ? quantize_queries(f, qs, n_q, hd) : nullptr;  // [n_q, qrb]
   for (int t0 = begin; t0 < end; t0 += kAttnTile) {
-    const int n_tile = tile_counts(n_keys, n_q, t0, std::min(t0 + kAttnTile, end), counts.data());
+    const int n_tile = tile_counts(n_keys, n_q, t0, std::min(t0 + kAttnTile, end), counts);
     if (n_tile == 0) break;  // n_keys below t0 for every query: so for every later tile too
     tile_rows(rows, slots, t0, n_tile, kp, vp);
     KvType kt = rows.type;  // the type kp / vp point at now
 #if FASA_AVX512
     if (fast && kt == KvType::F16 && n_q > 1) {
-      widen_tile(kp, vp, n_tile, hd, kvbuf.data());
+      widen_tile(kp, vp, n_tile, hd, kvbuf);
       kt = KvType::F32;
     }
 #endif
     for (int i = 0; i < n_q; ++i) {  // scores, then the online-softmax step
       const int cnt = counts[i];
       if (cnt == 0) continue;
-      float* e = ebuf.data() + i * kAttnTile;
+      float* e = ebuf + i * kAttnTile;
       if (q8) {
         tile_scores_q8(qq + i * qrb, kp, cnt, hd, e);
       } else {
@@ -516,11 +515,11 @@ void attend_partial(const float* const* qs, int n_q, const int* n_keys, const Kv
     }
 #if FASA_AVX512
     if (fast) {
-      accumulate_tile_fast(vp, hd, kt, ebuf.data(), counts.data(), n_q, states, ss);
+      accumulate_tile_fast(vp, hd, kt, ebuf, counts, n_q, states, ss);
       continue;
     }
 #endif
-    accumulate_tile_rows(vp, n_tile, hd, rows.type, ebuf.data(), counts.data(), n_q, states, ss);
+    accumulate_tile_rows(vp, n_tile, hd, rows.type, ebuf, counts, n_q, states, ss);
   }
 }
 
@@ -548,10 +547,9 @@ void attn_state_finish(const float* state, int head_dim, float* out) {
 void attend_one(const float* q, const KvRows& rows, const int32_t* slots, int n, float scale,
                 float* out) {
   const int hd = rows.head_dim, ss = attn_state_size(hd);
-  thread_local std::vector<float> buf;  // [2, state]: the running result, one chunk's part
-  if (buf.size() < 2u * ss) buf.resize(2 * ss);
-  float* total = buf.data();
-  float* part = buf.data() + ss;
+  ScratchFrame f;
+  float* total = f.take<float>(ss);  // [state] the running result
+  float* part = f.take<float>(ss);   // [state] one chunk's part
   attn_state_clear(total, hd);
   for (int c0 = 0; c0 < n; c0 += kAttnChunk) {
     FASA_ISA_NS::attend_partial(&q, 1, &n, rows, slots, c0, std::min(n, c0 + kAttnChunk), scale,

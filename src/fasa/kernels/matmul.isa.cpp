@@ -15,6 +15,7 @@
 #include "fasa/core/amx.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/dequant.h"
 #include "fasa/kernels/matmul_amx.h"
 #include "fasa/kernels/matmul_q8.h"
@@ -197,10 +198,9 @@ void matmul_impl(DequantFn dequant, KernelFn kernel, DType type, const void* w, 
   const auto* wb = static_cast<const uint8_t*>(w);
 
   auto run_groups = [&](int64_t g_begin, int64_t g_end, int /*worker*/) {
-    thread_local std::vector<float> scratch;  // [chunk_rows, n_in] dequantized weight rows
-    if (!direct && scratch.size() < static_cast<size_t>(chunk_rows * n_in)) {
-      scratch.resize(static_cast<size_t>(chunk_rows * n_in));
-    }
+    ScratchFrame f;
+    // [chunk_rows, n_in] dequantized weight rows
+    float* scratch = direct ? nullptr : f.take<float>(static_cast<size_t>(chunk_rows * n_in));
     const int64_t o_end = std::min(g_end * kRows, n_out);
     for (int64_t o0 = g_begin * kRows; o0 < o_end; o0 += chunk_rows) {
       const int64_t nr = std::min(chunk_rows, o_end - o0);
@@ -216,9 +216,9 @@ void matmul_impl(DequantFn dequant, KernelFn kernel, DType type, const void* w, 
         const int64_t next_bytes = std::max<int64_t>(next_end - (o0 + nr), 0) * row_bytes;
         for (int64_t b = 0; b < next_bytes; b += 64) __builtin_prefetch(next + b, 0, 2);
         for (int64_t r = 0; r < nr; ++r) {
-          dequant(type, wb + (o0 + r) * row_bytes, scratch.data() + r * n_in, n_in);
+          dequant(type, wb + (o0 + r) * row_bytes, scratch + r * n_in, n_in);
         }
-        wf = scratch.data();
+        wf = scratch;
       }
       for (int64_t t0 = 0; t0 < n_tok; t0 += tile_toks) {
         const int64_t nt = std::min(tile_toks, n_tok - t0);
@@ -249,13 +249,19 @@ namespace detail {
 void matmul_portable(DType type, const void* w, int64_t n_out, int64_t n_in, const float* x,
                      int64_t n_tok, float* y) {
   if (FASA_ISA_NS::has_q8_path(type)) {
-    thread_local Q8Acts acts;
+    struct PortableQ8Acts {
+      Q8Acts acts;
+    };
+    auto& acts = workspace_object<PortableQ8Acts>().acts;
     FASA_ISA_NS::quantize_acts_q8(x, n_tok, n_in, acts);
     detail::matmul_q8_portable(type, w, n_out, n_in, acts, y);
     return;
   }
   if (FASA_ISA_NS::has_q8k_path(type)) {
-    thread_local Q8KActs acts;
+    struct PortableQ8KActs {
+      Q8KActs acts;
+    };
+    auto& acts = workspace_object<PortableQ8KActs>().acts;
     FASA_ISA_NS::quantize_acts_q8k(x, n_tok, n_in, acts);
     detail::matmul_q8k_portable(type, w, n_out, n_in, acts, y);
     return;
@@ -270,7 +276,10 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
   const bool batched_tiles = tiles == MatmulTiles::kAny && n_tok >= kAmxMinTokens && amx_active();
   if (FASA_ISA_NS::has_q8_path(
           type)) {  // 32-element block quants: integer dot products (matmul_q8.h)
-    thread_local Q8Acts acts;
+    struct Q8ActsOfCall {
+      Q8Acts acts;
+    };
+    auto& acts = workspace_object<Q8ActsOfCall>().acts;
     FASA_ISA_NS::quantize_acts_q8(x, n_tok, n_in, acts);
     if (batched_tiles && FASA_ISA_NS::matmul_q8_amx(type, w, n_out, n_in, acts, y)) {
       return;  // AMX tiles for batches (matmul_amx.h)
@@ -279,7 +288,10 @@ void matmul(DType type, const void* w, int64_t n_out, int64_t n_in, const float*
     return;
   }
   if (FASA_ISA_NS::has_q8k_path(type)) {  // K-quants: integer dot products (matmul_q8k.h)
-    thread_local Q8KActs acts;
+    struct Q8KActsOfCall {
+      Q8KActs acts;
+    };
+    auto& acts = workspace_object<Q8KActsOfCall>().acts;
     FASA_ISA_NS::quantize_acts_q8k(x, n_tok, n_in, acts);
     if (batched_tiles && FASA_ISA_NS::matmul_q8k_amx(type, w, n_out, n_in, acts, y)) {
       return;
@@ -350,11 +362,11 @@ struct FusedPlan {
     FASA_ISA_NS::matmul_q8k(job.type, rows, n, n_in, a8k, job.y + o0);
     return;
   }
-  thread_local std::vector<float> part;  // [n_tok, n]
-  part.resize(static_cast<size_t>(n_tok * n));
-  FASA_ISA_NS::matmul_q8k(job.type, rows, n, n_in, a8k, part.data());
+  ScratchFrame f;
+  float* part = f.take<float>(static_cast<size_t>(n_tok * n));  // [n_tok, n]
+  FASA_ISA_NS::matmul_q8k(job.type, rows, n, n_in, a8k, part);
   for (int64_t t = 0; t < n_tok; ++t) {
-    std::copy(part.data() + t * n, part.data() + (t + 1) * n, job.y + t * job.n_out + o0);
+    std::copy(part + t * n, part + (t + 1) * n, job.y + t * job.n_out + o0);
   }
 }
 
@@ -378,12 +390,22 @@ void matmul_multi(const MatmulJob* jobs, int n_jobs, int64_t n_in, const float* 
                   MatmulTiles tiles) {
   if (n_tok <= 0 || n_jobs <= 0) return;
   const bool batched_tiles = tiles == MatmulTiles::kAny && n_tok >= kAmxMinTokens && amx_active();
-  thread_local std::vector<int64_t> group0;  // [n_fused + 1] first concatenated group per job
-  thread_local std::vector<const MatmulJob*> fused;
+  struct FusedPlanScratch {
+    std::vector<int64_t> group0;  // [n_fused + 1] first concatenated group per job
+    std::vector<const MatmulJob*> fused;
+  };
+  FusedPlanScratch& sc = workspace_object<FusedPlanScratch>();
+  auto& group0 = sc.group0;
+  auto& fused = sc.fused;
   const FusedPlan plan = plan_fused(jobs, n_jobs, n_in, n_tok, batched_tiles, group0, fused);
   if (!fused.empty()) {
-    thread_local Q8Acts acts8;
-    thread_local Q8KActs acts8k;
+    struct FusedActs {
+      Q8Acts acts8;
+      Q8KActs acts8k;
+    };
+    FusedActs& sc = workspace_object<FusedActs>();
+    auto& acts8 = sc.acts8;
+    auto& acts8k = sc.acts8k;
     if (plan.any_q8) FASA_ISA_NS::quantize_acts_q8(x, n_tok, n_in, acts8);
     if (plan.any_q8k) FASA_ISA_NS::quantize_acts_q8k(x, n_tok, n_in, acts8k);
     const Q8Acts& a8 = acts8;  // the caller's: workers reach them through these references

@@ -18,6 +18,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/parallel.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/repack.h"
 
 #include "fasa/core/isa_intrin.h"
@@ -656,8 +657,8 @@ void run(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, 
   FASA_DCHECK(!r16 || n_out % kRepackRows == 0);
   const int64_t n_groups = (n_out + group_rows - 1) / group_rows;
   auto work = [&](int64_t g0, int64_t g1, int) {
-    thread_local std::vector<UnpackedBlock> scratch;  // [nb, kRows]
-    if (scratch.size() < static_cast<size_t>(nb * kRows)) scratch.resize(nb * kRows);
+    ScratchFrame f;
+    UnpackedBlock* scratch = f.take<UnpackedBlock>(nb * kRows);  // [nb, kRows]
     const int64_t o_end = std::min(g1 * group_rows, n_out);
 #if FASA_AVX512
     if (kSimd && r16) {
@@ -676,8 +677,8 @@ void run(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8KActs& a, 
         continue;
       }
 #endif
-      unpack_group<kSimd>(t, wb, row_bytes, o, nr, nb, scratch.data());
-      unpacked_group<kSimd>(with_min, scratch.data(), nr, a, y + o, n_out);
+      unpack_group<kSimd>(t, wb, row_bytes, o, nr, nb, scratch);
+      unpacked_group<kSimd>(with_min, scratch, nr, a, y + o, n_out);
     }
   };
   if (n_out * n_in * a.n_tok < kMinParallelMacs) {

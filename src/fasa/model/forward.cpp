@@ -98,9 +98,9 @@ void ForwardScratch::reserve_team(const ModelConfig& c, int n_tok, int n_workers
 
 size_t forward_workspace_bytes(const ModelConfig& c, int n_tok, int n_ctx) {
   const size_t t = n_tok, ctx = n_ctx, width = std::max(c.d_model, c.d_ff);
-  const size_t acts = t * width * (1 + sizeof(float));    // quantized rows, their scales, a copy
+  const size_t rows = t * width * sizeof(float);          // matmul_multi's rows of one matrix
   const size_t scores = ctx * c.n_heads * sizeof(float);  // a policy's per-head scores
-  return acts + scores + (size_t{1} << 20);               // + tiles, job lists and selections
+  return rows + scores + (size_t{1} << 20);  // + attention tiles, unpacked weight blocks, lists
 }
 
 void ForwardScratch::reserve_work(const ModelConfig& c, int n_tok, int n_ctx, int n_workers) {

@@ -42,7 +42,7 @@ struct ForwardScratch {
   std::vector<WorkerRows> peers;  // [workers - 1] workers 1 ..
   void reserve_team(const ModelConfig& c, int n_tok, int n_workers);
 
-  // Every other buffer the steps of a call use (matmul activations, attention tiles, a policy's
+  // Every other buffer the steps of a call use (matmul activations and rows, attention tiles, a policy's
   // scores, FASA-M's fetched rows): bound while forward/forward_batch run, each thread's arena
   // reserved for forward_workspace_bytes of the largest call and context so far.
   Workspace work;
