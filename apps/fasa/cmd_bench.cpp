@@ -193,7 +193,7 @@ std::string canonical_spec(const std::string& spec) {
   PolicyOptions opts;
   parse_policy_spec(spec, &name, &opts);
   std::string s = name;
-  for (const auto& [k, v] : opts) s += "," + k + "=" + v;
+  for (const auto& [k, v] : opts) s.append(",").append(k).append("=").append(v);
   return s;
 }
 

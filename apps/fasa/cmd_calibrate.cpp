@@ -3,6 +3,7 @@
 // `fasa calib show CALIB.json [--n-tip X] [--json]` — the dominant FCs per layer and head (and,
 // in files of version >= 3, Double Sparsity's heavy channels: 2 x n_tip key dims).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -169,7 +170,7 @@ void run_show(const ShowArgs& a) {
   const Calibration c = load_calibration(a.path);
   if (!(a.n_tip > 0.0)) fail("--n-tip must be positive (got {})", a.n_tip);
   if (!a.image.empty()) write_heatmap(c, a.image);
-  const int n_tip = std::clamp(a.n_tip < 1.0 ? static_cast<int>(a.n_tip * c.n_fc() + 0.5)
+  const int n_tip = std::clamp(a.n_tip < 1.0 ? static_cast<int>(std::lround(a.n_tip * c.n_fc()))
                                              : static_cast<int>(a.n_tip),
                                1, c.n_fc());
   if (a.json) {

@@ -150,7 +150,7 @@ std::string calibrate_tiny(std::shared_ptr<const Model> model, int n_vocab,
   co.tokens = 30;
   co.steps = 3;
   const std::string path = ::testing::TempDir() + "/" + name;
-  save_calibration(calibrate(std::move(model), text, co, nullptr), path);
+  save_calibration(calibrate(model, text, co, nullptr), path);
   return path;
 }
 

@@ -144,7 +144,7 @@ Calibration calibration_header(const Model& model, const CalibrateOptions& o, in
 
 }  // namespace
 
-Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+Calibration calibrate(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& tokens,
                       const CalibrateOptions& o, const std::function<void(int, int)>& progress) {
   const ModelConfig& mc = model->config();
   const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};

@@ -24,7 +24,7 @@ struct CalibrateOptions {
 
 // `progress(done, total)` after each sample (may be null). Throws fasa::Error when the text is
 // too short or an option is out of range.
-Calibration calibrate(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+Calibration calibrate(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& tokens,
                       const CalibrateOptions& opts, const std::function<void(int, int)>& progress);
 
 }  // namespace fasa

@@ -2,6 +2,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#if FASA_X86
+#include <cpuid.h>
+#endif
 
 #include "fasa/core/error.h"
 
@@ -9,19 +12,27 @@ namespace fasa {
 
 namespace {
 
+#if FASA_X86
+// F16C from CPUID leaf 1 (ECX bit 29): __builtin_cpu_supports("f16c") is GCC-only (clang 14
+// rejects the feature name).
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+#endif
+
 bool cpu_has(Isa isa) {
 #if FASA_X86
   __builtin_cpu_init();
   switch (isa) {
     case Isa::Scalar: return true;
     case Isa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case Isa::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
-             __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+             __builtin_cpu_supports("fma") && has_f16c();
   }
   return false;
 #else

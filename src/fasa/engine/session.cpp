@@ -67,7 +67,7 @@ std::unique_ptr<AttentionPolicy> policy_from_spec(const std::string& spec,
 
 }  // namespace
 
-Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts)
+Session::Session(const std::shared_ptr<const Model>& model, const SessionOptions& opts)
     : Session(model, opts, policy_context(model)) {}
 
 Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts,

@@ -52,7 +52,7 @@ struct SessionChunk {
 
 class Session {
  public:
-  Session(std::shared_ptr<const Model> model, const SessionOptions& opts);
+  Session(const std::shared_ptr<const Model>& model, const SessionOptions& opts);
   // The same, with the model's policy context made once by the caller (policy_context(model)):
   // many sessions then share one memoized model hash instead of hashing the file each.
   Session(std::shared_ptr<const Model> model, const SessionOptions& opts,

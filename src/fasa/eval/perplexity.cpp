@@ -128,7 +128,7 @@ struct PplRun {
 
 }  // namespace
 
-std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
+std::vector<PplResult> perplexity_all(const std::shared_ptr<const Model>& model,
                                       const std::vector<int32_t>& tokens, const PplOptions& o,
                                       const std::function<void(int, int)>& progress) {
   const int n_chunks = checked_chunks(tokens, o);
@@ -175,11 +175,11 @@ std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
   return results;
 }
 
-PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+PplResult perplexity(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& tokens,
                      const PplOptions& o, const std::function<void(int, int)>& progress) {
   PplOptions one = o;
   one.compare.clear();
-  return perplexity_all(std::move(model), tokens, one, progress)[0];
+  return perplexity_all(model, tokens, one, progress)[0];
 }
 
 }  // namespace fasa

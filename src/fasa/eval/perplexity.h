@@ -49,11 +49,11 @@ struct PplResult {
 
 // `progress(done, total)` is called after each chunk (may be null). Throws fasa::Error when the
 // text is shorter than one chunk or the options are out of range.
-PplResult perplexity(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+PplResult perplexity(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& tokens,
                      const PplOptions& opts, const std::function<void(int, int)>& progress);
 // opts.policy, then every opts.compare policy, on the same chunks: [1 + compare.size()]. Each
 // chunk's dense prefix is computed once and copied into the other policies' sessions.
-std::vector<PplResult> perplexity_all(std::shared_ptr<const Model> model,
+std::vector<PplResult> perplexity_all(const std::shared_ptr<const Model>& model,
                                       const std::vector<int32_t>& tokens, const PplOptions& opts,
                                       const std::function<void(int, int)>& progress);
 

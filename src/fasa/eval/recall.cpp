@@ -202,7 +202,7 @@ void fill_measures(const SelectionProbe& probe, RecallResult& r) {
 
 }  // namespace
 
-std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model,
+std::vector<RecallResult> evaluate_recall_all(const std::shared_ptr<const Model>& model,
                                               const std::vector<int32_t>& tokens,
                                               const RecallOptions& o,
                                               const std::function<void(int, int)>& progress) {
@@ -249,12 +249,12 @@ std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model
   return results;
 }
 
-RecallResult evaluate_recall(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
-                             const RecallOptions& o,
+RecallResult evaluate_recall(const std::shared_ptr<const Model>& model,
+                             const std::vector<int32_t>& tokens, const RecallOptions& o,
                              const std::function<void(int, int)>& progress) {
   RecallOptions one = o;
   one.compare.clear();
-  return evaluate_recall_all(std::move(model), tokens, one, progress)[0];
+  return evaluate_recall_all(model, tokens, one, progress)[0];
 }
 
 }  // namespace fasa

@@ -58,12 +58,12 @@ HeadMeasure measure_head(const float* logits, int n, int k, float scale,
 double kl_of_logits(const float* p_logits, const float* q_logits, int n_vocab);
 
 // The budget of the oracle comparison is the policy's `budget` option (every slot when none).
-RecallResult evaluate_recall(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
-                             const RecallOptions& opts,
+RecallResult evaluate_recall(const std::shared_ptr<const Model>& model,
+                             const std::vector<int32_t>& tokens, const RecallOptions& opts,
                              const std::function<void(int, int)>& progress);
 // opts.policy, then every opts.compare spec, on the same prefix and steps (the dense prefix is
 // computed once and copied): [1 + compare.size()].
-std::vector<RecallResult> evaluate_recall_all(std::shared_ptr<const Model> model,
+std::vector<RecallResult> evaluate_recall_all(const std::shared_ptr<const Model>& model,
                                               const std::vector<int32_t>& tokens,
                                               const RecallOptions& opts,
                                               const std::function<void(int, int)>& progress);

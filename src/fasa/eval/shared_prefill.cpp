@@ -18,7 +18,7 @@ std::unique_ptr<AttentionPolicy> policy_of(const std::string& spec, const Policy
   if (key) {
     opts.erase("budget");  // budgets share the prefill statistics; other options may not
     *key = name;
-    for (const auto& [k, v] : opts) *key += "," + k + "=" + v;
+    for (const auto& [k, v] : opts) key->append(",").append(k).append("=").append(v);
   }
   return policy;
 }

@@ -52,13 +52,14 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& policies,
                                       const std::string& calib) {
   if (policies.empty()) fail("--policies is empty");
   std::vector<double> bs;
+  bs.reserve(budgets.size());
   for (const auto& b : budgets) bs.push_back(parse_budget("sweep", b));
   std::vector<SweepEntry> out;
   for (const std::string& p : policies) {
     std::string name;
     PolicyOptions opts;
     parse_policy_spec(p, &name, &opts);
-    if (calib.size() && reads_calibration(name) && !opts.count("calib")) opts["calib"] = calib;
+    if (!calib.empty() && reads_calibration(name) && !opts.count("calib")) opts["calib"] = calib;
     // A spec's own calibration, other than --calib's, stays in its label (an ablation's rows
     // must not read like the default's).
     const bool own_calib = opts.count("calib") && opts["calib"] != calib;
@@ -67,7 +68,7 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& policies,
       bool first = true;
       for (const auto& [k, v] : o) {
         if (label && (k == "budget" || (k == "calib" && !own_calib))) continue;
-        s += (first ? ":" : ",") + k + "=" + v;
+        s.append(first ? ":" : ",").append(k).append("=").append(v);
         first = false;
       }
       return s;

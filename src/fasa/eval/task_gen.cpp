@@ -106,6 +106,7 @@ Draft niah(TaskRng& rng, int n_keys, int n_values, int n_queried) {
   Draft d;
   std::set<std::string> used;
   std::vector<std::string> keys;
+  keys.reserve(n_keys);
   for (int k = 0; k < n_keys; ++k) keys.push_back(distinct_key(rng, used));
   std::vector<std::pair<std::string, std::string>> planted;  // (key, value)
   std::set<std::string> values;

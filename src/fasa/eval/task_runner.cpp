@@ -207,7 +207,7 @@ struct TaskRun {
 
 }  // namespace
 
-TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Task>& tasks,
+TaskRunResult run_tasks(const std::shared_ptr<const Model>& model, const std::vector<Task>& tasks,
                         const TaskRunOptions& opts, const std::function<void(int, int)>& progress,
                         const TaskRunResume& resume) {
   check_options(tasks, opts, resume);

@@ -68,7 +68,7 @@ struct TaskRunResult {
 // Tokenizes every prompt first: a prompt that does not fit (with its max_new_tokens) throws
 // fasa::Error naming the task, before any work. Each policy spec is checked by making it once.
 // `progress(done, total)` counts the (task, policy) generations run here; may be null.
-TaskRunResult run_tasks(std::shared_ptr<const Model> model, const std::vector<Task>& tasks,
+TaskRunResult run_tasks(const std::shared_ptr<const Model>& model, const std::vector<Task>& tasks,
                         const TaskRunOptions& opts, const std::function<void(int, int)>& progress,
                         const TaskRunResume& resume = {});
 

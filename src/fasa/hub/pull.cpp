@@ -182,7 +182,7 @@ void Puller::download_hf(const fs::path& out) {
   std::vector<std::string> argv = {opts_.curl, "--fail", "--location", "--retry", "0"};
   argv.insert(argv.end(), {"--connect-timeout", timeout_s});
   if (opts_.progress) {
-    argv.push_back("--progress-bar");
+    argv.emplace_back("--progress-bar");
   } else {
     argv.insert(argv.end(), {"--silent", "--show-error"});
   }

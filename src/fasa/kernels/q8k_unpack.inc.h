@@ -14,7 +14,7 @@ struct alignas(64) UnpackedBlock {
   float d, dmin;
 };
 
-int block_bytes(DType t) {
+inline int block_bytes(DType t) {
   switch (t) {
     case DType::Q2_K: return 84;
     case DType::Q3_K: return 110;

@@ -101,9 +101,9 @@ DType gguf_type(DType t) {
   return t == DType::Q4_K_R16 ? DType::Q4_K : t == DType::Q6_K_R16 ? DType::Q6_K : t;
 }
 
-int64_t group_block_bytes(DType t) {
-  FASA_CHECK(is_repacked(t));
-  return t == DType::Q4_K_R16 ? kR * kQ4KR16Bytes : kR * kQ6KBytes;
+int64_t group_block_bytes(DType repacked) {
+  FASA_CHECK(is_repacked(repacked));
+  return repacked == DType::Q4_K_R16 ? kR * kQ4KR16Bytes : kR * kQ6KBytes;
 }
 
 void repack_rows16(DType t, const void* src, int64_t n_out, int64_t n_in, void* dst) {

@@ -60,7 +60,8 @@ void read_gemma3(const GgufFile& f, const std::string& a, ModelConfig& c) {
       fail("{}: '{}attention.scale' = {} must be in (0, 1]", f.path(), a, c.attn_scale);
     }
   } else if (c.n_layers == 62) {
-    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.d_model / c.n_heads));
+    const int query_scalar = c.d_model / c.n_heads;  // an integer in the reference (5376 / 32)
+    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(query_scalar));
   }
   c.final_logit_softcap = static_cast<float>(f.get_float_or(a + "final_logit_softcapping", 0.0));
   if (!(c.final_logit_softcap >= 0.0f)) {

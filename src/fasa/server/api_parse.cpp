@@ -224,7 +224,7 @@ void set_prompt(const json& v, const char* name, Parsed& p) {
 // --- chat messages ---
 
 std::string role_value(const json& v, const std::string& param) {
-  const std::string role = v.is_string() ? v.get<std::string>() : "";
+  std::string role = v.is_string() ? v.get<std::string>() : "";
   if (role == "system" || role == "user" || role == "assistant") return role;
   if (role == "developer") return "system";  // OpenAI's newer name for the system role
   bad(param, fmt::format("'{}' must be one of system, developer, user, assistant (got {})", param,

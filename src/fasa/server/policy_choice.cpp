@@ -9,7 +9,7 @@ namespace {
 std::string spec_of(const std::string& name, const PolicyOptions& opts) {
   std::string s = name;
   for (const auto& [key, value] : opts) {
-    s += (s.size() == name.size() ? ":" : ",") + key + "=" + value;
+    s.append(s.size() == name.size() ? ":" : ",").append(key).append("=").append(value);
   }
   return s;
 }

@@ -36,7 +36,7 @@ constexpr std::string_view kEogTexts[] = {
     "<eos>",
     "<turn|>",
     "<|tool_response>",
-    "<\xef\xbd\x9c"
+    "<\xef\xbd\x9c"  // NOLINT(bugprone-suspicious-missing-comma): split to end the \x escapes
     "end\xe2\x96\x81"
     "of\xe2\x96\x81"
     "sentence\xef\xbd\x9c>",  // DeepSeek
@@ -62,7 +62,7 @@ constexpr std::string_view kFimTexts[] = {
     "\xe2\x96\x81<PRE>",
     "<|code_prefix|>",
     "<|prefix|>",
-    "<\xef\xbd\x9c"
+    "<\xef\xbd\x9c"  // NOLINT(bugprone-suspicious-missing-comma): split to end the \x escapes
     "fim\xe2\x96\x81"
     "begin\xef\xbd\x9c>",  // <｜fim▁begin｜>
     "<|fim_suffix|>",

@@ -16,7 +16,7 @@ int64_t optional_id(const GgufFile& file, const char* key) { return file.get_int
 
 std::string require_model(const GgufFile& file, const char* want) {
   if (!file.find("tokenizer.ggml.model")) fail("missing tokenizer.ggml.model");
-  const std::string model = file.get_string("tokenizer.ggml.model");
+  std::string model = file.get_string("tokenizer.ggml.model");
   if (model != want) {
     fail("tokenizer.ggml.model = '{}', expected '{}'", model, want);
   }

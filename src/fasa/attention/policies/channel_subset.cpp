@@ -431,7 +431,7 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
 
 std::unique_ptr<AttentionPolicy> make_channel_subset_policy(
     std::string name, const PolicyContext& ctx, ChannelSubsetOptions o,
-    std::vector<std::vector<int>> head_dims) {
+    const std::vector<std::vector<int>>& head_dims) {
   return std::make_unique<ChannelSubsetPolicy>(std::move(name), ctx, std::move(o), head_dims);
 }
 

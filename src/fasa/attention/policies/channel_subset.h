@@ -34,6 +34,6 @@ struct ChannelSubsetOptions {
 // dims each head scores with, in the order its terms are summed. `name` is the policy's name().
 std::unique_ptr<AttentionPolicy> make_channel_subset_policy(
     std::string name, const PolicyContext& ctx, ChannelSubsetOptions o,
-    std::vector<std::vector<int>> head_dims);
+    const std::vector<std::vector<int>>& head_dims);
 
 }  // namespace fasa

@@ -106,7 +106,7 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
       head_dims.push_back(c.heavy_channels(l, h, channels));
     }
   }
-  return make_channel_subset_policy("double-sparsity", ctx, std::move(o), std::move(head_dims));
+  return make_channel_subset_policy("double-sparsity", ctx, std::move(o), head_dims);
 }
 
 }  // namespace fasa

@@ -24,7 +24,7 @@ const OptionTable& full_options() {
 
 std::unique_ptr<AttentionPolicy> make_full_policy(const PolicyContext& ctx,
                                                   const PolicyOptions& opts) {
-  ParsedOptions(full_options(), opts, ctx.shape);
+  const ParsedOptions checked(full_options(), opts, ctx.shape);  // throws on any option given
   return std::make_unique<FullPolicy>();
 }
 
