@@ -3,8 +3,11 @@
 # the build before the change (FASA_BEFORE) and this build, in one run, rounds alternating the
 # binaries (2 threads; run on a quiet machine, nothing else building).
 # Usage: FASA_BEFORE=/path/to/old/fasa scripts/dev/results/issue22.sh OUT_DIR [ROUNDS] [recheck]
+#   (rounds alternate which binary goes first, "before" in round 1; START_AFTER=1: "after")
 #   recheck:  only the three rows the first runs left in doubt (Qwen tg64 at depth 0, Qwen pp512
 #             at depth 4096, the 8B shape's tg16 at depth 0)
+#   recheck2: the two rows the final run (after the session-owned scratch) left lower in both rounds
+#             (SmolLM2 tg64 at depth 0, the 8B shape's pp512 at depth 0)
 #   d0:       SmolLM2, Gemma 3 270M, Qwen2.5-Coder-1.5B (pp512, tg64) and the 8B shape (pp512,
 #             tg16) at depth 0
 #   d4096:    SmolLM2, Gemma 3 and Qwen at depth 4096 (synthetic fill: the KV rows are made, not
@@ -34,8 +37,13 @@ run() {  # label round part args...
 }
 uptime | tee "$OUT/uptime.txt"
 for round in $(seq 1 "$ROUNDS"); do
-  order="before after"; [ $((round % 2)) = 0 ] && order="after before"
+  order="before after"; [ $(((round + ${START_AFTER:-0}) % 2)) = 0 ] && order="after before"
   for label in $order; do
+    if [ "${3:-}" = recheck2 ]; then
+      run $label $round d0 -m "$SMOL" -p 0 -n 64 -r 1
+      run $label $round d0 -m "$M8" -p 512 -n 0 -r 1
+      continue
+    fi
     if [ "${3:-}" = recheck ]; then
       run $label $round d0 -m "$QWEN" -p 0 -n 64 -r 1
       run $label $round d4096 -m "$QWEN" -p 512 -n 0 -d 4096 --depth-fill synthetic -r 1
