@@ -3,7 +3,8 @@
 # the build before the change (FASA_BEFORE) and this build, in one run, rounds alternating the
 # binaries (2 threads; run on a quiet machine, nothing else building).
 # Usage: FASA_BEFORE=/path/to/old/fasa scripts/dev/results/issue22.sh OUT_DIR [ROUNDS] [recheck]
-#   (rounds alternate which binary goes first, "before" in round 1; START_AFTER=1: "after")
+#   (rounds alternate which binary goes first, "before" in round 1; START_AFTER=1: "after";
+#   THREADS=N: threads per run, default 2)
 #   recheck:  only the three rows the first runs left in doubt (Qwen tg64 at depth 0, Qwen pp512
 #             at depth 4096, the 8B shape's tg16 at depth 0)
 #   recheck2: the two rows the final run (after the session-owned scratch) left lower in both rounds
@@ -32,7 +33,7 @@ run() {  # label round part args...
   local label=$1 round=$2 part=$3 bin
   shift 3
   bin=$FASA; [ "$label" = before ] && bin=$BEFORE
-  "$bin" bench "$@" -t 2 --json |
+  "$bin" bench "$@" -t "${THREADS:-2}" --json |
     sed "s/^{/{\"binary\":\"$label\",\"round\":$round,\"part\":\"$part\",/" >> "$OUT/bench.jsonl"
 }
 uptime | tee "$OUT/uptime.txt"
