@@ -53,12 +53,7 @@ const OptionTable& double_sparsity_options() {
                  "calibration file from `fasa calibrate` (format version 3), made for this model",
              .missing = "needs a calibration file (calib=PATH; make one with `fasa calibrate`, the "
                         "same run that calibrates fasa)"},
-            {.key = "budget",
-             .type = OptionType::Budget,
-             .value = "B",
-             .fallback = nullptr,
-             .help = kBudgetHelp,
-             .missing = "needs a budget (e.g. budget=256 or budget=0.1)"},
+            kBudgetRow,
             {.key = "channels",
              .type = OptionType::Count,
              .value = "R",

@@ -198,7 +198,7 @@ const OptionTable& h2o_options() {
   static const OptionTable
       t{"h2o",
         {
-            {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+            kBudgetRow,
             {.key = "recent",
              .type = OptionType::Fraction,
              .value = "R",

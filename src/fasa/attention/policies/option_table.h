@@ -60,6 +60,9 @@ struct PolicyOption {
 inline constexpr const char* kBudgetHelp =
     "tokens attended per decode step per kv-head group (< 1: a fraction of the context)";
 
+// The budget row (required) of the policies whose budget is per kv-head group.
+inline const PolicyOption kBudgetRow{"budget", OptionType::Budget, "B", nullptr, kBudgetHelp};
+
 struct OptionTable {
   const char* policy;
   std::vector<PolicyOption> rows;

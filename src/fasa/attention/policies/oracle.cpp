@@ -69,7 +69,7 @@ class OraclePolicy final : public AttentionPolicy {
 const OptionTable& oracle_options() {
   static const OptionTable t{"oracle",
                              {
-                                 {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+                                 kBudgetRow,
                                  {"gqa", OptionType::Enum, "shared|per-head", "shared",
                                   "shared: rank slots by the group's attention mass; per-head: "
                                   "each query head's own top-B"},

@@ -183,7 +183,7 @@ const OptionTable& quest_options() {
   static const OptionTable
       t{"quest",
         {
-            {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+            kBudgetRow,
             {"page", OptionType::Count, "P", "16", "slots per page (at least 1)"},
             {"dense_layers", OptionType::LayerSet, "L1+L2|none", "0+1",
              "global layers attended densely (Quest's setting: the first two)"},

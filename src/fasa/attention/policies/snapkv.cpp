@@ -281,7 +281,7 @@ class SnapPolicy final : public AttentionPolicy {
 
 std::vector<PolicyOption> snap_option_rows() {
   return {
-      {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+      kBudgetRow,
       {.key = "window",
        .type = OptionType::Whole,
        .value = "W",

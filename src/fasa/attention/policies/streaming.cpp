@@ -44,7 +44,7 @@ class StreamingPolicy final : public AttentionPolicy {
 const OptionTable& streaming_options() {
   static const OptionTable t{"streaming",
                              {
-                                 {"budget", OptionType::Budget, "B", nullptr, kBudgetHelp},
+                                 kBudgetRow,
                                  {"sinks", OptionType::Count, "S", "8",
                                   "first slots always read (the attention sinks)"},
                              }};
