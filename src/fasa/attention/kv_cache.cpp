@@ -93,6 +93,12 @@ void KvCache::clear() {
   if (tier_) tier_->reset();
 }
 
+void KvCache::truncate(int n) {
+  if (tier_) fail("a tiered KV cache (FASA-M) cannot be cut back: its file holds whole blocks");
+  FASA_CHECK(n >= 0 && n <= n_used_);
+  n_used_ = n;
+}
+
 uint64_t KvCache::ram_bytes() const {
   uint64_t n = 0;
   for (const auto& s : stores_) n += s->ram_bytes(n_used_);

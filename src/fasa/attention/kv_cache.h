@@ -146,6 +146,12 @@ class KvCache {
   void copy_from(const KvCache& src);
   // Drops everything (slots reused from 0).
   void clear();
+  // Drops slots [n, n_used) (0 <= n <= n_used): they are written again by the next stores
+  // (lossless decoding's rejected drafts). Plain caches only: a tiered cache's file holds whole
+  // blocks (throws fasa::Error). In a sliding-window layer the rows of the dropped slots may
+  // have overwritten older slots' rows: a query at slot s >= n still finds every row of its
+  // window as long as at most max_batch() slots were written past n.
+  void truncate(int n);
 
  private:
   const KvTieredStore& tiered(int layer) const {

@@ -98,6 +98,16 @@ class AttentionPolicy {
   virtual const KvTiering* tiering() const { return nullptr; }
   virtual void on_probs(int layer, int head, const Selection& sel, const float* probs, int n) {}
 
+  // Lossless decoding (engine/lossless.h) drafts tokens with the policy, then takes them back:
+  // save_point() while the cache holds n slots, then decode steps, then rollback(cache, n) after
+  // the cache was cut back to n slots (KvCache::truncate; rows [0, n) unchanged, rows from n on
+  // will be written again). The policy must then be exactly as it was at save_point(): a policy
+  // whose state follows the rows (packed slices, page boxes) forgets the rows >= n; one that
+  // learns from decode steps (H2O's scores, SnapKV's votes) restores what it saved. One save
+  // point at a time; a rollback to it may follow any number of decode steps.
+  virtual void save_point() {}
+  virtual void rollback(const KvCache& cache, int n) {}
+
   // Prefill-aware policies (SnapKV's observation window, H2O's accumulated attention) return
   // true and get each dense prefill chunk's queries: on_prefill_queries after the chunk's keys
   // are stored (slots [first_slot, first_slot + n_tok) of `layer`, every kv head; not committed

@@ -40,6 +40,14 @@ const AttentionPolicy* PrefillObservers::prefill_state_source(std::string_view n
   return nullptr;
 }
 
+void PrefillObservers::save_point() {
+  for (auto& m : members_) m->save_point();
+}
+
+void PrefillObservers::rollback(const KvCache& cache, int n) {
+  for (auto& m : members_) m->rollback(cache, n);
+}
+
 uint64_t PrefillObservers::resident_bytes() const {
   uint64_t b = 0;
   for (const auto& m : members_) b += m->resident_bytes();

@@ -33,6 +33,8 @@ class PrefillObservers final : public AttentionPolicy {
   void copy_prefill_state_from(const AttentionPolicy& src) override;
   const AttentionPolicy* prefill_state_source(std::string_view name) const override;
   uint64_t resident_bytes() const override;
+  void save_point() override;
+  void rollback(const KvCache& cache, int n) override;
 
  private:
   std::vector<std::unique_ptr<AttentionPolicy>> members_;

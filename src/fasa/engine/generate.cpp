@@ -115,7 +115,17 @@ std::string Generation::step(const float* logits, int n_vocab, bool room) {
     finish(StopReason::Length, &out);
     return out;
   }
-  const int32_t id = sampler_.sample(logits, n_vocab);
+  return accept(sampler_.sample(logits, n_vocab), room);
+}
+
+std::string Generation::accept(int32_t id, bool room) {
+  FASA_CHECK(!done_);
+  std::string out;
+  const int n_max = opts_.n_predict;
+  if (n_max >= 0 && static_cast<int>(tokens_.size()) >= n_max) {
+    finish(StopReason::Length, &out);
+    return out;
+  }
   if (opts_.stop_at_eog && tok_.is_eog(id)) {
     finish(StopReason::Eos, &out);
     return out;

@@ -59,6 +59,9 @@ class Generation {
   // take one more. Samples the next token and returns the text that became final (may be "").
   // Afterwards either done(), or next_token() must be appended before the next step.
   std::string step(const float* logits, int n_vocab, bool room);
+  // step() with the token chosen by the caller (lossless decoding samples it itself): `id`
+  // follows the tokens generated so far. Returns the text that became final.
+  std::string accept(int32_t id, bool room);
   bool done() const { return done_; }
   int32_t next_token() const { return next_; }
   StopReason stop_reason() const { return stop_reason_; }         // once done()

@@ -24,8 +24,28 @@ int32_t argmax(const float* logits, int n) {
 
 Sampler::Sampler(const SamplerParams& p) : p_(p), rng_(p.seed) { p_.validate(); }
 
+double TokenDist::prob(int32_t id) const {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] == id) return w[i] / sum;
+  }
+  return 0.0;
+}
+
 int32_t Sampler::sample(const float* logits, int n_vocab) {
-  if (p_.temp <= 0.0f) return argmax(logits, n_vocab);
+  if (greedy()) return argmax(logits, n_vocab);
+  distribution(logits, n_vocab, &dist_);
+  return draw(dist_);
+}
+
+void Sampler::distribution(const float* logits, int n_vocab, TokenDist* out) {
+  out->ids.clear();
+  out->w.clear();
+  if (greedy()) {
+    out->ids.push_back(argmax(logits, n_vocab));
+    out->w.push_back(1.0);
+    out->sum = 1.0;
+    return;
+  }
   cand_.clear();
   for (int i = 0; i < n_vocab; ++i) cand_.emplace_back(logits[i], i);
   auto by_logit = [](const auto& a, const auto& b) {
@@ -39,11 +59,12 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
     std::sort(cand_.begin(), cand_.end(), by_logit);
   }
   // Probabilities of the survivors (softmax at temperature 1 for the filters, as llama.cpp).
-  std::vector<double> prob(n);
+  std::vector<double>& prob = prob_;
+  prob.resize(n);
   const double mx = cand_[0].first;
   double sum = 0.0;
   for (size_t i = 0; i < n; ++i) sum += prob[i] = std::exp(cand_[i].first - mx);
-  for (auto& q : prob) q /= sum;
+  for (size_t i = 0; i < n; ++i) prob[i] /= sum;
   if (p_.top_p < 1.0f) {
     double cum = 0.0;
     size_t keep = n;
@@ -62,17 +83,27 @@ int32_t Sampler::sample(const float* logits, int n_vocab) {
     while (keep < n && prob[keep] >= floor) ++keep;
     n = keep;
   }
-  // Temperature, then draw.
-  std::vector<double> w(n);
-  double wsum = 0.0;
-  for (size_t i = 0; i < n; ++i) wsum += w[i] = std::exp((cand_[i].first - mx) / p_.temp);
-  std::uniform_real_distribution<double> uni(0.0, wsum);
-  double r = uni(rng_);
+  // Temperature.
+  out->sum = 0.0;
   for (size_t i = 0; i < n; ++i) {
-    r -= w[i];
-    if (r <= 0.0) return cand_[i].second;
+    out->ids.push_back(cand_[i].second);
+    out->w.push_back(std::exp((cand_[i].first - mx) / p_.temp));
+    out->sum += out->w.back();
   }
-  return cand_[n - 1].second;
 }
+
+int32_t Sampler::draw(const TokenDist& d) {
+  FASA_CHECK(!d.ids.empty());
+  if (greedy()) return d.ids[0];
+  std::uniform_real_distribution<double> uni(0.0, d.sum);
+  double r = uni(rng_);
+  for (size_t i = 0; i < d.ids.size(); ++i) {
+    r -= d.w[i];
+    if (r <= 0.0) return d.ids[i];
+  }
+  return d.ids.back();
+}
+
+double Sampler::uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
 
 }  // namespace fasa

@@ -183,6 +183,43 @@ void Session::forward_many(const std::vector<SessionChunk>& chunks, ForwardScrat
   forward_batch(*model, seqs.data(), static_cast<int>(seqs.size()), scratch);
 }
 
+void Session::save_point() {
+  if (cache_.tiered()) {
+    fail("lossless decoding cannot take back tokens in a tiered KV cache (FASA-M): use FASA-C");
+  }
+  mark_ = n_past();
+  verified_ = 0;
+  active_policy_->save_point();
+}
+
+void Session::rollback() {
+  FASA_CHECK(mark_ >= 0 && mark_ <= n_past());
+  cache_.truncate(mark_);
+  WorkspaceScope bind(scratch_.work);
+  active_policy_->rollback(cache_, mark_);
+}
+
+void Session::verify(const int32_t* tokens, int n, float* logits) {
+  FASA_CHECK(n >= 1 && n <= kMaxVerify);
+  check_tokens(tokens, n);
+  if (!verify_policy_) verify_policy_ = make_policy("full", policy_ctx_);
+  pos_.resize(n);
+  for (int i = 0; i < n; ++i) pos_[i] = n_past() + i;
+  forward(*model_, cache_, *verify_policy_, tokens, pos_.data(), n, true, logits, scratch_,
+          nullptr);
+  verified_ = n;
+}
+
+void Session::keep_verified(int n_keep) {
+  FASA_CHECK(n_keep >= 0 && n_keep <= verified_ && n_past() - verified_ >= 0);
+  const int first = n_past() - verified_;
+  cache_.truncate(first + n_keep);
+  verified_ = 0;
+  if (n_keep == 0) return;
+  WorkspaceScope bind(scratch_.work);
+  for (int l : shape_.global_layers()) active_policy_->on_append(cache_, l, first, n_keep);
+}
+
 std::vector<float> Session::eval_all(const std::vector<int32_t>& tokens, int chunk) {
   const int n = static_cast<int>(tokens.size());
   if (chunk < 1) fail("chunk must be >= 1 (got {})", chunk);

@@ -110,6 +110,26 @@ class Session {
   bool can_copy_prefix_from(const Session& src) const;
   const std::vector<float>& last_logits() const { return logits_; }  // [n_vocab]
 
+  // Lossless decoding (engine/lossless.h): the policy drafts with decode steps, then they are
+  // taken back and the tokens verified with full attention.
+  // save_point(): remembers n_past and the policy's state (AttentionPolicy::save_point);
+  // rollback(): cuts the cache back to the save point and returns the policy to it, as if the
+  // steps since had never run (a tiered cache throws fasa::Error).
+  void save_point();
+  void rollback();
+  // Appends n tokens with dense attention that the policy does not see (a `full` policy of the
+  // session's own), writing every token's logits: [n, n_vocab]. 1 <= n <= kMaxVerify: a call
+  // of at most that many tokens takes decode's per-token kernels, so each row equals, bit for
+  // bit, a dense decode step of its token. Throws fasa::Error as decode does.
+  void verify(const int32_t* tokens, int n, float* logits);
+  static constexpr int kMaxVerify = 15;
+  // Keeps the first n_keep of the tokens the last verify() appended, drops the rest, and shows
+  // the kept rows to the policy as decode steps would have (on_append); last_logits() are left
+  // unchanged.
+  void keep_verified(int n_keep);
+  // Slots the save point holds (valid after save_point()).
+  int save_point_slots() const { return mark_; }
+
  private:
   void check_tokens(const int32_t* tokens, int n) const;
   void run(const int32_t* tokens, int n, bool all_logits, float* logits);
@@ -123,8 +143,11 @@ class Session {
   KvCache cache_;                             // laid out as the policy asks (tiering)
   ForwardScratch scratch_;
   AttnStats attn_stats_;
-  std::vector<float> logits_;  // [n_vocab]
-  std::vector<int32_t> pos_;   // [chunk] positions scratch
+  std::vector<float> logits_;                       // [n_vocab]
+  std::vector<int32_t> pos_;                        // [chunk] positions scratch
+  std::unique_ptr<AttentionPolicy> verify_policy_;  // `full`, made by the first verify()
+  int mark_ = -1;                                   // save_point()'s n_past
+  int verified_ = 0;                                // tokens the last verify() appended
 };
 
 }  // namespace fasa

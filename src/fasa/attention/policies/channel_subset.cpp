@@ -120,6 +120,9 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     }
   }
 
+  // The packed slices are a function of the rows: rows >= n are written again by on_append.
+  void rollback(const KvCache&, int n) override { n_slots_ = n; }
+
   // The packed slices' bytes in use (FASA-M's live in the cache and are counted there).
   uint64_t resident_bytes() const override {
     if (o_.variant_m) return 0;

@@ -111,6 +111,29 @@ class H2oPolicy final : public AttentionPolicy {
     score_ = s->score_;
   }
 
+  // Decode steps add to the scores and evict: the save point keeps the scores of the slots
+  // written so far and the kept lists (slots written later have no score before they are).
+  void save_point() override {
+    saved_n_ = n_slots_;
+    saved_score_.resize(score_.size());
+    for (size_t i = 0; i < score_.size(); ++i) {
+      saved_score_[i].assign(score_[i].begin(),
+                             score_[i].begin() + std::min<size_t>(score_[i].size(), n_slots_));
+    }
+    saved_kept_ = kept_;
+  }
+  void rollback(const KvCache&, int n) override {
+    FASA_CHECK(n == saved_n_ && saved_score_.size() == score_.size());
+    for (size_t i = 0; i < score_.size(); ++i) {
+      std::vector<float>& s = score_[i];
+      std::copy(saved_score_[i].begin(), saved_score_[i].end(), s.begin());
+      std::fill(s.begin() + std::min<size_t>(s.size(), n),
+                s.begin() + std::min<size_t>(s.size(), n_slots_), 0.0f);
+    }
+    kept_ = saved_kept_;
+    n_slots_ = n;
+  }
+
   uint64_t resident_bytes() const override {
     uint64_t b = static_cast<uint64_t>(n_slots_) * score_.size() * sizeof(float);
     for (const KeptState& k : kept_) {
@@ -190,6 +213,10 @@ class H2oPolicy final : public AttentionPolicy {
   int n_slots_ = 0;
   std::vector<std::vector<float>> score_;  // [n_global * n_heads][capacity] accumulated attention
   std::vector<KeptState> kept_;            // [n_global * n_kv_heads]
+  // save_point(): n_slots_, each score vector's first n_slots_ values, the kept lists.
+  int saved_n_ = 0;
+  std::vector<std::vector<float>> saved_score_;  // [n_global * n_heads][saved_n_]
+  std::vector<KeptState> saved_kept_;
 };
 
 }  // namespace

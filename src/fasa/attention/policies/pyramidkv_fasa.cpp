@@ -36,6 +36,14 @@ class EvictThenSelect final : public AttentionPolicy {
     }
     evict_->copy_prefill_state_from(*s->evict_);
   }
+  void save_point() override {
+    evict_->save_point();
+    pick_->save_point();
+  }
+  void rollback(const KvCache& c, int n) override {
+    evict_->rollback(c, n);
+    pick_->rollback(c, n);
+  }
   uint64_t resident_bytes() const override {
     return evict_->resident_bytes() + pick_->resident_bytes();
   }

@@ -67,26 +67,28 @@ class QuestPolicy final : public AttentionPolicy {
     if (layer_row_[layer] < 0 || dense_.count(layer) || n <= 0) return;
     const int last = first_slot + n;  // slots [0, last) are written
     const size_t pages_cap = (static_cast<size_t>(cache.capacity()) + page_ - 1) / page_;
-    std::vector<float> key(hd);
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
       Boxes& b = boxes(layer, g);
       if (b.lo.size() != pages_cap * hd) {
         b.lo.assign(pages_cap * hd, 0.0f);
         b.hi.assign(pages_cap * hd, 0.0f);
       }
-      for (int p = first_slot / page_; p * page_ < last; ++p) {
-        float* lo = b.lo.data() + static_cast<size_t>(p) * hd;  // [head_dim]
-        float* hi = b.hi.data() + static_cast<size_t>(p) * hd;
-        const int s1 = std::min(last, (p + 1) * page_);
-        for (int s = p * page_; s < s1; ++s) {
-          key_row(cache, layer, g, s, key.data());
-          for (int c = 0; c < hd; ++c) {
-            lo[c] = s == p * page_ ? key[c] : std::min(lo[c], key[c]);
-            hi[c] = s == p * page_ ? key[c] : std::max(hi[c], key[c]);
-          }
-        }
-      }
+      for (int p = first_slot / page_; p * page_ < last; ++p) rebox(cache, layer, g, p, last, b);
       b.n_pages = std::max(b.n_pages, (last + page_ - 1) / page_);
+    }
+  }
+
+  // The boxes are a function of the rows: the pages past n are dropped, and the page holding
+  // slot n - 1 is boxed again over its slots below n.
+  void rollback(const KvCache& cache, int n) override {
+    for (int layer = 0; layer < shape_.n_layers; ++layer) {
+      if (layer_row_[layer] < 0 || dense_.count(layer)) continue;
+      for (int g = 0; g < shape_.n_kv_heads; ++g) {
+        Boxes& b = boxes(layer, g);
+        if (b.lo.empty()) continue;
+        b.n_pages = std::min(b.n_pages, (n + page_ - 1) / page_);
+        if (n % page_ != 0) rebox(cache, layer, g, n / page_, n, b);
+      }
     }
   }
 
@@ -161,6 +163,25 @@ class QuestPolicy final : public AttentionPolicy {
     std::vector<float> lo, hi;  // [pages of capacity, head_dim] per-channel min / max of keys
     int n_pages = 0;            // pages holding written slots
   };
+  // Box of page p over its slots below `last` (written so far), from the cache.
+  void rebox(const KvCache& cache, int layer, int g, int p, int last, Boxes& b) const {
+    const int hd = shape_.head_dim;
+    float* lo = b.lo.data() + static_cast<size_t>(p) * hd;  // [head_dim]
+    float* hi = b.hi.data() + static_cast<size_t>(p) * hd;
+    struct KeyScratch {
+      std::vector<float> key;  // [head_dim]
+    };
+    std::vector<float>& key = workspace_object<KeyScratch>().key;
+    key.resize(hd);
+    const int s1 = std::min(last, (p + 1) * page_);
+    for (int s = p * page_; s < s1; ++s) {
+      key_row(cache, layer, g, s, key.data());
+      for (int c = 0; c < hd; ++c) {
+        lo[c] = s == p * page_ ? key[c] : std::min(lo[c], key[c]);
+        hi[c] = s == p * page_ ? key[c] : std::max(hi[c], key[c]);
+      }
+    }
+  }
   Boxes& boxes(int layer, int g) {
     return boxes_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
   }

@@ -123,6 +123,13 @@ class SnapPolicy final : public AttentionPolicy {
     }
   }
 
+  // Decode steps vote, evict and (recompress) watch their queries: the save point keeps it all.
+  void save_point() override { saved_ = states_; }
+  void rollback(const KvCache&, int) override {
+    FASA_CHECK(saved_.size() == states_.size());
+    states_ = saved_;
+  }
+
   uint64_t resident_bytes() const override {
     uint64_t b = 0;
     for (const GroupState& st : states_) {
@@ -275,6 +282,7 @@ class SnapPolicy final : public AttentionPolicy {
   std::vector<int> layers_;         // [n_global] the global layers
   std::vector<int> layer_row_;      // [n_layers] index in layers_, -1 for a sliding-window layer
   std::vector<GroupState> states_;  // [n_global, n_kv_heads]
+  std::vector<GroupState> saved_;   // [n_global, n_kv_heads] at save_point()
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 // top-k, then k full K/V rows; side data: a running V sum per (layer, kv head), head_dim doubles.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "fasa/attention/policies/option_table.h"
@@ -65,6 +66,22 @@ class SparqPolicy final : public AttentionPolicy {
         add_values(cache, layer, g, 0, first_slot, gr);
       }
       add_values(cache, layer, g, first_slot, first_slot + n, gr);
+    }
+  }
+
+  // The running sums at the save point (a resum from the cache would cost O(n) per rollback).
+  void save_point() override {
+    saved_.resize(groups_.size());
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      saved_[i] = {groups_[i].v_sum, groups_[i].n_summed};
+    }
+  }
+  void rollback(const KvCache&, int n) override {
+    FASA_CHECK(saved_.size() == groups_.size());
+    for (size_t i = 0; i < groups_.size(); ++i) {
+      groups_[i].v_sum = saved_[i].first;
+      groups_[i].n_summed = saved_[i].second;
+      FASA_CHECK(groups_[i].n_summed <= n || !mean_correction_);
     }
   }
 
@@ -172,6 +189,7 @@ class SparqPolicy final : public AttentionPolicy {
   bool mean_correction_;
   std::vector<int> layer_row_;  // [n_layers] index among the global layers, -1 sliding-window
   std::vector<Group> groups_;   // [n_global, n_kv_heads]
+  std::vector<std::pair<std::vector<double>, int>> saved_;  // [n_global, n_kv_heads] save point
 };
 
 }  // namespace
