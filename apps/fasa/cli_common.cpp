@@ -123,4 +123,21 @@ void add_policy_options(CLI::App* cmd, PolicyArgs& p, bool with_compare) {
   cmd->add_option("--offload-dir", p.offload_dir, "fasa variant m: directory of the slow tier");
 }
 
+void add_lossless_option(CLI::App* cmd, std::string& value) {
+  cmd->add_option("--lossless", value,
+                  "lossless decoding: the policy drafts K tokens (1-14), full attention verifies "
+                  "them in one batched step; output = full attention's; auto = K adapts")
+      ->capture_default_str();
+}
+
+std::string lossless_summary(const std::string& setting, const LosslessStats& st) {
+  return fmt::format(
+      "lossless {}: {} verifications, acceptance {:.1f}% ({} of {} drafts), {:.2f} tokens per "
+      "verification, KV read per token {} (drafts {}, verifications {})",
+      setting, st.verifications, 100.0 * st.acceptance(), st.accepted, st.drafted,
+      st.tokens_per_verification(), human_bytes(static_cast<uint64_t>(st.kv_bytes_per_token())),
+      human_bytes(st.tokens ? st.draft_kv_bytes / st.tokens : 0),
+      human_bytes(st.tokens ? st.verify_kv_bytes / st.tokens : 0));
+}
+
 }  // namespace fasa::cli

@@ -10,6 +10,7 @@
 
 #include "fasa/attention/kv_cache.h"
 #include "fasa/core/process.h"  // peak_rss_bytes, used by most commands
+#include "fasa/engine/lossless.h"
 #include "fasa/model/model.h"
 
 namespace fasa::cli {
@@ -43,5 +44,10 @@ struct PolicyArgs {
   std::vector<std::string> specs() const;  // spec(), then the --compare specs
 };
 void add_policy_options(CLI::App* cmd, PolicyArgs& p, bool with_compare = false);
+
+// --lossless off|auto|K (engine/lossless.h), the same help in every command that takes it.
+void add_lossless_option(CLI::App* cmd, std::string& value);
+// "lossless K: N verifications, acceptance ..., tokens per verification, KV read per token".
+std::string lossless_summary(const std::string& setting, const LosslessStats& st);
 
 }  // namespace fasa::cli

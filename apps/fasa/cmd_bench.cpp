@@ -41,6 +41,8 @@
 #include "fasa/core/error.h"
 #include "fasa/core/isa.h"
 #include "fasa/core/parallel.h"
+#include "fasa/engine/generate.h"
+#include "fasa/engine/prompt.h"
 #include "fasa/engine/session.h"
 #include "fasa/eval/roofline.h"
 #include "fasa/io/gguf.h"
@@ -69,6 +71,8 @@ struct BenchArgs {
   bool bandwidth = false;
   int64_t bandwidth_bytes = 1ll << 30;
   bool warmup = true;  // one untimed prefill + decode per policy first (llama-bench does too)
+  std::string lossless = "off";  // engine/lossless.h: tg tests generate greedily, drafts verified
+  std::string text;              // the -d context from this text's tokens (else random tokens)
 };
 
 struct Test {
@@ -97,6 +101,11 @@ struct Measure {
   uint64_t kv_file = 0;  // KV resident in the file tier
   uint64_t kv_global = 0, kv_window = 0;  // cache bytes of global / sliding-window layers
   ParallelStats par;  // the parallel regions of the last repetition's timed part
+  // --lossless (last repetition): the decoder's counts, the tokens generated, and whether they
+  // equal the first policy's (`full` generates them plainly: lossless must give the same).
+  LosslessStats lossless;
+  std::vector<int32_t> generated;
+  bool same_as_first = true;
   double mean() const {
     double s = 0.0;
     for (double x : tps) s += x;
@@ -271,6 +280,15 @@ struct BenchTokens {
   std::vector<int32_t> ctx, pp, tg;
 };
 
+// The first n tokens of `text` (repeated when it is shorter): --text's real context.
+std::vector<int32_t> text_tokens(const Model& model, const std::string& text, int n) {
+  const std::vector<int32_t> all = text_prompt_tokens(model, text, false);
+  if (all.empty()) fail("--text: the file holds no tokens");
+  std::vector<int32_t> out(n);
+  for (int i = 0; i < n; ++i) out[i] = all[i % all.size()];
+  return out;
+}
+
 // The context before each measurement: `depth` prefilled tokens or synthetic rows.
 void fill_context(Session& s, int depth, bool synthetic, const BenchTokens& tok) {
   if (depth == 0) return;
@@ -281,16 +299,11 @@ void fill_context(Session& s, int depth, bool synthetic, const BenchTokens& tok)
   }
 }
 
-// Tokens per second of t.n decode steps: the session alone, or with t.batch - 1 more sequences
-// of the same policy (so.policy) and depth decoding alongside.
-double decode_tps(Session& session, const Test& t, int depth, bool synthetic,
-                  const BenchTokens& tok, const std::shared_ptr<const Model>& model,
-                  const SessionOptions& so) {
-  if (t.batch == 1) {
-    return t.n / seconds_of([&] {
-             for (int i = 0; i < t.n; ++i) session.decode(tok.tg[i]);
-           });
-  }
+// Tokens per second of t.n decode steps with t.batch - 1 more sequences of the same policy
+// (so.policy) and depth decoding alongside, one forward pass per step.
+double decode_batch_tps(Session& session, const Test& t, int depth, bool synthetic,
+                        const BenchTokens& tok, const std::shared_ptr<const Model>& model,
+                        const SessionOptions& so) {
   std::vector<std::unique_ptr<Session>> mates;
   std::vector<SessionChunk> chunks{{&session, nullptr, 1}};
   for (int b = 1; b < t.batch; ++b) {
@@ -307,13 +320,41 @@ double decode_tps(Session& session, const Test& t, int depth, bool synthetic,
          });
 }
 
+// Tokens per second of t.n decode steps: the session alone, or batched (decode_batch_tps).
+double decode_tps(Session& session, const Test& t, int depth, bool synthetic,
+                  const BenchTokens& tok, const std::shared_ptr<const Model>& model,
+                  const SessionOptions& so) {
+  if (t.batch > 1) return decode_batch_tps(session, t, depth, synthetic, tok, model, so);
+  return t.n / seconds_of([&] {
+           for (int i = 0; i < t.n; ++i) session.decode(tok.tg[i]);
+         });
+}
+
+// --lossless: t.n tokens generated greedily from the context's last logits; `full` plainly, any
+// other policy drafting and verifying. Tokens per second; the tokens and counts go to m.
+double lossless_tps(Session& session, const Test& t, const LosslessOptions& lo, Measure& m) {
+  GenerateOptions go;
+  go.n_predict = t.n;
+  go.sampler.temp = 0.0f;
+  go.stop_at_eog = false;
+  const bool plain = session.policy().name() == "full";
+  m.lossless = LosslessStats{};
+  GenerateResult r;
+  const double s = seconds_of([&] {
+    r = plain ? generate_from_prefilled(session, go, nullptr)
+              : generate_lossless(session, go, lo, nullptr, &m.lossless);
+  });
+  m.generated = r.tokens;
+  return t.n / s;
+}
+
 // One test at one depth for every policy. Repetitions alternate between the policies, so drift
 // and noise on a shared machine hit every policy alike and the ratios stay fair.
 std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& sessions,
                                   const std::vector<std::string>& specs, const Test& t, int depth,
                                   int reps, const BenchTokens& tok,
                                   const std::shared_ptr<const Model>& model, SessionOptions so,
-                                  bool synthetic) {
+                                  bool synthetic, const LosslessOptions& lo) {
   std::vector<Measure> group;
   for (const std::string& spec : specs) {
     Measure m;
@@ -336,11 +377,13 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
         continue;
       }
       so.policy = specs[p];
-      m.tps.push_back(decode_tps(session, t, depth, synthetic, tok, model, so));
+      m.tps.push_back(lo.k > 0 ? lossless_tps(session, t, lo, m)
+                               : decode_tps(session, t, depth, synthetic, tok, model, so));
       m.par = parallel_stats() - par0;
       const AttnStats& st = session.attn_stats();
-      const double toks = static_cast<double>(st.decode_tokens);
-      m.kv_read_per_token = st.bytes_read() / toks;
+      const double toks = static_cast<double>(std::max<uint64_t>(st.decode_tokens, 1));
+      m.kv_read_per_token =
+          m.lossless.tokens > 0 ? m.lossless.kv_bytes_per_token() : st.bytes_read() / toks;
       m.dense_read_per_token = st.dense_bytes / toks;
       m.disk_read_per_token = st.tier_read_bytes / toks;
       m.disk_ms_per_token = st.tier_read_ns / 1e6 / toks;
@@ -356,6 +399,10 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
       m.kv_global = session.cache().used_bytes_of(false);
       m.kv_window = session.cache().used_bytes_of(true);
     }
+  }
+  for (const Measure& full : group) {  // lossless: every policy's tokens are full attention's
+    if (full.policy != "full") continue;
+    for (Measure& m : group) m.same_as_first = m.generated == full.generated;
   }
   return group;
 }
@@ -453,6 +500,13 @@ class Report {
     j["disk_prefetch_bytes_per_token"] = m.prefetch_read_per_token;
     j["disk_prefetch_hit_share"] = m.prefetch_hit_share;
     j["dense_fallback_share"] = m.dense_fallback_share;
+    j["lossless"] = a_.lossless;
+    if (m.lossless.tokens > 0) {
+      j["lossless_acceptance"] = m.lossless.acceptance();
+      j["lossless_tokens_per_verification"] = m.lossless.tokens_per_verification();
+      j["lossless_verifications"] = m.lossless.verifications;
+    }
+    if (!m.generated.empty()) j["same_tokens_as_full"] = m.same_as_first;
     if (a_.bandwidth) {
       const Roofline r = roofline_of(m, model_.weight_bytes(), bw_.read_gb_s);
       j["bytes_per_token"] = r.bytes_per_token;
@@ -488,7 +542,14 @@ class Report {
       ram += fmt::format(" (global {}, window {})", bytes(static_cast<double>(global_ram)),
                          bytes(static_cast<double>(m.kv_window)));
     }
-    std::printf("| %s | %s | %.2f ± %.2f | %.2f | %s | %s | %s | %s |%s\n", m.policy.c_str(),
+    std::string policy = m.policy;
+    if (m.lossless.tokens > 0) {
+      policy +=
+          fmt::format(" (lossless {}: acceptance {:.1f}%, {:.2f} tokens/verification)", a_.lossless,
+                      100.0 * m.lossless.acceptance(), m.lossless.tokens_per_verification());
+    }
+    if (!m.same_as_first) policy += " **tokens differ from full's**";
+    std::printf("| %s | %s | %.2f ± %.2f | %.2f | %s | %s | %s | %s |%s\n", policy.c_str(),
                 test.c_str(), m.mean(), m.stddev(), m.mean() / std::max(base.mean(), 1e-12),
                 bytes(m.kv_read_per_token).c_str(), ram.c_str(),
                 tg && m.kv_file > 0 ? bytes(static_cast<double>(m.kv_file)).c_str() : "",
@@ -540,6 +601,18 @@ BenchPlan checked_plan(const BenchArgs& a) {
   if (a.reps < 1) fail("-r must be >= 1 (got {})", a.reps);
   if (a.depth_fill != "prefill" && a.depth_fill != "synthetic") {
     fail("--depth-fill '{}': expected prefill or synthetic", a.depth_fill);
+  }
+  if (parse_lossless(a.lossless).k > 0) {
+    for (const Test& t : tests) {
+      if (t.gen && t.batch > 1) fail("--lossless measures one sequence: use -b 1");
+    }
+    for (int d : depths) {
+      if (d < 1 || a.depth_fill != "prefill") {
+        fail(
+            "--lossless generates from a prefilled context: give -d >= 1 with --depth-fill "
+            "prefill");
+      }
+    }
   }
   return {tests, std::move(depths)};
 }
@@ -596,8 +669,10 @@ void run_bench(const BenchArgs& a) {
           spec);
     }
   }
+  const LosslessOptions lo = parse_lossless(a.lossless);
   BenchTokens tok;
-  tok.ctx = bench_tokens(std::max(max_depth, 1), c.n_vocab, 1);
+  tok.ctx = a.text.empty() ? bench_tokens(std::max(max_depth, 1), c.n_vocab, 1)
+                           : text_tokens(*model, read_text_file(a.text), std::max(max_depth, 1));
   tok.pp = bench_tokens(std::max(longest, 1), c.n_vocab, 2);
   tok.tg = bench_tokens(std::max(longest, 1), c.n_vocab, 3);
   const Report report(a, *model, bw);
@@ -605,7 +680,7 @@ void run_bench(const BenchArgs& a) {
   if (a.warmup) warm_up(sessions, so.n_ctx, c.n_vocab);
   for (int d : depths) {
     for (const Test& t : tests) {
-      report.rows(measure_test(sessions, specs, t, d, a.reps, tok, model, so, synthetic));
+      report.rows(measure_test(sessions, specs, t, d, a.reps, tok, model, so, synthetic, lo));
     }
   }
 }
@@ -652,6 +727,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--bandwidth-bytes", a->bandwidth_bytes,
                   "buffer size of the --bandwidth probe, >= 64 MiB")
       ->capture_default_str();
+  add_lossless_option(cmd, a->lossless);
+  cmd->add_option("--text", a->text,
+                  "make the -d context of this text's tokens (repeated if short) instead of "
+                  "random ones: real text for --lossless's acceptance")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("!--no-warmup", a->warmup,
                 "skip the untimed warm-up run (a 32-token prefill and one decode step per policy)");
   cmd->add_flag("--json", a->json,

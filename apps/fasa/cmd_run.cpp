@@ -36,6 +36,7 @@ struct RunArgs {
   std::vector<std::string> stop;
   std::string kv_type = "f16";
   PolicyArgs policy;
+  std::string lossless = "off";
   bool quiet = false;
   SamplerParams sampler;
 };
@@ -64,6 +65,7 @@ void run_run(const RunArgs& a) {
   if (a.has_prompt == a.has_file) fail("give exactly one of -p TEXT or -f FILE");
   if (a.n_predict < -1) fail("-n must be >= -1 (got {})", a.n_predict);
   a.sampler.validate();
+  const LosslessOptions lossless = parse_lossless(a.lossless);
   apply_threads(a.threads);
   const std::string text = a.has_file ? read_text_file(a.file) : a.prompt;
   if (const int64_t bad = find_invalid_utf8(text); bad >= 0) {
@@ -91,14 +93,21 @@ void run_run(const RunArgs& a) {
       if (done == total) std::fprintf(stderr, "\n");
     };
   }
-  const GenerateResult r = generate(session, prompt, go, [](std::string_view s) {
-    std::fwrite(s.data(), 1, s.size(), stdout);
-    std::fflush(stdout);
-  });
+  LosslessStats ls;
+  const GenerateResult r = generate_lossless(
+      session, prompt, go, lossless,
+      [](std::string_view s) {
+        std::fwrite(s.data(), 1, s.size(), stdout);
+        std::fflush(stdout);
+      },
+      &ls);
   std::printf("\n");
   std::fflush(stdout);
   if (a.quiet) return;
   print_stats(a, model, session, r);
+  if (lossless.k > 0) {
+    std::fprintf(stderr, "fasa: %s\n", lossless_summary(a.lossless, ls).c_str());
+  }
 }
 
 // Timing, memory, and what the policy read: to stderr.
@@ -198,6 +207,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")
       ->capture_default_str();
   add_policy_options(cmd, a->policy);
+  add_lossless_option(cmd, a->lossless);
   cmd->add_flag("-q,--quiet", a->quiet, "no statistics on stderr");
   cmd->callback([a, p, f, sys] {
     a->has_prompt = p->count() > 0;

@@ -67,7 +67,34 @@ struct TasksArgs {
   bool chat = false;
   bool json = false;
   PolicyArgs policy;
+  std::string lossless = "off";
 };
+
+// Per policy, over every task: the lossless decoder's counts, and the decode speed.
+struct LosslessTotals {
+  LosslessStats st;
+  double decode_ms = 0.0;
+  int64_t tokens = 0;
+};
+LosslessTotals lossless_totals(const TaskRunResult& r, size_t p) {
+  LosslessTotals t;
+  for (const auto& per_policy : r.outcome) {
+    t.st += per_policy[p].lossless;
+    t.decode_ms += per_policy[p].decode_ms;
+    t.tokens += per_policy[p].n_generated;
+  }
+  return t;
+}
+
+void print_lossless(const std::string& setting, const TaskRunResult& r) {
+  std::printf("\n");
+  for (size_t p = 0; p < r.policies.size(); ++p) {
+    const LosslessTotals t = lossless_totals(r, p);
+    std::printf("%s: %s; decode %.2f tok/s\n", r.policies[p].c_str(),
+                lossless_summary(setting, t.st).c_str(),
+                t.tokens * 1000.0 / std::max(t.decode_ms, 1e-9));
+  }
+}
 
 void print_table(const std::vector<Task>& tasks, const TaskRunResult& r) {
   const TaskScoreTable t = score_table(tasks, r);
@@ -91,6 +118,7 @@ void print_table(const std::vector<Task>& tasks, const TaskRunResult& r) {
 }
 
 void run_tasks_cmd(const TasksArgs& a) {
+  const LosslessOptions lossless = parse_lossless(a.lossless);
   apply_threads(a.threads);
   const std::vector<Task> tasks = load_tasks(a.tasks);
   auto model = load_model(a.model);
@@ -100,9 +128,11 @@ void run_tasks_cmd(const TasksArgs& a) {
   o.chat = a.chat;
   o.n_ctx = a.n_ctx;
   o.kv_type = parse_kv_type(a.kv_type);
+  o.lossless = lossless;
   const TaskRunResult r = run_tasks(model, tasks, o, progress_printer("generations"));
   if (!a.json) {
     print_table(tasks, r);
+    if (lossless.k > 0) print_lossless(a.lossless, r);
     return;
   }
   const TaskScoreTable t = score_table(tasks, r);
@@ -113,6 +143,7 @@ void run_tasks_cmd(const TasksArgs& a) {
   j["chat"] = a.chat;
   j["kv_type"] = a.kv_type;
   j["seconds"] = r.seconds;
+  j["lossless"] = lossless_name(lossless);
   add_provenance(j, model->file().path(), "", "", a.tasks);
   j["results"] = nlohmann::ordered_json::array();
   for (size_t p = 0; p < r.policies.size(); ++p) {
@@ -125,6 +156,16 @@ void run_tasks_cmd(const TasksArgs& a) {
     nlohmann::ordered_json by;
     for (size_t k = 0; k < t.kinds.size(); ++k) by[t.kinds[k]] = t.mean[k][p];
     e["by_task"] = by;
+    const LosslessTotals lt = lossless_totals(r, p);
+    e["decode_tokens_per_s"] = lt.tokens * 1000.0 / std::max(lt.decode_ms, 1e-9);
+    if (lossless.k > 0) {
+      e["lossless"] = {{"verifications", lt.st.verifications},
+                       {"drafted", lt.st.drafted},
+                       {"accepted", lt.st.accepted},
+                       {"acceptance", lt.st.acceptance()},
+                       {"tokens_per_verification", lt.st.tokens_per_verification()},
+                       {"kv_bytes_per_token", lt.st.kv_bytes_per_token()}};
+    }
     j["results"].push_back(e);
   }
   j["items"] = nlohmann::ordered_json::array();
@@ -341,6 +382,7 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   tc->add_option("--kv-type", t->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
   tc->add_flag("--chat", t->chat, "wrap each prompt as a user turn of the model's chat format");
   add_policy_options(tc, t->policy, /*with_compare=*/true);
+  add_lossless_option(tc, t->lossless);
   tc->add_flag("--json", t->json, "print one JSON object (scores and every output)");
   tc->callback([t] { run_tasks_cmd(*t); });
 

@@ -8,6 +8,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/engine/generate.h"
+#include "fasa/engine/lossless.h"
 #include "fasa/engine/session.h"
 #include "fasa/eval/shared_prefill.h"
 #include "fasa/tokenizer/chat.h"
@@ -119,10 +120,11 @@ GenerateOptions generate_options(const Task& task) {
 }
 
 // Generates from a session holding the prompt and scores the text.
-TaskOutcome generate_outcome(Session& s, const Task& task, const GenerateOptions& go) {
+TaskOutcome generate_outcome(Session& s, const Task& task, const GenerateOptions& go,
+                             const LosslessOptions& lossless) {
   const AttnStats before = s.attn_stats();
-  const GenerateResult g = generate_from_prefilled(s, go, nullptr);
   TaskOutcome o;
+  const GenerateResult g = generate_lossless(s, go, lossless, nullptr, &o.lossless);
   o.output = g.text;
   o.score = score_output(task.metric, g.text, task.answers);
   o.n_generated = static_cast<int>(g.tokens.size());
@@ -152,7 +154,7 @@ struct TaskRun {
     for (size_t p = 0; p < opts.policies.size(); ++p) {
       const auto session = shared.make_session(p);
       prompt.start(p, *session);
-      r.outcome[i].push_back(generate_outcome(*session, tasks[i], go));
+      r.outcome[i].push_back(generate_outcome(*session, tasks[i], go, opts.lossless));
 #pragma omp critical(fasa_task_progress)
       report();
     }

@@ -15,6 +15,7 @@
 
 #include "fasa/attention/attention.h"
 #include "fasa/attention/kv_cache.h"
+#include "fasa/engine/lossless.h"
 #include "fasa/eval/tasks.h"
 #include "fasa/model/model.h"
 
@@ -30,6 +31,9 @@ struct TaskRunOptions {
   // this avoids the cost of synchronizing threads at every small decode step; the results are
   // the same for any value.
   int jobs = 1;
+  // Lossless decoding (engine/lossless.h): every policy drafts, full attention verifies, so
+  // every output is full attention's; what changes is the time and the bytes read.
+  LosslessOptions lossless;
 };
 
 struct TaskOutcome {
@@ -38,6 +42,7 @@ struct TaskOutcome {
   int n_generated = 0;  // tokens
   AttnStats attn;       // decode-step reads of this generation
   double decode_ms = 0.0;
+  LosslessStats lossless;  // with TaskRunOptions::lossless (not kept in sweep checkpoints)
 };
 
 // A resumed run (eval/sweep_checkpoint.h): what is known already, and where finished tasks go.

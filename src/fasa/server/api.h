@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fasa/attention/policy.h"
+#include "fasa/engine/lossless.h"
 #include "fasa/engine/sampler.h"
 #include "fasa/tokenizer/chat.h"
 
@@ -50,6 +51,7 @@ struct GenRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage (stream only)
   PolicyRequest fasa;
+  LosslessOptions lossless;    // "fasa": {"lossless": 4 | "auto"} (engine/lossless.h)
   bool parse_special = false;  // "fasa": {"parse_special": true}: special-token texts in
                                // the prompt or the messages' contents become tokens
 };
@@ -74,6 +76,8 @@ struct GenOutcome {
   std::string policy;          // the policy spec actually used
   uint64_t kv_bytes_read = 0;  // K/V (and selection side data) bytes read at decode steps
   double kv_bytes_read_per_token = 0.0;
+  std::string lossless = "off";  // the request's lossless setting, and its decoder's counts
+  LosslessStats lossless_stats;
 };
 
 // Non-streamed bodies. Both carry "usage" {prompt_tokens, completion_tokens, total_tokens} and

@@ -399,6 +399,19 @@ std::string option_value(const json& v, const std::string& param) {
   return joined;
 }
 
+// "off", "auto", or a number of drafts 1 .. LosslessOptions::kMaxK (engine/lossless.h).
+LosslessOptions lossless_value(const json& v, const std::string& param) {
+  if (v.is_number_integer() || v.is_string()) {
+    try {
+      return parse_lossless(v.is_string() ? v.get<std::string>() : v.dump());
+    } catch (const Error&) {
+    }
+  }
+  bad(param, fmt::format("'{}' must be \"off\", \"auto\" or a number of drafts from 1 to {} "
+                         "(got {})",
+                         param, LosslessOptions::kMaxK, shown(v)));
+}
+
 void set_fasa(const json& v, const char* name, Parsed& p) {
   if (!v.is_object()) bad(name, fmt::format("'{}' must be an object (got {})", name, shown(v)));
   for (const auto& [key, value] : v.items()) {
@@ -409,6 +422,10 @@ void set_fasa(const json& v, const char* name, Parsed& p) {
     }
     if (key == "parse_special") {  // not a policy option: how the prompt is tokenized
       if (!value.is_null()) p.req.parse_special = bool_value(value, param);
+      continue;
+    }
+    if (key == "lossless") {  // not a policy option: how decoding uses the policy
+      if (!value.is_null()) p.req.lossless = lossless_value(value, param);
       continue;
     }
     check_option_name(key, param);

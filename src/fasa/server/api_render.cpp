@@ -44,6 +44,15 @@ ojson fasa_stats(const GenOutcome& o) {
   f["policy"] = o.policy;
   f["kv_bytes_read"] = o.kv_bytes_read;
   f["kv_bytes_read_per_token"] = o.kv_bytes_read_per_token;
+  if (o.lossless != "off") {
+    const LosslessStats& s = o.lossless_stats;
+    f["lossless"] = {{"setting", o.lossless},
+                     {"verifications", s.verifications},
+                     {"drafted", s.drafted},
+                     {"accepted", s.accepted},
+                     {"acceptance", s.acceptance()},
+                     {"tokens_per_verification", s.tokens_per_verification()}};
+  }
   return f;
 }
 

@@ -74,8 +74,11 @@ struct Scheduler::Active {
   std::shared_ptr<Job> job;
   std::unique_ptr<Session> session;
   std::unique_ptr<Generation> gen;
-  size_t fed = 0;     // prompt tokens appended so far
-  int32_t next = -1;  // the token this step decodes
+  std::unique_ptr<LosslessGeneration> lossless;  // a lossless job once its prompt is in
+  size_t fed = 0;                                // prompt tokens appended so far
+  int32_t next = -1;                             // the token this step decodes
+  bool failed = false;  // the job failed alone (its lossless decoder threw): already told
+  const Generation& generation() const { return lossless ? lossless->generation() : *gen; }
 };
 
 Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions& opts)
@@ -184,7 +187,13 @@ void Scheduler::step(std::vector<Active>& active) {
   const std::vector<SessionChunk> chunks = plan_chunks(active, sampled);
   if (!forward_or_fail(active, chunks)) return;
   std::vector<bool> done(active.size(), false);  // [n_active]
-  const int generated = sample(active, sampled, done);
+  // Lossless jobs already decoding: one verification each, after the batch.
+  std::vector<size_t> cycling;
+  for (size_t i = 0; i < active.size(); ++i) {
+    if (active[i].lossless) cycling.push_back(i);
+  }
+  int generated = sample(active, sampled, done);
+  generated += lossless_cycles(active, cycling, done);
   count_step(chunks.size(), generated);
   for (size_t i = active.size(); i-- > 0;) {
     if (!done[i]) continue;
@@ -221,7 +230,7 @@ std::vector<SessionChunk> Scheduler::plan_chunks(std::vector<Active>& active,
       chunks.push_back({a.session.get(), prompt.data() + a.fed, m});
       a.fed += m;
       if (a.fed == prompt.size()) sampled.push_back(i);
-    } else {
+    } else if (!a.lossless) {  // a lossless job decodes in lossless_cycles
       chunks.push_back({a.session.get(), &a.next, 1});
       sampled.push_back(i);
     }
@@ -255,6 +264,15 @@ int Scheduler::sample(std::vector<Active>& active, const std::vector<size_t>& sa
   for (size_t i : sampled) {
     Active& a = active[i];
     Session& s = *a.session;
+    if (a.job->lossless.k > 0) {  // the prompt is in: the lossless decoder takes over
+      if (!start_lossless(a)) {
+        done[i] = true;
+        continue;
+      }
+      generated += static_cast<int>(a.lossless->generation().tokens().size());
+      done[i] = a.lossless->done();
+      continue;
+    }
     const size_t before = a.gen->tokens().size();
     a.job->push(a.gen->step(s.last_logits().data(), n_vocab, s.n_past() < s.n_ctx()));
     generated += static_cast<int>(a.gen->tokens().size() - before);
@@ -263,6 +281,40 @@ int Scheduler::sample(std::vector<Active>& active, const std::vector<size_t>& sa
     } else {
       a.next = a.gen->next_token();
     }
+  }
+  return generated;
+}
+
+// Makes a's lossless decoder and samples its first token; false (the job failed) if the
+// decoder refuses the session.
+bool Scheduler::start_lossless(Active& a) {
+  try {
+    a.lossless = std::make_unique<LosslessGeneration>(*a.session, a.job->gen, a.job->lossless);
+    a.job->push(a.lossless->start());
+    return true;
+  } catch (const std::exception& e) {
+    a.job->fail(e.what());
+    a.failed = true;
+    return false;
+  }
+}
+
+int Scheduler::lossless_cycles(std::vector<Active>& active, const std::vector<size_t>& cycling,
+                               std::vector<bool>& done) {
+  int generated = 0;
+  for (size_t i : cycling) {
+    Active& a = active[i];
+    const size_t before = a.lossless->generation().tokens().size();
+    try {
+      a.job->push(a.lossless->cycle());
+    } catch (const std::exception& e) {
+      a.job->fail(e.what());
+      a.failed = true;
+      done[i] = true;
+      continue;
+    }
+    generated += static_cast<int>(a.lossless->generation().tokens().size() - before);
+    done[i] = a.lossless->done();
   }
   return generated;
 }
@@ -289,12 +341,22 @@ void Scheduler::retire(Active& a, bool cancelled) {
     a.job->fail("cancelled");
     return;
   }
+  if (a.failed) {
+    ++stats_.jobs_failed;
+    return;
+  }
   JobResult r;
-  r.stop_reason = a.gen->stop_reason();
+  const Generation& gen = a.generation();
+  r.stop_reason = gen.stop_reason();
   r.prompt_tokens = static_cast<int>(a.job->prompt.size());
-  r.completion_tokens = static_cast<int>(a.gen->tokens().size());
+  r.completion_tokens = static_cast<int>(gen.tokens().size());
   r.kv_bytes_read = st.bytes_read();
   r.decode_tokens = st.decode_tokens;
+  if (a.lossless) {  // drafts and verifications, per generated token
+    r.lossless = a.lossless->stats();
+    r.kv_bytes_read = r.lossless.draft_kv_bytes + r.lossless.verify_kv_bytes;
+    r.decode_tokens = r.lossless.tokens;
+  }
   ++stats_.jobs_finished;
   stats_.prompt_tokens += r.prompt_tokens;
   PolicyCounters& pc = stats_.per_policy[policy_name(a.job->policy)];

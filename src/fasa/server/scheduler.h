@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fasa/engine/generate.h"
+#include "fasa/engine/lossless.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 
@@ -28,17 +29,26 @@ struct JobResult {
   int completion_tokens = 0;
   uint64_t kv_bytes_read = 0;  // at decode steps (selection side data included)
   uint64_t decode_tokens = 0;  // decode steps that read them
+  LosslessStats lossless;      // a lossless job's decoder counts (its KV reads are in
+                               // kv_bytes_read: drafts and verifications)
 };
 
 // One generation request, shared by the thread that submitted it and the engine thread.
 class Job {
  public:
-  Job(std::vector<int32_t> prompt, GenerateOptions gen, std::string policy)
-      : prompt(std::move(prompt)), gen(std::move(gen)), policy(std::move(policy)) {}
+  Job(std::vector<int32_t> prompt, GenerateOptions gen, std::string policy,
+      LosslessOptions lossless = {})
+      : prompt(std::move(prompt)),
+        gen(std::move(gen)),
+        policy(std::move(policy)),
+        lossless(lossless) {}
 
   const std::vector<int32_t> prompt;
   const GenerateOptions gen;
   const std::string policy;  // the full policy spec
+  // k >= 1: the policy drafts and full attention verifies (engine/lossless.h). Such a job's
+  // decode runs outside the shared batch: one verification per engine step, after the batch.
+  const LosslessOptions lossless;
 
   // What the engine produced since the last wait(): new text, and whether the job ended (then
   // either error is set or result() is final).
@@ -121,6 +131,9 @@ class Scheduler {
   bool forward_or_fail(std::vector<Active>& active, const std::vector<SessionChunk>& chunks);
   int sample(std::vector<Active>& active, const std::vector<size_t>& sampled,
              std::vector<bool>& done);
+  bool start_lossless(Active& a);
+  int lossless_cycles(std::vector<Active>& active, const std::vector<size_t>& cycling,
+                      std::vector<bool>& done);
   void count_step(size_t n_rows, int generated);
   void retire(Active& a, bool cancelled);
   void update_gauges(const std::vector<Active>& active);

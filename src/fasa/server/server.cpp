@@ -165,6 +165,7 @@ void finish_outcome(const Job& job, GenOutcome& out) {
   out.kv_bytes_read = jr.kv_bytes_read;
   out.kv_bytes_read_per_token =
       jr.decode_tokens ? static_cast<double>(jr.kv_bytes_read) / jr.decode_tokens : 0.0;
+  out.lossless_stats = jr.lossless;
 }
 
 // Waits for the whole text and sends it as one JSON body.
@@ -218,6 +219,20 @@ void answer_stream(Job& job, http::ResponseWriter& w, Endpoint endpoint, bool in
   job.cancel();  // the client went away mid-stream
 }
 
+// Lossless decoding takes drafts back, which FASA-M's file tier cannot (engine/lossless.h).
+void check_lossless_policy(const std::string& spec) {
+  std::string name;
+  PolicyOptions opts;
+  parse_policy_spec(spec, &name, &opts);
+  const auto v = opts.find("variant");
+  if (v != opts.end() && v->second == "m") {
+    throw ApiError(400,
+                   "lossless decoding cannot take back drafts in FASA-M's tiered KV cache "
+                   "(variant=m): use variant=c",
+                   "fasa.lossless");
+  }
+}
+
 }  // namespace
 
 void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endpoint endpoint) {
@@ -225,7 +240,8 @@ void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endp
   std::vector<int32_t> prompt = prompt_tokens(r, endpoint);
   const GenerateOptions go = generate_options(r);
   const std::string policy = choose_policy(config_.policy, r.fasa, scheduler_->policy_context());
-  auto job = std::make_shared<Job>(std::move(prompt), go, policy);
+  if (r.lossless.k > 0) check_lossless_policy(policy);
+  auto job = std::make_shared<Job>(std::move(prompt), go, policy, r.lossless);
   if (!scheduler_->submit(job)) {
     send_error(w, 503,
                fmt::format("the server is busy: {} sequences running and the queue is full; "
@@ -235,6 +251,7 @@ void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endp
     return;
   }
   GenOutcome out = outcome_of(endpoint, policy);
+  out.lossless = lossless_name(r.lossless);
   if (r.stream) {
     answer_stream(*job, w, endpoint, r.include_usage, out);
   } else {
