@@ -166,6 +166,13 @@ void print_kv_reads(const RunArgs& a, Session& session) {
                  human_bytes(st.dense_bytes / st.decode_tokens).c_str(),
                  human_bytes(session.cache().ram_bytes()).c_str(),
                  human_bytes(session.policy().resident_bytes()).c_str());
+    if (const uint64_t evicted = session.policy().evicted_rows(); evicted > 0) {
+      std::fprintf(stderr,
+                   "fasa: the policy evicted %llu K/V rows for good (the cache keeps them, it "
+                   "does not compact): it can still read %s of KV, side data included\n",
+                   static_cast<unsigned long long>(evicted),
+                   human_bytes(session.kv_resident_bytes()).c_str());
+    }
   }
   if (session.cache().tiered()) {
     const uint64_t toks = std::max<uint64_t>(st.decode_tokens, 1);

@@ -96,10 +96,29 @@ void print_lossless(const std::string& setting, const TaskRunResult& r) {
   }
 }
 
+// Each policy's score, then its partial credit in parentheses when they differ anywhere.
+void print_cells(const std::vector<double>& score, const std::vector<double>& partial,
+                 bool show_partial) {
+  for (size_t p = 0; p < score.size(); ++p) {
+    if (show_partial) {
+      std::printf(" %.3f (%.3f) |", score[p], partial[p]);
+    } else {
+      std::printf(" %.3f |", score[p]);
+    }
+  }
+  std::printf("\n");
+}
+
 void print_table(const std::vector<Task>& tasks, const TaskRunResult& r) {
   const TaskScoreTable t = score_table(tasks, r);
-  std::printf("%zu tasks, context %d tokens, greedy (%.1f s, dense prefills %.1f s)\n\n",
-              tasks.size(), r.n_ctx, r.seconds, r.prefill_seconds);
+  const TaskScoreTable pc = score_table(tasks, r, true);
+  const bool multi = std::any_of(tasks.begin(), tasks.end(),
+                                 [](const Task& x) { return x.metric == TaskMetric::All; });
+  std::printf("%zu tasks, context %d tokens, greedy (%.1f s, dense prefills %.1f s)\n%s\n",
+              tasks.size(), r.n_ctx, r.seconds, r.prefill_seconds,
+              multi
+                  ? "score (partial: the share of a task's answers found, RULER's partial credit)\n"
+                  : "");
   std::printf("| task | n |");
   for (const auto& p : r.policies) std::printf(" %s |", p.c_str());
   std::printf("\n| --- | ---: |");
@@ -107,14 +126,12 @@ void print_table(const std::vector<Task>& tasks, const TaskRunResult& r) {
   std::printf("\n");
   for (size_t k = 0; k < t.kinds.size(); ++k) {
     std::printf("| %s | %d |", t.kinds[k].c_str(), t.count[k]);
-    for (double v : t.mean[k]) std::printf(" %.3f |", v);
-    std::printf("\n");
+    print_cells(t.mean[k], pc.mean[k], multi);
   }
   std::printf("| **all tasks** | %zu |", tasks.size());
-  for (double v : t.overall) std::printf(" %.3f |", v);
-  std::printf("\n| **mean of kinds** | %zu |", t.kinds.size());
-  for (double v : t.kind_average) std::printf(" %.3f |", v);
-  std::printf("\n");
+  print_cells(t.overall, pc.overall, multi);
+  std::printf("| **mean of kinds** | %zu |", t.kinds.size());
+  print_cells(t.kind_average, pc.kind_average, multi);
 }
 
 void run_tasks_cmd(const TasksArgs& a) {
@@ -136,6 +153,7 @@ void run_tasks_cmd(const TasksArgs& a) {
     return;
   }
   const TaskScoreTable t = score_table(tasks, r);
+  const TaskScoreTable pc = score_table(tasks, r, true);
   nlohmann::ordered_json j;
   j["model"] = model->file().path();
   j["tasks_file"] = a.tasks;
@@ -153,9 +171,15 @@ void run_tasks_cmd(const TasksArgs& a) {
     if (!calib.empty()) e["calib_sha256"] = file_sha256(calib);
     e["score"] = t.overall[p];
     e["mean_of_kinds"] = t.kind_average[p];
-    nlohmann::ordered_json by;
-    for (size_t k = 0; k < t.kinds.size(); ++k) by[t.kinds[k]] = t.mean[k][p];
+    e["partial"] = pc.overall[p];
+    e["partial_mean_of_kinds"] = pc.kind_average[p];
+    nlohmann::ordered_json by, by_partial;
+    for (size_t k = 0; k < t.kinds.size(); ++k) {
+      by[t.kinds[k]] = t.mean[k][p];
+      by_partial[t.kinds[k]] = pc.mean[k][p];
+    }
     e["by_task"] = by;
+    e["partial_by_task"] = by_partial;
     const LosslessTotals lt = lossless_totals(r, p);
     e["decode_tokens_per_s"] = lt.tokens * 1000.0 / std::max(lt.decode_ms, 1e-9);
     if (lossless.k > 0) {
@@ -178,6 +202,7 @@ void run_tasks_cmd(const TasksArgs& a) {
       it["policy"] = r.policies[p];
       it["n_prompt"] = r.n_prompt[i];
       it["score"] = oc.score;
+      it["partial"] = oc.partial;
       it["output"] = oc.output;
       j["items"].push_back(it);
     }
@@ -315,8 +340,9 @@ void run_sweep(const SweepArgs& a) {
   write_file(dir / "results.md", md);
   for (const auto& [name, svg] : sweep_plots(tasks, entries, r)) write_file(dir / name, svg);
   ckpt.remove();
-  std::printf("%s\nwrote %s/results.json, results.md and score_vs_budget*.svg\n", md.c_str(),
-              a.out_dir.c_str());
+  std::
+      printf("%s\nwrote %s/results.json, results.md, score_vs_budget*.svg and score_vs_bytes.svg\n",
+             md.c_str(), a.out_dir.c_str());
 }
 
 struct GenArgs {

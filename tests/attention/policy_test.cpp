@@ -586,9 +586,9 @@ TEST(FasaPolicy, HybridStackUsesTheGlobalLayersOnly) {
   Session sparse(model, so);
   EXPECT_NE(sparse.eval_all(tokens, 1), want);
   const AttnStats& st = sparse.attn_stats();
-  // 40 decode steps x 4 heads x 2 sliding layers, each reading min(t + 1, 5) rows.
-  EXPECT_EQ(st.window_slots, (1u + 2 + 3 + 4 + 5 * 36) * 4 * 2);
-  EXPECT_EQ(st.slots_visible - st.window_slots, (40u * 41 / 2) * 4 * 2);
+  // 40 decode steps x 2 kv-head groups x 2 sliding layers, each reading min(t + 1, 5) rows.
+  EXPECT_EQ(st.window_slots, (1u + 2 + 3 + 4 + 5 * 36) * 2 * 2);
+  EXPECT_EQ(st.slots_visible - st.window_slots, (40u * 41 / 2) * 2 * 2);
   EXPECT_LT(st.global_read_fraction(), 0.2);
   EXPECT_EQ(full.attn_stats().window_slots, st.window_slots);
   EXPECT_DOUBLE_EQ(full.attn_stats().global_read_fraction(), 1.0);

@@ -668,6 +668,24 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   EXPECT_LT(s["results"][1]["rows_read_fraction"].get<double>(),
             s["results"][2]["rows_read_fraction"].get<double>());
   EXPECT_LT(s["results"][2]["rows_read_fraction"].get<double>(), 1.0);
+  // Equal-resource fields: StreamingLLM evicts, so it holds less KV than full; bytes read grow
+  // with the budget; partial credit and the 95 % CI sit beside each score.
+  for (const auto& e : s["results"]) {
+    EXPECT_GT(e["kv_resident_bytes"].get<double>(), 0.0) << e["spec"];
+    EXPECT_GE(e["kv_resident_bytes_max"].get<double>(), e["kv_resident_bytes"].get<double>());
+    EXPECT_EQ(e["partial"], e["score"]) << e["spec"];  // passkey: one answer, partial = score
+    EXPECT_LE(e["score_ci95"][0].get<double>(), e["score"].get<double>());
+    EXPECT_GE(e["score_ci95"][1].get<double>(), e["score"].get<double>());
+    EXPECT_FALSE(e.contains("reference"));  // no oracle:gqa=per-head in this sweep
+  }
+  EXPECT_LT(s["results"][1]["kv_resident_bytes"].get<double>(),
+            s["results"][2]["kv_resident_bytes"].get<double>());
+  EXPECT_LT(s["results"][2]["kv_resident_bytes"].get<double>(),
+            s["results"][0]["kv_resident_bytes"].get<double>());
+  EXPECT_LT(s["results"][1]["kv_bytes_read_per_token"].get<double>(),
+            s["results"][2]["kv_bytes_read_per_token"].get<double>());
+  EXPECT_GT(s["items"][0]["kv_resident_bytes"].get<double>(), 0.0);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_bytes.svg"));
   EXPECT_EQ(s["model_sha256"].get<std::string>().size(), 64u);
   EXPECT_TRUE(std::filesystem::exists(dir + "/results.md"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget.svg"));

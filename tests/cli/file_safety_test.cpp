@@ -192,6 +192,10 @@ TEST(CliFiles, KilledSweepResumesToTheSameResults) {
     EXPECT_EQ(a["results"][i]["spec"], b["results"][i]["spec"]);
     EXPECT_EQ(a["results"][i]["score"], b["results"][i]["score"]);
     EXPECT_EQ(a["results"][i]["by_task"], b["results"][i]["by_task"]);
+    EXPECT_EQ(a["results"][i]["partial"], b["results"][i]["partial"]);
+    EXPECT_EQ(a["results"][i]["kv_resident_bytes"], b["results"][i]["kv_resident_bytes"]);
+    EXPECT_EQ(a["results"][i]["kv_bytes_read_per_token"],
+              b["results"][i]["kv_bytes_read_per_token"]);
   }
   ASSERT_EQ(a["items"].size(), 2u * 200);
   ASSERT_EQ(a["items"].size(), b["items"].size());
@@ -201,6 +205,7 @@ TEST(CliFiles, KilledSweepResumesToTheSameResults) {
     EXPECT_EQ(a["items"][i]["score"], b["items"][i]["score"]);
   }
   EXPECT_EQ(slurp(whole / "score_vs_budget.svg"), slurp(cut / "score_vs_budget.svg"));
+  EXPECT_EQ(slurp(whole / "score_vs_bytes.svg"), slurp(cut / "score_vs_bytes.svg"));
   for (const fs::path& dir : {whole, cut}) {  // no temporary file left
     for (const std::string& name : names_in(dir)) EXPECT_NE(name[0], '.') << name;
   }

@@ -146,7 +146,8 @@ void expect_real_model_greedy_equals_full(const std::string& path) {
   auto model = Model::load(path);
   std::ifstream in(text_file, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::vector<int32_t> all = model->require_tokenizer().encode(text.substr(20000, 40000), false, false);
+  const std::vector<int32_t> all =
+      model->require_tokenizer().encode(text.substr(20000, 40000), false, false);
   int64_t drafted = 0, accepted = 0;
   for (int i = 0; i < 2; ++i) {
     const std::vector<int32_t> prompt(all.begin() + 1000 * i, all.begin() + 1000 * i + 200);
@@ -213,7 +214,8 @@ void expect_rollback_restores(const std::shared_ptr<const Model>& model,
       a.rollback();
       ASSERT_EQ(a.n_past(), b.n_past()) << p;
       EXPECT_EQ(a.policy().resident_bytes(), b.policy().resident_bytes()) << p;
-      ASSERT_EQ(decode_all(a, next, &res_a), decode_all(b, next, &res_b)) << p << " round " << round;
+      ASSERT_EQ(decode_all(a, next, &res_a), decode_all(b, next, &res_b))
+          << p << " round " << round;
       EXPECT_EQ(res_a, res_b) << p;
     }
   }
@@ -248,8 +250,8 @@ TEST(Lossless, KeptRowsAreTheDenseRows) {
         "fasa:calib=" + calib + ",budget=4,dense_layers=none",
         "double-sparsity:calib=" + calib + ",budget=4,channels=4,dense_layers=none"}) {
     Session a(model, session_options(p));
-    const GenerateResult r = generate_lossless(a, prompt, greedy(20), parse_lossless("4"),
-                                               nullptr, nullptr);
+    const GenerateResult r =
+        generate_lossless(a, prompt, greedy(20), parse_lossless("4"), nullptr, nullptr);
     // a holds the prompt and every generated token but the last (not appended yet).
     std::vector<int32_t> all = prompt;
     all.insert(all.end(), r.tokens.begin(), r.tokens.end() - 1);
@@ -266,7 +268,8 @@ TEST(Lossless, KeptRowsAreTheDenseRows) {
 
 // The exact distribution of the next `n` tokens under full attention, by enumeration: every
 // sequence of ids the sampler's filters let through, with its probability.
-void enumerate(const std::shared_ptr<const Model>& model, const Session& s, Sampler& sampler, std::vector<int32_t>& seq, double p, int n,
+void enumerate(const std::shared_ptr<const Model>& model, const Session& s, Sampler& sampler,
+               std::vector<int32_t>& seq, double p, int n,
                std::map<std::vector<int32_t>, double>* out) {
   if (static_cast<int>(seq.size()) == n) {
     (*out)[seq] = p;
@@ -345,13 +348,15 @@ TEST(Lossless, BadOptionsAreRefused) {
   SessionOptions so = session_options("full");
   so.prefill_chunk = 4;
   Session s(model, so);
-  test::expect_error([&] { generate_lossless(s, prompt, greedy(4), parse_lossless("6"), nullptr, nullptr); },
-                     "prefill chunk must be at least");
+  test::expect_error(
+      [&] { generate_lossless(s, prompt, greedy(4), parse_lossless("6"), nullptr, nullptr); },
+      "prefill chunk must be at least");
   const std::string calib = calibrate_tiny(model, "lossless_bad_calib.json");
-  Session m(model, session_options("fasa:calib=" + calib + ",budget=4,variant=m,offload_dir=" +
-                                   ::testing::TempDir()));
-  test::expect_error([&] { generate_lossless(m, prompt, greedy(4), parse_lossless("2"), nullptr, nullptr); },
-                     "tiered KV cache");
+  Session m(model, session_options("fasa:calib=" + calib +
+                                   ",budget=4,variant=m,offload_dir=" + ::testing::TempDir()));
+  test::expect_error(
+      [&] { generate_lossless(m, prompt, greedy(4), parse_lossless("2"), nullptr, nullptr); },
+      "tiered KV cache");
 }
 
 }  // namespace

@@ -61,6 +61,7 @@ TaskDone done_task(size_t i, const std::string& id) {
     a.tier_reads = 10;
     a.tier_read_bytes = 11;
     a.tier_read_ns = (1ull << 40) + 12;
+    o.kv_resident_bytes = (1ull << 41) + 13 + p;
     d.outcomes.push_back(o);
   }
   return d;
@@ -91,6 +92,7 @@ void expect_same(const TaskDone& a, const TaskDone& b) {
     EXPECT_EQ(x.attn.tier_reads, y.attn.tier_reads);
     EXPECT_EQ(x.attn.tier_read_bytes, y.attn.tier_read_bytes);
     EXPECT_EQ(x.attn.tier_read_ns, y.attn.tier_read_ns);
+    EXPECT_EQ(x.kv_resident_bytes, y.kv_resident_bytes);
   }
 }
 
@@ -109,6 +111,24 @@ TEST(SweepCheckpoint, LinesRoundTripExactly) {
   expect_same(out[1], in[1]);
   // A header alone: nothing done.
   EXPECT_TRUE(parse_checkpoint(checkpoint_text({}), "ck", identity(), three_tasks()).empty());
+}
+
+// The partial credit is not stored but recomputed from the output with the task's metric; a
+// line written before resident bytes were recorded reads them back as 0 (not recorded).
+TEST(SweepCheckpoint, PartialCreditIsRecomputedResidentBytesMayBeAbsent) {
+  std::vector<Task> tasks = three_tasks();
+  tasks[1].metric = TaskMetric::All;
+  tasks[1].answers = {"line", "zebra", "one"};
+  TaskDone d = done_task(1, "b");
+  auto line = nlohmann::json::parse(checkpoint_task_line(d));
+  EXPECT_FALSE(line["outcomes"][0].contains("partial"));
+  line["outcomes"][1].erase("kv_resident_bytes");
+  const std::string text = checkpoint_header_line(identity()) + "\n" + line.dump() + "\n";
+  const auto out = parse_checkpoint(text, "ck", identity(), tasks);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_DOUBLE_EQ(out[0].outcomes[0].partial, 2.0 / 3.0);  // "line", "one"; not "zebra"
+  EXPECT_EQ(out[0].outcomes[0].kv_resident_bytes, (1ull << 41) + 13);
+  EXPECT_EQ(out[0].outcomes[1].kv_resident_bytes, 0u);
 }
 
 // Tasks of another build, or of one that did not record itself, are refused unless mixing is

@@ -1,6 +1,8 @@
 // The task runner (prefill once, fork per policy), score tables and sweep reports.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
@@ -77,6 +79,7 @@ struct Fake {
       for (int p = 0; p < 3; ++p) {
         TaskOutcome o;
         o.score = s[i][p];
+        o.partial = s[i][p];  // single-answer tasks: partial = score
         o.output = "out";
         o.attn.decode_tokens = 2;
         o.attn.attend_bytes = 1024 * (p + 1);
@@ -112,31 +115,115 @@ TEST(Sweep, ScoreTableAndReports) {
   EXPECT_DOUBLE_EQ(j["results"][1]["rows_read_fraction"].get<double>(), 0.25);
   EXPECT_EQ(j["items"].size(), 9u);
   const std::string md = sweep_markdown(m, f.tasks, f.entries, f.r);
-  EXPECT_NE(md.find("| oracle | 128 | 0.750 | 75.0% | 0.50 | 1.00 | 25.0% | 2 KiB |"),
+  // 0.49 = 1.96 * sqrt((0.5 / 2 + 0) / 2^2): kind-a's scores 1, 0 and kind/b's one 1.
+  EXPECT_NE(md.find("| oracle | 128 | 0.750 ± 0.490 | 0.750 | 75.0% | 0.50 | 1.00 | 25.0% | 2 KiB "
+                    "| 0.00 MiB |"),
             std::string::npos)
       << md;
+  EXPECT_EQ(md.find("| vs oracle/head |"), std::string::npos) << md;  // no per-head oracle here
   // The table names each row by its label (the spec's options other than budget= and --calib).
   Fake ablation;
   ablation.entries[2].label = "oracle:gqa=per-head";
   const std::string md2 = sweep_markdown(m, ablation.tasks, ablation.entries, ablation.r);
-  EXPECT_NE(md2.find("| oracle:gqa=per-head | 128 | 0.750 |"), std::string::npos) << md2;
+  EXPECT_NE(md2.find("| oracle:gqa=per-head | 128 | 0.750 ± 0.490 |"), std::string::npos) << md2;
   EXPECT_NE(md2.find("| oracle | 64 |"), std::string::npos) << md2;
   // Results that do not line up with the settings are refused, not mislabelled.
   TaskRunResult shifted = f.r;
   shifted.policies.insert(shifted.policies.begin(), "full");
   expect_error([&] { sweep_json(m, f.tasks, f.entries, shifted); }, "do not match");
   const auto plots = sweep_plots(f.tasks, f.entries, f.r);
-  ASSERT_EQ(plots.size(), 3u);
+  ASSERT_EQ(plots.size(), 4u);
   EXPECT_EQ(plots[0].first, "score_vs_budget.svg");
   EXPECT_EQ(plots[2].first, "score_vs_budget_kind_b.svg");  // a file-name-safe kind
+  EXPECT_EQ(plots[3].first, "score_vs_bytes.svg");
   EXPECT_NE(plots[0].second.find("<polyline"), std::string::npos);
   EXPECT_NE(plots[0].second.find("stroke-dasharray"), std::string::npos);  // full: a reference
+}
+
+// Equal-resource reporting on hand-made outcomes: partial credit beside the all-or-nothing
+// score, 95 % CIs, resident bytes, the per-head oracle as every budgeted row's reference, and
+// the score-against-bytes plot with its error bars.
+TEST(Sweep, PartialCreditIntervalsResidentBytesAndReference) {
+  const std::vector<std::string> abcd = {"a1", "b2", "c3", "d4"};
+  const std::vector<Task> tasks = {{"1", "multi", "p", abcd, 4, TaskMetric::All},
+                                   {"2", "multi", "p", abcd, 4, TaskMetric::All},
+                                   {"3", "single", "p", {"x"}, 4, TaskMetric::Contains},
+                                   {"4", "single", "p", {"x"}, 4, TaskMetric::Contains}};
+  const auto entries = sweep_entries({"full", "oracle:gqa=per-head", "streaming"}, {"8"}, "");
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[1].label, "oracle:gqa=per-head");
+  TaskRunResult r;
+  for (const auto& e : entries) r.policies.push_back(e.spec);
+  r.n_prompt = {10, 10, 10, 10};
+  r.n_ctx = 16;
+  // [task][setting] outputs: full finds everything; the oracle 3 of 4 answers then 4 of 4, and
+  // x once; streaming 1 of 4 and 2 of 4, and x never.
+  const char* out[4][3] = {{"a1 b2 c3 d4", "a1 b2 c3", "a1"},
+                           {"a1 b2 c3 d4", "a1 b2 c3 d4", "c3 d4"},
+                           {"x", "x", "y"},
+                           {"x", "y", "y"}};
+  r.outcome.resize(4);
+  for (size_t i = 0; i < 4; ++i) {
+    for (size_t p = 0; p < 3; ++p) {
+      TaskOutcome o;
+      o.output = out[i][p];
+      o.score = score_output(tasks[i].metric, o.output, tasks[i].answers);
+      o.partial = partial_credit(tasks[i].metric, o.output, tasks[i].answers);
+      o.attn.decode_tokens = 4;
+      o.attn.attend_bytes = 4096 * (3 - p);  // full 3 KiB per token, the oracle 2, streaming 1
+      o.kv_resident_bytes = (p == 2 ? 1 : 4) * (i + 1) * 1048576;  // streaming holds a quarter
+      r.outcome[i].push_back(o);
+    }
+  }
+  SweepMeta m;
+  const auto j = nlohmann::json::parse(sweep_json(m, tasks, entries, r));
+  const auto& oracle = j["results"][1];
+  // Scores: multi {0, 1}, single {1, 0}: mean of kind means 0.5; partial multi {0.75, 1}.
+  EXPECT_DOUBLE_EQ(oracle["score"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(oracle["partial"].get<double>(), (0.875 + 0.5) / 2);
+  EXPECT_DOUBLE_EQ(oracle["partial_by_task"]["multi"].get<double>(), 0.875);
+  EXPECT_DOUBLE_EQ(oracle["by_task"]["multi"].get<double>(), 0.5);
+  // Var = (0.5 / 2 + 0.5 / 2) / 4 = 0.125.
+  const double half = 1.96 * std::sqrt(0.125);
+  EXPECT_NEAR(oracle["score_ci95"][0].get<double>(), 0.5 - half, 1e-12);
+  EXPECT_NEAR(oracle["score_ci95"][1].get<double>(), 0.5 + half, 1e-12);
+  // Partial: multi {0.75, 1} (variance 0.03125), single {1, 0} (0.5).
+  const double half_p = 1.96 * std::sqrt((0.03125 / 2 + 0.5 / 2) / 4);
+  EXPECT_NEAR(oracle["partial_ci95"][1].get<double>(), 0.6875 + half_p, 1e-12);
+  const auto& streaming = j["results"][2];
+  EXPECT_DOUBLE_EQ(streaming["score"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(streaming["partial"].get<double>(), (0.25 + 0.5) / 2 / 2);
+  EXPECT_DOUBLE_EQ(streaming["kv_resident_bytes"].get<double>(), 2.5 * 1048576);
+  EXPECT_EQ(streaming["kv_resident_bytes_max"].get<uint64_t>(), 4u * 1048576);
+  EXPECT_DOUBLE_EQ(j["results"][0]["kv_resident_bytes"].get<double>(), 10.0 * 1048576);
+  EXPECT_DOUBLE_EQ(streaming["kv_bytes_read_per_token"].get<double>(), 1024.0);
+  // Every budgeted row refers to the per-head oracle at its budget; full has none.
+  EXPECT_EQ(streaming["reference"], "oracle:budget=8,gqa=per-head");
+  EXPECT_DOUBLE_EQ(streaming["score_vs_reference"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(oracle["score_vs_reference"].get<double>(), 1.0);
+  EXPECT_FALSE(j["results"][0].contains("reference"));
+  EXPECT_DOUBLE_EQ(j["items"][1]["partial"].get<double>(), 0.75);
+  EXPECT_EQ(j["items"][2]["kv_resident_bytes"].get<uint64_t>(), 1048576u);
+  const std::string md = sweep_markdown(m, tasks, entries, r);
+  EXPECT_NE(md.find("| policy | budget | score | partial | vs full | vs oracle/head |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| streaming | 8 | 0.000 ± 0.000 | 0.188 | 0.0% | 0.0% |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1 KiB | 2.50 MiB |"), std::string::npos) << md;
+  const auto plots = sweep_plots(tasks, entries, r);
+  ASSERT_EQ(plots.back().first, "score_vs_bytes.svg");
+  const std::string& svg = plots.back().second;
+  EXPECT_NE(svg.find(">streaming</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">full</text>"), std::string::npos);  // a point: full has bytes too
+  EXPECT_NE(svg.find("<path d=\"M"), std::string::npos);   // error bars
+  EXPECT_NE(svg.find("KiB</text>"), std::string::npos);    // byte ticks
 }
 
 TEST(LinePlot, SeriesAndErrors) {
   LinePlot p;
   p.title = "a < b";
-  p.series = {{"s1", {64, 128, 256}, {0.1, 0.5, 0.9}}, {"s2", {64}, {0.3}}};
+  p.series = {{"s1", {64, 128, 256}, {0.1, 0.5, 0.9}, {}}, {"s2", {64}, {0.3}, {}}};
   p.references = {{"full", 0.95}};
   const std::string svg = line_plot_svg(p);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
@@ -152,6 +239,22 @@ TEST(LinePlot, SeriesAndErrors) {
   expect_error([&] { line_plot_svg(p); }, "x must be > 0");
   p.series[1].x = {1.0, 2.0};
   expect_error([&] { line_plot_svg(p); }, "2 x values, 1 y values");
+  p.series[1].x = {64};
+  p.series[0].err = {0.1};
+  expect_error([&] { line_plot_svg(p); }, "1 error bars, 3 y values");
+  // Error bars (a path per bar with a non-zero half-width), byte ticks on a wide x range.
+  p.series[0].err = {0.1, 0.0, 0.05};
+  p.series[0].x = {1024, 65536, 1048576};
+  p.x_bytes = true;
+  const std::string bars = line_plot_svg(p);
+  size_t paths = 0;
+  for (size_t at = bars.find("<path"); at != std::string::npos; at = bars.find("<path", at + 1)) {
+    ++paths;
+  }
+  EXPECT_EQ(paths, 2u);
+  EXPECT_NE(bars.find(">1 KiB</text>"), std::string::npos) << bars;
+  EXPECT_NE(bars.find(">1 MiB</text>"), std::string::npos) << bars;
+  EXPECT_EQ(bars.find(">1024</text>"), std::string::npos) << bars;
 }
 
 // On the real model: each policy's generation continues a copy of one dense prefill, and

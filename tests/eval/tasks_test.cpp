@@ -95,6 +95,24 @@ TEST(TaskMetrics, ContainsExactAllIgnoreCaseAndSpacing) {
   expect_error([] { parse_metric("best"); }, "unknown metric");
 }
 
+// RULER's partial credit: for `all`, the share of the answers found (same matching as the
+// score); for single-answer metrics, the score itself.
+TEST(TaskMetrics, PartialCreditIsTheShareOfAnswersFound) {
+  const std::vector<std::string> four = {"1234", "Alpha", "beta gamma", "9"};
+  EXPECT_DOUBLE_EQ(partial_credit(TaskMetric::All, "ALPHA and 1234", four), 0.5);
+  EXPECT_DOUBLE_EQ(partial_credit(TaskMetric::All, "beta\n  gamma; 9", four), 0.5);
+  EXPECT_DOUBLE_EQ(partial_credit(TaskMetric::All, "9", four), 0.25);
+  EXPECT_DOUBLE_EQ(partial_credit(TaskMetric::All, "nothing", four), 0.0);
+  EXPECT_DOUBLE_EQ(partial_credit(TaskMetric::All, "1234 alpha beta gamma 9", four), 1.0);
+  EXPECT_EQ(score_output(TaskMetric::All, "ALPHA and 1234", four), 0.0);  // all-or-nothing
+  EXPECT_DOUBLE_EQ(partial_credit(TaskMetric::All, "x y", {"x", "y", "z"}), 2.0 / 3.0);
+  // One answer suffices for contains/exact: partial = score.
+  EXPECT_DOUBLE_EQ(partial_credit(TaskMetric::Contains, "it is paris", {"london", "paris"}), 1.0);
+  EXPECT_DOUBLE_EQ(partial_credit(TaskMetric::Contains, "rome", {"london", "paris"}), 0.0);
+  EXPECT_DOUBLE_EQ(partial_credit(TaskMetric::Exact, "Paris.", {"paris"}), 0.0);
+  EXPECT_DOUBLE_EQ(partial_credit(TaskMetric::Exact, " paris ", {"paris"}), 1.0);
+}
+
 // Nine words per sentence; `word_i` varies, so the book has many distinct words.
 std::string book(int n_sentences) {
   std::string s;

@@ -245,20 +245,20 @@ void merge(Decode& d) {
 }
 
 // Account: what the step read and what dense attention would have read; a file tier's reads
-// since `tier_before`.
+// since `tier_before`. Rows count per kv-head group, each distinct row once (the rows a memory
+// holding the group's K/V delivers): a shared selection's list, the union of per-head lists.
 void account(const Decode& d, const TierStats& tier_before, AttnStats& st) {
   const DecodeScratch& x = d.x;
   const uint64_t row_bytes = 2ull * d.cache.row_bytes();  // one K row and one V row
   for (int h = 0; h < d.sh.n_heads; ++h) {
-    const Selection& se = x.sel[h / d.n_group];
-    const uint64_t rows = x.n_keys[h];
     st.decode_steps += 1;
-    if (se.dense_fallback) st.dense_fallbacks += 1;
-    st.slots_read += rows;
-    st.slots_visible += d.n_visible;
-    if (se.per_head || h % d.n_group == 0) st.attend_bytes += rows * row_bytes;
+    if (x.sel[h / d.n_group].dense_fallback) st.dense_fallbacks += 1;
   }
   for (int g = 0; g < d.sh.n_kv_heads; ++g) {
+    const uint64_t rows = distinct_slots(x.sel[g], d.n_group, d.n_visible);
+    st.slots_read += rows;
+    st.slots_visible += d.n_visible;
+    st.attend_bytes += rows * row_bytes;
     st.select_bytes += x.sel[g].bytes_read;
     st.dense_bytes += static_cast<uint64_t>(d.n_visible) * row_bytes;
   }
@@ -404,9 +404,9 @@ void window_step(const AttnStep& s, const KvCache& cache, AttnStats* stats) {
     const uint64_t n = std::min(s.first_slot + 1, window);
     const uint64_t row_bytes = 2ull * cache.row_bytes();
     stats->decode_steps += sh.n_heads;
-    stats->slots_read += n * sh.n_heads;
-    stats->slots_visible += n * sh.n_heads;
-    stats->window_slots += n * sh.n_heads;
+    stats->slots_read += n * sh.n_kv_heads;
+    stats->slots_visible += n * sh.n_kv_heads;
+    stats->window_slots += n * sh.n_kv_heads;
     stats->attend_bytes += n * row_bytes * sh.n_kv_heads;
     stats->dense_bytes += n * row_bytes * sh.n_kv_heads;
     stats->window_bytes += n * row_bytes * sh.n_kv_heads;

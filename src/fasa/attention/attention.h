@@ -24,13 +24,15 @@ struct AttnStep {
 #define FASA_ATTN_STATS(X)                                                                       \
   X(decode_tokens, "single-token decode steps")                                                  \
   X(decode_steps, "(layer, query head) decode attentions run")                                   \
-  X(slots_read, "K/V rows they read")                                                            \
-  X(slots_visible, "rows dense attention would have read")                                       \
+  /* Rows per (layer, kv-head group), each distinct row once: a row two query heads of a     */  \
+  /* group read (per-head selections) is one row read from memory.                           */  \
+  X(slots_read, "distinct K/V rows they read, per kv-head group")                                \
+  X(slots_visible, "rows dense attention would have read, per kv-head group")                    \
   /* Of slots_read (and slots_visible): the rows sliding-window layers read (their window,   */  \
   /* dense, no policy). slots_read - window_slots is the global layers' (policy) part.        */ \
   X(window_slots, "of slots_read and slots_visible: the sliding-window layers' rows")            \
-  /* Bytes per kv-head group: a shared selection's rows count once for the group (one        */  \
-  /* gather), per-head selections per query head.                                             */ \
+  /* Bytes per kv-head group: each distinct row of the group's selection once (a shared list, */ \
+  /* or the union of the per-head lists).                                                     */ \
   X(select_bytes, "read by policies to choose (TIP, oracle scoring)")                            \
   X(attend_bytes, "K and V rows read by attention over the selection")                           \
   X(dense_bytes, "K and V rows dense attention would have read")                                 \

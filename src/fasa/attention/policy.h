@@ -65,6 +65,11 @@ struct Selection {
   }
 };
 
+// Rows of one kv-head group (n_group query heads) a selection reads from memory, each row once:
+// n_visible when `all`, the list's size for a shared selection, and for per-head selections the
+// size of the union of the heads' lists (a row two heads read is one row read).
+int distinct_slots(const Selection& se, int n_group, int n_visible);
+
 // Budget semantics shared by every selective policy: tokens attended per decode step per
 // kv-head group (per query head in per-head mode). A value < 1 is a fraction of the visible
 // context. Returns the number of slots to keep (>= 1, <= n_visible).
@@ -93,6 +98,12 @@ class AttentionPolicy {
   virtual bool wants_probs() const { return false; }
   // Bytes of side data the policy keeps in memory (e.g. FASA's packed key slice).
   virtual uint64_t resident_bytes() const { return 0; }
+  // Eviction policies (streaming, h2o, snapkv, pyramidkv): how many rows of the cache, one per
+  // (global layer, kv head, slot), this policy has evicted for good as of its last decode step:
+  // no later decode step of the sequence reads them (a later prefill, dense, still would). A
+  // cache that freed them would hold that many K/V row pairs less (Session::kv_resident_bytes
+  // counts them out). Policies that may still read every row return 0.
+  virtual uint64_t evicted_rows() const { return 0; }
   // The cache layout the policy needs, or null for the plain in-RAM cache. Asked once, when
   // the session creates its cache (FASA-M keeps only its key slice in RAM).
   virtual const KvTiering* tiering() const { return nullptr; }

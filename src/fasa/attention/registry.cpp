@@ -1,7 +1,9 @@
 #include "fasa/attention/registry.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -86,6 +88,47 @@ std::unique_ptr<AttentionPolicy> make_policy(const std::string& name, const Poli
 
 void AttentionPolicy::select_layer(const AttnQuery* qs, int n, Selection* outs) {
   parallel_for(n, [&](int64_t g) { select(qs[g], outs[g]); });
+}
+
+namespace {
+
+// Per-head lists of many heads: each slot counts where no earlier head's list has it.
+int distinct_by_search(const Selection& se, int n_group) {
+  int n = 0;
+  for (int g = 0; g < n_group; ++g) {
+    for (int32_t slot : se.head_slots[g]) {
+      bool seen = false;
+      for (int h = 0; h < g && !seen; ++h) {
+        seen = std::binary_search(se.head_slots[h].begin(), se.head_slots[h].end(), slot);
+      }
+      n += seen ? 0 : 1;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+int distinct_slots(const Selection& se, int n_group, int n_visible) {
+  if (se.all) return n_visible;
+  if (!se.per_head || n_group == 1) return static_cast<int>(se.slots_for(0).size());
+  constexpr int kMaxMerge = 64;  // heads merged with cursors on the stack (no allocation)
+  if (n_group > kMaxMerge) return distinct_by_search(se, n_group);
+  std::array<size_t, kMaxMerge> at{};  // [n_group] each head's next list index
+  int n = 0;
+  for (;;) {  // merge the sorted lists, counting each smallest slot once
+    int32_t low = INT32_MAX;
+    for (int g = 0; g < n_group; ++g) {
+      const auto& l = se.head_slots[g];
+      if (at[g] < l.size()) low = std::min(low, l[at[g]]);
+    }
+    if (low == INT32_MAX) return n;
+    n += 1;
+    for (int g = 0; g < n_group; ++g) {
+      const auto& l = se.head_slots[g];
+      if (at[g] < l.size() && l[at[g]] == low) at[g] += 1;
+    }
+  }
 }
 
 int resolve_budget(double budget, int n_visible) {

@@ -128,8 +128,8 @@ LosslessGeneration::LosslessGeneration(Session& s, const GenerateOptions& opts,
     fail("--lossless cannot take back drafts in a tiered KV cache (FASA-M, variant=m)");
   }
   if (!lo.adaptive && s.cache().max_batch() < lo.k + 1) {
-    fail("--lossless {} verifies {} tokens at once: the prefill chunk must be at least that",
-         lo.k, lo.k + 1);
+    fail("--lossless {} verifies {} tokens at once: the prefill chunk must be at least that", lo.k,
+         lo.k + 1);
   }
   if (s.n_past() == 0) fail("nothing to continue from: the session holds no tokens");
 }

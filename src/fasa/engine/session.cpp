@@ -92,6 +92,13 @@ void Session::reset() {
     active_policy_ = policy_.get();
   }
   attn_stats_ = AttnStats{};
+  kv_resident_peak_ = 0;
+}
+
+uint64_t Session::kv_resident_bytes() const {
+  const uint64_t evicted = active_policy_->evicted_rows() * 2 * cache_.row_bytes();
+  const uint64_t ram = cache_.ram_bytes();
+  return (ram > evicted ? ram - evicted : 0) + active_policy_->resident_bytes();
 }
 
 void Session::copy_prefix_from(const Session& src) {
@@ -157,6 +164,7 @@ const std::vector<float>& Session::prefill(const std::vector<int32_t>& tokens,
 const std::vector<float>& Session::decode(int32_t token) {
   check_tokens(&token, 1);
   run(&token, 1, false, logits_.data());
+  kv_resident_peak_ = std::max(kv_resident_peak_, kv_resident_bytes());
   return logits_;
 }
 

@@ -66,6 +66,15 @@ class Session {
   // The scratch memory of its steps (ForwardScratch::work: core/workspace.h).
   Workspace::Stats workspace_stats() const { return scratch_.work.stats(); }
   AttentionPolicy& policy() { return *active_policy_; }
+  // KV bytes held in RAM that the policy can still read: the cache's (KvCache::ram_bytes) less
+  // the K/V row pairs the policy evicted for good (AttentionPolicy::evicted_rows; the cache does
+  // not compact, so this is what a cache that freed them would hold), plus the policy's side
+  // data (resident_bytes). A file tier's bytes (FASA-M) are not in it.
+  uint64_t kv_resident_bytes() const;
+  // The peak of kv_resident_bytes() after each decode() since the session started, reset() or
+  // reset_kv_resident_peak(); 0 when no decode step ran since.
+  uint64_t kv_resident_peak_bytes() const { return kv_resident_peak_; }
+  void reset_kv_resident_peak() { kv_resident_peak_ = 0; }
 
   // Appends tokens (batched, in chunks) and returns the logits after the last one: [n_vocab].
   // The attention is dense (the policy is shown the chunks, never asked to select) unless the
@@ -143,6 +152,7 @@ class Session {
   KvCache cache_;                             // laid out as the policy asks (tiering)
   ForwardScratch scratch_;
   AttnStats attn_stats_;
+  uint64_t kv_resident_peak_ = 0;
   std::vector<float> logits_;                       // [n_vocab]
   std::vector<int32_t> pos_;                        // [chunk] positions scratch
   std::unique_ptr<AttentionPolicy> verify_policy_;  // `full`, made by the first verify()

@@ -34,12 +34,22 @@ const char* color(size_t i) {
   return kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
 }
 
+// 1536 -> "1.5 KiB": a power of two of bytes in the largest unit it reaches.
+std::string bytes_text(double x) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (x >= 1024.0 && u < 4) x /= 1024.0, ++u;
+  return fmt::format("{:g} {}", x, kUnits[u]);
+}
+
 // The x range over every series (log scale: x > 0); bad series fail here.
 std::pair<double, double> x_range(const LinePlot& p) {
   double x_lo = INFINITY, x_hi = -INFINITY;
   for (const auto& s : p.series) {
     if (s.x.size() != s.y.size())
       fail("plot series '{}': {} x values, {} y values", s.name, s.x.size(), s.y.size());
+    if (!s.err.empty() && s.err.size() != s.y.size())
+      fail("plot series '{}': {} error bars, {} y values", s.name, s.err.size(), s.y.size());
     for (double x : s.x) {
       if (!(x > 0.0)) fail("plot series '{}': x must be > 0 (log scale), got {}", s.name, x);
       x_lo = std::min(x_lo, x);
@@ -87,12 +97,13 @@ void draw_axes(const Frame& f, const LinePlot& p, std::string& s) {
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.2f}</text>\n", left - 6,
                      f.sy(y) + 4, y);
   }
-  for (double e = std::ceil(f.lx0); e <= f.lx1 + 1e-9; e += 1.0) {
+  const double step = std::max(1.0, std::ceil((f.lx1 - f.lx0) / 10.0));  // at most ~10 ticks
+  for (double e = std::ceil(f.lx0); e <= f.lx1 + 1e-9; e += step) {
     const double x = std::exp2(e);
     s += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#ddd\"/>\n",
                      f.sx(x), top, f.sx(x), top + f.ph);
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", f.sx(x),
-                     top + f.ph + 18, x);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", f.sx(x),
+                     top + f.ph + 18, p.x_bytes ? bytes_text(x) : fmt::format("{:g}", x));
   }
   s += fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
@@ -104,6 +115,16 @@ void draw_axes(const Frame& f, const LinePlot& p, std::string& s) {
       "<text x=\"18\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {})\">"
       "{}</text>\n",
       top + f.ph / 2, top + f.ph / 2, escape(p.y_label));
+}
+
+// A vertical bar from y - err to y + err at x, with short caps.
+void draw_error_bar(const Frame& f, double x, double y, double err, const char* col,
+                    std::string& s) {
+  const double px = f.sx(x), lo = f.sy(y - err), hi = f.sy(y + err);
+  s += fmt::format(
+      "<path d=\"M{0:.1f},{1:.1f}V{2:.1f}M{3:.1f},{1:.1f}H{4:.1f}M{3:.1f},{2:.1f}H{4:.1f}\" "
+      "stroke=\"{5}\" stroke-width=\"1.2\" fill=\"none\"/>\n",
+      px, lo, hi, px - 4, px + 4, col);
 }
 
 // Reference lines (dashed), then the series (polyline and points), each with a legend entry.
@@ -140,6 +161,8 @@ void draw_lines(const Frame& f, const LinePlot& p, std::string& s) {
     for (size_t i = 0; i < se.x.size(); ++i) {
       s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", f.sx(se.x[i]),
                        f.sy(se.y[i]), col);
+      if (!se.err.empty() && se.err[i] > 0.0)
+        draw_error_bar(f, se.x[i], se.y[i], se.err[i], col, s);
     }
     legend(se.name, col, false);
   }

@@ -1,7 +1,6 @@
 #include "fasa/eval/sweep.h"
 
 #include <algorithm>
-#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -9,7 +8,6 @@
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
 #include "fasa/core/sha256.h"
-#include "fasa/eval/line_plot.h"
 
 namespace fasa {
 
@@ -21,29 +19,6 @@ bool reads_calibration(const std::string& name) {
 }
 
 std::string budget_text(double b) { return b <= 0.0 ? "-" : fmt::format("{:g}", b); }
-
-// Mean KV bytes read per decoded token (policy side data + selected rows), and the share of
-// the global layers' cached rows read, over every generation of policy p.
-std::pair<double, double> reads(const TaskRunResult& r, size_t p) {
-  uint64_t bytes = 0, tokens = 0, read = 0, visible = 0;
-  for (const auto& row : r.outcome) {
-    const AttnStats& a = row[p].attn;
-    bytes += a.bytes_read();
-    tokens += a.decode_tokens;
-    read += a.slots_read - a.window_slots;
-    visible += a.slots_visible - a.window_slots;
-  }
-  return {tokens ? static_cast<double>(bytes) / tokens : 0.0,
-          visible ? static_cast<double>(read) / visible : 1.0};
-}
-
-void check_aligned(const std::vector<Task>& tasks, const std::vector<SweepEntry>& entries,
-                   const TaskRunResult& r) {
-  bool ok = r.policies.size() == entries.size() && r.outcome.size() == tasks.size();
-  for (size_t p = 0; ok && p < entries.size(); ++p) ok = r.policies[p] == entries[p].spec;
-  for (size_t i = 0; ok && i < tasks.size(); ++i) ok = r.outcome[i].size() == entries.size();
-  if (!ok) fail("sweep report: the results do not match the sweep's settings (internal error)");
-}
 
 }  // namespace
 
@@ -92,7 +67,8 @@ namespace {
 
 // One setting's line of "results": its scores, and what it read.
 nlohmann::ordered_json result_json(const SweepMeta& meta, const SweepEntry& entry,
-                                   const TaskScoreTable& t, const TaskRunResult& r, size_t p) {
+                                   const TaskScoreTable& t, const TaskScoreTable& partial,
+                                   const SweepRowStats& st, size_t p) {
   nlohmann::ordered_json e;
   e["policy"] = entry.name;
   e["budget"] = entry.budget;
@@ -105,13 +81,22 @@ nlohmann::ordered_json result_json(const SweepMeta& meta, const SweepEntry& entr
     e["calib_sha256"] = sha256_file_hex(c->second);
   }
   e["score"] = t.kind_average[p];
+  e["score_ci95"] = {st.score - st.score_ci95, st.score + st.score_ci95};
   e["score_all_tasks"] = t.overall[p];
-  nlohmann::ordered_json by;
-  for (size_t k = 0; k < t.kinds.size(); ++k) by[t.kinds[k]] = t.mean[k][p];
+  e["partial"] = partial.kind_average[p];
+  e["partial_ci95"] = {st.partial - st.partial_ci95, st.partial + st.partial_ci95};
+  e["partial_all_tasks"] = partial.overall[p];
+  nlohmann::ordered_json by, by_partial;
+  for (size_t k = 0; k < t.kinds.size(); ++k) {
+    by[t.kinds[k]] = t.mean[k][p];
+    by_partial[t.kinds[k]] = partial.mean[k][p];
+  }
   e["by_task"] = by;
-  const auto [bytes, frac] = reads(r, p);
-  e["kv_bytes_read_per_token"] = bytes;
-  e["rows_read_fraction"] = frac;
+  e["partial_by_task"] = by_partial;
+  e["kv_bytes_read_per_token"] = st.kv_bytes_read_per_token;
+  e["rows_read_fraction"] = st.rows_read_fraction;
+  e["kv_resident_bytes"] = st.kv_resident_bytes;
+  e["kv_resident_bytes_max"] = st.kv_resident_bytes_max;
   return e;
 }
 
@@ -128,7 +113,9 @@ nlohmann::ordered_json items_json(const std::vector<Task>& tasks,
       it["spec"] = entries[p].spec;
       it["n_prompt"] = r.n_prompt[i];
       it["score"] = o.score;
+      it["partial"] = o.partial;
       it["n_generated"] = o.n_generated;
+      it["kv_resident_bytes"] = o.kv_resident_bytes;
       it["output"] = o.output;
       items.push_back(it);
     }
@@ -140,7 +127,7 @@ nlohmann::ordered_json items_json(const std::vector<Task>& tasks,
 
 std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
                        const std::vector<SweepEntry>& entries, const TaskRunResult& r) {
-  check_aligned(tasks, entries, r);
+  check_sweep_aligned(tasks, entries, r);
   const TaskScoreTable t = score_table(tasks, r);
   nlohmann::ordered_json j;
   j["fasa_version"] = meta.version;
@@ -164,23 +151,48 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
   j["task_builds"] = nlohmann::ordered_json::object();
   for (const auto& [build, n] : meta.task_builds) j["task_builds"][build] = n;
   j["task_kinds"] = t.kinds;
+  j["ci95"] =
+      "normal approximation over tasks: mean of kind means +- 1.96 sqrt(sum_k s_k^2 / "
+      "(K^2 n_k))";
+  const TaskScoreTable partial = score_table(tasks, r, true);
+  const std::vector<SweepRowStats> st = sweep_row_stats(tasks, r);
+  const std::vector<int> ref = sweep_references(entries);
   j["results"] = nlohmann::ordered_json::array();
   for (size_t p = 0; p < entries.size(); ++p) {
-    j["results"].push_back(result_json(meta, entries[p], t, r, p));
+    nlohmann::ordered_json e = result_json(meta, entries[p], t, partial, st[p], p);
+    if (ref[p] >= 0) {
+      e["reference"] = entries[ref[p]].spec;
+      e["score_vs_reference"] =
+          t.kind_average[ref[p]] > 0.0
+              ? nlohmann::ordered_json(t.kind_average[p] / t.kind_average[ref[p]])
+              : nlohmann::ordered_json(nullptr);
+    }
+    j["results"].push_back(e);
   }
   j["items"] = items_json(tasks, entries, r);
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks,
-                           const std::vector<SweepEntry>& entries, const TaskRunResult& r) {
-  check_aligned(tasks, entries, r);
-  const TaskScoreTable t = score_table(tasks, r);
+namespace {
+
+constexpr const char* kDefinitions =
+    "Score = mean over task kinds of the kind's mean score (all-or-nothing per task), +- its "
+    "95 % confidence half-width (normal approximation over the tasks of each kind); partial = "
+    "the same of RULER's partial credit (the share of a task's answers found; = score for "
+    "single-answer metrics); \"vs full\" = score / full's score; \"vs oracle/head\" = score / "
+    "the per-head oracle's score at the same budget (`oracle:gqa=per-head`, each query head's "
+    "own exact top-B: the reference of selection at that budget). Rows read = distinct K/V rows "
+    "read per kv-head group (a row two heads of a group read counts once) / rows cached, "
+    "global layers. KV read/token = bytes read per decoded token (selection side data + those "
+    "rows). KV resident = the peak over a generation's decode steps of the KV bytes held in RAM "
+    "that the policy can still read (cached rows less those it evicted for good, + its side "
+    "data), mean over tasks; prefill is dense for every policy.\n\n";
+
+std::string md_header(const SweepMeta& meta, const std::vector<Task>& tasks,
+                      const TaskScoreTable& t, const TaskRunResult& r) {
   std::string s = fmt::format(
       "# Task sweep\n\nmodel `{}` (sha256 `{}`), tasks `{}` ({} tasks, {} kinds), context {} "
-      "tokens, {}greedy; calibration `{}`; fasa {}; {:.0f} s{}.\n\nScore = mean over task kinds of "
-      "the kind's mean score; \"vs full\" = score / full's score; KV/token = bytes read per "
-      "decoded token (selection side data + attended rows).\n\n",
+      "tokens, {}greedy; calibration `{}`; fasa {}; {:.0f} s{}.\n\n",
       meta.model, meta.model_sha256.substr(0, 16), meta.tasks_file, tasks.size(), t.kinds.size(),
       r.n_ctx, meta.chat ? "chat, " : "", meta.calib.empty() ? "-" : meta.calib, meta.version,
       r.seconds,
@@ -188,81 +200,55 @@ std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks
           ? fmt::format(" (resumed: {} of the {} tasks came from the checkpoint)",
                         meta.resumed_tasks, tasks.size())
           : "");
+  s += kDefinitions;
   if (meta.task_builds.size() > 1) {
     s += "**Builds mixed** (`--resume-other-build`), tasks run by each:";
     for (const auto& [build, n] : meta.task_builds) s += fmt::format(" {} {};", build, n);
     s.back() = '.';
     s += "\n\n";
   }
+  return s;
+}
+
+std::string kib(double bytes) { return fmt::format("{:.0f} KiB", bytes / 1024.0); }
+std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024.0)); }
+
+std::string ratio(double a, double b) {
+  return b > 0.0 ? fmt::format("{:.1f}%", 100.0 * a / b) : std::string("-");
+}
+
+}  // namespace
+
+std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks,
+                           const std::vector<SweepEntry>& entries, const TaskRunResult& r) {
+  check_sweep_aligned(tasks, entries, r);
+  const TaskScoreTable t = score_table(tasks, r);
+  const std::vector<SweepRowStats> st = sweep_row_stats(tasks, r);
+  const std::vector<int> ref = sweep_references(entries);
+  const bool has_ref = std::any_of(ref.begin(), ref.end(), [](int i) { return i >= 0; });
+  std::string s = md_header(meta, tasks, t, r);
   double full = -1.0;
   for (size_t p = 0; p < entries.size(); ++p) {
     if (entries[p].name == "full") full = t.kind_average[p];
   }
-  s += "| policy | budget | score | vs full |";
+  s += fmt::format("| policy | budget | score | partial | vs full |{}",
+                   has_ref ? " vs oracle/head |" : "");
   for (const auto& k : t.kinds) s += " " + k + " |";
-  s += " rows read | KV/token |\n| --- | ---: | ---: | ---: |";
+  s += " rows read | KV read/token | KV resident |\n| --- | ---: | ---: | ---: | ---: |";
+  s += has_ref ? " ---: |" : "";
   for (size_t k = 0; k < t.kinds.size(); ++k) s += " ---: |";
-  s += " ---: | ---: |\n";
+  s += " ---: | ---: | ---: |\n";
   for (size_t p = 0; p < entries.size(); ++p) {
-    const auto [bytes, frac] = reads(r, p);
-    s += fmt::format("| {} | {} | {:.3f} | {} |", entries[p].label, budget_text(entries[p].budget),
-                     t.kind_average[p],
-                     full > 0.0 ? fmt::format("{:.1f}%", 100.0 * t.kind_average[p] / full) : "-");
+    const SweepRowStats& x = st[p];
+    s += fmt::format("| {} | {} | {:.3f} ± {:.3f} | {:.3f} | {} |", entries[p].label,
+                     budget_text(entries[p].budget), x.score, x.score_ci95, x.partial,
+                     ratio(x.score, full));
+    if (has_ref) s += fmt::format(" {} |", ref[p] >= 0 ? ratio(x.score, st[ref[p]].score) : "-");
     for (size_t k = 0; k < t.kinds.size(); ++k) s += fmt::format(" {:.2f} |", t.mean[k][p]);
-    s += fmt::format(" {:.1f}% | {:.0f} KiB |\n", 100.0 * frac, bytes / 1024.0);
+    s += fmt::format(" {:.1f}% | {} | {} |\n", 100.0 * x.rows_read_fraction,
+                     kib(x.kv_bytes_read_per_token), mib(x.kv_resident_bytes));
   }
   return s;
-}
-
-std::vector<std::pair<std::string, std::string>> sweep_plots(const std::vector<Task>& tasks,
-                                                             const std::vector<SweepEntry>& entries,
-                                                             const TaskRunResult& r) {
-  check_aligned(tasks, entries, r);
-  const TaskScoreTable t = score_table(tasks, r);
-  auto plot = [&](const std::string& title, auto&& score_of) {
-    LinePlot lp;
-    lp.title = title;
-    lp.x_label = "budget (tokens attended per step per kv-head group)";
-    lp.y_label = "score";
-    std::map<std::string, size_t> series;
-    for (size_t p = 0; p < entries.size(); ++p) {
-      if (entries[p].budget <= 0.0) {
-        lp.references.push_back({entries[p].label, score_of(p)});
-        continue;
-      }
-      if (entries[p].budget < 1.0) continue;  // a fraction shares no x axis with token budgets
-      auto [it, added] = series.emplace(entries[p].label, lp.series.size());
-      if (added) lp.series.push_back({it->first, {}, {}});
-      lp.series[it->second].x.push_back(entries[p].budget);
-      lp.series[it->second].y.push_back(score_of(p));
-    }
-    for (auto& se : lp.series) {  // increasing budgets
-      std::vector<size_t> idx(se.x.size());
-      for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-      std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return se.x[a] < se.x[b]; });
-      PlotSeries sorted{se.name, {}, {}};
-      for (size_t i : idx) {
-        sorted.x.push_back(se.x[i]);
-        sorted.y.push_back(se.y[i]);
-      }
-      se = std::move(sorted);
-    }
-    return line_plot_svg(lp);
-  };
-  std::vector<std::pair<std::string, std::string>> out;
-  out.emplace_back("score_vs_budget.svg",
-                   plot("mean score over task kinds", [&](size_t p) { return t.kind_average[p]; }));
-  for (size_t k = 0; k < t.kinds.size(); ++k) {
-    std::string file = t.kinds[k];  // a file-name-safe form of the kind
-    for (char& c : file) {
-      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '-' || c == '_' || c == '.';
-      if (!ok) c = '_';
-    }
-    out.emplace_back("score_vs_budget_" + file + ".svg",
-                     plot(t.kinds[k], [&](size_t p) { return t.mean[k][p]; }));
-  }
-  return out;
 }
 
 }  // namespace fasa

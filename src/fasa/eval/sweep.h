@@ -39,11 +39,35 @@ struct SweepMeta {
   std::vector<std::pair<std::string, int>> task_builds;
 };
 
+// What one setting (policy, budget) of a sweep scored, read and held, over every task.
+struct SweepRowStats {
+  double score = 0.0, score_ci95 = 0.0;      // mean of the kinds' means; 95 % CI half-width
+  double partial = 0.0, partial_ci95 = 0.0;  // the same of the partial credit (RULER's)
+  double kv_bytes_read_per_token = 0.0;      // side data + distinct rows, per decoded token
+  double rows_read_fraction = 1.0;           // distinct rows read / visible, global layers
+  double kv_resident_bytes = 0.0;      // mean over tasks of each generation's peak resident bytes
+  uint64_t kv_resident_bytes_max = 0;  // the largest of those peaks
+};
+// [n_settings]. The CIs: ci95_half_width (eval/confidence.h) over the tasks of each kind.
+// Resident bytes over the outcomes that recorded them (TaskOutcome::kv_resident_bytes > 0).
+std::vector<SweepRowStats> sweep_row_stats(const std::vector<Task>& tasks, const TaskRunResult& r);
+
+// The reference of each setting: the index of the `oracle:gqa=per-head` setting at the same
+// budget (the per-head oracle reads each query head's own top-B: the upper bound of selection
+// at that budget), or -1 (no such setting, or a setting without a budget). [n_settings]
+std::vector<int> sweep_references(const std::vector<SweepEntry>& entries);
+
+// Throws fasa::Error (an internal error) unless r holds one outcome per (task, entry), in order.
+void check_sweep_aligned(const std::vector<Task>& tasks, const std::vector<SweepEntry>& entries,
+                         const TaskRunResult& r);
+
 std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
                        const std::vector<SweepEntry>& entries, const TaskRunResult& r);
 std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks,
                            const std::vector<SweepEntry>& entries, const TaskRunResult& r);
-// (file name, SVG): "score_vs_budget.svg" (mean over task kinds), then one per task kind.
+// (file name, SVG): "score_vs_budget.svg" (mean over task kinds), then one per task kind, then
+// "score_vs_bytes.svg": score against KV bytes read per decoded token (log-2 axis), one line per
+// label through its budgets, full as one point, each point with its 95 % CI as an error bar.
 std::vector<std::pair<std::string, std::string>> sweep_plots(const std::vector<Task>& tasks,
                                                              const std::vector<SweepEntry>& entries,
                                                              const TaskRunResult& r);

@@ -134,9 +134,15 @@ TaskDone task_from(const Json& json, const SweepIdentity& want, const std::vecto
     TaskOutcome t;
     t.output = o.string("output");
     t.score = o.number<double>("score", 0.0, 1.0);
+    const Task& task = tasks[d.task];
+    t.partial = partial_credit(task.metric, t.output, task.answers);  // a function of the output
     t.n_generated = o.number<int>("n_generated", 0, kMaxCount);
     t.decode_ms = o.number<double>("decode_ms", 0.0, kMaxDouble);
     t.attn = attn_from(o.object("attn"));
+    if (o.has("kv_resident_bytes")) {  // absent in lines written before it was recorded: 0
+      t.kv_resident_bytes =
+          o.number<uint64_t>("kv_resident_bytes", 0, std::numeric_limits<uint64_t>::max());
+    }
     d.outcomes.push_back(std::move(t));
   }
   return d;
@@ -161,6 +167,7 @@ std::string checkpoint_task_line(const TaskDone& done) {
     e["n_generated"] = o.n_generated;
     e["decode_ms"] = o.decode_ms;
     e["attn"] = attn_json(o.attn);
+    e["kv_resident_bytes"] = o.kv_resident_bytes;
     j["outcomes"].push_back(std::move(e));
   }
   return dump_line(j);

@@ -6,7 +6,10 @@
 // Line 1: {"format": "fasa-sweep-checkpoint", "version": 1, "model_sha256", "calib_sha256",
 //          "tasks_sha256", "n_tasks", "n_ctx", "chat", "kv_type", "policies": [specs]}
 // Then:   {"task": index, "id", "n_prompt", "prefill_seconds", "fasa_version",
-//          "outcomes": [{"output", "score", "n_generated", "decode_ms", "attn": {...}}]}
+//          "outcomes": [{"output", "score", "n_generated", "decode_ms", "attn": {...},
+//                        "kv_resident_bytes"}]}
+//          (kv_resident_bytes: absent in lines written before it was recorded, read back as 0;
+//          the partial credit is not stored: it is recomputed from the output)
 //          (fasa_version: the build that ran the task; absent in lines written before it was
 //          recorded, read back as "")
 //          (one outcome per policy, in the header's order; lines in the order tasks finished)

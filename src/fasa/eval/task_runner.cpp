@@ -123,13 +123,17 @@ GenerateOptions generate_options(const Task& task) {
 TaskOutcome generate_outcome(Session& s, const Task& task, const GenerateOptions& go,
                              const LosslessOptions& lossless) {
   const AttnStats before = s.attn_stats();
+  s.reset_kv_resident_peak();
   TaskOutcome o;
   const GenerateResult g = generate_lossless(s, go, lossless, nullptr, &o.lossless);
   o.output = g.text;
   o.score = score_output(task.metric, g.text, task.answers);
+  o.partial = partial_credit(task.metric, g.text, task.answers);
   o.n_generated = static_cast<int>(g.tokens.size());
   o.attn = s.attn_stats() - before;
   o.decode_ms = g.decode_ms;
+  o.kv_resident_bytes = s.kv_resident_peak_bytes();
+  if (o.kv_resident_bytes == 0) o.kv_resident_bytes = s.kv_resident_bytes();  // no decode step
   return o;
 }
 
@@ -242,7 +246,7 @@ TaskRunResult run_tasks(const std::shared_ptr<const Model>& model, const std::ve
   return r;
 }
 
-TaskScoreTable score_table(const std::vector<Task>& tasks, const TaskRunResult& r) {
+TaskScoreTable score_table(const std::vector<Task>& tasks, const TaskRunResult& r, bool partial) {
   const size_t n_pol = r.policies.size();
   TaskScoreTable t;
   std::map<std::string, size_t> index;
@@ -255,7 +259,10 @@ TaskScoreTable score_table(const std::vector<Task>& tasks, const TaskRunResult& 
     }
     const size_t k = it->second;
     t.count[k] += 1;
-    for (size_t p = 0; p < n_pol; ++p) t.mean[k][p] += r.outcome[i][p].score;
+    for (size_t p = 0; p < n_pol; ++p) {
+      const TaskOutcome& o = r.outcome[i][p];
+      t.mean[k][p] += partial ? o.partial : o.score;
+    }
   }
   t.overall.assign(n_pol, 0.0);
   t.kind_average.assign(n_pol, 0.0);

@@ -37,12 +37,18 @@ struct TaskRunOptions {
 };
 
 struct TaskOutcome {
-  std::string output;   // generated text
-  double score = 0.0;   // score_output(task.metric, output, task.answers)
-  int n_generated = 0;  // tokens
-  AttnStats attn;       // decode-step reads of this generation
+  std::string output;    // generated text
+  double score = 0.0;    // score_output(task.metric, output, task.answers)
+  double partial = 0.0;  // partial_credit(task.metric, output, task.answers)
+  int n_generated = 0;   // tokens
+  AttnStats attn;        // decode-step reads of this generation
   double decode_ms = 0.0;
   LosslessStats lossless;  // with TaskRunOptions::lossless (not kept in sweep checkpoints)
+  // The peak over the generation's decode steps of the KV bytes its session held that the policy
+  // can still read (Session::kv_resident_bytes: rows not evicted + side data); the state after
+  // the prefill when there was no decode step. 0: not recorded (a checkpoint line written before
+  // it was).
+  uint64_t kv_resident_bytes = 0;
 };
 
 // A resumed run (eval/sweep_checkpoint.h): what is known already, and where finished tasks go.
@@ -85,6 +91,8 @@ struct TaskScoreTable {
   std::vector<double> overall;            // [n_policies] mean over every task
   std::vector<double> kind_average;       // [n_policies] mean of the kinds' means
 };
-TaskScoreTable score_table(const std::vector<Task>& tasks, const TaskRunResult& r);
+// The table of TaskOutcome::score, or (partial = true) of TaskOutcome::partial.
+TaskScoreTable score_table(const std::vector<Task>& tasks, const TaskRunResult& r,
+                           bool partial = false);
 
 }  // namespace fasa

@@ -139,4 +139,13 @@ double score_output(TaskMetric metric, const std::string& output,
   return 0.0;
 }
 
+double partial_credit(TaskMetric metric, const std::string& output,
+                      const std::vector<std::string>& answers) {
+  if (metric != TaskMetric::All || answers.empty()) return score_output(metric, output, answers);
+  const std::string out = normalize(output);
+  size_t found = 0;
+  for (const auto& a : answers) found += out.find(normalize(a)) != std::string::npos ? 1 : 0;
+  return static_cast<double>(found) / static_cast<double>(answers.size());
+}
+
 }  // namespace fasa

@@ -39,5 +39,10 @@ TaskMetric parse_metric(const std::string& name);
 //   all:      1 if every answer occurs in the output.
 double score_output(TaskMetric metric, const std::string& output,
                     const std::vector<std::string>& answers);
+// RULER's partial credit in [0, 1], with the same matching: for `all`, the share of the answers
+// that occur in the output (an answer listed twice counts twice); for `contains` and `exact`,
+// score_output (one answer is enough, so there is nothing partial to credit).
+double partial_credit(TaskMetric metric, const std::string& output,
+                      const std::vector<std::string>& answers);
 
 }  // namespace fasa

@@ -142,6 +142,15 @@ class H2oPolicy final : public AttentionPolicy {
     return b;
   }
 
+  // The slots no list keeps any more, as of each group's last step.
+  uint64_t evicted_rows() const override {
+    uint64_t n = 0;
+    for (const KeptState& k : kept_) {
+      if (k.last_n >= 0) n += k.last_n - distinct_slots(k.last, shape_.n_group(), k.last_n);
+    }
+    return n;
+  }
+
   void select(const AttnQuery& q, Selection& out) override {
     KeptState& st = kept(q.layer, q.kv_head);
     const int n = q.n_visible;

@@ -47,6 +47,7 @@ class EvictThenSelect final : public AttentionPolicy {
   uint64_t resident_bytes() const override {
     return evict_->resident_bytes() + pick_->resident_bytes();
   }
+  uint64_t evicted_rows() const override { return evict_->evicted_rows(); }
 
   void select(const AttnQuery& q, Selection& out) override {
     Selection kept;

@@ -139,6 +139,15 @@ class SnapPolicy final : public AttentionPolicy {
     return b;
   }
 
+  // The slots neither voted nor recent, as of each group's last step.
+  uint64_t evicted_rows() const override {
+    uint64_t n = 0;
+    for (const GroupState& st : states_) {
+      if (st.last_n >= 0) n += st.last_n - distinct_slots(st.last, shape_.n_group(), st.last_n);
+    }
+    return n;
+  }
+
   void select(const AttnQuery& q, Selection& out) override {
     GroupState& st = state(q.layer, q.kv_head);
     const int n = q.n_visible;
