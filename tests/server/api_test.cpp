@@ -245,6 +245,21 @@ struct BadCase {
   const char* needle;  // in the message
 };
 
+TEST(ApiParse, LosslessIsAFasaOption) {
+  for (Endpoint ep : {Endpoint::Completions, Endpoint::Chat}) {
+    EXPECT_EQ(parse(ep, with(ep, R"({"fasa": {"lossless": 4}})")).lossless.k, 4);
+    const GenRequest a = parse(ep, with(ep, R"({"fasa": {"lossless": "auto", "budget": 64}})"));
+    EXPECT_TRUE(a.lossless.adaptive);
+    EXPECT_EQ(a.fasa.options, (PolicyOptions{{"budget", "64"}}));  // not a policy option
+    EXPECT_EQ(parse(ep, with(ep, R"({"fasa": {"lossless": "off"}})")).lossless.k, 0);
+    EXPECT_EQ(parse(ep, with(ep, R"({})")).lossless.k, 0);
+  }
+  for (const char* bad : {R"({"fasa": {"lossless": 15}})", R"({"fasa": {"lossless": 0.5}})",
+                          R"({"fasa": {"lossless": true}})", R"({"fasa": {"lossless": "x"}})"}) {
+    expect_bad(bad, "fasa.lossless", "'fasa.lossless' must be \"off\", \"auto\" or a number");
+  }
+}
+
 TEST(ApiParse, BadValuesNameTheField) {
   const BadCase cases[] = {
       {R"({"model": 5})", "model", "'model' must be a string (got 5)"},

@@ -116,6 +116,46 @@ TEST(SchedulerTest, BatchedJobsEqualALoneGenerate) {
   }
 }
 
+// Lossless jobs (engine/lossless.h) beside plain ones: each decodes outside the batch, one
+// verification per step, and its text is full attention's.
+TEST(SchedulerTest, LosslessJobsGiveFullAttentionsText) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  auto model = Model::load(path);
+  const std::vector<Case> cases = {
+      {"Once upon a time, in a small village by the sea, there lived", "streaming:budget=8", 32},
+      {"def fibonacci(n):", "h2o:budget=10", 28},
+      {"List three colors of the rainbow: red,", "full", 20},
+  };
+  SchedulerOptions so;
+  so.parallel = 3;
+  so.session.n_ctx = 256;
+  so.session.prefill_chunk = 8;
+  Scheduler sched(model, so);
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    LosslessOptions lo = parse_lossless(i == 0 ? "3" : i == 1 ? "auto" : "off");
+    jobs.push_back(std::make_shared<Job>(text_prompt_tokens(*model, cases[i].prompt),
+                                         greedy(cases[i].n), cases[i].policy, lo));
+    ASSERT_TRUE(sched.submit(jobs.back()));
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string got = collect(*jobs[i]);
+    SessionOptions lone;
+    lone.n_ctx = 256;
+    Session s(model, lone);  // full attention
+    const GenerateResult want =
+        generate(s, text_prompt_tokens(*model, cases[i].prompt), greedy(cases[i].n), nullptr);
+    EXPECT_EQ(got, want.text) << cases[i].policy;
+    const JobResult r = jobs[i]->result();
+    EXPECT_EQ(r.completion_tokens, static_cast<int>(want.tokens.size()));
+    if (i < 2) {
+      EXPECT_GT(r.lossless.verifications, 0) << cases[i].policy;
+      EXPECT_EQ(r.lossless.tokens, r.completion_tokens);
+    }
+  }
+  EXPECT_EQ(sched.stats().jobs_finished, cases.size());
+}
+
 TEST(SchedulerTest, CancelFreesTheSlotAndItsMemory) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
   auto model = Model::load(path);
