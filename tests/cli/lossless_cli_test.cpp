@@ -44,8 +44,8 @@ TEST(LosslessCli, BadValuesAreOneError) {
   spec.byte_tokenizer = true;
   test::write_tiny_model(model, spec);
   for (const char* bad : {"0.5", "15", "many", "-2"}) {
-    expect_clean_error(test::run_cli({"run", "-m", model, "-p", "hello", "-n", "4", "--lossless",
-                                      bad}),
+    expect_clean_error(test::run_cli(
+                           {"run", "-m", model, "-p", "hello", "-n", "4", "--lossless", bad}),
                        "--lossless takes off, auto or a number of drafts from 1 to 14");
   }
   expect_clean_error(test::run_cli({"bench", "-m", model, "-p", "0", "-n", "4", "-d", "0",
@@ -62,9 +62,9 @@ TEST(LosslessCli, BenchChecksTheTokensAgainstFull) {
   test::TinySpec spec;
   spec.byte_tokenizer = true;  // generation needs a tokenizer
   test::write_tiny_model(model, spec);
-  const auto r = test::run_cli({"bench", "-m", model, "-p", "0", "-n", "12", "-d", "40", "-r",
-                                "1", "--policy", "full,streaming,oracle", "--budget", "8",
-                                "--lossless", "3", "--json"});
+  const auto r =
+      test::run_cli({"bench", "-m", model, "-p", "0", "-n", "12", "-d", "40", "-r", "1", "--policy",
+                     "full,streaming,oracle", "--budget", "8", "--lossless", "3", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int rows = 0;
   size_t start = 0;
@@ -90,12 +90,12 @@ TEST(LosslessCli, EvalTasksScoresEqualFull) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
   FASA_TEXT_OR_SKIP(hay, "austen_northanger_abbey.txt");
   const std::string tasks = temp_file("lossless_cli_tasks.jsonl");
-  auto r = test::run_cli({"gen-tasks", "-m", path, "--kind", "passkey", "--haystack", hay,
-                          "--ctx", "256", "--n", "2", "--seed", "5", "-o", tasks});
+  auto r = test::run_cli({"gen-tasks", "-m", path, "--kind", "passkey", "--haystack", hay, "--ctx",
+                          "256", "--n", "2", "--seed", "5", "-o", tasks});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  r = test::run_cli({"eval", "tasks", "-m", path, "--tasks", tasks, "--policy", "full",
-                     "--compare", "streaming:budget=16", "--compare", "h2o:budget=32",
-                     "--lossless", "4", "--json"});
+  r = test::run_cli({"eval", "tasks", "-m", path, "--tasks", tasks, "--policy", "full", "--compare",
+                     "streaming:budget=16", "--compare", "h2o:budget=32", "--lossless", "4",
+                     "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["lossless"], "4");
