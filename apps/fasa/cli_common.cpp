@@ -133,11 +133,14 @@ void add_lossless_option(CLI::App* cmd, std::string& value) {
 std::string lossless_summary(const std::string& setting, const LosslessStats& st) {
   return fmt::format(
       "lossless {}: {} verifications, acceptance {:.1f}% ({} of {} drafts), {:.2f} tokens per "
-      "verification, KV read per token {} (drafts {}, verifications {})",
+      "verification, KV read per token {} (drafts {}, verifications {}); {:.1f} ms per draft, "
+      "{:.1f} ms per verification",
       setting, st.verifications, 100.0 * st.acceptance(), st.accepted, st.drafted,
       st.tokens_per_verification(), human_bytes(static_cast<uint64_t>(st.kv_bytes_per_token())),
       human_bytes(st.tokens ? st.draft_kv_bytes / st.tokens : 0),
-      human_bytes(st.tokens ? st.verify_kv_bytes / st.tokens : 0));
+      human_bytes(st.tokens ? st.verify_kv_bytes / st.tokens : 0),
+      st.drafted ? st.draft_ms / st.drafted : 0.0,
+      st.verifications ? st.verify_ms / st.verifications : 0.0);
 }
 
 }  // namespace fasa::cli

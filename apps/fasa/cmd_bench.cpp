@@ -505,6 +505,9 @@ class Report {
       j["lossless_acceptance"] = m.lossless.acceptance();
       j["lossless_tokens_per_verification"] = m.lossless.tokens_per_verification();
       j["lossless_verifications"] = m.lossless.verifications;
+      j["lossless_drafted"] = m.lossless.drafted;
+      j["lossless_draft_ms"] = m.lossless.draft_ms;    // the drafts' decode steps, in all
+      j["lossless_verify_ms"] = m.lossless.verify_ms;  // the verifications, in all
     }
     if (!m.generated.empty()) j["same_tokens_as_full"] = m.same_as_first;
     if (a_.bandwidth) {
