@@ -14,6 +14,7 @@
 
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/core/error.h"
+#include "fasa/engine/adaptive_k.h"
 #include "fasa/engine/generate.h"
 #include "fasa/engine/lossless.h"
 #include "fasa/engine/session.h"
@@ -334,6 +335,43 @@ TEST(Lossless, SamplingKeepsFullAttentionsDistribution) {
   // The chi-square quantile at 0.999 (Wilson-Hilferty; 37.7 for 15 degrees of freedom).
   const double h = 2.0 / (9.0 * df), limit = df * std::pow(1.0 - h + 3.0902 * std::sqrt(h), 3);
   EXPECT_LT(chi2, limit) << "chi-square with " << df << " degrees of freedom";
+}
+
+// `auto`'s choice from measured times (synthetic, so the test does not depend on the machine):
+// every draft kept and verifications that cost little more per extra token -> many drafts;
+// no draft kept -> dense decoding (K = 0) with a probe of K = 2 every 16th verification; drafts
+// as slow as a dense step -> dense decoding too.
+int settle(AdaptiveK& ak, double accept, double t_draft, double v0, double v1, int rounds,
+           int* probes) {
+  int k = 0;
+  for (int r = 0; r < rounds; ++r) {
+    k = ak.next();
+    if (probes && k == 2) ++*probes;
+    ak.observe(k, static_cast<int>(accept * k), t_draft * k, v0 + v1 * (k + 1));
+  }
+  return ak.next();
+}
+
+TEST(Lossless, AutoChoosesKFromTheMeasuredTimes) {
+  AdaptiveK cheap;
+  EXPECT_EQ(cheap.next(), 4);  // nothing measured yet
+  EXPECT_GE(settle(cheap, 1.0, 1.0, 20.0, 1.0, 40, nullptr), 12);
+  AdaptiveK wrong;
+  int probes = 0;
+  settle(wrong, 0.0, 1.0, 20.0, 1.0, 64, &probes);
+  EXPECT_GE(probes, 3);
+  EXPECT_LE(probes, 5);
+  AdaptiveK slow_drafts;
+  EXPECT_EQ(settle(slow_drafts, 0.7, 21.0, 20.0, 1.0, 40, nullptr), 0);
+  // End to end, a drafter that reads one slot: mostly dense verifications.
+  test::ThreadsGuard one(1);
+  auto model = tiny("lossless_auto.gguf", false);
+  LosslessStats bad;
+  Session b(model, session_options("streaming:budget=1,sinks=0"));
+  generate_lossless(b, random_tokens(40, model->config().n_vocab, 8), greedy(80),
+                    parse_lossless("auto"), nullptr, &bad);
+  EXPECT_LT(bad.acceptance(), 0.5);
+  EXPECT_LT(bad.drafted, bad.verifications);
 }
 
 TEST(Lossless, BadOptionsAreRefused) {

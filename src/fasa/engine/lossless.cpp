@@ -6,9 +6,12 @@
 #include <vector>
 
 #include "fasa/core/error.h"
+#include "fasa/engine/adaptive_k.h"
 #include "fasa/engine/sampler.h"
 
 namespace fasa {
+
+static_assert(AdaptiveK::kMaxK == LosslessOptions::kMaxK);
 
 LosslessOptions parse_lossless(const std::string& value) {
   LosslessOptions o;
@@ -57,40 +60,6 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 
 }  // namespace
-
-// K for `auto`: the K that maximizes expected tokens per unit of time,
-// (1 - a^(K+1)) / (1 - a) / (K * t_draft + t_verify), with a the acceptance rate per draft and
-// the times measured so far (exponentially weighted, so K follows the text as it changes).
-class AdaptiveK {
- public:
-  int next() const {
-    if (t_draft_ <= 0.0 || t_verify_ <= 0.0) return k_;
-    const double a = std::clamp(kept_ / std::max(1e-9, kept_ + rejected_), 0.0, 0.999);
-    int best = 1;
-    double best_rate = 0.0;
-    double tokens = 1.0, ak = 1.0;  // 1 + a + ... + a^k, a^k
-    for (int k = 1; k <= LosslessOptions::kMaxK; ++k) {
-      ak *= a;
-      tokens += ak;
-      const double rate = tokens / (k * t_draft_ + t_verify_);
-      if (rate > best_rate) best_rate = rate, best = k;
-    }
-    return best;
-  }
-  void observe(int k, int kept, double draft_ms, double verify_ms) {
-    constexpr double kDecay = 0.9;  // about the last ten verifications count
-    kept_ = kDecay * kept_ + kept;
-    rejected_ = kDecay * rejected_ + (kept < k ? 1 : 0);
-    if (k > 0) t_draft_ = mix(t_draft_, draft_ms / k);
-    t_verify_ = mix(t_verify_, verify_ms);
-    k_ = k;
-  }
-
- private:
-  static double mix(double old, double x) { return old <= 0.0 ? x : 0.7 * old + 0.3 * x; }
-  int k_ = 4;
-  double kept_ = 0.0, rejected_ = 0.0, t_draft_ = 0.0, t_verify_ = 0.0;
-};
 
 namespace {
 

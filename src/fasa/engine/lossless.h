@@ -53,7 +53,7 @@ struct LosslessStats {
   LosslessStats& operator+=(const LosslessStats& o);
 };
 
-class AdaptiveK;
+class AdaptiveK;  // engine/adaptive_k.h
 
 // Lossless generation one verification at a time, for callers that run their own loop (the
 // server): start() samples the first token from the session's last logits (full attention's:
