@@ -1,5 +1,6 @@
 // `fasa calibrate -m MODEL --text FILE -o CALIB.json [--tokens N] [--samples S] [--steps D]
-//  [--k K] [--fc-layout rope|adjacent] [--threads T]` — FASA's offline calibration.
+//  [--k K] [--compound X] [--fc-layout rope|adjacent] [--threads T]` — FASA's offline
+//  calibration.
 // `fasa calib show CALIB.json [--n-tip X] [--json]` — the dominant FCs per layer and head (and,
 // in files of version >= 3, Double Sparsity's heavy channels: 2 x n_tip key dims).
 #include <algorithm>
@@ -195,6 +196,9 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--steps", a->opts.steps, "decode-step queries per sample")
       ->capture_default_str();
   cmd->add_option("--k", a->opts.k, "calibration window K (top-K compared)")->capture_default_str();
+  cmd->add_option("--compound", a->opts.compound,
+                  "FCs per compound CA set (count, or fraction < 1 of the FCs; 0: none)")
+      ->capture_default_str();
   cmd->add_option("--fc-layout", a->fc_layout, "rope (true RoPE planes) or adjacent (authors')")
       ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
