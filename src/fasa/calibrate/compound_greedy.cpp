@@ -1,6 +1,7 @@
 #include "fasa/calibrate/compound_greedy.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "fasa/kernels/topk.h"
 
@@ -40,17 +41,33 @@ QueryState prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>& f
   return s;
 }
 
-// CA of the chosen set plus FC i for one query. tmp, top: scratch.
+// How many of the kk best of score[0..n) (ties: the lower index, as top_k_indices ranks) are
+// in the full head's top-K. One nth_element over the values finds the kk-th best value; the
+// slots above it are in, and of those equal to it the lowest-indexed fill the rest.
+// buf: scratch [n]
+int top_k_hits(const float* score, int n, int kk, const char* in_full_top,
+               std::vector<float>& buf) {
+  buf.assign(score, score + n);
+  std::nth_element(buf.begin(), buf.begin() + (kk - 1), buf.end(), std::greater<float>());
+  const float kth = buf[kk - 1];
+  int above = 0;
+  for (int t = 0; t < n; ++t) above += score[t] > kth;
+  int ties_left = kk - above, hits = 0;
+  for (int t = 0; t < n; ++t) {
+    const bool in = score[t] > kth || (score[t] == kth && ties_left-- > 0);
+    hits += in && in_full_top[t];
+  }
+  return hits;
+}
+
+// CA of the chosen set plus FC i for one query. tmp, buf: scratch.
 double agreement_with(const QueryState& s, int i, std::vector<float>& tmp,
-                      std::vector<int32_t>& top) {
+                      std::vector<float>& buf) {
   if (s.kk <= 0) return 0.0;
   tmp.resize(s.n);
   const float* a = s.alpha.data() + static_cast<size_t>(i) * s.n;
   for (int t = 0; t < s.n; ++t) tmp[t] = s.sum[t] + a[t];
-  top_k_indices(tmp.data(), s.n, s.kk, top);
-  int hits = 0;
-  for (int32_t t : top) hits += s.in_full_top[t];
-  return static_cast<double>(hits) / s.kk;
+  return static_cast<double>(top_k_hits(tmp.data(), s.n, s.kk, s.in_full_top.data(), buf)) / s.kk;
 }
 
 }  // namespace
@@ -64,15 +81,14 @@ CompoundSet greedy_compound_fcs(const std::vector<CaQuery>& queries, int head_di
   for (const CaQuery& cq : queries) states.push_back(prepare(cq, head_dim, fcs, k));
   CompoundSet out;
   std::vector<char> chosen(n_fc, 0);
-  std::vector<float> tmp;
-  std::vector<int32_t> top;
+  std::vector<float> tmp, buf;
   for (int step = 0; step < n_max; ++step) {
     int best = -1;
     double best_sum = -1.0;
     for (int i = 0; i < n_fc; ++i) {
       if (chosen[i]) continue;
       double sum = 0.0;
-      for (const QueryState& s : states) sum += agreement_with(s, i, tmp, top);
+      for (const QueryState& s : states) sum += agreement_with(s, i, tmp, buf);
       if (sum > best_sum + kTie) {  // a sum of doubles: equal agreements may differ by rounding
         best = i;
         best_sum = sum;
