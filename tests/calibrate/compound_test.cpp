@@ -156,6 +156,7 @@ TEST(CompoundCalibration, SetsStartWithTheBestFcAndRoundTrip) {
   const Calibration c = calibrate_tiny(m, 0.5);
   ASSERT_TRUE(c.has_compound());
   EXPECT_EQ(c.n_compound, 4);  // half of head_dim 16's 8 FCs
+  EXPECT_EQ(calibrate_tiny(m, CalibrateOptions{}.compound).n_compound, 2);  // the default, 0.25
   const int ng = c.n_heads / c.n_kv_heads;
   for (int l : c.layers) {
     for (int h = 0; h < c.n_heads; ++h) {
