@@ -2,7 +2,8 @@
 //  [--k K] [--compound X] [--fc-layout rope|adjacent] [--threads T]` — FASA's offline
 //  calibration.
 // `fasa calib show CALIB.json [--n-tip X] [--json]` — the dominant FCs per layer and head (and,
-// in files of version >= 3, Double Sparsity's heavy channels: 2 x n_tip key dims).
+// in files of version >= 3, Double Sparsity's heavy channels: 2 x n_tip key dims; in files of
+// version >= 4, --json also gives each head's compound set, its first n_tip FCs, and their CA).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -111,6 +112,11 @@ void print_show_json(const Calibration& c, int n_tip) {
       std::vector<int32_t> dom(c.rank(l, h), c.rank(l, h) + n_tip);
       nlohmann::ordered_json e = {{"dominant", dom}, {"top_ca", c.ca(l, h)[dom[0]]}};
       if (c.has_channel_importance()) e["heavy_channels"] = c.heavy_channels(l, h, 2 * n_tip);
+      if (c.has_compound()) {  // the first n_tip of the greedy set (at most the file's)
+        const int n = std::min(n_tip, c.n_compound);
+        e["compound"] = std::vector<int32_t>(c.compound_fcs(l, h), c.compound_fcs(l, h) + n);
+        e["compound_ca"] = c.compound_cas(l, h)[n - 1];
+      }
       heads.push_back(e);
     }
     layers.push_back(heads);

@@ -18,6 +18,7 @@
 #include "fasa/core/error.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
+#include "support/cli_runner.h"
 #include "support/tiny_model.h"
 
 namespace fasa {
@@ -183,6 +184,12 @@ TEST(CompoundCalibration, SetsStartWithTheBestFcAndRoundTrip) {
   EXPECT_EQ(back.compound_ca, c.compound_ca);
   EXPECT_EQ(back.group_compound, c.group_compound);
   EXPECT_EQ(back.group_compound_ca, c.group_compound_ca);
+  // `calib show --json` lists each head's compound set (its first n_tip FCs) and their CA.
+  const auto show = test::run_cli({"calib", "show", path, "--n-tip", "3", "--json"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  const auto head = nlohmann::json::parse(show.out)["layers"][1][2];
+  EXPECT_EQ(head["compound"], std::vector<int32_t>(c.compound_fcs(1, 2), c.compound_fcs(1, 2) + 3));
+  EXPECT_FLOAT_EQ(head["compound_ca"].get<float>(), c.compound_cas(1, 2)[2]);
   // --compound 0: no sets, a version 3 file.
   const Calibration none = calibrate_tiny(m, 0.0);
   EXPECT_FALSE(none.has_compound());
