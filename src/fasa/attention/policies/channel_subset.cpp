@@ -125,7 +125,14 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   }
 
   // The packed slices are a function of the rows: rows >= n are written again by on_append.
-  void rollback(const KvCache&, int n) override { n_slots_ = n; }
+  // mean_value's running V sums go back to the save point.
+  void save_point() override {
+    if (means_) means_->save_point();
+  }
+  void rollback(const KvCache&, int n) override {
+    n_slots_ = n;
+    if (means_) means_->rollback(n);
+  }
 
   // The packed slices' bytes in use (FASA-M's live in the cache and are counted there).
   uint64_t resident_bytes() const override {
