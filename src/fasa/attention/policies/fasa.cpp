@@ -47,6 +47,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "fasa/attention/calibration.h"
@@ -72,22 +73,28 @@ constexpr PaperValue kPaperMethod[] = {{"fcs", "calibrated"},
                                        {"recent", "0"},
                                        {"mean_value", "off"}};
 
-// The value of key as the policy will use it (method=paper checks conflicts here).
-std::string chosen_value(const ParsedOptions& p, const char* key) {
+// The value of `key` as given or defaulted, in the words of kPaperMethod.
+std::string given_value(const ParsedOptions& p, const char* key) {
   const std::string k = key;
   if (k == "sink" || k == "recent") return std::to_string(p.count(k));
   if (k == "mean_value") return p.on(k) ? "on" : "off";
   return p.text(k);
 }
 
-void check_paper_method(const ParsedOptions& p) {
-  if (p.text("method") != "paper") return;
-  for (const PaperValue& v : kPaperMethod) {
-    if (chosen_value(p, v.key) != v.value) {
-      fail("policy 'fasa': method=paper fixes {}={} (got {}={}); drop one of them", v.key, v.value,
-           v.key, chosen_value(p, v.key));
+// The value the policy uses for `key`: with method=paper, the paper's (whatever the default;
+// another value given is an error), otherwise as given or defaulted.
+std::string chosen_value(const ParsedOptions& p, const char* key) {
+  if (p.text("method") == "paper") {
+    for (const PaperValue& v : kPaperMethod) {
+      if (std::string(v.key) != key) continue;
+      if (p.given(key) && given_value(p, key) != v.value) {
+        fail("policy 'fasa': method=paper fixes {}={} (got {}={}); drop one of them", key, v.value,
+             key, given_value(p, key));
+      }
+      return v.value;
     }
   }
+  return given_value(p, key);
 }
 
 // n_tip as a count of FCs: a count, or a fraction of the FCs (rounded), clamped to [1, n_fc].
@@ -206,27 +213,27 @@ const OptionTable& fasa_options() {
 std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
                                                   const PolicyOptions& opts) {
   const ParsedOptions p(fasa_options(), opts, ctx.shape);
-  check_paper_method(p);
+  for (const PaperValue& v : kPaperMethod) chosen_value(p, v.key);  // conflicts fail first
   ChannelSubsetOptions sel;
   const std::string calib_path = p.text("calib");
   sel.budget = p.budget("budget");
   sel.per_head = p.text("gqa") == "per-head";
   sel.dense_layers = p.layers("dense_layers");
-  sel.sink = p.count("sink");
-  sel.recent = p.count("recent");
+  sel.sink = std::stoi(chosen_value(p, "sink"));
+  sel.recent = std::stoi(chosen_value(p, "recent"));
   sel.variant_m = p.text("variant") == "m";
   sel.offload_dir = p.text("offload_dir");
   sel.prefetch = p.on("prefetch");
   sel.break_even = p.on("break_even");
-  sel.mean_value = p.on("mean_value");
+  sel.mean_value = chosen_value(p, "mean_value") == "on";
   check_variant_options(p, sel);
   const Calibration c = load_calibration(calib_path);
   check_calibration(c, ctx, calib_path);
   FcChoice ch;
-  ch.fcs = p.text("fcs");
-  ch.per_group = p.text("fc_sets") == "group";
+  ch.fcs = chosen_value(p, "fcs");
+  ch.per_group = chosen_value(p, "fc_sets") == "group";
   ch.n_tip = n_tip_count(p.number("n_tip"), c.n_fc());
-  const bool calibrated_budget = p.text("layer_budget") == "calibrated";
+  const bool calibrated_budget = chosen_value(p, "layer_budget") == "calibrated";
   check_calibration_serves(c, ch, calibrated_budget, calib_path);
   if (calibrated_budget) {
     sel.layer_weight = calibrated_layer_weights(ctx.shape, c, ch.n_tip, sel.dense_layers);
