@@ -1,7 +1,9 @@
 // `fasa calibrate -m MODEL --text FILE -o CALIB.json [--tokens N] [--samples S] [--steps D]
-//  [--k K] [--fc-layout rope|adjacent] [--threads T]` — FASA's offline calibration.
+//  [--k K] [--compound X] [--fc-layout rope|adjacent] [--threads T]` — FASA's offline
+//  calibration.
 // `fasa calib show CALIB.json [--n-tip X] [--json]` — the dominant FCs per layer and head (and,
-// in files of version >= 3, Double Sparsity's heavy channels: 2 x n_tip key dims).
+// in files of version >= 3, Double Sparsity's heavy channels: 2 x n_tip key dims; in files of
+// version >= 4, --json also gives each head's compound set, its first n_tip FCs, and their CA).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -110,6 +112,11 @@ void print_show_json(const Calibration& c, int n_tip) {
       std::vector<int32_t> dom(c.rank(l, h), c.rank(l, h) + n_tip);
       nlohmann::ordered_json e = {{"dominant", dom}, {"top_ca", c.ca(l, h)[dom[0]]}};
       if (c.has_channel_importance()) e["heavy_channels"] = c.heavy_channels(l, h, 2 * n_tip);
+      if (c.has_compound()) {  // the first n_tip of the greedy set (at most the file's)
+        const int n = std::min(n_tip, c.n_compound);
+        e["compound"] = std::vector<int32_t>(c.compound_fcs(l, h), c.compound_fcs(l, h) + n);
+        e["compound_ca"] = c.compound_cas(l, h)[n - 1];
+      }
       heads.push_back(e);
     }
     layers.push_back(heads);
@@ -195,6 +202,9 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--steps", a->opts.steps, "decode-step queries per sample")
       ->capture_default_str();
   cmd->add_option("--k", a->opts.k, "calibration window K (top-K compared)")->capture_default_str();
+  cmd->add_option("--compound", a->opts.compound,
+                  "FCs per compound CA set (count, or fraction < 1 of the FCs; 0: none)")
+      ->capture_default_str();
   cmd->add_option("--fc-layout", a->fc_layout, "rope (true RoPE planes) or adjacent (authors')")
       ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();

@@ -146,6 +146,8 @@ nlohmann::ordered_json recall_json(const RecallArgs& a, const Model& model, cons
   j["attention_mass"] = r.mean_mass;
   j["kl"] = r.mean_kl;
   j["dense_fraction"] = r.dense_fraction;
+  j["kv_bytes_read_per_token"] = r.kv_bytes_read_per_token;
+  j["dense_kv_bytes_read_per_token"] = r.dense_kv_bytes_read_per_token;
   // The layers evaluated: the global ones (sliding-window layers run no policy). layer_* and
   // head_* follow this order.
   j["layers"] = r.layers;

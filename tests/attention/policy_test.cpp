@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -119,6 +120,33 @@ const std::string& ds_calib_path() {
   return path;
 }
 
+// The same with compound CA sets of 4 FCs per head and per kv head (format version 4).
+const std::string& compound_calib_path() {
+  static const std::string path = [] {
+    Calibration c = load_calibration(ds_calib_path());
+    std::mt19937 rng(6);
+    c.n_compound = 4;
+    auto sets = [&](size_t rows, std::vector<int32_t>& fcs, std::vector<float>& ca) {
+      for (size_t r = 0; r < rows; ++r) {
+        std::vector<int32_t> perm(c.n_fc());
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        for (int s = 0; s < c.n_compound; ++s) {
+          fcs.push_back(perm[s]);
+          ca.push_back(0.3f + 0.1f * s + 0.05f * static_cast<float>(r % 3));
+        }
+      }
+    };
+    sets(c.layers.size() * c.n_heads, c.compound, c.compound_ca);
+    sets(c.layers.size() * c.n_kv_heads, c.group_compound, c.group_compound_ca);
+    const std::string p =
+        ::testing::TempDir() + "/policy_test_v4_calib_" + std::to_string(getpid()) + ".json";
+    save_calibration(c, p);
+    return p;
+  }();
+  return path;
+}
+
 std::unique_ptr<AttentionPolicy> policy_from(const std::string& spec,
                                              const PolicyContext& ctx = test_context()) {
   std::string name;
@@ -158,6 +186,7 @@ std::string calibrate_tiny(std::shared_ptr<const Model> model, int n_vocab,
 std::vector<std::string> specs() {
   const std::string c = "fasa:calib=" + calib_path();
   const std::string d = "double-sparsity:calib=" + ds_calib_path();
+  const std::string c4 = "fasa:calib=" + compound_calib_path();
   return {"full",
           "oracle:budget=8",
           "oracle:budget=0.25",
@@ -169,6 +198,11 @@ std::vector<std::string> specs() {
           c + ",budget=5,fcs=high,n_tip=3,dense_layers=none",
           c + ",budget=5,fcs=low,gqa=per-head,dense_layers=none",
           "fasa:calib=" + ds_calib_path() + ",budget=6,fcs=mass,n_tip=2,dense_layers=none",
+          c4 + ",budget=6,fcs=compound,n_tip=3,dense_layers=none",
+          c4 + ",budget=0.25,fc_sets=group,gqa=per-head,dense_layers=none",
+          c4 + ",budget=5,mean_value=on,sink=1,dense_layers=none",
+          c4 + ",budget=7,mean_value=on,gqa=per-head,fc_sets=group,fcs=compound,n_tip=2",
+          c4 + ",budget=6,method=paper",
           "streaming:budget=8",
           "streaming:budget=0.25,sinks=2",
           "streaming:budget=5,sinks=0",

@@ -107,7 +107,9 @@ TEST(CalibrationFile, EveryNumberIsRangeChecked) {
   bad([](Json& j) { j["text"].erase("sha256"); }, "c.json: missing field \"text.sha256\"");
   bad([](Json& j) { j["heads"][1].erase("channel_importance"); },
       "missing field \"heads[1].channel_importance\"");
-  bad([](Json& j) { j["version"] = 4; }, "c.json' has version 4, this fasa reads versions 1 to 3");
+  bad([](Json& j) { j["version"] = 5; }, "c.json' has version 5, this fasa reads versions 1 to 4");
+  // version 4 needs the compound sets
+  bad([](Json& j) { j["version"] = 4; }, "c.json: missing field \"n_compound\"");
   bad([](Json& j) { j["format"] = 1; }, "'c.json' is not a fasa calibration file");
   bad([](Json& j) { j["fc_layout"] = "diagonal"; }, "c.json: field \"fc_layout\": unknown FC");
 }

@@ -218,8 +218,10 @@ TEST(Calibration, CoveredLayersMustBeTheModelsGlobalLayers) {
   // The file claims layers 1 and 2: it loads, but this model refuses it, naming both sets.
   nlohmann::json moved = good;
   moved["layers"] = {1, 2};
-  for (auto& e : moved["heads"]) {
-    if (e["layer"] == 3) e["layer"] = 2;
+  for (const char* entries : {"heads", "groups"}) {
+    for (auto& e : moved[entries]) {
+      if (e["layer"] == 3) e["layer"] = 2;
+    }
   }
   const std::string moved_path = ::testing::TempDir() + "/calib_gemma3_moved.json";
   std::ofstream(moved_path) << moved.dump();
@@ -460,7 +462,9 @@ TEST(Calibration, ContextualAgreementMatchesBruteForce) {
 // serve fasa, and double-sparsity asks for a new calibration.
 TEST(Calibration, VersionTwoFilesServeFasaButNotDoubleSparsity) {
   auto m = tiny("calib_v2.gguf");
-  const Calibration c = calibrate(m, text_tokens(200), small_opts(), nullptr);
+  CalibrateOptions o = small_opts();
+  o.compound = 0;  // no compound sets: a version 3 file
+  const Calibration c = calibrate(m, text_tokens(200), o, nullptr);
   const std::string path = ::testing::TempDir() + "/calib_v3.json";
   save_calibration(c, path);
   nlohmann::json j = read_json(path);
@@ -666,8 +670,10 @@ TEST(CalibrationCli, HybridGemma3CoversItsGlobalLayers) {
   // A calibration of another layer set is refused, naming both.
   nlohmann::json moved = j;
   moved["layers"] = {5, 11, 16};
-  for (auto& e : moved["heads"]) {
-    if (e["layer"] == 17) e["layer"] = 16;
+  for (const char* entries : {"heads", "groups"}) {
+    for (auto& e : moved[entries]) {
+      if (e["layer"] == 17) e["layer"] = 16;
+    }
   }
   const std::string moved_path = ::testing::TempDir() + "/gemma3_calib_moved.json";
   std::ofstream(moved_path) << moved.dump();

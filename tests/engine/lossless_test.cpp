@@ -74,6 +74,8 @@ std::vector<std::string> policy_specs(const std::string& calib) {
           "sparq:budget=5,r=4",
           c + ",budget=4,dense_layers=none",
           c + ",budget=0.2,gqa=per-head,sink=1,recent=1,dense_layers=none",
+          c + ",budget=4,n_tip=2,fcs=compound,fc_sets=group,mean_value=on,layer_budget=calibrated,"
+              "dense_layers=none",
           d + ",budget=4,channels=4,dense_layers=none",
           "snapkv:budget=8,window=4",
           "pyramidkv:budget=8,window=2",

@@ -47,15 +47,42 @@ std::vector<int> Calibration::heavy_channels(int layer, int head, int n) const {
   return dims;
 }
 
+namespace {
+
+// Version 4's "groups": per (covered layer, kv head) the group's compound set.
+nlohmann::ordered_json groups_json(const Calibration& c) {
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (int l : c.layers) {
+    for (int g = 0; g < c.n_kv_heads; ++g) {
+      groups.push_back(
+          {{"layer", l},
+           {"kv_head", g},
+           {"compound_fcs", std::vector<int32_t>(c.group_compound_fcs(l, g),
+                                                 c.group_compound_fcs(l, g) + c.n_compound)},
+           {"compound_ca", std::vector<float>(c.group_compound_cas(l, g),
+                                              c.group_compound_cas(l, g) + c.n_compound)}});
+    }
+  }
+  return groups;
+}
+
+}  // namespace
+
 std::string calibration_json(const Calibration& c) {
   FASA_CHECK(!c.layers.empty() && std::is_sorted(c.layers.begin(), c.layers.end()) &&
              c.layers.front() >= 0 && c.layers.back() < c.n_layers &&
              c.mean_ca.size() == c.layers.size() * c.n_heads * c.n_fc() &&
              (!c.has_channel_importance() ||
-              c.channel_importance.size() == c.layers.size() * c.n_heads * c.head_dim));
+              c.channel_importance.size() == c.layers.size() * c.n_heads * c.head_dim) &&
+             (!c.has_compound() ||
+              (c.has_channel_importance() &&
+               c.compound.size() == c.layers.size() * c.n_heads * c.n_compound &&
+               c.compound_ca.size() == c.compound.size() &&
+               c.group_compound.size() == c.layers.size() * c.n_kv_heads * c.n_compound &&
+               c.group_compound_ca.size() == c.group_compound.size())));
   nlohmann::ordered_json j;
   j["format"] = "fasa-calibration";
-  j["version"] = c.has_channel_importance() ? kCalibrationVersion : 2;
+  j["version"] = c.has_compound() ? kCalibrationVersion : c.has_channel_importance() ? 3 : 2;
   j["model"] = {{"sha256", c.model_sha256}, {"name", c.model_name},
                 {"arch", c.arch},           {"n_layers", c.n_layers},
                 {"n_heads", c.n_heads},     {"n_kv_heads", c.n_kv_heads},
@@ -75,6 +102,7 @@ std::string calibration_json(const Calibration& c) {
   j["steps"] = c.steps;
   j["text"] = {{"name", c.text_name}, {"sha256", c.text_sha256}, {"n_tokens", c.text_tokens}};
   j["layers"] = c.layers;  // the layers covered: the model's global layers
+  if (c.has_compound()) j["n_compound"] = c.n_compound;
   nlohmann::ordered_json heads = nlohmann::ordered_json::array();
   for (int l : c.layers) {
     for (int h = 0; h < c.n_heads; ++h) {
@@ -85,10 +113,17 @@ std::string calibration_json(const Calibration& c) {
         e["channel_importance"] =
             std::vector<float>(c.channels(l, h), c.channels(l, h) + c.head_dim);
       }
+      if (c.has_compound()) {
+        e["compound_fcs"] =
+            std::vector<int32_t>(c.compound_fcs(l, h), c.compound_fcs(l, h) + c.n_compound);
+        e["compound_ca"] =
+            std::vector<float>(c.compound_cas(l, h), c.compound_cas(l, h) + c.n_compound);
+      }
       heads.push_back(e);
     }
   }
   j["heads"] = heads;
+  if (c.has_compound()) j["groups"] = groups_json(c);
   // Names that are not UTF-8 (a text file's name, a model's general.name) are written with
   // U+FFFD in place of the bad bytes: they are informational, and the file stays valid JSON.
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -210,6 +245,23 @@ void read_layers(const Root& root, int64_t version, const std::string& source, C
   }
 }
 
+// An entry's "compound_fcs" (n_compound distinct FC ids) and "compound_ca" (each in [0, 1]) into
+// row `row` of fcs and ca ([rows, n_compound]).
+template <class Entry>
+void read_compound(const Entry& e, const std::string& source, size_t row, std::vector<int32_t>& fcs,
+                   std::vector<float>& ca, const Calibration& c) {
+  const int n = c.n_compound;
+  const auto ids = e.template numbers<int32_t>("compound_fcs", 0, c.n_fc() - 1, n);
+  std::vector<int32_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    fail("{}: field \"{}\" must list distinct FCs", source, e.field("compound_fcs"));
+  }
+  const auto cas = e.template numbers<float>("compound_ca", 0.0f, 1.0f, n);
+  std::copy(ids.begin(), ids.end(), fcs.begin() + row * n);
+  std::copy(cas.begin(), cas.end(), ca.begin() + row * n);
+}
+
 // "heads": one entry per (covered layer, head), in any order, each exactly once; fills
 // mean_ca [n_covered * n_heads, n_fc] and (version >= 3) channel_importance
 // [n_covered * n_heads, head_dim].
@@ -221,6 +273,13 @@ void read_heads(const Root& root, int64_t version, const std::string& source, Ca
   }
   c.mean_ca.assign(n_heads_total * c.n_fc(), 0.0f);
   if (version >= 3) c.channel_importance.assign(n_heads_total * c.head_dim, 0.0f);
+  if (version >= 4) {
+    c.n_compound = root.number<int>("n_compound", 1, c.n_fc());
+    c.compound.assign(n_heads_total * c.n_compound, 0);
+    c.compound_ca.assign(n_heads_total * c.n_compound, 0.0f);
+    c.group_compound.assign(c.layers.size() * c.n_kv_heads * c.n_compound, 0);
+    c.group_compound_ca.assign(c.layers.size() * c.n_kv_heads * c.n_compound, 0.0f);
+  }
   std::vector<char> seen(n_heads_total, 0);  // [n_covered * n_heads]
   constexpr float kMaxFloat = std::numeric_limits<float>::max();
   for (size_t i = 0; i < heads.size(); ++i) {
@@ -240,6 +299,28 @@ void read_heads(const Root& root, int64_t version, const std::string& source, Ca
       const auto imp = e.numbers<float>("channel_importance", 0.0f, kMaxFloat, c.head_dim);
       std::copy(imp.begin(), imp.end(), c.channel_importance.begin() + row * c.head_dim);
     }
+    if (version >= 4) read_compound(e, source, row, c.compound, c.compound_ca, c);
+  }
+}
+
+// Version 4: "n_compound" and, per (covered layer, kv head), the group's compound set.
+void read_groups(const Root& root, int64_t version, const std::string& source, Calibration& c) {
+  if (version < 4) return;
+  const size_t n_groups = c.layers.size() * c.n_kv_heads;
+  const Json& groups = root.array("groups", static_cast<int64_t>(n_groups));
+  std::vector<char> seen(n_groups, 0);  // [n_covered * n_kv_heads]
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const auto e = root.element("groups", i);
+    const int l = e.number<int>("layer", 0, c.n_layers - 1);
+    const int g = e.number<int>("kv_head", 0, c.n_kv_heads - 1);
+    const int r = c.row(l);
+    if (r < 0 || seen[static_cast<size_t>(r) * c.n_kv_heads + g]) {
+      fail("calibration '{}': bad group entry (layer {}, kv head {}; covered layers {})", source, l,
+           g, layer_list_text(c.layers));
+    }
+    const size_t row = static_cast<size_t>(r) * c.n_kv_heads + g;
+    seen[row] = 1;
+    read_compound(e, source, row, c.group_compound, c.group_compound_ca, c);
   }
 }
 
@@ -256,6 +337,7 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
   check_fc_mapping(c, source);
   read_layers(root, version, source, c);
   read_heads(root, version, source, c);
+  read_groups(root, version, source, c);
   c.rank_all();
   return c;
 }

@@ -13,6 +13,12 @@
 // paired with its own token's key (post-RoPE, the authors' offline calibration), measured by the
 // same `fasa calibrate` run on the same text. Older files load without it (FASA does not need
 // it; `double-sparsity` asks for a new calibration).
+//
+// Version 4 adds compound Contextual Agreement sets (calibrate/compound_greedy.h): per (layer,
+// query head) and per (layer, kv head) the first n_compound FCs chosen greedily for the agreement
+// of their summed logits with the full head (a kv head's over its group's queries together), and
+// the mean compound CA of each prefix. Older files load without them (`fcs=compound`,
+// `layer_budget=calibrated` ask for a new calibration).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +32,7 @@
 
 namespace fasa {
 
-inline constexpr int kCalibrationVersion = 3;
+inline constexpr int kCalibrationVersion = 4;
 
 struct Calibration {
   // Identity of what it was made for.
@@ -60,6 +66,12 @@ struct Calibration {
   std::vector<int32_t> ranked;  // [n_covered, n_heads, n_fc] FC ids, highest mean CA first
   // Double Sparsity channel importance (version >= 3; empty for older files).
   std::vector<float> channel_importance;  // [n_covered, n_heads, head_dim]
+  // Compound CA sets (version >= 4; n_compound = 0 and empty for older files).
+  int n_compound = 0;                    // FCs per compound set
+  std::vector<int32_t> compound;         // [n_covered, n_heads, n_compound] FC ids, greedy order
+  std::vector<float> compound_ca;        // [n_covered, n_heads, n_compound] CA of each prefix
+  std::vector<int32_t> group_compound;   // [n_covered, n_kv_heads, n_compound] a group's set
+  std::vector<float> group_compound_ca;  // [n_covered, n_kv_heads, n_compound]
 
   int n_fc() const { return static_cast<int>(fcs.size()); }
   // Index of `layer` in `layers`, or -1 when the calibration does not cover it.
@@ -77,6 +89,20 @@ struct Calibration {
     return channel_importance.data() +
            (static_cast<size_t>(covered_row(layer)) * n_heads + head) * head_dim;
   }
+  bool has_compound() const { return n_compound > 0; }
+  // Compound sets: [n_compound] FC ids in greedy order, and the mean compound CA of each prefix.
+  const int32_t* compound_fcs(int layer, int head) const {
+    return compound.data() + head_row(layer, head, n_heads) * n_compound;
+  }
+  const float* compound_cas(int layer, int head) const {
+    return compound_ca.data() + head_row(layer, head, n_heads) * n_compound;
+  }
+  const int32_t* group_compound_fcs(int layer, int kv_head) const {
+    return group_compound.data() + head_row(layer, kv_head, n_kv_heads) * n_compound;
+  }
+  const float* group_compound_cas(int layer, int kv_head) const {
+    return group_compound_ca.data() + head_row(layer, kv_head, n_kv_heads) * n_compound;
+  }
   // The n most important key dims of (layer, head), most important first (ties: the lower dim).
   std::vector<int> heavy_channels(int layer, int head, int n) const;
   // Fills `ranked` from `mean_ca` (ties by the lower FC id).
@@ -84,6 +110,9 @@ struct Calibration {
 
  private:
   int covered_row(int layer) const;
+  size_t head_row(int layer, int head, int per_layer) const {
+    return static_cast<size_t>(covered_row(layer)) * per_layer + head;
+  }
 };
 
 // The file's text (JSON, ending in a newline).

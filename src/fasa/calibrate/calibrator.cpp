@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "fasa/attention/policy.h"
+#include "fasa/calibrate/compound_sets.h"
 #include "fasa/core/error.h"
 #include "fasa/core/workspace.h"
 #include "fasa/engine/session.h"
@@ -19,8 +20,11 @@ namespace {
 // measured.
 class AgreementObserver final : public AttentionPolicy {
  public:
-  AgreementObserver(const AttnShape& shape, std::vector<FcDims> fcs, int k)
+  // recorder: null, or where each query also goes (compound sets).
+  AgreementObserver(const AttnShape& shape, std::vector<FcDims> fcs, int k,
+                    CompoundRecorder* recorder)
       : shape_(shape),
+        recorder_(recorder),
         fcs_(std::move(fcs)),
         k_(k),
         layers_(shape.global_layers()),
@@ -54,6 +58,7 @@ class AgreementObserver final : public AttentionPolicy {
       const float* own = keys + static_cast<size_t>(q.n_visible - 1) * hd;  // the token's key
       for (int c = 0; c < hd; ++c) channel_sums_[row * hd + c] += std::fabs(qh[c] * own[c]);
       counts_[row] += 1;
+      if (recorder_) recorder_->add_query(layer_row, head, q.n_visible, qh);
     }
   }
 
@@ -78,6 +83,7 @@ class AgreementObserver final : public AttentionPolicy {
   }
 
   AttnShape shape_;
+  CompoundRecorder* recorder_;
   std::vector<FcDims> fcs_;
   int k_;
   std::vector<int> layers_;           // [n_global] the layers measured
@@ -93,6 +99,9 @@ void check_options(const ModelConfig& mc, const AttnShape& shape, int64_t n_text
   if (o.samples < 1) fail("--samples must be >= 1 (got {})", o.samples);
   if (o.steps < 1) fail("--steps must be >= 1 (got {})", o.steps);
   if (o.k < 1) fail("--k must be >= 1 (got {})", o.k);
+  if (!(o.compound >= 0.0) || (o.compound > 1.0 && o.compound != std::floor(o.compound))) {
+    fail("--compound must be 0, a count of FCs or a fraction in (0, 1) (got {})", o.compound);
+  }
   if (o.tokens <= o.k) {
     fail("--tokens {} must exceed --k {} (the queries rank that many cached tokens)", o.tokens,
          o.k);
@@ -153,7 +162,14 @@ Calibration calibrate(const std::shared_ptr<const Model>& model, const std::vect
   const int64_t per_sample = int64_t{o.tokens} + o.steps;
   Calibration c = calibration_header(*model, o, n_text);
 
-  AgreementObserver observer(shape, c.fcs, o.k);
+  const int n_fc = c.n_fc();
+  const int n_compound = o.compound == 0.0 ? 0
+                         : o.compound < 1.0
+                             ? std::clamp(static_cast<int>(std::lround(o.compound * n_fc)), 1, n_fc)
+                             : std::min(static_cast<int>(o.compound), n_fc);
+  std::unique_ptr<CompoundRecorder> recorder;
+  if (n_compound > 0) recorder = std::make_unique<CompoundRecorder>(shape, shape.global_layers());
+  AgreementObserver observer(shape, c.fcs, o.k, recorder.get());
   SessionOptions so;
   so.n_ctx = static_cast<int>(per_sample);
   so.kv_type = KvType::F32;  // exact keys for the rankings
@@ -166,12 +182,14 @@ Calibration calibrate(const std::shared_ptr<const Model>& model, const std::vect
     session.reset();
     session.prefill(std::vector<int32_t>(begin, begin + o.tokens));
     for (int i = 0; i < o.steps; ++i) session.decode(begin[o.tokens + i]);
+    if (recorder) recorder->end_sample(session.cache());
     if (progress) progress(s + 1, o.samples);
   }
   c.layers = observer.layers();
   c.mean_ca = observer.means();
   c.channel_importance = observer.channel_means();
   c.rank_all();
+  if (recorder) recorder->fill(c, n_compound);
   return c;
 }
 

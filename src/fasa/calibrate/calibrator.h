@@ -1,6 +1,7 @@
 // Offline FASA calibration: run the model over calibration text and, at decode-step queries
 // (query length 1 after a dense prefill of the preceding tokens), measure every frequency
-// chunk's Contextual Agreement with the full head, per (layer, query head).
+// chunk's Contextual Agreement with the full head, per (layer, query head), and choose the
+// compound CA sets (greedily, over all the queries together) per query head and per kv head.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,10 @@ struct CalibrateOptions {
   int tokens = 1024;  // dense prefill per sample (the context the queries see)
   int steps = 32;     // teacher-forced decode steps (queries) per sample
   FcLayout fc_layout = FcLayout::Rope;
+  // Compound CA sets (calibrate/compound_greedy.h): FCs per set, a count or a fraction < 1 of
+  // the FCs (rounded, at least 1); 0 skips them (the file is then version 3). The default covers
+  // the default n_tip (0.25); the greedy's cost grows with it (about 1.7x at 0.5).
+  double compound = 0.25;
 };
 
 // `progress(done, total)` after each sample (may be null). Throws fasa::Error when the text is

@@ -1,5 +1,6 @@
 #include "fasa/eval/recall.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -244,6 +245,10 @@ std::vector<RecallResult> evaluate_recall_all(const std::shared_ptr<const Model>
     r.n_layers = mc.n_layers;
     r.n_heads = mc.n_heads;
     fill_measures(*probes[p], r);
+    const AttnStats st = sparse[p]->attn_stats();
+    const double n_tok = static_cast<double>(std::max<uint64_t>(st.decode_tokens, 1));
+    r.kv_bytes_read_per_token = static_cast<double>(st.bytes_read()) / n_tok;
+    r.dense_kv_bytes_read_per_token = static_cast<double>(st.dense_bytes) / n_tok;
     r.seconds = seconds;
   }
   return results;

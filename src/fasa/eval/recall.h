@@ -39,6 +39,10 @@ struct RecallResult {
   double mean_mass = 0.0;      // (1 when it never did)
   double mean_kl = 0.0;
   double dense_fraction = 0.0;  // share of (layer, head, step) that read every slot
+  // KV bytes per decoded token (the session's AttnStats over the measured steps): what the
+  // policy read to choose plus the K/V rows it attended, and what dense attention would read.
+  double kv_bytes_read_per_token = 0.0;
+  double dense_kv_bytes_read_per_token = 0.0;
   double seconds = 0.0;
 };
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fasa/attention/policies/channel_subset.h"
+#include "fasa/attention/policies/value_mean.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/parallel.h"
@@ -42,6 +43,7 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
         layers_(shape_.global_layers()),
         layer_row_(shape_.n_layers, -1) {
     for (size_t i = 0; i < layers_.size(); ++i) layer_row_[layers_[i]] = static_cast<int>(i);
+    if (o_.mean_value) means_ = std::make_unique<ValueMeans>(shape_);
     const int n_group = shape_.n_group();
     FASA_CHECK(head_dims.size() == layers_.size() * shape_.n_heads);
     auto dims_of = [&](int l, int h) -> const std::vector<int>& {
@@ -99,7 +101,9 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     const size_t eb = q8 ? 1 : cache.elem_bytes();
     n_slots_ = std::max(n_slots_, first_slot + n);
     if (layer_row_[layer] < 0) return;  // a sliding-window layer: not the policy's
-    if (o_.dense_layers.count(layer) || o_.variant_m) return;  // FASA-M: the cache holds the slice
+    if (o_.dense_layers.count(layer)) return;
+    if (means_) means_->on_append(cache, layer, first_slot, n);
+    if (o_.variant_m) return;  // FASA-M: the cache holds the slice
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
       Group& gr = group(layer, g);
       const size_t w = gr.dims.size();
@@ -121,12 +125,19 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   }
 
   // The packed slices are a function of the rows: rows >= n are written again by on_append.
-  void rollback(const KvCache&, int n) override { n_slots_ = n; }
+  // mean_value's running V sums go back to the save point.
+  void save_point() override {
+    if (means_) means_->save_point();
+  }
+  void rollback(const KvCache&, int n) override {
+    n_slots_ = n;
+    if (means_) means_->rollback(n);
+  }
 
   // The packed slices' bytes in use (FASA-M's live in the cache and are counted there).
   uint64_t resident_bytes() const override {
     if (o_.variant_m) return 0;
-    uint64_t n = 0;
+    uint64_t n = means_ ? means_->resident_bytes() : 0;
     for (int l : layers_) {
       if (o_.dense_layers.count(l)) continue;
       for (int g = 0; g < shape_.n_kv_heads; ++g) {
@@ -165,7 +176,7 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   void select_staged(const AttnQuery* qs, int n_kv, Selection* outs) {
     const int n = qs[0].n_visible, layer = qs[0].layer, ng = qs[0].n_group;
     FASA_CHECK(layer_row_[layer] >= 0);  // the driver never asks about a sliding-window layer
-    const int budget = resolve_budget(o_.budget, n);
+    const int budget = layer_budget(o_, layer, n);
     if (budget >= n || o_.dense_layers.count(layer)) {
       for (int g = 0; g < n_kv; ++g) outs[g].set_all();
       return;
@@ -197,9 +208,12 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       tip_group(qs[g], tile0 * kTipTile, std::min(n, tile1 * kTipTile),
                 scores + static_cast<size_t>(g) * ng * n);
     });
+    // mean_value: each head's TIP scores as they were, for alpha.  [n_kv, ng, n]
+    float* raw = means_ ? f.take<float>(static_cast<size_t>(n_kv) * ng * n) : nullptr;
     const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
     parallel_for(int64_t{n_kv} * ng, [&](int64_t job) {
       float* score = scores + job * n;
+      if (raw) std::copy(score, score + n, raw + job * n);
       if (o_.per_head) {
         pick(score, n, budget, outs[job / ng].head_slots[job % ng]);
         return;
@@ -207,7 +221,15 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       for (int t = 0; t < n; ++t) score[t] *= scale;
       softmax_inplace(score, n);
     });
-    if (o_.per_head) return;
+    if (!o_.per_head) pick_shared(qs, n_kv, n, budget, scores, outs);
+    if (raw) mix_means(qs, n_kv, raw, outs);
+  }
+
+  // gqa=shared: per kv head the sum of its heads' probabilities (in head order) and the pick.
+  // scores: [n_kv, ng, n] softmax probabilities
+  void pick_shared(const AttnQuery* qs, int n_kv, int n, int budget, const float* scores,
+                   Selection* outs) const {
+    const int ng = qs[0].n_group;
     parallel_for(n_kv, [&](int64_t g) {
       ScratchFrame fm;
       float* mass = fm.take<float>(n);  // [n]
@@ -218,6 +240,27 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       }
       pick(mass, n, budget, outs[g].slots);
     });
+  }
+
+  // mean_value: per query head alpha = its selected slots' share of the softmax of its TIP
+  // scores at SparQ's temperature for its scoring dims; per kv head the mean of V.
+  // raw: [n_kv, ng, n] TIP scores (overwritten)
+  void mix_means(const AttnQuery* qs, int n_kv, float* raw, Selection* outs) {
+    const int ng = qs[0].n_group, n = qs[0].n_visible, hd = shape_.head_dim;
+    for (int g = 0; g < n_kv; ++g) outs[g].mix_alpha.assign(ng, 1.0f);
+    parallel_for(int64_t{n_kv} * ng, [&](int64_t job) {
+      const int g = static_cast<int>(job / ng), j = static_cast<int>(job % ng);
+      struct DimScratch {
+        std::vector<int32_t> dims;
+      };
+      auto& dims = workspace_object<DimScratch>().dims;
+      dims.clear();
+      for (const PackedDim& d : group(qs[g].layer, qs[g].kv_head).heads[j]) dims.push_back(d.q);
+      const float* qh = qs[g].q + static_cast<size_t>(j) * hd;
+      const double temp = subset_temperature(qh, dims.data(), static_cast<int>(dims.size()), hd);
+      outs[g].mix_alpha[j] = softmax_mass_on(raw + job * n, n, temp, outs[g].slots_for(j));
+    });
+    parallel_for(n_kv, [&](int64_t g) { outs[g].mix_value = means_->mean(qs[g]); });
   }
 
  private:
@@ -276,7 +319,7 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   // candidates. A dense layer, or a budget covering the candidates, takes them all.
   void select_candidates(const AttnQuery& q, Selection& out) {
     const int m = q.n_candidates, ng = q.n_group;
-    const int budget = resolve_budget(o_.budget, q.n_visible);
+    const int budget = layer_budget(o_, q.layer, q.n_visible);
     const std::vector<int32_t> cand(q.candidates, q.candidates + m);
     out.all = false;
     out.per_head = o_.per_head;
@@ -422,15 +465,50 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   std::string name_;
   AttnShape shape_;
   ChannelSubsetOptions o_;
-  std::vector<int> layers_;     // [n_global] the global layers, the policy's
-  std::vector<int> layer_row_;  // [n_layers] index in layers_, -1 for a sliding-window layer
-  KvType type_ = KvType::F16;   // of the cache (and so of kdom)
-  int n_slots_ = 0;             // slots written so far (the packed slices' used length)
-  std::vector<Group> groups_;   // [n_global, n_kv_heads]
-  KvTiering tiering_;           // variant m: the cache layout asked of the session
+  std::vector<int> layers_;            // [n_global] the global layers, the policy's
+  std::vector<int> layer_row_;         // [n_layers] index in layers_, -1 for a sliding-window layer
+  KvType type_ = KvType::F16;          // of the cache (and so of kdom)
+  int n_slots_ = 0;                    // slots written so far (the packed slices' used length)
+  std::vector<Group> groups_;          // [n_global, n_kv_heads]
+  KvTiering tiering_;                  // variant m: the cache layout asked of the session
+  std::unique_ptr<ValueMeans> means_;  // mean_value: the running V sums
 };
 
 }  // namespace
+
+int layer_budget(const ChannelSubsetOptions& o, int layer, int n) {
+  const int b = resolve_budget(o.budget, n);
+  if (o.layer_weight.empty() || o.layer_weight[layer] <= 0.0) return b;
+  // Largest remainder over the selecting layers (weight > 0): floors, then one slot each to
+  // the largest fractions (ties: the lower layer) until the total is theirs x b.
+  struct Share {
+    int layer;
+    int64_t floor;
+    double frac;
+  };
+  std::vector<Share> shares;
+  int64_t given = 0;
+  for (int l = 0; l < static_cast<int>(o.layer_weight.size()); ++l) {
+    if (o.layer_weight[l] <= 0.0) continue;
+    const double quota = o.layer_weight[l] * b;
+    const auto fl = static_cast<int64_t>(std::floor(quota));
+    shares.push_back({l, fl, quota - static_cast<double>(fl)});
+    given += fl;
+  }
+  const int64_t total = static_cast<int64_t>(shares.size()) * b;
+  std::vector<Share> by_frac = shares;
+  std::stable_sort(by_frac.begin(), by_frac.end(),
+                   [](const Share& x, const Share& y) { return x.frac > y.frac; });
+  int64_t mine = 0;
+  for (const Share& s : shares) {
+    if (s.layer == layer) mine = s.floor;
+  }
+  const int64_t extra = std::clamp<int64_t>(total - given, 0, static_cast<int64_t>(shares.size()));
+  for (int64_t i = 0; i < extra; ++i) {
+    if (by_frac[i].layer == layer) mine += 1;
+  }
+  return static_cast<int>(std::max<int64_t>(1, mine));
+}
 
 std::unique_ptr<AttentionPolicy> make_channel_subset_policy(
     std::string name, const PolicyContext& ctx, ChannelSubsetOptions o,

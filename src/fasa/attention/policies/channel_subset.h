@@ -28,7 +28,20 @@ struct ChannelSubsetOptions {
   std::string offload_dir = "/var/tmp";
   bool prefetch = false;   // variant m: KvTiering::prefetch
   bool break_even = true;  // fasa: dense below the break-even length (fasa.cpp)
+  // Per-layer budgets: [n_layers] each global layer's share of the budget, mean 1 over the
+  // selecting (global, not dense) layers; empty: every layer gets the budget (layer_budget).
+  std::vector<double> layer_weight;
+  // SparQ-style mean-value correction (value_mean.h): alpha = the selected slots' share of the
+  // softmax of each head's TIP scores at SparQ's temperature for its scoring dims. Not with
+  // variant m or candidate lists (the caller refuses those).
+  bool mean_value = false;
 };
+
+// Slots `layer` attends out of n visible: resolve_budget(o.budget, n) = B, or with
+// o.layer_weight the layer's share of the selecting layers' total (their count x B), by largest
+// remainder (ties: the lower layer), at least 1. So the budgets of the selecting layers sum to
+// exactly their count x B.
+int layer_budget(const ChannelSubsetOptions& o, int layer, int n);
 
 // head_dims: [n_global * n_heads] (the global layers ascending, then the query heads) the key
 // dims each head scores with, in the order its terms are summed. `name` is the policy's name().

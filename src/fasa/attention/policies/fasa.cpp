@@ -16,7 +16,19 @@
 //   and low are the naive choices calibration must beat: seeded random FCs, the highest- or
 //   lowest-frequency FCs; mass ranks the FCs by Double Sparsity's statistic from the same
 //   calibration, the mean |q.k| share of the FC's two dims, instead of contextual agreement:
-//   an ablation that keeps FASA's unit, the RoPE pair, and changes its criterion)
+//   an ablation that keeps FASA's unit, the RoPE pair, and changes its criterion; compound
+//   takes the calibration's greedy compound CA order: the FCs chosen jointly for the agreement
+//   of their summed logits, the paper's definition of a dominant set)
+//   fc_sets=head|group (head): group: the kv-head group's query heads share one set of n_tip
+//   FCs, ranked by the group's mean statistic (compound: the group's own greedy set), so the
+//   packed slice holds n_tip FCs per kv head instead of the union of the heads' sets
+//   mean_value=on|off (off): SparQ's mean-value correction (value_mean.h), alpha from the TIP
+//   scores' softmax at SparQ's temperature for the head's scoring dims
+//   layer_budget=uniform|calibrated (uniform): calibrated spreads the same total over the
+//   selecting layers by their compound CA at n_tip (fasa_fcs.h: less agreement, more budget)
+//   method=default|paper (default): paper fixes the paper's selector (fcs=calibrated,
+//   fc_sets=head, layer_budget=uniform, sink=0, recent=0, mean_value=off) whatever the defaults
+//   become; giving one of those options another value with it is an error
 // Sinks and recent tokens count inside the budget. With gqa=shared the group's heads' TIP scores
 // are turned into attention shares (softmax at 1/sqrt(head_dim)) and summed per slot, so one row
 // set is gathered per kv head. TIP scores only rank tokens; they are never attention weights.
@@ -29,18 +41,18 @@
 // their window without a policy, so the policy keeps no state for them (no packed slice, no
 // groups), FASA-M never offloads them, and dense_layers may name global layers only.
 // The selection itself (TIP over the packed dims, the pick, FASA-M's tiering) is
-// ChannelSubsetPolicy (channel_subset.h), which `double-sparsity` shares; this file chooses the
-// dims (fasa_head_dims) and parses the options.
+// ChannelSubsetPolicy (channel_subset.h), which `double-sparsity` shares; fasa_fcs.h chooses the
+// dims (fasa_head_dims) and the layer weights; this file parses and checks the options.
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
-#include <random>
+#include <string>
 #include <vector>
 
 #include "fasa/attention/calibration.h"
 #include "fasa/attention/policies/channel_subset.h"
+#include "fasa/attention/policies/fasa_fcs.h"
 #include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
@@ -49,56 +61,98 @@ namespace fasa {
 
 namespace {
 
-struct FasaOptions {
-  ChannelSubsetOptions sel;  // what the selection needs (budget, gqa, dense layers, ...)
-  std::string calib_path;
-  double n_tip = 0.25;
-  std::string fcs = "calibrated";
+// method=paper: each option it fixes and the paper's value (also today's default).
+struct PaperValue {
+  const char* key;
+  const char* value;
 };
+constexpr PaperValue kPaperMethod[] = {{"fcs", "calibrated"},
+                                       {"fc_sets", "head"},
+                                       {"layer_budget", "uniform"},
+                                       {"sink", "0"},
+                                       {"recent", "0"},
+                                       {"mean_value", "off"}};
 
-// The dims TIP scores each (global layer, head) with: the FCs `o.fcs` names, n_tip of them, each
-// FC's two dims in turn. [n_global * n_heads][2 * n_tip]
-std::vector<std::vector<int>> fasa_head_dims(const PolicyContext& ctx, const FasaOptions& o,
-                                             const Calibration& c) {
-  const AttnShape& shape = ctx.shape;
-  const int n_fc = c.n_fc();
-  const int n_tip = std::clamp(o.n_tip < 1.0 ? static_cast<int>(std::lround(o.n_tip * n_fc))
-                                             : static_cast<int>(o.n_tip),
-                               1, n_fc);
-  std::vector<std::vector<int>> dims;
-  std::vector<int32_t> fc(n_tip);
-  for (int l : shape.global_layers()) {
-    for (int h = 0; h < shape.n_heads; ++h) {
-      if (o.fcs == "calibrated") {
-        fc.assign(c.rank(l, h), c.rank(l, h) + n_tip);
-      } else if (o.fcs == "mass") {          // the largest summed channel importance first
-        const float* ci = c.channels(l, h);  // [head_dim]
-        std::vector<int32_t> all(n_fc);
-        std::iota(all.begin(), all.end(), 0);
-        auto mass = [&](int32_t f) { return ci[c.fcs[f].a] + ci[c.fcs[f].b]; };
-        std::stable_sort(all.begin(), all.end(),
-                         [&](int32_t x, int32_t y) { return mass(x) > mass(y); });
-        fc.assign(all.begin(), all.begin() + n_tip);
-      } else if (o.fcs == "high") {  // FC 0 rotates fastest
-        std::iota(fc.begin(), fc.end(), 0);
-      } else if (o.fcs == "low") {
-        std::iota(fc.begin(), fc.end(), n_fc - n_tip);
-      } else {  // random, seeded per (layer, head)
-        std::vector<int32_t> all(n_fc);
-        std::iota(all.begin(), all.end(), 0);
-        std::mt19937 rng(static_cast<uint32_t>(l * 7919 + h));
-        std::shuffle(all.begin(), all.end(), rng);
-        fc.assign(all.begin(), all.begin() + n_tip);
+// The value of `key` as given or defaulted, in the words of kPaperMethod.
+std::string given_value(const ParsedOptions& p, const char* key) {
+  const std::string k = key;
+  if (k == "sink" || k == "recent") return std::to_string(p.count(k));
+  if (k == "mean_value") return p.on(k) ? "on" : "off";
+  return p.text(k);
+}
+
+// The value the policy uses for `key`: with method=paper, the paper's (whatever the default;
+// another value given is an error), otherwise as given or defaulted.
+std::string chosen_value(const ParsedOptions& p, const char* key) {
+  if (p.text("method") == "paper") {
+    for (const PaperValue& v : kPaperMethod) {
+      if (std::string(v.key) != key) continue;
+      if (p.given(key) && given_value(p, key) != v.value) {
+        fail("policy 'fasa': method=paper fixes {}={} (got {}={}); drop one of them", key, v.value,
+             key, given_value(p, key));
       }
-      std::vector<int>& d = dims.emplace_back();
-      for (int32_t f : fc) {
-        d.push_back(c.fcs[f].a);
-        d.push_back(c.fcs[f].b);
-      }
+      return v.value;
     }
   }
-  return dims;
+  return given_value(p, key);
 }
+
+// n_tip as a count of FCs: a count, or a fraction of the FCs (rounded), clamped to [1, n_fc].
+int n_tip_count(double n_tip, int n_fc) {
+  return std::clamp(n_tip < 1.0 ? static_cast<int>(std::lround(n_tip * n_fc))
+                                : static_cast<int>(n_tip),
+                    1, n_fc);
+}
+
+// What the calibration must hold for the options; a clear error otherwise.
+void check_calibration_serves(const Calibration& c, const FcChoice& ch, bool calibrated_budget,
+                              const std::string& path) {
+  if (ch.fcs == "mass" && !c.has_channel_importance()) {
+    fail(
+        "policy 'fasa': fcs=mass needs a calibration with channel importance (format version "
+        "3); '{}' predates it: re-run `fasa calibrate`",
+        path);
+  }
+  const char* need = ch.fcs == "compound" ? "fcs=compound"
+                     : calibrated_budget  ? "layer_budget=calibrated"
+                                          : nullptr;
+  if (!need) return;
+  if (!c.has_compound()) {
+    fail(
+        "policy 'fasa': {} needs a calibration with compound CA sets (format version 4); '{}' "
+        "predates them: re-run `fasa calibrate`",
+        need, path);
+  }
+  if (ch.n_tip > c.n_compound) {
+    fail(
+        "policy 'fasa': {} with n_tip {} needs compound sets of at least {} FCs; '{}' has {}: "
+        "re-run `fasa calibrate --compound {}`",
+        need, ch.n_tip, ch.n_tip, path, c.n_compound, ch.n_tip);
+  }
+}
+
+// Options that apply to one variant only, and variant m's directory.
+void check_variant_options(const ParsedOptions& p, const ChannelSubsetOptions& sel) {
+  if (p.given("prefetch") && !sel.variant_m) {
+    fail("policy 'fasa': prefetch applies to variant m only (add variant=m / --variant m)");
+  }
+  if (p.given("offload_dir") && !sel.variant_m) {
+    fail("policy 'fasa': offload_dir applies to variant m only (add variant=m / --variant m)");
+  }
+  if (sel.mean_value && sel.variant_m) {
+    fail(
+        "policy 'fasa': mean_value=on applies to variant c only (variant m keeps V in its file "
+        "tier)");
+  }
+  if (sel.variant_m) {
+    struct stat st {};
+    if (::stat(sel.offload_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      fail("policy 'fasa': offload directory '{}' does not exist or is not a directory",
+           sel.offload_dir);
+    }
+  }
+}
+
 }  // namespace
 
 const OptionTable& fasa_options() {
@@ -126,9 +180,20 @@ const OptionTable& fasa_options() {
              "global layers attended densely"},
             {"sink", OptionType::Count, "S", "0", "first slots always read (inside the budget)"},
             {"recent", OptionType::Count, "R", "0", "newest slots always read (inside the budget)"},
-            {"fcs", OptionType::Enum, "calibrated|random|high|low|mass", "calibrated",
-             "which FCs TIP uses: the calibrated ones, or an ablation (seeded random, highest or "
-             "lowest frequency, Double Sparsity's channel mass)"},
+            {"fcs", OptionType::Enum, "calibrated|compound|random|high|low|mass", "calibrated",
+             "which FCs TIP uses: the calibrated ones (by mean CA), the greedy compound CA set, "
+             "or an ablation (seeded random, highest or lowest frequency, Double Sparsity's "
+             "channel mass)"},
+            {"fc_sets", OptionType::Enum, "head|group", "head",
+             "head: each query head its own FCs (the slice holds their union); group: the "
+             "kv-head group's heads share n_tip FCs"},
+            {"mean_value", OptionType::OnOff, "on|off", "off",
+             "SparQ's mean-value correction with the TIP scores' softmax (variant c)"},
+            {"layer_budget", OptionType::Enum, "uniform|calibrated", "uniform",
+             "calibrated: the same total budget spread over layers by their compound CA"},
+            {"method", OptionType::Enum, "default|paper", "default",
+             "paper: the paper's selector, whatever the defaults (fixes fcs, fc_sets, "
+             "layer_budget, sink, recent, mean_value)"},
             {"variant", OptionType::Enum, "c|m", "c",
              "c: FASA-C, the cache in RAM; m: FASA-M, RAM holds the packed dims, a file the rest"},
             {.key = "offload_dir",
@@ -148,41 +213,32 @@ const OptionTable& fasa_options() {
 std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
                                                   const PolicyOptions& opts) {
   const ParsedOptions p(fasa_options(), opts, ctx.shape);
-  FasaOptions o;
-  o.calib_path = p.text("calib");
-  o.n_tip = p.number("n_tip");
-  o.fcs = p.text("fcs");
-  o.sel.budget = p.budget("budget");
-  o.sel.per_head = p.text("gqa") == "per-head";
-  o.sel.dense_layers = p.layers("dense_layers");
-  o.sel.sink = p.count("sink");
-  o.sel.recent = p.count("recent");
-  o.sel.variant_m = p.text("variant") == "m";
-  o.sel.offload_dir = p.text("offload_dir");
-  o.sel.prefetch = p.on("prefetch");
-  o.sel.break_even = p.on("break_even");
-  if (p.given("prefetch") && !o.sel.variant_m) {
-    fail("policy 'fasa': prefetch applies to variant m only (add variant=m / --variant m)");
+  for (const PaperValue& v : kPaperMethod) chosen_value(p, v.key);  // conflicts fail first
+  ChannelSubsetOptions sel;
+  const std::string calib_path = p.text("calib");
+  sel.budget = p.budget("budget");
+  sel.per_head = p.text("gqa") == "per-head";
+  sel.dense_layers = p.layers("dense_layers");
+  sel.sink = std::stoi(chosen_value(p, "sink"));
+  sel.recent = std::stoi(chosen_value(p, "recent"));
+  sel.variant_m = p.text("variant") == "m";
+  sel.offload_dir = p.text("offload_dir");
+  sel.prefetch = p.on("prefetch");
+  sel.break_even = p.on("break_even");
+  sel.mean_value = chosen_value(p, "mean_value") == "on";
+  check_variant_options(p, sel);
+  const Calibration c = load_calibration(calib_path);
+  check_calibration(c, ctx, calib_path);
+  FcChoice ch;
+  ch.fcs = chosen_value(p, "fcs");
+  ch.per_group = chosen_value(p, "fc_sets") == "group";
+  ch.n_tip = n_tip_count(p.number("n_tip"), c.n_fc());
+  const bool calibrated_budget = chosen_value(p, "layer_budget") == "calibrated";
+  check_calibration_serves(c, ch, calibrated_budget, calib_path);
+  if (calibrated_budget) {
+    sel.layer_weight = calibrated_layer_weights(ctx.shape, c, ch.n_tip, sel.dense_layers);
   }
-  if (p.given("offload_dir") && !o.sel.variant_m) {
-    fail("policy 'fasa': offload_dir applies to variant m only (add variant=m / --variant m)");
-  }
-  if (o.sel.variant_m) {
-    struct stat st {};
-    if (::stat(o.sel.offload_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      fail("policy 'fasa': offload directory '{}' does not exist or is not a directory",
-           o.sel.offload_dir);
-    }
-  }
-  const Calibration c = load_calibration(o.calib_path);
-  check_calibration(c, ctx, o.calib_path);
-  if (o.fcs == "mass" && !c.has_channel_importance()) {
-    fail(
-        "policy 'fasa': fcs=mass needs a calibration with channel importance (format version "
-        "3); '{}' predates it: re-run `fasa calibrate`",
-        o.calib_path);
-  }
-  return make_channel_subset_policy("fasa", ctx, std::move(o.sel), fasa_head_dims(ctx, o, c));
+  return make_channel_subset_policy("fasa", ctx, std::move(sel), fasa_head_dims(ctx.shape, ch, c));
 }
 
 }  // namespace fasa

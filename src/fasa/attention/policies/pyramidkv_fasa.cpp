@@ -97,7 +97,8 @@ const OptionTable& pyramidkv_fasa_options() {
     for (const char* k : kPyramidKeys) t.rows.push_back(*pyramidkv_options().find(k));
     for (PolicyOption r : fasa_options().rows) {
       const std::string key = r.key;
-      if (key == "offload_dir" || key == "prefetch") continue;  // variant m's
+      // variant m's, and mean_value (the mean of V over the kept slots is not kept)
+      if (key == "offload_dir" || key == "prefetch" || key == "mean_value") continue;
       if (key == "variant") {
         r.value = "c";
         r.help = "FASA-C only: PyramidKV's votes read whole keys from RAM";
@@ -117,6 +118,10 @@ std::unique_ptr<AttentionPolicy> make_pyramidkv_fasa_policy(const PolicyContext&
       pyramid["budget"] = value;
     } else if (goes_to_pyramid(key)) {
       pyramid[key] = value;
+    } else if (key == "mean_value") {
+      fail(
+          "policy 'pyramidkv+fasa' has no option 'mean_value' (plain fasa's mean-value "
+          "correction would need the mean of V over the kept slots)");
     } else if (key == "variant" && value != "c") {
       fail(
           "policy 'pyramidkv+fasa' runs FASA-C only (variant=c): PyramidKV's votes read whole "

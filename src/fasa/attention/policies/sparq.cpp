@@ -10,7 +10,8 @@
 //   3. mean-value reallocation: output = alpha * attn_topk + (1 - alpha) * mean_v, alpha = the
 //      approximate softmax's mass on the top-k, mean_v = the mean of V over every visible slot,
 //      kept as a running sum per (layer, kv head) by on_append. The policy hands alpha and mean_v
-//      to the driver as value mixing (Selection::mix_alpha / mix_value).
+//      to the driver as value mixing (Selection::mix_alpha / mix_value). The running sum, the
+//      temperature and alpha are value_mean.h's, which `fasa` (mean_value=on) shares.
 // Options: budget=B (required; tokens per query head), r=R (default head_dim / 8: the authors'
 // reference setting, r = head_dim / compression ratio at their default ratio 8; a count, or a
 // fraction < 1 of head_dim), mean_correction=on|off (default on; off ablates step 3).
@@ -20,10 +21,10 @@
 // top-k, then k full K/V rows; side data: a running V sum per (layer, kv head), head_dim doubles.
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <vector>
 
 #include "fasa/attention/policies/option_table.h"
+#include "fasa/attention/policies/value_mean.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
@@ -35,7 +36,7 @@ namespace fasa {
 
 namespace {
 
-// Value c of row t of a K or V row array of the cache's type, as a float (Q8_0: d * q).
+// Value c of row t of a K row array of the cache's type, as a float (Q8_0: d * q).
 inline float elem(const KvCache& cache, const void* rows, size_t t, int c) {
   return kv_value(static_cast<const uint8_t*>(rows) + t * cache.row_bytes(), cache.type(), c);
 }
@@ -47,46 +48,28 @@ class SparqPolicy final : public AttentionPolicy {
         budget_(budget),
         r_(r),
         mean_correction_(mean_correction),
-        layer_row_(shape.n_layers, -1) {
+        layer_row_(shape.n_layers, -1),
+        means_(shape) {
     const std::vector<int> global = shape.global_layers();
     for (size_t i = 0; i < global.size(); ++i) layer_row_[global[i]] = static_cast<int>(i);
-    groups_.resize(global.size() * shape.n_kv_heads);
   }
   std::string_view name() const override { return "sparq"; }
 
-  // The running sum of V over slots [0, n_summed). Appends continue it; a range that does not
-  // start where the sum ends (a rewrite) resums the earlier slots from the cache.
+  // The running sum of V (value_mean.h).
   void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
-    if (layer_row_[layer] < 0 || !mean_correction_) return;
-    for (int g = 0; g < shape_.n_kv_heads; ++g) {
-      Group& gr = group(layer, g);
-      if (first_slot != gr.n_summed) {
-        gr.v_sum.assign(shape_.head_dim, 0.0);
-        gr.n_summed = 0;
-        add_values(cache, layer, g, 0, first_slot, gr);
-      }
-      add_values(cache, layer, g, first_slot, first_slot + n, gr);
-    }
+    if (mean_correction_) means_.on_append(cache, layer, first_slot, n);
   }
 
   // The running sums at the save point (a resum from the cache would cost O(n) per rollback).
   void save_point() override {
-    saved_.resize(groups_.size());
-    for (size_t i = 0; i < groups_.size(); ++i) {
-      saved_[i] = {groups_[i].v_sum, groups_[i].n_summed};
-    }
+    if (mean_correction_) means_.save_point();
   }
   void rollback(const KvCache&, int n) override {
-    FASA_CHECK(saved_.size() == groups_.size());
-    for (size_t i = 0; i < groups_.size(); ++i) {
-      groups_[i].v_sum = saved_[i].first;
-      groups_[i].n_summed = saved_[i].second;
-      FASA_CHECK(groups_[i].n_summed <= n || !mean_correction_);
-    }
+    if (mean_correction_) means_.rollback(n);
   }
 
   uint64_t resident_bytes() const override {
-    return mean_correction_ ? groups_.size() * shape_.head_dim * sizeof(double) : 0;
+    return mean_correction_ ? means_.resident_bytes() : 0;
   }
 
   void select(const AttnQuery& q, Selection& out) override {
@@ -121,13 +104,8 @@ class SparqPolicy final : public AttentionPolicy {
     logit.resize(n);
     for (int j = 0; j < q.n_group; ++j) {
       const float* qh = q.q + static_cast<size_t>(j) * hd;
-      double sum_all = 0.0, sum_r = 0.0;
-      for (int c = 0; c < hd; ++c) {
-        absq[c] = std::fabs(qh[c]);
-        sum_all += absq[c];
-      }
+      for (int c = 0; c < hd; ++c) absq[c] = std::fabs(qh[c]);
       top_k_indices(absq.data(), hd, r_, dims);
-      for (int32_t c : dims) sum_r += absq[c];
       for (int t = 0; t < n; ++t) {
         float s = 0.0f;
         for (int32_t c : dims) s += qh[c] * elem(cache, keys, t, c);
@@ -136,60 +114,19 @@ class SparqPolicy final : public AttentionPolicy {
       top_k_indices(logit.data(), n, k, out.head_slots[j]);
       if (!mean_correction_) continue;
       // alpha: the approximate softmax's mass on the chosen slots.
-      const double temp = sum_all > 0.0 ? std::sqrt(hd * sum_r / sum_all) : 1.0;
-      const float inv = static_cast<float>(1.0 / temp);
-      for (int t = 0; t < n; ++t) logit[t] *= inv;
-      softmax_inplace(logit.data(), n);
-      double alpha = 0.0;
-      for (int32_t t : out.head_slots[j]) alpha += logit[t];
-      out.mix_alpha[j] = static_cast<float>(std::min(alpha, 1.0));
+      const double temp = subset_temperature(qh, dims.data(), static_cast<int>(dims.size()), hd);
+      out.mix_alpha[j] = softmax_mass_on(logit.data(), n, temp, out.head_slots[j]);
     }
-    if (mean_correction_) out.mix_value = mean_value(q);
+    if (mean_correction_) out.mix_value = means_.mean(q);
   }
 
  private:
-  struct Group {
-    std::vector<double> v_sum;  // [head_dim] sum of V over slots [0, n_summed)
-    int n_summed = 0;
-    std::vector<float> mean;  // [head_dim] the last select's mean (mix_value points here)
-  };
-  Group& group(int layer, int g) {
-    return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
-  }
-
-  void add_values(const KvCache& cache, int layer, int g, int s0, int s1, Group& gr) const {
-    const int hd = shape_.head_dim;
-    const void* v = cache.v_rows(layer, g);  // [capacity] rows
-    if (gr.v_sum.size() != static_cast<size_t>(hd)) gr.v_sum.assign(hd, 0.0);
-    for (int s = s0; s < s1; ++s) {
-      for (int c = 0; c < hd; ++c) gr.v_sum[c] += elem(cache, v, s, c);
-    }
-    gr.n_summed = std::max(gr.n_summed, s1);
-  }
-
-  // Mean of V over the visible slots: the running sum (which covers exactly them at a decode
-  // step), or, should it not, a sum from the cache.
-  const float* mean_value(const AttnQuery& q) {
-    const int hd = shape_.head_dim, n = q.n_visible;
-    Group& gr = group(q.layer, q.kv_head);
-    gr.mean.resize(hd);
-    if (gr.n_summed == n && gr.v_sum.size() == static_cast<size_t>(hd)) {
-      for (int c = 0; c < hd; ++c) gr.mean[c] = static_cast<float>(gr.v_sum[c] / n);
-      return gr.mean.data();
-    }
-    Group fresh;
-    add_values(*q.cache, q.layer, q.kv_head, 0, n, fresh);
-    for (int c = 0; c < hd; ++c) gr.mean[c] = static_cast<float>(fresh.v_sum[c] / n);
-    return gr.mean.data();
-  }
-
   AttnShape shape_;
   double budget_;
   int r_;
   bool mean_correction_;
   std::vector<int> layer_row_;  // [n_layers] index among the global layers, -1 sliding-window
-  std::vector<Group> groups_;   // [n_global, n_kv_heads]
-  std::vector<std::pair<std::vector<double>, int>> saved_;  // [n_global, n_kv_heads] save point
+  ValueMeans means_;            // the running V sums (mean_correction=on)
 };
 
 }  // namespace
