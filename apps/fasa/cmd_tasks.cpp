@@ -213,6 +213,7 @@ void run_tasks_cmd(const TasksArgs& a) {
 struct SweepArgs {
   std::string model, tasks, calib, out_dir;
   std::vector<std::string> policies, budgets;
+  std::vector<std::string> specs;  // --policy: whole specs, whose options may hold commas
   int n_ctx = 0;
   int threads = 0;
   int jobs = 1;
@@ -294,7 +295,9 @@ std::vector<std::pair<std::string, int>> task_builds(const CheckpointFile& ckpt,
 
 void run_sweep(const SweepArgs& a) {
   apply_threads(a.threads);
-  const std::vector<SweepEntry> entries = sweep_entries(a.policies, a.budgets, a.calib);
+  std::vector<std::string> policies = a.policies;
+  policies.insert(policies.end(), a.specs.begin(), a.specs.end());
+  const std::vector<SweepEntry> entries = sweep_entries(policies, a.budgets, a.calib);
   const std::vector<Task> tasks = load_tasks(a.tasks);
   std::error_code ec;
   std::filesystem::create_directories(a.out_dir, ec);
@@ -417,8 +420,10 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   sc->add_option("-m,--model", s->model, "GGUF path or pulled model name")->required();
   sc->add_option("--tasks", s->tasks, "JSONL task file")->required();
   sc->add_option("--policies", s->policies, "policy specs, comma-separated (e.g. full,oracle,fasa)")
-      ->required()
       ->delimiter(',');
+  sc->add_option("--policy", s->specs,
+                 "one more policy spec, taken whole (repeatable): for a spec with "
+                 "several options, e.g. fasa:fcs=compound,fc_sets=group");
   sc->add_option("--budgets", s->budgets, "budgets, comma-separated (e.g. 64,128,256)")
       ->delimiter(',');
   sc->add_option("--calib", s->calib, "calibration for fasa and double-sparsity");

@@ -57,7 +57,8 @@ TEST(Sweep, EntriesExpandPoliciesTimesBudgets) {
   EXPECT_EQ(mass[1].label, "fasa:fcs=mass");
   expect_error([] { sweep_entries({"oracle"}, {"-3"}, ""); }, "budget must be a positive");
   expect_error([] { sweep_entries({"oracle"}, {}, ""); }, "policy 'oracle' needs --budgets");
-  expect_error([] { sweep_entries({}, {"8"}, ""); }, "--policies is empty");
+  expect_error([] { sweep_entries({}, {"8"}, ""); },
+               "no policies: give --policies LIST and/or --policy SPEC");
 }
 
 // A hand-made result: 3 tasks of 2 kinds, 3 policies.

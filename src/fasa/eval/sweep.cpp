@@ -25,7 +25,7 @@ std::string budget_text(double b) { return b <= 0.0 ? "-" : fmt::format("{:g}", 
 std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& policies,
                                       const std::vector<std::string>& budgets,
                                       const std::string& calib) {
-  if (policies.empty()) fail("--policies is empty");
+  if (policies.empty()) fail("no policies: give --policies LIST and/or --policy SPEC");
   std::vector<double> bs;
   bs.reserve(budgets.size());
   for (const auto& b : budgets) bs.push_back(parse_budget("sweep", b));
