@@ -22,6 +22,7 @@
 #include "fasa/engine/session.h"
 #include "fasa/kernels/attend.h"
 #include "fasa/model/model.h"
+#include "support/tiny_calibration.h"
 #include "support/tiny_model.h"
 
 namespace fasa {
@@ -164,22 +165,6 @@ void expect_policy_error(const std::string& spec, const std::string& what,
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << spec << ": " << e.what();
   }
-}
-
-// Calibrates a tiny model on random tokens (small, fast settings); returns the file's path.
-std::string calibrate_tiny(std::shared_ptr<const Model> model, int n_vocab,
-                           const std::string& name) {
-  std::mt19937 rng(17);
-  std::vector<int32_t> text(80);
-  for (auto& t : text) t = static_cast<int32_t>(rng() % n_vocab);
-  CalibrateOptions co;
-  co.k = 8;
-  co.samples = 2;
-  co.tokens = 30;
-  co.steps = 3;
-  const std::string path = ::testing::TempDir() + "/" + name;
-  save_calibration(calibrate(model, text, co, nullptr), path);
-  return path;
 }
 
 // Specs exercising every registered policy (a new policy must add itself here).
@@ -376,7 +361,7 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   Session full(model, so);
   const auto want = full.eval_all(tokens, 1);
   // A calibration of this very model, for the fasa policy.
-  const std::string calib = calibrate_tiny(model, spec.n_vocab, "policy_tiny_calib.json");
+  const std::string calib = test::calibrate_tiny(model, "policy_tiny_calib.json");
   for (const std::string& p :
        {std::string("oracle:budget=64"), std::string("oracle:budget=30,gqa=per-head"),
         std::string("streaming:budget=30"), std::string("quest:budget=30,page=4,dense_layers=none"),
@@ -470,7 +455,7 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
   std::mt19937 rng(21);
   std::vector<int32_t> tokens(70);
   for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
-  const std::string calib = calibrate_tiny(model, spec.n_vocab, "policy_m_calib.json");
+  const std::string calib = test::calibrate_tiny(model, "policy_m_calib.json");
   const std::string dir = ::testing::TempDir();
   for (KvType type : {KvType::F16, KvType::F32}) {
     for (const std::string opts : {",budget=6", ",budget=0.2,gqa=per-head,sink=2,recent=3",
@@ -564,7 +549,7 @@ TEST(SessionWorkspace, EveryPolicyDrawsOnlyFromItsSessionsWorkspace) {
   std::mt19937 rng(23);
   std::vector<int32_t> tokens(60);
   for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
-  const std::string calib = calibrate_tiny(model, spec.n_vocab, "policy_ws_calib.json");
+  const std::string calib = test::calibrate_tiny(model, "policy_ws_calib.json");
   const std::string c = "fasa:calib=" + calib, d = "double-sparsity:calib=" + calib;
   const std::string m = ",variant=m,offload_dir=" + ::testing::TempDir();
   for (const std::string& p :
@@ -606,7 +591,7 @@ TEST(FasaPolicy, HybridStackUsesTheGlobalLayersOnly) {
   so.prefill_chunk = 8;  // small rings: a window of 5 plus one chunk
   Session full(model, so);
   const auto want = full.eval_all(tokens, 1);
-  const std::string calib = calibrate_tiny(model, spec.n_vocab, "policy_hybrid_calib.json");
+  const std::string calib = test::calibrate_tiny(model, "policy_hybrid_calib.json");
   EXPECT_EQ(load_calibration(calib).layers, (std::vector<int>{1, 3}));
   const std::string c = "fasa:calib=" + calib;
   for (const std::string& p : {std::string("oracle:budget=64"), c + ",budget=64",
@@ -687,7 +672,7 @@ TEST(PolicyAccounting, BytesReadAndResident) {
   std::mt19937 rng(8);
   std::vector<int32_t> tokens(40);
   for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
-  const std::string calib = calibrate_tiny(model, spec.n_vocab, "policy_bytes_calib.json");
+  const std::string calib = test::calibrate_tiny(model, "policy_bytes_calib.json");
   auto stats_of = [&](const std::string& policy, uint64_t* resident) {
     SessionOptions so;
     so.n_ctx = 64;

@@ -23,6 +23,7 @@
 #include "support/expect_error.h"
 #include "support/model_path.h"
 #include "support/threads_guard.h"
+#include "support/tiny_calibration.h"
 #include "support/tiny_model.h"
 
 namespace fasa {
@@ -51,18 +52,6 @@ std::shared_ptr<const Model> tiny(const std::string& name, bool hybrid) {
   const std::string path = ::testing::TempDir() + "/" + name;
   test::write_tiny_model(path, s);
   return Model::load(path);
-}
-
-std::string calibrate_tiny(const std::shared_ptr<const Model>& model, const std::string& name) {
-  CalibrateOptions co;
-  co.k = 8;
-  co.samples = 2;
-  co.tokens = 30;
-  co.steps = 3;
-  const std::string path = ::testing::TempDir() + "/" + name;
-  save_calibration(calibrate(model, random_tokens(80, model->config().n_vocab, 17), co, nullptr),
-                   path);
-  return path;
 }
 
 // Policies with small budgets, so drafts often disagree with full attention.
@@ -131,12 +120,13 @@ void expect_greedy_equals_full(const std::shared_ptr<const Model>& model,
 
 TEST(Lossless, GreedyEqualsFullForEveryPolicyAndK) {
   auto model = tiny("lossless_tiny.gguf", false);
-  expect_greedy_equals_full(model, policy_specs(calibrate_tiny(model, "lossless_calib.json")));
+  expect_greedy_equals_full(model,
+                            policy_specs(test::calibrate_tiny(model, "lossless_calib.json")));
 }
 
 TEST(Lossless, GreedyEqualsFullOnAHybridStack) {
   auto model = tiny("lossless_hybrid.gguf", true);
-  const std::string calib = calibrate_tiny(model, "lossless_hybrid_calib.json");
+  const std::string calib = test::calibrate_tiny(model, "lossless_hybrid_calib.json");
   expect_greedy_equals_full(model, {"streaming:budget=4,sinks=1", "h2o:budget=6",
                                     "fasa:calib=" + calib + ",budget=4,dense_layers=none"});
 }
@@ -226,14 +216,14 @@ void expect_rollback_restores(const std::shared_ptr<const Model>& model,
 
 TEST(Lossless, RollbackReturnsEveryPolicyToItsSavePoint) {
   auto model = tiny("lossless_rb.gguf", false);
-  auto specs = policy_specs(calibrate_tiny(model, "lossless_rb_calib.json"));
+  auto specs = policy_specs(test::calibrate_tiny(model, "lossless_rb_calib.json"));
   specs.push_back("full");
   expect_rollback_restores(model, specs);
 }
 
 TEST(Lossless, RollbackOnAHybridStack) {
   auto model = tiny("lossless_rb_hybrid.gguf", true);
-  const std::string calib = calibrate_tiny(model, "lossless_rb_hybrid_calib.json");
+  const std::string calib = test::calibrate_tiny(model, "lossless_rb_hybrid_calib.json");
   expect_rollback_restores(model, {"quest:budget=6,page=4,dense_layers=none", "h2o:budget=6",
                                    "fasa:calib=" + calib + ",budget=4,dense_layers=none"});
 }
@@ -244,7 +234,7 @@ TEST(Lossless, RollbackOnAHybridStack) {
 // SnapKV, see a prefill's queries that lossless decoding never shows them: not compared.)
 TEST(Lossless, KeptRowsAreTheDenseRows) {
   auto model = tiny("lossless_rows.gguf", false);
-  const std::string calib = calibrate_tiny(model, "lossless_rows_calib.json");
+  const std::string calib = test::calibrate_tiny(model, "lossless_rows_calib.json");
   const int n_vocab = model->config().n_vocab;
   const auto prompt = random_tokens(30, n_vocab, 11);
   const auto next = random_tokens(8, n_vocab, 12);
@@ -391,7 +381,7 @@ TEST(Lossless, BadOptionsAreRefused) {
   test::expect_error(
       [&] { generate_lossless(s, prompt, greedy(4), parse_lossless("6"), nullptr, nullptr); },
       "prefill chunk must be at least");
-  const std::string calib = calibrate_tiny(model, "lossless_bad_calib.json");
+  const std::string calib = test::calibrate_tiny(model, "lossless_bad_calib.json");
   Session m(model, session_options("fasa:calib=" + calib +
                                    ",budget=4,variant=m,offload_dir=" + ::testing::TempDir()));
   test::expect_error(

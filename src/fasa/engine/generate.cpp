@@ -58,6 +58,13 @@ bool scan_stop_strings(std::string& pending, const std::vector<std::string>& sto
 GenerateResult generate(Session& session, const std::vector<int32_t>& prompt,
                         const GenerateOptions& opts,
                         const std::function<void(std::string_view)>& on_text) {
+  return prefill_then(session, prompt, opts,
+                      [&] { return generate_from_prefilled(session, opts, on_text); });
+}
+
+GenerateResult prefill_then(Session& session, const std::vector<int32_t>& prompt,
+                            const GenerateOptions& opts,
+                            const std::function<GenerateResult()>& decode) {
   if (prompt.empty()) fail("the prompt is empty (no tokens)");
   if (session.n_past() + static_cast<int>(prompt.size()) > session.n_ctx()) {
     fail("prompt of {} tokens does not fit in the context of {} tokens ({} already used)",
@@ -66,7 +73,7 @@ GenerateResult generate(Session& session, const std::vector<int32_t>& prompt,
   const auto t0 = std::chrono::steady_clock::now();
   session.prefill(prompt, opts.prefill_progress);
   const double prefill_ms = ms_since(t0);
-  GenerateResult r = generate_from_prefilled(session, opts, on_text);
+  GenerateResult r = decode();
   r.n_prompt = static_cast<int>(prompt.size());
   r.prefill_ms = prefill_ms;
   return r;

@@ -88,6 +88,13 @@ GenerateResult generate(Session& session, const std::vector<int32_t>& prompt,
                         const GenerateOptions& opts,
                         const std::function<void(std::string_view)>& on_text);
 
+// Checks that `prompt` is not empty and fits, prefills it (opts.prefill_progress), then returns
+// decode()'s result (a generation from the prefilled session) with n_prompt and prefill_ms set.
+// generate() is prefill_then with generate_from_prefilled; lossless decoding uses it too.
+GenerateResult prefill_then(Session& session, const std::vector<int32_t>& prompt,
+                            const GenerateOptions& opts,
+                            const std::function<GenerateResult()>& decode);
+
 // The same loop for a session whose prompt is already in its cache (e.g. copied from another
 // session with Session::copy_prefix_from): sampling starts from session.last_logits().
 // n_prompt reports the tokens already in the session; prefill_ms is 0.

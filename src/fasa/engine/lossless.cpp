@@ -211,18 +211,8 @@ GenerateResult generate_lossless(Session& session, const std::vector<int32_t>& p
                                  const GenerateOptions& opts, const LosslessOptions& lossless,
                                  const std::function<void(std::string_view)>& on_text,
                                  LosslessStats* stats) {
-  if (prompt.empty()) fail("the prompt is empty (no tokens)");
-  if (session.n_past() + static_cast<int>(prompt.size()) > session.n_ctx()) {
-    fail("prompt of {} tokens does not fit in the context of {} tokens ({} already used)",
-         prompt.size(), session.n_ctx(), session.n_past());
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  session.prefill(prompt, opts.prefill_progress);
-  const double prefill_ms = ms_since(t0);
-  GenerateResult r = generate_lossless(session, opts, lossless, on_text, stats);
-  r.n_prompt = static_cast<int>(prompt.size());
-  r.prefill_ms = prefill_ms;
-  return r;
+  return prefill_then(session, prompt, opts,
+                      [&] { return generate_lossless(session, opts, lossless, on_text, stats); });
 }
 
 }  // namespace fasa
