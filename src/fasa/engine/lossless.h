@@ -19,21 +19,11 @@
 #include <vector>
 
 #include "fasa/engine/generate.h"
+#include "fasa/engine/lossless_options.h"
 #include "fasa/engine/sampler.h"
 #include "fasa/engine/session.h"
 
 namespace fasa {
-
-struct LosslessOptions {
-  int k = 0;              // drafts per verification; 0 = off (plain decoding)
-  bool adaptive = false;  // `auto`: K follows the measured acceptance rate and step times
-  static constexpr int kMaxK = Session::kMaxVerify - 1;  // a verification holds K + 1 tokens
-};
-
-// "off" | "auto" | "K" (1 .. kMaxK); throws fasa::Error naming the value otherwise.
-LosslessOptions parse_lossless(const std::string& value);
-// "off", "auto" or the number.
-std::string lossless_name(const LosslessOptions& o);
 
 struct LosslessStats {
   int64_t verifications = 0;  // batched full-attention forwards
