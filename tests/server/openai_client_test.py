@@ -96,6 +96,41 @@ class ServerTest(unittest.TestCase):
         self.assertLess(fasa["kv_bytes_read_per_token"],
                         full.model_extra["fasa"]["kv_bytes_read_per_token"] / 4)
 
+    def test_per_request_lossless(self):
+        # A sparse policy drafting, full attention verifying: greedy text equals full's.
+        long_prompt = " ".join(f"Line {i}: the {'cat' if i % 3 else 'dog'} sat." for i in range(40))
+        full = self.client.completions.create(model=MODEL, prompt=long_prompt, max_tokens=16,
+                                              temperature=0).choices[0].text
+        for setting in (4, "auto"):
+            r = self.client.completions.create(
+                model=MODEL, prompt=long_prompt, max_tokens=16, temperature=0,
+                extra_body={"fasa": {"policy": "streaming", "budget": 16, "sinks": 4,
+                                     "lossless": setting}})
+            self.assertEqual(r.choices[0].text, full, setting)
+            self.assertEqual(r.usage.completion_tokens, 16)
+            lo = r.model_extra["fasa"]["lossless"]
+            self.assertEqual(lo["setting"], str(setting))
+            self.assertGreater(lo["verifications"], 0)
+            self.assertLessEqual(lo["accepted"], lo["drafted"])
+            self.assertGreaterEqual(lo["tokens_per_verification"], 1.0)
+        # Without the option the answer carries no lossless object.
+        self.assertNotIn("lossless", self.client.completions.create(
+            model=MODEL, prompt=PROMPT, max_tokens=2, temperature=0).model_extra["fasa"])
+        # FASA-M's tiered cache cannot take drafts back: a 400 naming the option, before any
+        # calibration is looked for.
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.completions.create(
+                model=MODEL, prompt=PROMPT, max_tokens=4,
+                extra_body={"fasa": {"policy": "fasa", "variant": "m", "budget": 32,
+                                     "lossless": 4}})
+        self.assertIn("variant=m", str(e.exception))
+        self.assertIn("fasa.lossless", str(e.exception))
+        for bad in (15, -1, "fast", 2.5):
+            with self.assertRaises(openai.BadRequestError) as e:
+                self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=4,
+                                               extra_body={"fasa": {"lossless": bad}})
+            self.assertIn("fasa.lossless", str(e.exception))
+
     def test_seed_makes_sampling_reproducible(self):
         def sample(seed):
             return self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=12,

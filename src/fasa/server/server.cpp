@@ -220,15 +220,17 @@ void answer_stream(Job& job, http::ResponseWriter& w, Endpoint endpoint, bool in
 }
 
 // Lossless decoding takes drafts back, which FASA-M's file tier cannot (engine/lossless.h).
-void check_lossless_policy(const std::string& spec) {
+// `spec` is a policy spec, `extra` more options on top of it.
+void check_lossless_policy(const std::string& spec, const PolicyOptions& extra = {}) {
   std::string name;
   PolicyOptions opts;
-  parse_policy_spec(spec, &name, &opts);
+  if (!spec.empty()) parse_policy_spec(spec, &name, &opts);
+  for (const auto& [k, v] : extra) opts[k] = v;
   const auto v = opts.find("variant");
   if (v != opts.end() && v->second == "m") {
     throw ApiError(400,
-                   "lossless decoding cannot take back drafts in FASA-M's tiered KV cache "
-                   "(variant=m): use variant=c",
+                   "'fasa.lossless' cannot be used with FASA-M (variant=m): its tiered KV "
+                   "cache cannot take drafts back; use variant=c",
                    "fasa.lossless");
   }
 }
@@ -239,6 +241,9 @@ void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endp
   const GenRequest r = checked_request(req, endpoint);
   std::vector<int32_t> prompt = prompt_tokens(r, endpoint);
   const GenerateOptions go = generate_options(r);
+  // The request's own fields first, so that the conflict is named before, say, a missing
+  // calibration; then the spec the server chose (its default policy may be FASA-M).
+  if (r.lossless.k > 0) check_lossless_policy(r.fasa.policy, r.fasa.options);
   const std::string policy = choose_policy(config_.policy, r.fasa, scheduler_->policy_context());
   if (r.lossless.k > 0) check_lossless_policy(policy);
   auto job = std::make_shared<Job>(std::move(prompt), go, policy, r.lossless);
