@@ -614,11 +614,11 @@ const std::string& shape_calib() {
 TEST(PyramidKvFasaPolicy, ChoosesAmongTheKeptSlots) {
   const int P = 40;
   Data d(P + 2, 13);
-  const std::string c = "calib=" + shape_calib() + ",dense_layers=none";
+  const std::string c = "calib=" + shape_calib() + ",dense_layers=none,fcs=calibrated,fc_sets=head";
   for (const char* gqa : {"shared", "per-head"}) {
     auto both = policy_from("pyramidkv+fasa:" + c + ",budget=6,keep=14,window=3,beta=4,gqa=" + gqa);
     auto pyramid = policy_from("pyramidkv:budget=14,window=3,beta=4");
-    auto fasa = policy_from("fasa:" + c + ",budget=6,gqa=" + gqa);
+    auto fasa = policy_from("fasa:" + c + ",mean_value=off,budget=6,gqa=" + gqa);
     d.prefill(*both, P, 16);
     d.prefill(*pyramid, P, 16);
     d.prefill(*fasa, P, 16);
@@ -693,9 +693,14 @@ TEST(PyramidKvFasaPolicy, KeepCoveringTheContextIsPlainFasa) {
     return out;
   };
   for (const std::string opts : {",budget=5", ",budget=0.2,gqa=per-head,sink=2,recent=2"}) {
-    const auto plain = run("fasa:calib=" + calib + opts);
-    EXPECT_EQ(run("pyramidkv+fasa:calib=" + calib + opts + ",keep=64"), plain) << opts;
-    EXPECT_NE(run("pyramidkv+fasa:calib=" + calib + opts + ",keep=12,window=4"), plain) << opts;
+    const auto plain = run("fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib + opts);
+    EXPECT_EQ(run("pyramidkv+fasa:fcs=calibrated,fc_sets=head,calib=" + calib + opts + ",keep=64"),
+              plain)
+        << opts;
+    EXPECT_NE(run("pyramidkv+fasa:fcs=calibrated,fc_sets=head,calib=" + calib + opts +
+                  ",keep=12,window=4"),
+              plain)
+        << opts;
   }
 }
 
@@ -726,7 +731,8 @@ TEST(EvictionPolicyOptions, BadOptionsAreErrors) {
   EXPECT_NE(message("h2o:budget=8,recent=x").find("recent must be"), std::string::npos);
   EXPECT_NE(message("h2o:budget=8,gqa=x").find("gqa must be"), std::string::npos);
   EXPECT_NE(message("h2o:budget=8,window=3").find("no option 'window'"), std::string::npos);
-  const std::string pf = "pyramidkv+fasa:calib=" + shape_calib() + ",budget=4";
+  const std::string pf =
+      "pyramidkv+fasa:fcs=calibrated,fc_sets=head,calib=" + shape_calib() + ",budget=4";
   EXPECT_NE(message(pf).find("needs keep=K"), std::string::npos);
   EXPECT_NE(message(pf + ",keep=abc").find("'pyramidkv': budget"), std::string::npos);
   EXPECT_NE(message(pf + ",keep=16,variant=m").find("FASA-C only"), std::string::npos);

@@ -155,13 +155,14 @@ TEST(FasaSelector, CompoundUsesTheCalibratedGreedySets) {
   as_ca.rank_all();
   const std::string path = save(as_ca, "selector_as_ca");
   for (const char* n_tip : {"2", "4"}) {
-    auto compound = policy(std::string("budget=7,fcs=compound,n_tip=") + n_tip);
+    auto compound = policy(std::string("budget=7,fc_sets=head,fcs=compound,n_tip=") + n_tip);
     std::string name;
     PolicyOptions o;
-    parse_policy_spec("fasa:calib=" + path + ",dense_layers=none,budget=7,n_tip=" + n_tip, &name,
-                      &o);
+    parse_policy_spec("fasa:calib=" + path + ",fcs=calibrated,fc_sets=head,dense_layers=none," +
+                          "budget=7,n_tip=" + n_tip,
+                      &name, &o);
     auto same = make_policy(name, context(), o);
-    auto by_ca = policy(std::string("budget=7,n_tip=") + n_tip);
+    auto by_ca = policy(std::string("budget=7,fcs=calibrated,fc_sets=head,n_tip=") + n_tip);
     for (auto* p : {compound.get(), same.get(), by_ca.get()}) append_all(*p, f);
     int differ = 0;
     for (int l = 0; l < kShape.n_layers; ++l) {
@@ -201,7 +202,7 @@ TEST(FasaSelector, GroupSetsPackNtipFcsPerKvHead) {
   const std::string path = save(mean_of_group, "selector_group_mean");
   for (const char* fcs : {"calibrated", "mass", "compound"}) {
     auto group = policy(std::string("budget=7,n_tip=3,fc_sets=group,fcs=") + fcs);
-    auto head = policy(std::string("budget=7,n_tip=3,fcs=") + fcs);
+    auto head = policy(std::string("budget=7,n_tip=3,fc_sets=head,fcs=") + fcs);
     append_all(*group, f);
     append_all(*head, f);
     int wider = 0;
@@ -245,9 +246,10 @@ TEST(FasaSelector, MeanValueFollowsTheSparqFormula) {
   Fixture f(n, 5);
   const Calibration c = synthetic();
   for (const char* gqa : {"shared", "per-head"}) {
-    const std::string o = std::string("budget=6,n_tip=2,break_even=off,gqa=") + gqa;
+    const std::string o =
+        std::string("budget=6,n_tip=2,fcs=calibrated,fc_sets=head,break_even=off,gqa=") + gqa;
     auto on = policy(o + ",mean_value=on");
-    auto off = policy(o);
+    auto off = policy(o + ",mean_value=off");
     append_all(*on, f);
     append_all(*off, f);
     for (int l = 0; l < kShape.n_layers; ++l) {
@@ -309,7 +311,7 @@ TEST(FasaSelector, MeanValueFollowsTheSparqFormula) {
     }
   }
   EXPECT_GT(policy("budget=6,mean_value=on")->resident_bytes(),
-            policy("budget=6")->resident_bytes());
+            policy("budget=6,mean_value=off")->resident_bytes());
 }
 
 // layer_budget=calibrated: layers that agree less get more, the selecting layers' budgets sum to
@@ -360,12 +362,13 @@ TEST(FasaSelector, CalibratedLayerBudgetsKeepTheTotal) {
   EXPECT_EQ(layer_budget(o, 2, 100), 10);
 }
 
-// method=paper is today's default selector, and refuses options that would change it.
+// method=paper is the selector of the defaults before issue 23 (fcs=calibrated, fc_sets=head,
+// mean_value=off), and refuses options that would change it.
 TEST(FasaSelector, PaperMethodFixesThePapersSelector) {
   const int n = 40;
   Fixture f(n, 7);
   auto paper = policy("budget=7,method=paper");
-  auto plain = policy("budget=7");
+  auto plain = policy("budget=7,fcs=calibrated,fc_sets=head,mean_value=off");
   append_all(*paper, f);
   append_all(*plain, f);
   for (int l = 0; l < kShape.n_layers; ++l) {
@@ -390,9 +393,43 @@ TEST(FasaSelector, PaperMethodFixesThePapersSelector) {
   EXPECT_EQ(error_of(c + ",sink=0,fcs=calibrated,gqa=per-head"), "(accepted)");
 }
 
+// The default selector (issue 23) is fcs=compound, fc_sets=group, mean_value=on for variant c;
+// variant m keeps V in its file tier, so its default is mean_value=off.
+TEST(FasaSelector, TheDefaultIsCompoundGroupSetsAndMeanValue) {
+  const int n = 40;
+  Fixture f(n, 8);
+  auto dflt = policy("budget=7,n_tip=2");
+  auto spelled = policy("budget=7,n_tip=2,fcs=compound,fc_sets=group,mean_value=on");
+  auto paper = policy("budget=7,n_tip=2,method=paper");
+  append_all(*dflt, f);
+  append_all(*spelled, f);
+  append_all(*paper, f);
+  int differ = 0;
+  for (int l = 0; l < kShape.n_layers; ++l) {
+    for (int g = 0; g < kShape.n_kv_heads; ++g) {
+      Selection a, b, c;
+      dflt->select(f.query(l, g), a);
+      spelled->select(f.query(l, g), b);
+      paper->select(f.query(l, g), c);
+      EXPECT_EQ(a.slots, b.slots);
+      EXPECT_EQ(a.bytes_read, b.bytes_read);
+      EXPECT_EQ(a.mix_alpha, b.mix_alpha);
+      EXPECT_FALSE(a.mix_alpha.empty());  // mean_value=on
+      EXPECT_TRUE(c.mix_alpha.empty());
+      differ += a.slots != c.slots || a.bytes_read != c.bytes_read;
+    }
+  }
+  EXPECT_GT(differ, 0);
+  EXPECT_EQ(dflt->resident_bytes(), spelled->resident_bytes());
+  const std::string m = "fasa:calib=" + calib() + ",budget=7,variant=m";
+  EXPECT_EQ(error_of(m), "(accepted)");  // no mean_value=on refusal by default
+  EXPECT_NE(error_of(m + ",mean_value=on").find("mean_value=on applies to variant c"),
+            std::string::npos);
+}
+
 TEST(FasaSelector, BadOptionsAreClearErrors) {
   const std::string c = "fasa:calib=" + calib() + ",budget=7";
-  EXPECT_NE(error_of(c + ",fc_sets=kv").find("fc_sets must be 'head' or 'group'"),
+  EXPECT_NE(error_of(c + ",fc_sets=kv").find("fc_sets must be 'group' or 'head'"),
             std::string::npos)
       << error_of(c + ",fc_sets=kv");
   EXPECT_NE(error_of(c + ",mean_value=yes").find("mean_value must be 'on' or 'off'"),

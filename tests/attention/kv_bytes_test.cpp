@@ -238,7 +238,8 @@ TEST(KvBytes, Oracle) {
 // group's union of dominant dims) and B full rows per group. The policy keeps that slice for
 // every token written, next to the whole cache.
 TEST(KvBytes, FasaCompute) {
-  const std::string spec = "fasa:calib=" + tiny().calib + ",budget=8,n_tip=2";
+  const std::string spec =
+      "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + tiny().calib + ",budget=8,n_tip=2";
   const Measured r = measure(spec);
   EXPECT_EQ(packed_dims(1, 0), 4u);
   EXPECT_EQ(packed_dims(1, 1), 6u);
@@ -264,8 +265,8 @@ TEST(KvBytes, FasaCompute) {
 // per (layer, kv head) — the dense layer 0 whole — written out in whole blocks (the rest waits
 // in RAM tails). The policy keeps nothing itself.
 TEST(KvBytes, FasaMemory) {
-  const std::string spec = "fasa:calib=" + tiny().calib + ",budget=8,n_tip=2,variant=m," +
-                           "offload_dir=" + ::testing::TempDir();
+  const std::string spec = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + tiny().calib +
+                           ",budget=8,n_tip=2,variant=m," + "offload_dir=" + ::testing::TempDir();
   const Measured r = measure(spec);
   expect_stats(spec, r.stats, [](int l, int n) {
     if (l == 0) return dense_step(n);

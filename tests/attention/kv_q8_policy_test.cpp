@@ -80,7 +80,7 @@ std::vector<float> run(const std::string& policy, KvType type) {
 }
 
 std::vector<std::string> q8_specs() {
-  const std::string c = "fasa:calib=" + q8_calib();
+  const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + q8_calib();
   const std::string d = "double-sparsity:calib=" + q8_calib();
   return {"full",
           "oracle:budget=12",
@@ -95,7 +95,8 @@ std::vector<std::string> q8_specs() {
           "snapkv:budget=12,window=4",
           "pyramidkv:budget=12,window=4",
           "h2o:budget=12",
-          "pyramidkv+fasa:calib=" + q8_calib() + ",budget=8,keep=16,window=4,dense_layers=none"};
+          "pyramidkv+fasa:fcs=calibrated,fc_sets=head,calib=" + q8_calib() +
+              ",budget=8,keep=16,window=4,dense_layers=none"};
 }
 
 TEST(KvQ8Policies, EveryPolicyIsCovered) {
@@ -181,7 +182,8 @@ TEST(KvQ8Policies, FasaMemoryVariantEqualsComputeVariant) {
   for (const std::string opts : {",budget=6", ",budget=0.2,gqa=per-head,sink=2,recent=3",
                                  ",budget=9,dense_layers=none,n_tip=2"}) {
     // break_even=off: the variants select alike (FASA-M never falls back to dense).
-    const std::string c = "fasa:calib=" + q8_calib() + opts + ",break_even=off";
+    const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + q8_calib() +
+                          opts + ",break_even=off";
     const std::string m = c + ",variant=m,offload_dir=" + ::testing::TempDir();
     EXPECT_EQ(run(c, KvType::Q8_0), run(m, KvType::Q8_0)) << opts;
   }

@@ -169,9 +169,10 @@ void expect_policy_error(const std::string& spec, const std::string& what,
 
 // Specs exercising every registered policy (a new policy must add itself here).
 std::vector<std::string> specs() {
-  const std::string c = "fasa:calib=" + calib_path();
+  const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path();
   const std::string d = "double-sparsity:calib=" + ds_calib_path();
-  const std::string c4 = "fasa:calib=" + compound_calib_path();
+  const std::string c4 =
+      "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + compound_calib_path();
   return {"full",
           "oracle:budget=8",
           "oracle:budget=0.25",
@@ -212,8 +213,9 @@ std::vector<std::string> specs() {
           "h2o:budget=8",
           "h2o:budget=0.25,recent=0.25,gqa=per-head",
           "h2o:budget=6,recent=0",
-          "pyramidkv+fasa:calib=" + calib_path() + ",budget=5,keep=12,window=2,dense_layers=none",
-          "pyramidkv+fasa:calib=" + calib_path() +
+          "pyramidkv+fasa:fcs=calibrated,fc_sets=head,calib=" + calib_path() +
+              ",budget=5,keep=12,window=2,dense_layers=none",
+          "pyramidkv+fasa:fcs=calibrated,fc_sets=head,calib=" + calib_path() +
               ",budget=0.2,keep=0.5,window=1,gqa=per-head,dense_layers=none"};
 }
 
@@ -334,7 +336,8 @@ TEST(PolicyInvariants, SortedUniqueInRangeWithinBudgetDeterministic) {
 TEST(FasaPolicy, StagedLayerSelectionEqualsGroupByGroup) {
   const int n = 5000;
   Fixture f(n, 9);
-  const std::string c = "fasa:calib=" + calib_path() + ",dense_layers=none,budget=";
+  const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path() +
+                        ",dense_layers=none,budget=";
   for (const std::string& spec : {c + "300", c + "0.05,gqa=per-head,sink=4,recent=8"}) {
     auto p = policy_from(spec);
     for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
@@ -366,8 +369,10 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
        {std::string("oracle:budget=64"), std::string("oracle:budget=30,gqa=per-head"),
         std::string("streaming:budget=30"), std::string("quest:budget=30,page=4,dense_layers=none"),
         std::string("sparq:budget=64"), std::string("sparq:budget=30,r=1"),
-        "fasa:calib=" + calib + ",budget=64,dense_layers=none",
-        "fasa:calib=" + calib + ",budget=30,gqa=per-head,sink=4",
+        "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib +
+            ",budget=64,dense_layers=none",
+        "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib +
+            ",budget=30,gqa=per-head,sink=4",
         "double-sparsity:calib=" + calib + ",budget=64,dense_layers=none",
         "double-sparsity:calib=" + calib + ",budget=30,gqa=per-head,channels=2",
         std::string("snapkv:budget=30,window=4,gqa=per-head"), std::string("h2o:budget=30")}) {
@@ -392,7 +397,7 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
   for (const std::string& p :
        {std::string("snapkv:budget=30,window=4"), std::string("snapkv:budget=64,gqa=per-head"),
         std::string("pyramidkv:budget=30,window=4"), std::string("h2o:budget=30,gqa=per-head"),
-        "pyramidkv+fasa:calib=" + calib +
+        "pyramidkv+fasa:fcs=calibrated,fc_sets=head,calib=" + calib +
             ",budget=64,keep=30,window=4,"
             "dense_layers=none"}) {
     so.policy = p;
@@ -404,7 +409,7 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
         std::string("snapkv:budget=9,window=2,recompress=3"),
         std::string("pyramidkv:budget=8,window=2,beta=2"), std::string("h2o:budget=8"),
         std::string("h2o:budget=6,recent=0.2,gqa=per-head"),
-        "pyramidkv+fasa:calib=" + calib +
+        "pyramidkv+fasa:fcs=calibrated,fc_sets=head,calib=" + calib +
             ",budget=3,keep=8,window=2,"
             "dense_layers=none"}) {
     so.policy = p;
@@ -427,7 +432,8 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
        {std::string("oracle:budget=2"), std::string("streaming:budget=3"),
         std::string("quest:budget=3,page=2,dense_layers=none"), std::string("sparq:budget=3"),
         std::string("sparq:budget=2,mean_correction=off"),
-        "fasa:calib=" + calib + ",budget=3,dense_layers=none",
+        "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib +
+            ",budget=3,dense_layers=none",
         "double-sparsity:calib=" + calib + ",budget=3,dense_layers=none"}) {
     so.policy = p;
     Session sparse(model, so);
@@ -465,7 +471,8 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
       so.kv_type = type;
       so.prefill_chunk = 16;  // several prefill chunks over the file tier
       // break_even=off: the variants select alike (FASA-M never falls back to dense).
-      so.policy = "fasa:calib=" + calib + opts + ",break_even=off";
+      so.policy = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib + opts +
+                  ",break_even=off";
       Session c(model, so);
       so.policy += ",variant=m,offload_dir=" + dir + ",prefetch=on";
       Session m(model, so);
@@ -550,7 +557,8 @@ TEST(SessionWorkspace, EveryPolicyDrawsOnlyFromItsSessionsWorkspace) {
   std::vector<int32_t> tokens(60);
   for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
   const std::string calib = test::calibrate_tiny(model, "policy_ws_calib.json");
-  const std::string c = "fasa:calib=" + calib, d = "double-sparsity:calib=" + calib;
+  const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib,
+                    d = "double-sparsity:calib=" + calib;
   const std::string m = ",variant=m,offload_dir=" + ::testing::TempDir();
   for (const std::string& p :
        {std::string("full"), std::string("oracle:budget=8,gqa=per-head"),
@@ -593,7 +601,7 @@ TEST(FasaPolicy, HybridStackUsesTheGlobalLayersOnly) {
   const auto want = full.eval_all(tokens, 1);
   const std::string calib = test::calibrate_tiny(model, "policy_hybrid_calib.json");
   EXPECT_EQ(load_calibration(calib).layers, (std::vector<int>{1, 3}));
-  const std::string c = "fasa:calib=" + calib;
+  const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib;
   for (const std::string& p : {std::string("oracle:budget=64"), c + ",budget=64",
                                c + ",budget=40,gqa=per-head,sink=4,dense_layers=none"}) {
     so.policy = p;
@@ -653,7 +661,9 @@ TEST(FasaPolicy, HybridStackUsesTheGlobalLayersOnly) {
   PolicyContext hybrid = test_context();
   hybrid.shape.layer_window = {5, 0};
   try {
-    policy_from("fasa:calib=" + calib_path() + ",budget=8", hybrid);
+    policy_from("fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path() +
+                    ",budget=8",
+                hybrid);
     ADD_FAILURE() << "a calibration of the sliding-window layer was accepted";
   } catch (const Error& e) {
     const std::string msg = e.what();
@@ -692,8 +702,9 @@ TEST(PolicyAccounting, BytesReadAndResident) {
   EXPECT_EQ(2 * oracle.select_bytes, oracle.dense_bytes);  // every key, no values
   EXPECT_LT(oracle.attend_bytes, oracle.dense_bytes / 5);
   uint64_t resident = 0;
-  const AttnStats fasa =
-      stats_of("fasa:calib=" + calib + ",budget=4,n_tip=2,dense_layers=none", &resident);
+  const AttnStats fasa = stats_of("fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib +
+                                      ",budget=4,n_tip=2,dense_layers=none",
+                                  &resident);
   EXPECT_GT(resident, 0u);
   EXPECT_LT(fasa.select_bytes, oracle.select_bytes);
   EXPECT_LT(fasa.bytes_read(), oracle.bytes_read());
@@ -704,7 +715,8 @@ TEST(PolicyAccounting, BytesReadAndResident) {
 TEST(FasaPolicy, AttendsDenselyBelowItsBreakEven) {
   const int n = 45;
   Fixture f(n, 12, /*integer=*/true);
-  const std::string c = "fasa:calib=" + calib_path() + ",dense_layers=none";
+  const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path() +
+                        ",dense_layers=none";
   auto run = [&](const std::string& spec, int* fallbacks) {
     auto p = policy_from(c + "," + spec);
     for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
@@ -743,7 +755,8 @@ TEST(FasaPolicy, AllFrequencyChunksSelectLikeTheOracle) {
   const int n = 45;
   Fixture f(n, 11, /*integer=*/true);
   // break_even=off: with every FC the slice is the whole K, which never pays (next test).
-  const std::string c = "fasa:calib=" + calib_path() + ",dense_layers=none,n_tip=8,break_even=off";
+  const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path() +
+                        ",dense_layers=none,n_tip=8,break_even=off";
   for (const char* gqa : {"shared", "per-head"}) {
     auto fasa = policy_from(c + ",budget=7,gqa=" + gqa);
     auto oracle = policy_from(std::string("oracle:budget=7,gqa=") + gqa);
@@ -759,7 +772,8 @@ TEST(FasaPolicy, AllFrequencyChunksSelectLikeTheOracle) {
     }
   }
   // Not vacuous: with one FC per head the selections differ somewhere.
-  auto one = policy_from("fasa:calib=" + calib_path() + ",dense_layers=none,n_tip=1,budget=7");
+  auto one = policy_from("fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path() +
+                         ",dense_layers=none,n_tip=1,budget=7");
   auto oracle = policy_from("oracle:budget=7");
   for (int l = 0; l < kShape.n_layers; ++l) one->on_append(f.cache, l, 0, n);
   int differ = 0;
@@ -795,9 +809,10 @@ TEST(FasaPolicy, MassRankedFcsAreTheHeaviestPairs) {
       ::testing::TempDir() + "/policy_test_mass_calib_" + std::to_string(getpid()) + ".json";
   save_calibration(by_mass, path);
   const std::string opts = ",budget=7,n_tip=2,dense_layers=none";
-  auto mass = policy_from("fasa:calib=" + ds_calib_path() + opts + ",fcs=mass");
-  auto same = policy_from("fasa:calib=" + path + opts);
-  auto by_ca = policy_from("fasa:calib=" + ds_calib_path() + opts);
+  auto mass = policy_from("fasa:calib=" + ds_calib_path() + opts + ",fcs=mass,fc_sets=head");
+  auto same = policy_from("fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + path + opts);
+  auto by_ca = policy_from(
+      "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + ds_calib_path() + opts);
   for (auto* p : {mass.get(), same.get(), by_ca.get()}) {
     for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
   }
@@ -819,7 +834,8 @@ TEST(FasaPolicy, MassRankedFcsAreTheHeaviestPairs) {
 TEST(FasaPolicy, DenseLayersSinksAndRecent) {
   const int n = 40;
   Fixture f(n, 5);
-  auto p = policy_from("fasa:calib=" + calib_path() + ",budget=8,sink=2,recent=3");
+  auto p = policy_from("fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path() +
+                       ",budget=8,sink=2,recent=3");
   for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
   Selection s0, s1;
   p->select(f.query(0, 0), s0);  // layer 0 is dense by default
@@ -833,7 +849,8 @@ TEST(FasaPolicy, DenseLayersSinksAndRecent) {
 }
 
 TEST(FasaPolicy, CalibrationMustMatchTheModel) {
-  const std::string c = "fasa:calib=" + calib_path() + ",budget=8";
+  const std::string c =
+      "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path() + ",budget=8";
   EXPECT_NO_THROW(policy_from(c));
   EXPECT_THROW(policy_from(c, test_context("another-model")), Error);
   PolicyContext neox = test_context();
@@ -1265,8 +1282,9 @@ TEST(FasaPolicy, SubsetOfFcsMatchesBruteForceTipAndFac) {
     for (const char* gqa : {"shared", "per-head"}) {
       for (const auto& [sink, recent] : {std::pair{0, 0}, {2, 3}}) {
         const std::string spec =
-            "fasa:calib=" + calib_path() + ",dense_layers=none,n_tip=3,budget=9,gqa=" + gqa +
-            ",sink=" + std::to_string(sink) + ",recent=" + std::to_string(recent);
+            "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path() +
+            ",dense_layers=none,n_tip=3,budget=9,gqa=" + gqa + ",sink=" + std::to_string(sink) +
+            ",recent=" + std::to_string(recent);
         const bool per_head = std::string(gqa) == "per-head";
         auto fasa = policy_from(spec);
         for (int l = 0; l < kShape.n_layers; ++l) fasa->on_append(f.cache, l, 0, n);
@@ -1363,7 +1381,8 @@ TEST(DoubleSparsityPolicy, BadOptionsAreClearErrors) {
   expect_policy_error(d + ",budget=8,n_tip=4", "has no option 'n_tip'");
   expect_policy_error("double-sparsity:calib=/nonexistent.json,budget=8", "cannot read");
   // A calibration from before the channel statistics: fine for fasa, re-calibrate for this one.
-  EXPECT_NO_THROW(policy_from("fasa:calib=" + calib_path() + ",budget=8"));
+  EXPECT_NO_THROW(policy_from(
+      "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path() + ",budget=8"));
   expect_policy_error("double-sparsity:calib=" + calib_path() + ",budget=8", "re-calibrate");
   EXPECT_THROW(policy_from(d + ",budget=8", test_context("another-model")), Error);
   EXPECT_NO_THROW(policy_from(d + ",budget=8,channels=16,gqa=per-head,dense_layers=0+1"));
@@ -1384,10 +1403,12 @@ TEST(PolicyOptionsTest, BadOptionsAreErrors) {
   EXPECT_THROW(policy_from("streaming:budget=8,window=3"), Error);
   EXPECT_THROW(policy_from("full:budget=8"), Error);
   EXPECT_THROW(policy_from("nope"), Error);
-  const std::string c = "fasa:calib=" + calib_path();
+  const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path();
   EXPECT_THROW(policy_from("fasa:budget=8"), Error);  // no calibration
   EXPECT_THROW(policy_from(c), Error);                // no budget
-  EXPECT_THROW(policy_from("fasa:calib=/nonexistent.json,budget=8"), Error);
+  EXPECT_THROW(policy_from("fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=/"
+                           "nonexistent.json,budget=8"),
+               Error);
   EXPECT_THROW(policy_from(c + ",budget=8,n_tip=0"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,n_tip=2.5"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,gqa=maybe"), Error);

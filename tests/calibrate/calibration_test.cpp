@@ -479,7 +479,7 @@ TEST(Calibration, VersionTwoFilesServeFasaButNotDoubleSparsity) {
   const Calibration back = load_calibration(v2);
   EXPECT_FALSE(back.has_channel_importance());
   EXPECT_EQ(back.mean_ca, c.mean_ca);
-  EXPECT_NO_THROW(make_policy("fasa", ctx, {{"calib", v2}, {"budget", "8"}}));
+  EXPECT_NO_THROW(make_policy("fasa", ctx, {{"calib", v2}, {"budget", "8"}, {"method", "paper"}}));
   const std::string err = error_of([&] {
     make_policy("double-sparsity", ctx, {{"calib", v2}, {"budget", "8"}});
   });

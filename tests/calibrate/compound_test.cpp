@@ -222,7 +222,8 @@ TEST(CompoundCalibration, BadOrOldFilesAreClearErrors) {
   j = good;
   j["n_compound"] = 9;  // more than the 8 FCs
   EXPECT_NE(load(j).find("n_compound"), std::string::npos) << load(j);
-  // A version 3 file (no sets) still loads; fcs=compound asks for a new calibration.
+  // A version 3 file (no sets) still loads and serves the paper's selector; the default
+  // (fcs=compound), fcs=compound and layer_budget=calibrated ask for a new calibration.
   j = good;
   j["version"] = 3;
   j.erase("n_compound");
@@ -235,22 +236,36 @@ TEST(CompoundCalibration, BadOrOldFilesAreClearErrors) {
   const std::string v3 = ::testing::TempDir() + "/compound_v3.json";
   std::ofstream(v3) << j.dump();
   const PolicyContext ctx = policy_context(m);
-  EXPECT_NO_THROW(make_policy("fasa", ctx, {{"calib", v3}, {"budget", "8"}}));
+  EXPECT_NO_THROW(make_policy("fasa", ctx, {{"calib", v3}, {"budget", "8"}, {"method", "paper"}}));
+  const std::string dflt = error_of([&] {
+    make_policy("fasa", ctx, {{"calib", v3}, {"budget", "8"}});
+  });
+  EXPECT_NE(dflt.find(
+                "fcs=compound (the default selector) needs a calibration with compound CA sets"),
+            std::string::npos)
+      << dflt;
+  EXPECT_NE(dflt.find("re-run `fasa calibrate`, or add fcs=calibrated"), std::string::npos) << dflt;
   for (const char* opt : {"fcs=compound", "layer_budget=calibrated"}) {
     const std::string key = std::string(opt).substr(0, std::string(opt).find('='));
     const std::string val = std::string(opt).substr(key.size() + 1);
     const std::string err = error_of([&] {
-      make_policy("fasa", ctx, {{"calib", v3}, {"budget", "8"}, {key, val}});
+      PolicyOptions o{{"calib", v3}, {"budget", "8"}, {"fcs", "calibrated"}};
+      o[key] = val;
+      make_policy("fasa", ctx, o);
     });
     EXPECT_NE(err.find(std::string(opt) + " needs a calibration with compound CA sets"),
               std::string::npos)
         << err;
     EXPECT_NE(err.find("re-run `fasa calibrate`"), std::string::npos) << err;
   }
-  // More FCs than the sets hold.
+  // More FCs than the sets hold: fcs=compound takes the other FCs by CA (fasa_selector_test);
+  // layer_budget=calibrated needs the compound CA at n_tip.
+  EXPECT_NO_THROW(
+      make_policy("fasa", ctx,
+                  {{"calib", path}, {"budget", "8"}, {"fcs", "compound"}, {"n_tip", "5"}}));
   const std::string err = error_of([&] {
     make_policy("fasa", ctx,
-                {{"calib", path}, {"budget", "8"}, {"fcs", "compound"}, {"n_tip", "5"}});
+                {{"calib", path}, {"budget", "8"}, {"layer_budget", "calibrated"}, {"n_tip", "5"}});
   });
   EXPECT_NE(err.find("re-run `fasa calibrate --compound 5`"), std::string::npos) << err;
   EXPECT_NO_THROW(

@@ -4,6 +4,9 @@
 # Qwen2.5-Coder-1.5B at depth 8192; and, in a second run, plain FASA-C decoding (the drafts'
 # speed) against dense. Calibrations: `fasa calibrate -m M --text austen_emma.txt -t 1` (held-in).
 #   FASA=build/fasa scripts/dev/results/issue23_lossless.sh OUT CALIB_DIR [MODELS]
+# The committed results ran before the default selector changed (issue 23): `fasa` was the
+# paper's selector, which the version-3 calibrations serve; a build after the change needs
+# `fasa:method=paper,...` in $F for the same runs (the new default refuses version-3 files).
 set -euo pipefail
 FASA=${FASA:-build/fasa}
 OUT=$1

@@ -12,23 +12,29 @@
 //   break_even=on|off (on): variant c attends densely while selecting would read more than
 //   kBreakEven of dense attention's bytes (short contexts, budgets near the context); off: always
 //   select (variant m always selects: dense would read every row from the file)
-//   fcs=calibrated|random|high|low|mass: which FCs TIP uses (default calibrated; random, high
-//   and low are the naive choices calibration must beat: seeded random FCs, the highest- or
-//   lowest-frequency FCs; mass ranks the FCs by Double Sparsity's statistic from the same
-//   calibration, the mean |q.k| share of the FC's two dims, instead of contextual agreement:
-//   an ablation that keeps FASA's unit, the RoPE pair, and changes its criterion; compound
-//   takes the calibration's greedy compound CA order: the FCs chosen jointly for the agreement
-//   of their summed logits, the paper's definition of a dominant set)
-//   fc_sets=head|group (head): group: the kv-head group's query heads share one set of n_tip
+//   fcs=compound|calibrated|random|high|low|mass: which FCs TIP uses. compound (the default
+//   since issue 23, chosen on held-in texts: docs/RESULTS.md) takes the calibration's greedy
+//   compound CA order: the FCs chosen jointly for the agreement of their summed logits with the
+//   full head (the paper measures a set by this compound CA but ranks FCs one by one); beyond
+//   the calibration's n_compound FCs, the other FCs by mean CA. calibrated ranks FCs by their
+//   own mean CA (the paper's selector, method=paper). random, high and low are the naive
+//   choices calibration must beat (seeded random FCs, the highest- or lowest-frequency FCs);
+//   mass ranks the FCs by Double Sparsity's statistic from the same calibration, the mean |q.k|
+//   share of the FC's two dims: an ablation that keeps FASA's unit and changes its criterion
+//   fc_sets=group|head (group): group: the kv-head group's query heads share one set of n_tip
 //   FCs, ranked by the group's mean statistic (compound: the group's own greedy set), so the
 //   packed slice holds n_tip FCs per kv head instead of the union of the heads' sets
-//   mean_value=on|off (off): SparQ's mean-value correction (value_mean.h), alpha from the TIP
-//   scores' softmax at SparQ's temperature for the head's scoring dims
+//   mean_value=on|off (on for variant c, off for m): SparQ's mean-value correction
+//   (value_mean.h), alpha from the TIP scores' softmax at SparQ's temperature for the head's
+//   scoring dims
+//   The defaults fcs=compound, fc_sets=group, mean_value=on were chosen in issue 23 on held-in
+//   texts at equal KV bytes read (docs/RESULTS.md, "Choosing the default selector"); before,
+//   they were calibrated, head, off (method=paper keeps those).
 //   layer_budget=uniform|calibrated (uniform): calibrated spreads the same total over the
 //   selecting layers by their compound CA at n_tip (fasa_fcs.h: less agreement, more budget)
 //   method=default|paper (default): paper fixes the paper's selector (fcs=calibrated,
-//   fc_sets=head, layer_budget=uniform, sink=0, recent=0, mean_value=off) whatever the defaults
-//   become; giving one of those options another value with it is an error
+//   fc_sets=head, layer_budget=uniform, sink=0, recent=0, mean_value=off) whatever the
+//   defaults; giving one of those options another value with it is an error
 // Sinks and recent tokens count inside the budget. With gqa=shared the group's heads' TIP scores
 // are turned into attention shares (softmax at 1/sqrt(head_dim)) and summed per slot, so one row
 // set is gathered per kv head. TIP scores only rank tokens; they are never attention weights.
@@ -61,7 +67,7 @@ namespace fasa {
 
 namespace {
 
-// method=paper: each option it fixes and the paper's value (also today's default).
+// method=paper: each option it fixes and the paper's value (the defaults before issue 23).
 struct PaperValue {
   const char* key;
   const char* value;
@@ -105,8 +111,8 @@ int n_tip_count(double n_tip, int n_fc) {
 }
 
 // What the calibration must hold for the options; a clear error otherwise.
-void check_calibration_serves(const Calibration& c, const FcChoice& ch, bool calibrated_budget,
-                              const std::string& path) {
+void check_calibration_serves(const Calibration& c, const FcChoice& ch, bool fcs_given,
+                              bool calibrated_budget, const std::string& path) {
   if (ch.fcs == "mass" && !c.has_channel_importance()) {
     fail(
         "policy 'fasa': fcs=mass needs a calibration with channel importance (format version "
@@ -119,15 +125,18 @@ void check_calibration_serves(const Calibration& c, const FcChoice& ch, bool cal
   if (!need) return;
   if (!c.has_compound()) {
     fail(
-        "policy 'fasa': {} needs a calibration with compound CA sets (format version 4); '{}' "
-        "predates them: re-run `fasa calibrate`",
-        need, path);
+        "policy 'fasa': {}{} needs a calibration with compound CA sets (format version 4); '{}' "
+        "predates them: re-run `fasa calibrate`{}",
+        need, fcs_given || ch.fcs != "compound" ? "" : " (the default selector)", path,
+        ch.fcs == "compound" ? ", or add fcs=calibrated (the paper's selector, method=paper)" : "");
   }
-  if (ch.n_tip > c.n_compound) {
+  // layer_budget=calibrated reads the compound CA at n_tip; fcs=compound alone takes the other
+  // FCs by CA past the greedy set.
+  if (calibrated_budget && ch.n_tip > c.n_compound) {
     fail(
-        "policy 'fasa': {} with n_tip {} needs compound sets of at least {} FCs; '{}' has {}: "
-        "re-run `fasa calibrate --compound {}`",
-        need, ch.n_tip, ch.n_tip, path, c.n_compound, ch.n_tip);
+        "policy 'fasa': layer_budget=calibrated with n_tip {} needs compound sets of at least {} "
+        "FCs; '{}' has {}: re-run `fasa calibrate --compound {}`",
+        ch.n_tip, ch.n_tip, path, c.n_compound, ch.n_tip);
   }
 }
 
@@ -180,15 +189,16 @@ const OptionTable& fasa_options() {
              "global layers attended densely"},
             {"sink", OptionType::Count, "S", "0", "first slots always read (inside the budget)"},
             {"recent", OptionType::Count, "R", "0", "newest slots always read (inside the budget)"},
-            {"fcs", OptionType::Enum, "calibrated|compound|random|high|low|mass", "calibrated",
-             "which FCs TIP uses: the calibrated ones (by mean CA), the greedy compound CA set, "
-             "or an ablation (seeded random, highest or lowest frequency, Double Sparsity's "
-             "channel mass)"},
-            {"fc_sets", OptionType::Enum, "head|group", "head",
+            {"fcs", OptionType::Enum, "compound|calibrated|random|high|low|mass", "compound",
+             "which FCs TIP uses: the greedy compound CA set (needs a version-4 calibration), "
+             "the FCs by their own mean CA (the paper's), or an ablation (seeded random, "
+             "highest or lowest frequency, Double Sparsity's channel mass)"},
+            {"fc_sets", OptionType::Enum, "group|head", "group",
              "head: each query head its own FCs (the slice holds their union); group: the "
              "kv-head group's heads share n_tip FCs"},
-            {"mean_value", OptionType::OnOff, "on|off", "off",
-             "SparQ's mean-value correction with the TIP scores' softmax (variant c)"},
+            {"mean_value", OptionType::OnOff, "on|off", "on",
+             "SparQ's mean-value correction with the TIP scores' softmax (variant c; off by "
+             "default with variant m)"},
             {"layer_budget", OptionType::Enum, "uniform|calibrated", "uniform",
              "calibrated: the same total budget spread over layers by their compound CA"},
             {"method", OptionType::Enum, "default|paper", "default",
@@ -225,7 +235,10 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   sel.offload_dir = p.text("offload_dir");
   sel.prefetch = p.on("prefetch");
   sel.break_even = p.on("break_even");
-  sel.mean_value = chosen_value(p, "mean_value") == "on";
+  // mean_value is on by default for variant c; variant m keeps V in its file tier: off there
+  // unless asked for (which check_variant_options refuses).
+  sel.mean_value =
+      chosen_value(p, "mean_value") == "on" && (p.given("mean_value") || !sel.variant_m);
   check_variant_options(p, sel);
   const Calibration c = load_calibration(calib_path);
   check_calibration(c, ctx, calib_path);
@@ -234,7 +247,8 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   ch.per_group = chosen_value(p, "fc_sets") == "group";
   ch.n_tip = n_tip_count(p.number("n_tip"), c.n_fc());
   const bool calibrated_budget = chosen_value(p, "layer_budget") == "calibrated";
-  check_calibration_serves(c, ch, calibrated_budget, calib_path);
+  check_calibration_serves(c, ch, p.given("fcs") || p.text("method") == "paper", calibrated_budget,
+                           calib_path);
   if (calibrated_budget) {
     sel.layer_weight = calibrated_layer_weights(ctx.shape, c, ch.n_tip, sel.dense_layers);
   }

@@ -24,6 +24,17 @@ std::vector<double> fc_scores(const std::string& fcs, const Calibration& c, int 
   return s;
 }
 
+// The mean over `heads` of their per-FC scores: [n_fc]
+std::vector<double> mean_scores(const std::string& fcs, const Calibration& c, int l,
+                                const std::vector<int>& heads) {
+  std::vector<double> sum(c.n_fc(), 0.0);
+  for (int h : heads) {
+    const std::vector<double> s = fc_scores(fcs, c, l, h);
+    for (int f = 0; f < c.n_fc(); ++f) sum[f] += s[f] / static_cast<double>(heads.size());
+  }
+  return sum;
+}
+
 // The n best FCs by score, ties to the lower FC id.
 std::vector<int32_t> best_by(const std::vector<double>& score, int n) {
   std::vector<int32_t> all(score.size());
@@ -50,16 +61,17 @@ std::vector<int32_t> chosen_fcs(const FcChoice& ch, const Calibration& c, int l,
     std::shuffle(all.begin(), all.end(), rng);
     fc.assign(all.begin(), all.begin() + n);
   } else if (ch.fcs == "compound") {
+    // The greedy set's order, then (n_tip beyond the calibration's n_compound) the other FCs by
+    // the (group's mean) CA.
     const int32_t* set =
         heads.size() == 1 ? c.compound_fcs(l, heads[0]) : c.group_compound_fcs(l, kv_head);
-    fc.assign(set, set + n);
-  } else {  // calibrated, mass: the (group's mean) score
-    std::vector<double> sum(n_fc, 0.0);
-    for (int h : heads) {
-      const std::vector<double> s = fc_scores(ch.fcs, c, l, h);
-      for (int f = 0; f < n_fc; ++f) sum[f] += s[f] / static_cast<double>(heads.size());
+    fc.assign(set, set + std::min(n, c.n_compound));
+    for (int32_t f : best_by(mean_scores("calibrated", c, l, heads), n_fc)) {
+      if (static_cast<int>(fc.size()) == n) break;
+      if (std::find(fc.begin(), fc.end(), f) == fc.end()) fc.push_back(f);
     }
-    fc = best_by(sum, n);
+  } else {  // calibrated, mass: the (group's mean) score
+    fc = best_by(mean_scores(ch.fcs, c, l, heads), n);
   }
   return fc;
 }

@@ -11,15 +11,16 @@
 namespace fasa {
 
 struct FcChoice {
-  std::string fcs = "calibrated";  // calibrated|compound|random|high|low|mass
-  bool per_group = false;          // fc_sets=group: the group's heads share one set
-  int n_tip = 8;                   // FCs per head (per group with per_group)
+  std::string fcs = "compound";  // compound|calibrated|random|high|low|mass
+  bool per_group = false;        // fc_sets=group: the group's heads share one set
+  int n_tip = 8;                 // FCs per head (per group with per_group)
 };
 
 // The key dims TIP scores each (global layer, head) with: the n_tip FCs of `ch`, each FC's two
 // dims in turn. Criteria (best first): calibrated = mean CA, mass = summed channel importance of
-// the FC's dims, compound = the greedy compound CA order; per_group ranks by the mean over the
-// group's heads (compound: the group's own greedy set). [n_global * n_heads][2 * n_tip]
+// the FC's dims, compound = the greedy compound CA order (n_tip beyond the calibration's
+// n_compound: then the other FCs by mean CA); per_group ranks by the mean over the group's heads
+// (compound: the group's own greedy set). [n_global * n_heads][2 * n_tip]
 std::vector<std::vector<int>> fasa_head_dims(const AttnShape& shape, const FcChoice& ch,
                                              const Calibration& c);
 

@@ -130,6 +130,7 @@ std::unique_ptr<AttentionPolicy> make_pyramidkv_fasa_policy(const PolicyContext&
       fasa[key] = value;
     }
   }
+  fasa["mean_value"] = "off";  // fasa's default (on) would need the mean of V over kept slots
   if (!pyramid.count("budget")) {
     fail(
         "policy 'pyramidkv+fasa' needs keep=K, the slots PyramidKV keeps per layer on average "
