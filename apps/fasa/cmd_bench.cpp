@@ -19,8 +19,9 @@
 // row: decoding reads all weights plus the KV it attends to per token, so bandwidth / those
 // bytes bounds tokens/s, and the row reports the fraction of that bound it reached. With
 // `-p 0 -n 0` it only prints the bandwidth.
-// Output: a markdown table, or with --json one self-contained JSON object per line and row
-// (JSON Lines), printed as each test finishes so an interrupted run keeps what it measured.
+// Output: a markdown table, or (-o, bench_output.h) one self-contained JSON object per row: JSON
+// Lines (--json), a JSON array or CSV. JSON Lines and the markdown rows are printed as each test
+// finishes, so an interrupted run keeps what it measured.
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -34,6 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_output.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "fasa/attention/policy.h"
@@ -66,8 +68,10 @@ struct BenchArgs {
   int reps = 3;
   int threads = 0;
   std::string kv_type = "f16";
-  PolicyArgs policy;  // .policy and .budget are comma lists here
-  bool json = false;
+  PolicyArgs policy;                       // .policy and .budget are comma lists here
+  bool json = false;                       // = -o jsonl
+  std::string output = "md";               // bench_output.h: md, jsonl, json, csv
+  RowFormat format = RowFormat::Markdown;  // from json/output, set by run_bench
   bool bandwidth = false;
   int64_t bandwidth_bytes = 1ll << 30;
   bool warmup = true;  // one untimed prefill + decode per policy first (llama-bench does too)
@@ -419,10 +423,10 @@ Roofline roofline_of(const Measure& m, uint64_t weight_bytes, double read_gb_s) 
 class Report {
  public:
   Report(const BenchArgs& a, const Model& model, const BandwidthResult& bw)
-      : a_(a), model_(model), bw_(bw) {}
+      : a_(a), model_(model), bw_(bw), writer_(a.format) {}
 
-  void header() const {
-    if (a_.json) return;  // every JSON line carries its own context
+  void header() {
+    if (a_.format != RowFormat::Markdown) return;  // every JSON row carries its own context
     const ModelConfig& c = model_.config();
     std::printf("model %s (%s), %d threads, KV %s, kernels %s, AMX %s, repack %s",
                 c.name.empty() ? c.arch.c_str() : c.name.c_str(),
@@ -445,10 +449,10 @@ class Report {
   }
 
   // One test's rows; group[0] is the first policy, the base of "vs first".
-  void rows(const std::vector<Measure>& group) const {
+  void rows(const std::vector<Measure>& group) {
     for (const Measure& m : group) {
-      if (a_.json) {
-        std::printf("%s\n", json_row(m).dump().c_str());
+      if (a_.format != RowFormat::Markdown) {
+        writer_.add(json_row(m));
       } else {
         markdown_row(m, group.front());
       }
@@ -562,14 +566,19 @@ class Report {
   const BenchArgs& a_;
   const Model& model_;
   const BandwidthResult& bw_;
+  RowWriter writer_;
+
+ public:
+  void finish() {
+    if (a_.format != RowFormat::Markdown) writer_.finish();
+  }
 };
 
 void print_bandwidth_only(const BenchArgs& a, const BandwidthResult& bw) {
-  if (a.json) {
-    nlohmann::ordered_json j = {{"read_bandwidth_gb_s", bw.read_gb_s},
-                                {"threads", bw.threads},
-                                {"bytes", bw.bytes}};
-    std::printf("%s\n", j.dump().c_str());
+  if (a.format != RowFormat::Markdown) {
+    RowWriter w(a.format);
+    w.add({{"read_bandwidth_gb_s", bw.read_gb_s}, {"threads", bw.threads}, {"bytes", bw.bytes}});
+    w.finish();
     return;
   }
   std::printf("read bandwidth: %.2f GB/s (%d thread%s, %s buffer, best of %d passes)\n",
@@ -632,7 +641,14 @@ void warm_up(const std::vector<std::unique_ptr<Session>>& sessions, int n_ctx, i
   }
 }
 
-void run_bench(const BenchArgs& a) {
+void run_bench(BenchArgs& a) {
+  a.format = parse_row_format(a.output);
+  if (a.json) {
+    if (a.format != RowFormat::Markdown && a.format != RowFormat::JsonLines) {
+      fail("--json is -o jsonl; it cannot be combined with -o {}", a.output);
+    }
+    a.format = RowFormat::JsonLines;
+  }
   const BenchPlan plan = checked_plan(a);
   const std::vector<Test>& tests = plan.tests;
   const std::vector<int>& depths = plan.depths;
@@ -678,7 +694,7 @@ void run_bench(const BenchArgs& a) {
                            : text_tokens(*model, read_text_file(a.text), std::max(max_depth, 1));
   tok.pp = bench_tokens(std::max(longest, 1), c.n_vocab, 2);
   tok.tg = bench_tokens(std::max(longest, 1), c.n_vocab, 3);
-  const Report report(a, *model, bw);
+  Report report(a, *model, bw);
   report.header();
   if (a.warmup) warm_up(sessions, so.n_ctx, c.n_vocab);
   for (int d : depths) {
@@ -686,6 +702,7 @@ void run_bench(const BenchArgs& a) {
       report.rows(measure_test(sessions, specs, t, d, a.reps, tok, model, so, synthetic, lo));
     }
   }
+  report.finish();
 }
 
 }  // namespace
@@ -739,7 +756,11 @@ void add_bench_command(CLI::App& app) {
                 "skip the untimed warm-up run (a 32-token prefill and one decode step per policy)");
   cmd->add_flag("--json", a->json,
                 "JSON Lines: one self-contained object per result row (with -p 0 -n 0 "
-                "--bandwidth: one object)");
+                "--bandwidth: one object); the same as -o jsonl");
+  cmd->add_option("-o,--output", a->output,
+                  "output format: md (a table), jsonl (one object per row, as measured), json "
+                  "(an array), csv (every row's keys as columns)")
+      ->capture_default_str();
   cmd->callback([a] { run_bench(*a); });
 }
 

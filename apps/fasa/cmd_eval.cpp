@@ -232,7 +232,7 @@ void add_eval_command(CLI::App& app) {
   auto* cmd = ev->add_subcommand("ppl", "perplexity over consecutive chunks of a text");
   cmd->add_option("-m,--model", a->model, "GGUF path or pulled model name")->required();
   cmd->add_option("--text", a->text, "UTF-8 text file")->required();
-  cmd->add_option("--ctx", a->n_ctx, "chunk length in tokens")->capture_default_str();
+  cmd->add_option("-c,--ctx,--ctx-size", a->n_ctx, "chunk length in tokens")->capture_default_str();
   cmd->add_option("--chunks", a->n_chunks, "chunks to score (0 = all)")->capture_default_str();
   cmd->add_option("--decode", a->n_decode,
                   "score the last D tokens of each chunk as policy-driven decode steps (0 = off)")
@@ -249,7 +249,7 @@ void add_eval_command(CLI::App& app) {
   auto* rc = ev->add_subcommand("recall", "selection quality of a policy against the oracle");
   rc->add_option("-m,--model", r->model, "GGUF path or pulled model name")->required();
   rc->add_option("--text", r->text, "UTF-8 text file")->required();
-  rc->add_option("--ctx", r->n_ctx, "dense prefill length")->capture_default_str();
+  rc->add_option("-c,--ctx,--ctx-size", r->n_ctx, "dense prefill length")->capture_default_str();
   rc->add_option("--steps", r->steps, "decode steps measured")->capture_default_str();
   rc->add_option("-t,--threads", r->threads, "threads (0 = all cores)")->capture_default_str();
   rc->add_option("--kv-type", r->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();

@@ -2,8 +2,13 @@
 //  [--seed S] [--ctx N] [--chat] [--system S] [--stop S]... [--threads T] [--kv-type f16|f32]
 //  [--policy NAME[:k=v,...]]`
 // Streams generated text to stdout; timing and memory statistics go to stderr.
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <functional>
+#include <random>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -39,7 +44,35 @@ struct RunArgs {
   std::string lossless = "off";
   bool quiet = false;
   SamplerParams sampler;
+  int64_t seed = -1;  // -1: a random seed, printed so the run can be repeated
 };
+
+// With no --ctx: the prompt plus the tokens to generate (-n -1: plus kUntilEosRoom), within the
+// model's trained context.
+constexpr int kUntilEosRoom = 4096;
+
+int context_size(const RunArgs& a, const Model& model, size_t n_prompt) {
+  const int64_t model_max = model.config().n_ctx_max();
+  if (a.n_ctx > 0) return a.n_ctx;
+  if (static_cast<int64_t>(n_prompt) >= model_max) {
+    fail("prompt is {} tokens, as long as or longer than the model's context of {} tokens",
+         n_prompt, model_max);
+  }
+  const int64_t room = a.n_predict < 0 ? kUntilEosRoom : std::max(a.n_predict, 1);
+  return static_cast<int>(std::min<int64_t>(model_max, static_cast<int64_t>(n_prompt) + room));
+}
+
+// Prefill progress on stderr, from about one second in and only when stderr is a terminal.
+std::function<void(int, int)> prefill_progress() {
+  if (isatty(STDERR_FILENO) == 0) return nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  return [t0, shown = false](int done, int total) mutable {
+    if (!shown && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1)) return;
+    shown = true;
+    std::fprintf(stderr, "\rfasa: prefill %d/%d tokens", done, total);
+    if (done == total) std::fprintf(stderr, "\n");
+  };
+}
 
 void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Session& session,
                  const GenerateResult& r);
@@ -61,9 +94,11 @@ std::vector<int32_t> prompt_tokens(const RunArgs& a, const Model& model, const s
   return prompt;
 }
 
-void run_run(const RunArgs& a) {
+void run_run(RunArgs& a) {
   if (a.has_prompt == a.has_file) fail("give exactly one of -p TEXT or -f FILE");
   if (a.n_predict < -1) fail("-n must be >= -1 (got {})", a.n_predict);
+  if (a.seed < -1) fail("--seed must be >= 0, or -1 for a random seed (got {})", a.seed);
+  a.sampler.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
   a.sampler.validate();
   const LosslessOptions lossless = parse_lossless(a.lossless);
   apply_threads(a.threads);
@@ -75,7 +110,7 @@ void run_run(const RunArgs& a) {
   const std::vector<int32_t> prompt = prompt_tokens(a, *model, text);
 
   SessionOptions so;
-  so.n_ctx = a.n_ctx;
+  so.n_ctx = context_size(a, *model, prompt.size());
   so.kv_type = parse_kv_type(a.kv_type);
   so.policy = a.policy.spec();
   Session session(model, so);
@@ -87,11 +122,10 @@ void run_run(const RunArgs& a) {
   go.n_predict = a.n_predict;
   go.sampler = a.sampler;
   go.stop = a.stop;
-  if (!a.quiet && prompt.size() >= 4096) {  // long prompts: show that prefill is moving
-    go.prefill_progress = [](int done, int total) {
-      std::fprintf(stderr, "\rfasa: prefill %d/%d tokens", done, total);
-      if (done == total) std::fprintf(stderr, "\n");
-    };
+  if (!a.quiet) go.prefill_progress = prefill_progress();
+  if (!a.quiet && a.sampler.temp > 0) {
+    std::fprintf(stderr, "fasa: seed %llu%s\n", static_cast<unsigned long long>(a.sampler.seed),
+                 a.seed < 0 ? " (random; --seed repeats a run)" : "");
   }
   LosslessStats ls;
   const GenerateResult r = generate_lossless(
@@ -201,8 +235,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--top-k", a->sampler.top_k, "top-k (0 = off)")->capture_default_str();
   cmd->add_option("--top-p", a->sampler.top_p, "top-p (1 = off)")->capture_default_str();
   cmd->add_option("--min-p", a->sampler.min_p, "min-p (0 = off)")->capture_default_str();
-  cmd->add_option("--seed", a->sampler.seed, "sampling seed")->capture_default_str();
-  cmd->add_option("--ctx", a->n_ctx, "context size in tokens (0 = min(model, 4096))")
+  cmd->add_option("-s,--seed", a->seed, "sampling seed (-1: random, printed with --temp > 0)")
+      ->capture_default_str();
+  cmd->add_option("-c,--ctx,--ctx-size", a->n_ctx,
+                  "context size in tokens (0 = the prompt + -n, within the model's; -n -1: + 4096)")
       ->capture_default_str();
   cmd->add_flag("--chat", a->chat, "wrap the prompt in the model's chat format");
   auto* sys = cmd->add_option("--system", a->system, "system message for --chat");

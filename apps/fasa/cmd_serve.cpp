@@ -123,7 +123,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--host", a->host, "address to bind (loopback unless told otherwise)")
       ->capture_default_str();
   cmd->add_option("--port", a->port, "port (0 = any free port)")->capture_default_str();
-  cmd->add_option("--ctx", a->n_ctx, "context per sequence in tokens (0 = min(model, 4096))")
+  cmd->add_option("-c,--ctx,--ctx-size", a->n_ctx,
+                  "context per sequence in tokens (0 = min(model, 4096))")
       ->capture_default_str();
   cmd->add_option("--parallel", a->parallel, "sequences generating at once (batched)")
       ->capture_default_str();

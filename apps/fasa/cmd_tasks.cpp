@@ -402,7 +402,8 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   auto* tc = eval->add_subcommand("tasks", "score generations on a JSONL task file");
   tc->add_option("-m,--model", t->model, "GGUF path or pulled model name")->required();
   tc->add_option("--tasks", t->tasks, "JSONL task file (fasa gen-tasks, or your own)")->required();
-  tc->add_option("--ctx", t->n_ctx, "context size (0 = the longest prompt + its new tokens)")
+  tc->add_option("-c,--ctx,--ctx-size", t->n_ctx,
+                 "context size (0 = the longest prompt + its new tokens)")
       ->capture_default_str();
   tc->add_option("-t,--threads", t->threads, "threads (0 = all cores)")->capture_default_str();
   tc->add_option("-j,--jobs", t->jobs,
@@ -428,7 +429,8 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
       ->delimiter(',');
   sc->add_option("--calib", s->calib, "calibration for fasa and double-sparsity");
   sc->add_option("-o,--out", s->out_dir, "output directory")->required();
-  sc->add_option("--ctx", s->n_ctx, "context size (0 = the longest prompt + its new tokens)")
+  sc->add_option("-c,--ctx,--ctx-size", s->n_ctx,
+                 "context size (0 = the longest prompt + its new tokens)")
       ->capture_default_str();
   sc->add_option("-t,--threads", s->threads, "threads (0 = all cores)")->capture_default_str();
   sc->add_option("-j,--jobs", s->jobs,
@@ -453,7 +455,7 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
                  "variable-tracking, common-words, freq-words, qa")
       ->required();
   gc->add_option("--haystack", g->haystack, "UTF-8 text the contexts are cut from")->required();
-  gc->add_option("--ctx", g->n_ctx, "prompt + max_new_tokens fit this many tokens")
+  gc->add_option("-c,--ctx,--ctx-size", g->n_ctx, "prompt + max_new_tokens fit this many tokens")
       ->capture_default_str();
   gc->add_option("--n", g->count, "tasks to generate")->capture_default_str();
   gc->add_option("--seed", g->seed, "random seed")->capture_default_str();

@@ -1,12 +1,16 @@
 // fasa — CLI entry point. Errors from any subcommand end here: one line on stderr, exit 1.
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "cli_errors.h"
 #include "commands.h"
 #include "fasa/core/error.h"
 #include "fasa/core/isa.h"
+#include "llama_cpp_habits.h"
 #include "provenance.h"
 
 int main(int argc, char** argv) {
@@ -23,11 +27,14 @@ int main(int argc, char** argv) {
   fasa::cli::add_calibrate_command(app);
   fasa::cli::add_serve_command(app);
   fasa::cli::add_synth_command(app);
+  fasa::cli::add_gpu_layer_notes(app);
+  const std::vector<std::string> args = fasa::cli::llama_cpp_spellings(argc, argv);
   try {
     fasa::active_isa();  // a bad FASA_ISA fails here, before any work
-    app.parse(argc, argv);
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11's order, no argv[0]
+    app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return fasa::cli::report_parse_error(app, e, args);
   } catch (const fasa::Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "fasa: error: %s\n", e.what());
