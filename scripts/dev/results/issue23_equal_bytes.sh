@@ -9,20 +9,30 @@
 # The committed runs (docs/results/issue23/equal_bytes/) used builds from before the default
 # selector changed, where plain `fasa` was the paper's selector: with a later build, write
 # `fasa:method=paper` for that row (plain `fasa` is then the third --policy below).
+# SPLIT=heldout (issue23_heldout.sh) cuts the tasks from Persuasion instead and runs the chosen
+# default against the paper's selector and the baselines: the held-out check, after the choice.
 set -euo pipefail
 FASA=${FASA:-build/fasa}
 OUT=$1 M=$2 CTX=$3 N=$4 C=$5
 T=${FASA_HOME:-$HOME/.cache/fasa}/texts
+if [ "${SPLIT:-heldin}" = heldout ]; then
+  book=persuasion
+  policies=(--policies full,oracle:gqa=per-head,fasa,fasa:method=paper,double-sparsity,sparq)
+else
+  book=pp
+  policies=(--policies full,oracle:gqa=per-head,fasa,fasa:fcs=compound,double-sparsity,sparq
+            --policy fasa:fcs=compound,sink=4,recent=32
+            --policy fasa:fcs=compound,fc_sets=group,mean_value=on)
+fi
+haystack=$T/austen_pride_and_prejudice.txt
+[ $book = persuasion ] && haystack=$T/austen_persuasion.txt
 mkdir -p "$OUT"
-tasks="$OUT/${M}_${CTX}_pp_3kinds_${N}each.jsonl"
+tasks="$OUT/${M}_${CTX}_${book}_3kinds_${N}each.jsonl"
 : > "$tasks"
 for k in niah-multikey niah-single passkey; do
-  "$FASA" gen-tasks -m "$M" --kind $k --haystack "$T/austen_pride_and_prejudice.txt" \
-    --ctx "$CTX" --n "$N" --seed 11 -o "$OUT/${M}_${CTX}_pp_$k.jsonl"
-  cat "$OUT/${M}_${CTX}_pp_$k.jsonl" >> "$tasks"
+  "$FASA" gen-tasks -m "$M" --kind $k --haystack "$haystack" \
+    --ctx "$CTX" --n "$N" --seed 11 -o "$OUT/${M}_${CTX}_${book}_$k.jsonl"
+  cat "$OUT/${M}_${CTX}_${book}_$k.jsonl" >> "$tasks"
 done
-"$FASA" eval sweep -m "$M" --tasks "$tasks" -j "${JOBS:-2}" -t 1 --calib "$C" \
-  --policies full,oracle:gqa=per-head,fasa,fasa:fcs=compound,double-sparsity,sparq \
-  --policy fasa:fcs=compound,sink=4,recent=32 \
-  --policy fasa:fcs=compound,fc_sets=group,mean_value=on \
+"$FASA" eval sweep -m "$M" --tasks "$tasks" -j "${JOBS:-2}" -t 1 --calib "$C" "${policies[@]}" \
   --budgets 32,64,128,256,512 -o "$OUT/sweep_${M}_${CTX}" ${RESUME:+--resume}
