@@ -179,6 +179,14 @@ TEST(CliHabitsRealModel, CtxSizeAndTheDefaultContext) {
   expect_one_line_error(run_cli({"run", "-m", path, "-p", "The sky is blue and the grass",
                                  "--ctx-size", "4"}),
                         {"longer than the context of 4 tokens"});
+  // Without -c, a prompt the model's context cannot hold is refused before any prefill.
+  const std::string too_long = ::testing::TempDir() + "/cli_habits_too_long.txt";
+  {
+    std::ofstream f(too_long);
+    for (int i = 0; i < 1200; ++i) f << "The river ran past the old mill " << i << ". ";
+  }
+  expect_one_line_error(run_cli({"run", "-m", path, "-f", too_long, "-n", "4"}),
+                        {"longer than the model's context of 8192 tokens"});
 }
 
 TEST(CliHabitsRealModel, TheDefaultSeedIsRandomAndPrinted) {

@@ -247,8 +247,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   ch.per_group = chosen_value(p, "fc_sets") == "group";
   ch.n_tip = n_tip_count(p.number("n_tip"), c.n_fc());
   const bool calibrated_budget = chosen_value(p, "layer_budget") == "calibrated";
-  check_calibration_serves(c, ch, p.given("fcs") || p.text("method") == "paper", calibrated_budget,
-                           calib_path);
+  check_calibration_serves(c, ch, p.given("fcs"), calibrated_budget, calib_path);
   if (calibrated_budget) {
     sel.layer_weight = calibrated_layer_weights(ctx.shape, c, ch.n_tip, sel.dense_layers);
   }

@@ -66,9 +66,11 @@ std::vector<int32_t> chosen_fcs(const FcChoice& ch, const Calibration& c, int l,
     const int32_t* set =
         heads.size() == 1 ? c.compound_fcs(l, heads[0]) : c.group_compound_fcs(l, kv_head);
     fc.assign(set, set + std::min(n, c.n_compound));
-    for (int32_t f : best_by(mean_scores("calibrated", c, l, heads), n_fc)) {
-      if (static_cast<int>(fc.size()) == n) break;
-      if (std::find(fc.begin(), fc.end(), f) == fc.end()) fc.push_back(f);
+    if (n > c.n_compound) {
+      for (int32_t f : best_by(mean_scores("calibrated", c, l, heads), n_fc)) {
+        if (static_cast<int>(fc.size()) == n) break;
+        if (std::find(fc.begin(), fc.end(), f) == fc.end()) fc.push_back(f);
+      }
     }
   } else {  // calibrated, mass: the (group's mean) score
     fc = best_by(mean_scores(ch.fcs, c, l, heads), n);

@@ -12,7 +12,7 @@ namespace fasa {
 
 struct FcChoice {
   std::string fcs = "compound";  // compound|calibrated|random|high|low|mass
-  bool per_group = false;        // fc_sets=group: the group's heads share one set
+  bool per_group = true;         // fc_sets=group: the group's heads share one set
   int n_tip = 8;                 // FCs per head (per group with per_group)
 };
 
