@@ -202,10 +202,10 @@ void print_kv_reads(const RunArgs& a, Session& session) {
                  human_bytes(session.policy().resident_bytes()).c_str());
     if (const uint64_t evicted = session.policy().evicted_rows(); evicted > 0) {
       std::fprintf(stderr,
-                   "fasa: the policy evicted %llu K/V rows for good (the cache keeps them, it "
-                   "does not compact): it can still read %s of KV, side data included\n",
+                   "fasa: the policy evicted %llu K/V rows for good; the cache freed %llu of them "
+                   "(it frees them in batches)\n",
                    static_cast<unsigned long long>(evicted),
-                   human_bytes(session.kv_resident_bytes()).c_str());
+                   static_cast<unsigned long long>(session.cache().freed_rows()));
     }
   }
   if (session.cache().tiered()) {

@@ -1,6 +1,7 @@
 // Equal-resource accounting: distinct rows per kv-head group (distinct_slots), and the rows an
-// eviction policy has evicted for good (AttentionPolicy::evicted_rows), which the session's
-// resident bytes leave out, on a tiny model with exact counts.
+// eviction policy has evicted for good (AttentionPolicy::evicted_rows), which the cache frees
+// (KvCache::freed_rows) so that the session's resident bytes leave them out, on a tiny model with
+// exact counts.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -43,7 +44,7 @@ constexpr int kPrompt = 30, kSteps = 5, kBudget = 8;
 constexpr int kN = kPrompt + kSteps;  // slots at the end (the last step saw all of them)
 
 struct Held {
-  uint64_t evicted = 0, ram = 0, side = 0, resident = 0, peak = 0;
+  uint64_t evicted = 0, freed = 0, ram = 0, side = 0, resident = 0, peak = 0;
 };
 
 Held run(const std::string& policy) {
@@ -60,8 +61,8 @@ Held run(const std::string& policy) {
   s.prefill(std::vector<int32_t>(tokens.begin(), tokens.begin() + kPrompt));
   EXPECT_EQ(s.kv_resident_peak_bytes(), 0u);  // no decode step yet
   for (int i = 0; i < kSteps; ++i) s.decode(tokens[kPrompt + i]);
-  return Held{s.policy().evicted_rows(), s.cache().ram_bytes(), s.policy().resident_bytes(),
-              s.kv_resident_bytes(), s.kv_resident_peak_bytes()};
+  return Held{s.policy().evicted_rows(),   s.cache().freed_rows(), s.cache().ram_bytes(),
+              s.policy().resident_bytes(), s.kv_resident_bytes(),  s.kv_resident_peak_bytes()};
 }
 
 // Full and selecting (non-evicting) policies may read every row again: nothing evicted, the
@@ -70,6 +71,7 @@ TEST(EvictedRows, SelectingPoliciesEvictNothing) {
   for (const std::string p : {"full", "oracle:budget=8", "quest:budget=8,page=4"}) {
     const Held r = run(p);
     EXPECT_EQ(r.evicted, 0u) << p;
+    EXPECT_EQ(r.freed, 0u) << p;
     EXPECT_EQ(r.ram, uint64_t{kL} * kKv * kN * kRow) << p;
     EXPECT_EQ(r.resident, r.ram + r.side) << p;
   }
@@ -84,7 +86,10 @@ TEST(EvictedRows, EvictionPoliciesHoldOnlyWhatTheyKeep) {
                               "snapkv:budget=8,window=4", "pyramidkv:budget=8,window=4"}) {
     const Held r = run(p);
     EXPECT_EQ(r.evicted, uint64_t{kL} * kKv * (kN - kBudget)) << p;
-    EXPECT_EQ(r.resident, uint64_t{kL} * kKv * kBudget * kRow + r.side) << p;
+    // B kept rows: a batch of frees is an eighth of them, rounded down (here 1): all freed.
+    EXPECT_EQ(r.freed, r.evicted) << p;
+    EXPECT_EQ(r.ram, uint64_t{kL} * kKv * kBudget * kRow) << p;
+    EXPECT_EQ(r.resident, r.ram + r.side) << p;
     EXPECT_LT(r.resident, full.resident) << p;
     // B kept rows plus the new one each step and a side that does not shrink: the last step is
     // the peak.
@@ -94,7 +99,11 @@ TEST(EvictedRows, EvictionPoliciesHoldOnlyWhatTheyKeep) {
   const Held per_head = run("h2o:budget=8,gqa=per-head");
   EXPECT_LE(per_head.evicted, uint64_t{kL} * kKv * (kN - kBudget));
   EXPECT_GE(per_head.evicted, uint64_t{kL} * kKv * (kN - 2 * kBudget));
-  EXPECT_EQ(per_head.resident, per_head.ram - per_head.evicted * kRow + per_head.side);
+  // Up to 16 kept rows: frees come in batches of up to 2, so one row per group may wait.
+  EXPECT_LE(per_head.freed, per_head.evicted);
+  EXPECT_GE(per_head.freed + uint64_t{kL} * kKv, per_head.evicted);
+  EXPECT_EQ(per_head.ram, uint64_t{kL} * kKv * kN * kRow - per_head.freed * kRow);
+  EXPECT_EQ(per_head.resident, per_head.ram + per_head.side);
 }
 
 // A fractional budget: StreamingLLM's sink count may still grow up to sinks=, so only the slots
@@ -103,9 +112,11 @@ TEST(EvictedRows, StreamingFractionKeepsTheSinksRoom) {
   const Held r = run("streaming:budget=0.25,sinks=4");
   // At 35 slots: k = ceil(0.25 * 35) = 9, 4 sinks, 5 recent: slots [4, 30) skipped, all gone.
   EXPECT_EQ(r.evicted, uint64_t{kL} * kKv * (kN - 9));
+  EXPECT_EQ(r.freed, r.evicted);
   const Held small = run("streaming:budget=0.1,sinks=8");
   // k = 4 at 35 slots: 3 sinks and the newest; slots [3, 8) may become sinks again as k grows.
   EXPECT_EQ(small.evicted, uint64_t{kL} * kKv * (kN - 1 - 8));
+  EXPECT_EQ(small.freed, small.evicted);
 }
 
 }  // namespace

@@ -53,11 +53,12 @@ struct DecodeJob {
 
 // Per-thread buffers of decode_step, reused across steps and layers.
 struct DecodeScratch {
-  std::vector<KvRows> rows;           // [n_heads] rows each query head reads
-  std::vector<const int32_t*> lists;  // [n_heads] its slot list, null = rows in order
-  std::vector<int> n_keys;            // [n_heads]
-  std::vector<AttnQuery> queries;     // [n_kv_heads]
-  std::vector<Selection> sel;         // [n_kv_heads]
+  std::vector<KvRows> rows;                   // [n_heads] rows each query head reads
+  std::vector<const int32_t*> lists;          // [n_heads] its row list, null = rows in order
+  std::vector<std::vector<int32_t>> rows_of;  // [n_heads] rows of its slots (freed rows)
+  std::vector<int> n_keys;                    // [n_heads]
+  std::vector<AttnQuery> queries;             // [n_kv_heads]
+  std::vector<Selection> sel;                 // [n_kv_heads]
   std::vector<DecodeJob> jobs;
   std::vector<std::vector<size_t>> head_parts;  // [n_heads] offsets of its chunk states
   std::vector<float> parts;                     // [jobs, n_q, state]
@@ -98,6 +99,22 @@ void select(Decode& d, AttentionPolicy& policy) {
   policy.select_layer(x.queries.data(), d.sh.n_kv_heads, x.sel.data());
 }
 
+// A head of kv head `kv` (i-th of its group) whose cache rows were freed (KvCache::evict):
+// its slot list becomes a list of rows, once per group for a shared selection. x.lists[h]
+void to_rows(Decode& d, int kv, int h, int i) {
+  DecodeScratch& x = d.x;
+  const Selection& se = x.sel[kv];
+  FASA_CHECK(!se.all);  // an evicting policy never reads every slot again
+  if (!se.per_head && i > 0) {
+    x.lists[h] = x.lists[h - i];
+    return;
+  }
+  std::vector<int32_t>& rows = x.rows_of[h];
+  rows.resize(x.n_keys[h]);
+  d.cache.rows_of(d.s.layer, kv, x.lists[h], x.n_keys[h], rows.data());
+  x.lists[h] = rows.data();
+}
+
 // Fetch: the rows and slot list of every query head. An offloaded layer (FASA-M) reads the
 // selected rows from its file tier here, once per group for a shared selection, per query head
 // otherwise (the reads overlap, one job per kv head); attention then reads them contiguously,
@@ -107,6 +124,7 @@ void fetch(Decode& d) {
   x.rows.assign(d.sh.n_heads, KvRows{});
   x.lists.assign(d.sh.n_heads, nullptr);
   x.n_keys.assign(d.sh.n_heads, 0);
+  if (x.rows_of.size() < static_cast<size_t>(d.sh.n_heads)) x.rows_of.resize(d.sh.n_heads);
   std::vector<Gathered>& fetched = gathered_per(d.sh.n_heads);
   auto setup = [&](int64_t g) {
     const Selection& se = x.sel[g];
@@ -118,6 +136,7 @@ void fetch(Decode& d) {
       x.lists[h] = se.all ? nullptr : list.data();
       if (!d.offloaded) {
         x.rows[h] = rows_of(d.cache, d.s.layer, kv);
+        if (d.cache.evicted(d.s.layer, kv)) to_rows(d, kv, h, i);
       } else if (se.per_head || i == 0) {
         x.rows[h] = fetched[h].fetch(d.cache, d.s.layer, kv, x.lists[h], x.n_keys[h]);
       } else {
@@ -327,6 +346,20 @@ void prefill_step(const AttnStep& s, const KvCache& cache) {
   } else {
     for (int g = 0; g < sh.n_kv_heads; ++g) kv_rows[g] = rows_of(cache, s.layer, g);
   }
+  // A kv head whose evicted rows were freed (KvCache::evict) reads what is kept: its kept slots
+  // below the horizon (rows [0, kept)), then every slot from the horizon on (row = slot); key j
+  // of that list is row lists[g][j], and `freed[g]` rows fewer are visible to each query.
+  std::vector<std::vector<int32_t>> lists(sh.n_kv_heads);  // [n_kv_heads][visible rows]
+  std::vector<int> freed(sh.n_kv_heads, 0);                // [n_kv_heads]
+  for (int g = 0; g < sh.n_kv_heads; ++g) {
+    if (!cache.evicted(s.layer, g)) continue;
+    const int kept = static_cast<int>(cache.kept(s.layer, g).size());
+    freed[g] = cache.evict_horizon(s.layer, g) - kept;
+    lists[g].resize(s.first_slot + s.n_tok - freed[g]);
+    for (int j = 0; j < static_cast<int>(lists[g].size()); ++j) {
+      lists[g][j] = j < kept ? j : j + freed[g];
+    }
+  }
   const int n_blocks = (s.n_tok + kPrefillBlock - 1) / kPrefillBlock;
   // Later blocks read more keys; interleaving first and last blocks (0, N-1, 1, N-2, ...)
   // evens out the contiguous ranges static scheduling hands each thread.
@@ -345,13 +378,14 @@ void prefill_step(const AttnStep& s, const KvCache& cache) {
       for (int i = 0; i < n_group; ++i) {
         const int k = (t - t0) * n_group + i;
         qs[k] = s.q + (static_cast<size_t>(t) * sh.n_heads + g * n_group + i) * hd;
-        n_keys[k] = s.first_slot + t + 1;
+        n_keys[k] = s.first_slot + t + 1 - freed[g];
         attn_state_clear(total + k * ss, hd);
       }
     }
-    const int max_keys = s.first_slot + t1;
+    const int max_keys = s.first_slot + t1 - freed[g];
+    const int32_t* list = lists[g].empty() ? nullptr : lists[g].data();
     for (int c0 = 0; c0 < max_keys; c0 += kAttnChunk) {
-      attend_partial(qs, n_q, n_keys, kv_rows[g], nullptr, c0, std::min(max_keys, c0 + kAttnChunk),
+      attend_partial(qs, n_q, n_keys, kv_rows[g], list, c0, std::min(max_keys, c0 + kAttnChunk),
                      scale, part);
       for (int k = 0; k < n_q; ++k) attn_state_merge(total + k * ss, part + k * ss, hd);
     }

@@ -79,6 +79,9 @@ void KvCache::copy_from(const KvCache& src) {
       src.layer_cap_ != layer_cap_) {
     fail("cannot copy a KV cache of another shape, type, capacity or batch size");
   }
+  if (src.any_evicted_) {
+    fail("cannot copy a KV cache whose evicted rows were freed: copy it before decoding");
+  }
   for (int l = 0; l < shape_.n_layers; ++l) {
     // Neither cache is tiered: every store is a plain one or a ring of the same size.
     static_cast<KvPlainStore&>(*stores_[l])
@@ -86,17 +89,66 @@ void KvCache::copy_from(const KvCache& src) {
   }
   std::copy(src.pos_.begin(), src.pos_.begin() + src.n_used_, pos_.begin());
   n_used_ = src.n_used_;
+  any_evicted_ = false;  // the plain stores' copy_from forgot this cache's evictions
 }
 
 void KvCache::clear() {
   n_used_ = 0;
   if (tier_) tier_->reset();
+  if (any_evicted_) {
+    for (int l = 0; l < shape_.n_layers; ++l) {
+      if (plain(l)) static_cast<KvPlainStore&>(*stores_[l]).clear_evictions();
+    }
+    any_evicted_ = false;
+  }
 }
 
 void KvCache::truncate(int n) {
   if (tier_) fail("a tiered KV cache (FASA-M) cannot be cut back: its file holds whole blocks");
   FASA_CHECK(n >= 0 && n <= n_used_);
+  for (int l = 0; any_evicted_ && l < shape_.n_layers; ++l) {
+    for (int g = 0; g < shape_.n_kv_heads; ++g) {
+      if (n < evict_horizon(l, g)) fail("cannot cut a KV cache back below a freed (evicted) row");
+    }
+  }
   n_used_ = n;
+}
+
+bool KvCache::evict(int layer, int kv_head, const std::vector<int32_t>& kept, int horizon,
+                    bool now) {
+  const KvPlainStore* p = plain(layer);
+  FASA_CHECK(p != nullptr && horizon <= n_used_);
+  const int gone = horizon - static_cast<int>(kept.size());
+  const int gone_before =
+      p->evicted(kv_head) ? p->evict_horizon(kv_head) - static_cast<int>(p->kept(kv_head).size())
+                          : 0;
+  if (gone - gone_before < (now ? 1 : evict_batch(kept.size()))) return false;
+  static_cast<KvPlainStore&>(*stores_[layer]).evict(kv_head, kept, horizon);
+  any_evicted_ = true;
+  return true;
+}
+
+void KvCache::rows_of(int layer, int kv_head, const int32_t* slots, int n, int32_t* rows) const {
+  const KvPlainStore* p = plain(layer);
+  if (p) {
+    p->rows_of(kv_head, slots, n, rows);
+    return;
+  }
+  for (int j = 0; j < n; ++j) rows[j] = row_of(layer, slots[j]);
+}
+
+uint64_t KvCache::freed_rows() const {
+  uint64_t n = 0;
+  for (int l = 0; any_evicted_ && l < shape_.n_layers; ++l) {
+    if (const KvPlainStore* p = plain(l)) n += p->freed_rows();
+  }
+  return n;
+}
+
+size_t KvCache::resident_k_pages(int layer, int kv_head, int lo, int hi) const {
+  const KvPlainStore* p = plain(layer);
+  FASA_CHECK(p != nullptr);
+  return p->resident_k_pages(kv_head, lo, hi);
 }
 
 uint64_t KvCache::ram_bytes() const {

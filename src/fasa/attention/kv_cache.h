@@ -11,6 +11,7 @@
 // its own queries still reads; FASA-M's offloaded layers are KvTieredStores over one file tier.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -153,7 +154,47 @@ class KvCache {
   // window as long as at most max_batch() slots were written past n.
   void truncate(int n);
 
+  // Eviction (an eviction policy's rows gone for good, Session::free_evicted): of (layer,
+  // kv_head)'s slots below `horizon`, only `kept` (ascending) remain. A global layer kept in RAM
+  // only. The rows are freed (KvPlainStore::evict: kept rows move down, the hole's pages go back
+  // to the OS) once at least evict_batch(kept.size()) more rows are gone than at the last
+  // eviction, so the moves cost at most 8 row copies per freed row; until then nothing changes.
+  // With `now`, at least one. Readers then find a slot's row with rows_of (the attention driver, the policies that read
+  // keys). Returns whether it freed now. copy_from refuses a source that has freed rows; clear()
+  // forgets them; truncate() refuses to cut below a freed row.
+  // `now`: free whatever is gone regardless of the batch (before a prefill, which must see
+  // exactly what is kept).
+  bool evict(int layer, int kv_head, const std::vector<int32_t>& kept, int horizon,
+             bool now = false);
+  static int evict_batch(size_t n_kept) { return std::max<int>(1, static_cast<int>(n_kept / 8)); }
+  // Whether (layer, kv_head) has freed rows: then its rows are not in slot order below
+  // evict_horizon, and every reader must map slots to rows with rows_of.
+  bool evicted(int layer, int kv_head) const {
+    const KvPlainStore* p = plain(layer);
+    return p && p->evicted(kv_head);
+  }
+  bool any_evicted() const { return any_evicted_; }
+  // rows[j] = the row of slots[j] in k_rows/v_rows, j < n (ascending; none freed).
+  void rows_of(int layer, int kv_head, const int32_t* slots, int n, int32_t* rows) const;
+  // The freed (layer, kv_head)'s slots below evict_horizon that remain, in rows [0, size).
+  const std::vector<int32_t>& kept(int layer, int kv_head) const {
+    return plain(layer)->kept(kv_head);
+  }
+  int evict_horizon(int layer, int kv_head) const {
+    const KvPlainStore* p = plain(layer);
+    return p ? p->evict_horizon(kv_head) : 0;
+  }
+  // K/V row pairs freed, over every layer and head.
+  uint64_t freed_rows() const;
+  // Pages of (layer, kv_head)'s K rows [lo, hi) resident in RAM (tests: freed pages are gone).
+  size_t resident_k_pages(int layer, int kv_head, int lo, int hi) const;
+
  private:
+  // The plain store of a global layer kept in RAM, or null.
+  const KvPlainStore* plain(int layer) const {
+    if (shape_.window(layer) > 0 || offloaded(layer)) return nullptr;
+    return static_cast<const KvPlainStore*>(stores_[layer].get());
+  }
   const KvTieredStore& tiered(int layer) const {
     const KvTieredStore* t = stores_[layer]->tiered();
     FASA_CHECK(t != nullptr);
@@ -170,6 +211,7 @@ class KvCache {
   std::unique_ptr<KvTier> tier_;  // FASA-M's file, when asked for: region = layer * n_kv_heads +
                                   // kv_head (declared before the stores, which point at it)
   bool prefetch_ = false;         // KvTiering::prefetch
+  bool any_evicted_ = false;      // some store freed rows (evict)
   std::vector<std::unique_ptr<KvLayerStore>> stores_;  // [n_layers]
 };
 

@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
+#include "fasa/core/page_buffer.h"
 #include "fasa/kernels/kv_rows.h"
 
 namespace fasa {
@@ -47,11 +49,31 @@ class KvPlainStore : public KvLayerStore {
   int row_of(int slot) const { return ring_ ? slot % rows_ : slot; }
   void store(int kv_head, int slot, const float* k, const float* v) override;
   void gather(int kv_head, const int32_t* slots, int n, uint8_t* k, uint8_t* v) const override;
-  const uint8_t* k_rows(int kv_head) const override { return k_.get() + head_offset(kv_head); }
-  const uint8_t* v_rows(int kv_head) const override { return v_.get() + head_offset(kv_head); }
+  const uint8_t* k_rows(int kv_head) const override { return k_.data() + head_offset(kv_head); }
+  const uint8_t* v_rows(int kv_head) const override { return v_.data() + head_offset(kv_head); }
   uint64_t ram_bytes(int n_used) const override;
-  // Becomes a copy of src's first min(n_used, rows) rows of every head (same kind and size).
+  // Becomes a copy of src's first min(n_used, rows) rows of every head (same kind and size;
+  // src has evicted nothing).
   void copy_from(const KvPlainStore& src, int n_used);
+
+  // Eviction (a global layer's plain store): of kv_head's slots below `horizon`, only `kept`
+  // (ascending) remain; the others are gone for good. Their rows are freed: the kept rows move
+  // down to rows [0, kept.size()) in slot order, and the pages wholly inside rows
+  // [kept.size(), horizon) go back to the OS. Slots >= horizon stay in their rows (row = slot).
+  // A gone slot stays gone and the horizon never moves back (checked). Returns the rows moved.
+  int evict(int kv_head, const std::vector<int32_t>& kept, int horizon);
+  // The rows of slots[j], j < n (ascending, none gone): row = slot unless kv_head evicted.
+  void rows_of(int kv_head, const int32_t* slots, int n, int32_t* rows) const;
+  bool evicted(int kv_head) const { return !ev_.empty() && ev_[kv_head].horizon > 0; }
+  // The slots below evict_horizon(kv_head) still held (rows [0, size)), ascending.
+  const std::vector<int32_t>& kept(int kv_head) const { return ev_[kv_head].kept; }
+  int evict_horizon(int kv_head) const { return ev_.empty() ? 0 : ev_[kv_head].horizon; }
+  // Rows freed over all heads (each a K and a V row).
+  uint64_t freed_rows() const;
+  // Forgets every eviction (the cache was cleared: rows are written again from slot 0).
+  void clear_evictions() { ev_.clear(); }
+  // Pages of kv_head's K rows resident in RAM (PageBuffer::resident_pages), rows [lo, hi).
+  size_t resident_k_pages(int kv_head, int lo, int hi) const;
 
  protected:
   KvPlainStore(KvType type, int head_dim, int n_kv_heads, int rows, bool ring);
@@ -66,9 +88,14 @@ class KvPlainStore : public KvLayerStore {
   int rows_;
   bool ring_;
   size_t row_bytes_;
+  struct Evicted {
+    int horizon = 0;            // slots below it are kept[] or gone
+    std::vector<int32_t> kept;  // [n_kept] ascending slots, kept[i] in row i
+  };
   // [n_kv_heads, rows, row_bytes] (pages untouched until written)
-  std::unique_ptr<uint8_t[]> k_;
-  std::unique_ptr<uint8_t[]> v_;  // same
+  PageBuffer k_;
+  PageBuffer v_;             // same
+  std::vector<Evicted> ev_;  // [n_kv_heads] once anything was evicted, else empty
 };
 
 // A sliding-window layer's ring: the window plus room for one forward call's new rows, so a

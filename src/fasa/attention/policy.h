@@ -70,6 +70,9 @@ struct Selection {
 // size of the union of the heads' lists (a row two heads read is one row read).
 int distinct_slots(const Selection& se, int n_group, int n_visible);
 
+// out = the union of `lists` (each ascending), ascending, each slot once.
+void sorted_union(const std::vector<std::vector<int32_t>>& lists, std::vector<int32_t>* out);
+
 // Budget semantics shared by every selective policy: tokens attended per decode step per
 // kv-head group (per query head in per-head mode). A value < 1 is a fraction of the visible
 // context. Returns the number of slots to keep (>= 1, <= n_visible).
@@ -99,11 +102,18 @@ class AttentionPolicy {
   // Bytes of side data the policy keeps in memory (e.g. FASA's packed key slice).
   virtual uint64_t resident_bytes() const { return 0; }
   // Eviction policies (streaming, h2o, snapkv, pyramidkv): how many rows of the cache, one per
-  // (global layer, kv head, slot), this policy has evicted for good as of its last decode step:
-  // no later decode step of the sequence reads them (a later prefill, dense, still would). A
-  // cache that freed them would hold that many K/V row pairs less (Session::kv_resident_bytes
-  // counts them out). Policies that may still read every row return 0.
+  // (global layer, kv head, slot), this policy has evicted for good as of its last decode step.
+  // Policies that may still read every row return 0.
   virtual uint64_t evicted_rows() const { return 0; }
+  // The same, slot by slot, for (global layer, kv_head): sets *horizon and `kept` (ascending)
+  // so that every slot below *horizon not in `kept` is gone for good: no later step of the
+  // sequence reads it, neither a decode step nor a later prefill (whose dense attention then
+  // reads only what is kept, as an evicting cache would). The session frees those rows after
+  // each decode step (KvCache::evict), and from then on every reader finds rows through
+  // KvCache::rows_of. Returns false (nothing evicted) by default.
+  virtual bool kept_slots(int layer, int kv_head, int* horizon, std::vector<int32_t>* kept) const {
+    return false;
+  }
   // The cache layout the policy needs, or null for the plain in-RAM cache. Asked once, when
   // the session creates its cache (FASA-M keeps only its key slice in RAM).
   virtual const KvTiering* tiering() const { return nullptr; }

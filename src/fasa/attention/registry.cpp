@@ -131,6 +131,17 @@ int distinct_slots(const Selection& se, int n_group, int n_visible) {
   }
 }
 
+void sorted_union(const std::vector<std::vector<int32_t>>& lists, std::vector<int32_t>* out) {
+  out->clear();
+  if (lists.size() == 1) {
+    *out = lists[0];
+    return;
+  }
+  for (const auto& l : lists) out->insert(out->end(), l.begin(), l.end());
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+}
+
 int resolve_budget(double budget, int n_visible) {
   const double k = budget < 1.0 ? std::ceil(budget * n_visible) : std::floor(budget);
   return static_cast<int>(std::clamp(k, 1.0, static_cast<double>(n_visible)));

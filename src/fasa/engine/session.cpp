@@ -82,6 +82,7 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts,
              active_policy_->tiering(), std::max(opts.prefill_chunk, 1)) {
   if (opts_.prefill_chunk < 1) fail("prefill chunk must be >= 1 (got {})", opts_.prefill_chunk);
   logits_.resize(model_->config().n_vocab);
+  global_layers_ = shape_.global_layers();
 }
 
 void Session::reset() {
@@ -93,12 +94,23 @@ void Session::reset() {
   }
   attn_stats_ = AttnStats{};
   kv_resident_peak_ = 0;
+  keep_rows_ = false;
 }
 
 uint64_t Session::kv_resident_bytes() const {
-  const uint64_t evicted = active_policy_->evicted_rows() * 2 * cache_.row_bytes();
-  const uint64_t ram = cache_.ram_bytes();
-  return (ram > evicted ? ram - evicted : 0) + active_policy_->resident_bytes();
+  return cache_.ram_bytes() + active_policy_->resident_bytes();
+}
+
+void Session::free_evicted(bool now) {
+  if (keep_rows_ || !opts_.free_evicted_rows || cache_.tiered()) return;
+  int horizon = 0;
+  for (int l : global_layers_) {
+    for (int g = 0; g < shape_.n_kv_heads; ++g) {
+      if (active_policy_->kept_slots(l, g, &horizon, &kept_)) {
+        cache_.evict(l, g, kept_, horizon, now);
+      }
+    }
+  }
 }
 
 void Session::copy_prefix_from(const Session& src) {
@@ -143,8 +155,10 @@ void Session::check_tokens(const int32_t* tokens, int n) const {
 void Session::run(const int32_t* tokens, int n, bool all_logits, float* logits) {
   pos_.resize(n);
   for (int i = 0; i < n; ++i) pos_[i] = n_past() + i;
+  before_append(n);
   forward(*model_, cache_, *active_policy_, tokens, pos_.data(), n, all_logits, logits, scratch_,
           &attn_stats_);
+  after_append(n);
 }
 
 const std::vector<float>& Session::prefill(const std::vector<int32_t>& tokens,
@@ -188,13 +202,22 @@ void Session::forward_many(const std::vector<SessionChunk>& chunks, ForwardScrat
     seqs.push_back(SeqChunk{&s.cache_, s.active_policy_, ch.tokens, s.pos_.data(), ch.n_tok, false,
                             s.logits_.data(), &s.attn_stats_});
   }
+  for (const SessionChunk& ch : chunks) ch.session->before_append(ch.n_tok);
   forward_batch(*model, seqs.data(), static_cast<int>(seqs.size()), scratch);
+  for (const SessionChunk& ch : chunks) ch.session->after_append(ch.n_tok);
 }
 
 void Session::save_point() {
   if (cache_.tiered()) {
     fail("lossless decoding cannot take back tokens in a tiered KV cache (FASA-M): use FASA-C");
   }
+  if (cache_.any_evicted()) {
+    fail(
+        "lossless decoding needs every row of the KV cache, and policy '{}' has freed the rows "
+        "it evicted: start lossless decoding before the first decode step",
+        active_policy_->name());
+  }
+  keep_rows_ = true;  // verification reads every row from now on
   mark_ = n_past();
   verified_ = 0;
   active_policy_->save_point();

@@ -24,6 +24,10 @@ struct SessionOptions {
   // A policy owned by the caller (e.g. the calibrator's observer), used instead of `policy`;
   // it must outlive the session and is kept across reset().
   AttentionPolicy* external_policy = nullptr;
+  // Free the rows an eviction policy evicted for good (Session::free_evicted). Off keeps them in
+  // the cache (the attention never reads them; a later prefill then reads every row): only for
+  // comparing the two, as the tests do.
+  bool free_evicted_rows = true;
 };
 
 // The context size a session gets for SessionOptions::n_ctx (0 = min(trained context, 4096));
@@ -66,10 +70,9 @@ class Session {
   // The scratch memory of its steps (ForwardScratch::work: core/workspace.h).
   Workspace::Stats workspace_stats() const { return scratch_.work.stats(); }
   AttentionPolicy& policy() { return *active_policy_; }
-  // KV bytes held in RAM that the policy can still read: the cache's (KvCache::ram_bytes) less
-  // the K/V row pairs the policy evicted for good (AttentionPolicy::evicted_rows; the cache does
-  // not compact, so this is what a cache that freed them would hold), plus the policy's side
-  // data (resident_bytes). A file tier's bytes (FASA-M) are not in it.
+  // KV bytes held in RAM: the cache's rows (KvCache::ram_bytes: an eviction policy's rows gone
+  // for good are freed, see free_evicted) plus the policy's side data (resident_bytes). A file
+  // tier's bytes (FASA-M) are not in it.
   uint64_t kv_resident_bytes() const;
   // The peak of kv_resident_bytes() after each decode() since the session started, reset() or
   // reset_kv_resident_peak(); 0 when no decode step ran since.
@@ -142,6 +145,18 @@ class Session {
  private:
   void check_tokens(const int32_t* tokens, int n) const;
   void run(const int32_t* tokens, int n, bool all_logits, float* logits);
+  // An eviction policy's rows gone for good (AttentionPolicy::kept_slots) are freed from the
+  // cache (KvCache::evict): after every decode step in batches, and before a prefill all of
+  // them (`now`), so its dense attention reads exactly what is kept. Not once lossless decoding
+  // started (its verification reads every row): keep_rows_.
+  void free_evicted(bool now);
+  // Before appending n tokens (a prefill when n > 1) and after (a decode step when n == 1).
+  void before_append(int n) {
+    if (n > 1) free_evicted(true);
+  }
+  void after_append(int n) {
+    if (n == 1) free_evicted(false);
+  }
 
   std::shared_ptr<const Model> model_;
   SessionOptions opts_;
@@ -158,6 +173,9 @@ class Session {
   std::unique_ptr<AttentionPolicy> verify_policy_;  // `full`, made by the first verify()
   int mark_ = -1;                                   // save_point()'s n_past
   int verified_ = 0;                                // tokens the last verify() appended
+  bool keep_rows_ = false;          // lossless decoding: no row is freed (see free_evicted)
+  std::vector<int32_t> kept_;       // free_evicted's scratch: one (layer, kv head)'s kept slots
+  std::vector<int> global_layers_;  // shape_.global_layers()
 };
 
 }  // namespace fasa

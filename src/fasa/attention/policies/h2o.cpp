@@ -66,7 +66,9 @@ class H2oPolicy final : public AttentionPolicy {
   }
 
   // Each prompt query's causal softmax, added to its head's scores (token order, so chunking does
-  // not change a bit). O(n_tok * slots * head_dim) per head.
+  // not change a bit). O(n_tok * slots * head_dim) per head. After rows were freed (a prompt
+  // that follows decode steps) the query sees what the attention saw: the kept slots below the
+  // cache's eviction horizon, then every slot from it on.
   void on_prefill_queries(const KvCache& cache, int layer, int first_slot, int n_tok,
                           const float* q) override {
     const int hd = shape_.head_dim, ng = shape_.n_group();
@@ -76,17 +78,28 @@ class H2oPolicy final : public AttentionPolicy {
       const KvRows rows{cache.k_rows(layer, g), cache.v_rows(layer, g), cache.type(), hd};
       std::vector<float>& s = score(layer, static_cast<int>(h));
       struct ProbScratch {
-        std::vector<float> p;  // [slots seen by the query]
+        std::vector<float> p;            // [slots seen by the query]
+        std::vector<int32_t> slot, row;  // [slots seen by the last query] when rows were freed
       };
-      auto& p = workspace_object<ProbScratch>().p;
+      ProbScratch& sc = workspace_object<ProbScratch>();
+      const bool freed = cache.evicted(layer, g);
+      if (freed) {
+        sc.slot = cache.kept(layer, g);
+        for (int i = cache.evict_horizon(layer, g); i < first_slot + n_tok; ++i) {
+          sc.slot.push_back(i);
+        }
+        sc.row.resize(sc.slot.size());
+        cache.rows_of(layer, g, sc.slot.data(), static_cast<int>(sc.slot.size()), sc.row.data());
+      }
+      const int hidden = freed ? first_slot + n_tok - static_cast<int>(sc.slot.size()) : 0;
       for (int t = 0; t < n_tok; ++t) {
-        const int len = first_slot + t + 1;
-        p.resize(len);
-        qk_scores(q + (static_cast<size_t>(t) * shape_.n_heads + h) * hd, rows, nullptr, len,
-                  p.data());
-        for (int j = 0; j < len; ++j) p[j] *= scale;
-        softmax_inplace(p.data(), len);
-        for (int j = 0; j < len; ++j) s[j] += p[j];
+        const int len = first_slot + t + 1 - hidden;
+        sc.p.resize(len);
+        qk_scores(q + (static_cast<size_t>(t) * shape_.n_heads + h) * hd, rows,
+                  freed ? sc.row.data() : nullptr, len, sc.p.data());
+        for (int j = 0; j < len; ++j) sc.p[j] *= scale;
+        softmax_inplace(sc.p.data(), len);
+        for (int j = 0; j < len; ++j) s[freed ? sc.slot[j] : j] += sc.p[j];
       }
     });
   }
@@ -149,6 +162,17 @@ class H2oPolicy final : public AttentionPolicy {
       if (k.last_n >= 0) n += k.last_n - distinct_slots(k.last, shape_.n_group(), k.last_n);
     }
     return n;
+  }
+
+  // Every slot seen that no list keeps is gone.
+  bool kept_slots(int layer, int kv_head, int* horizon,
+                  std::vector<int32_t>* kept_out) const override {
+    const KeptState& st =
+        kept_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + kv_head];
+    if (!st.evicted) return false;
+    *horizon = st.seen;
+    sorted_union(st.alive, kept_out);
+    return true;
   }
 
   void select(const AttnQuery& q, Selection& out) override {

@@ -48,6 +48,9 @@ class EvictThenSelect final : public AttentionPolicy {
     return evict_->resident_bytes() + pick_->resident_bytes();
   }
   uint64_t evicted_rows() const override { return evict_->evicted_rows(); }
+  bool kept_slots(int layer, int kv_head, int* horizon, std::vector<int32_t>* kept) const override {
+    return evict_->kept_slots(layer, kv_head, horizon, kept);
+  }
 
   void select(const AttnQuery& q, Selection& out) override {
     Selection kept;

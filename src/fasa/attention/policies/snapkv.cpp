@@ -148,6 +148,16 @@ class SnapPolicy final : public AttentionPolicy {
     return n;
   }
 
+  // Below the recent run only the voted slots stay.
+  bool kept_slots(int layer, int kv_head, int* horizon, std::vector<int32_t>* kept) const override {
+    const GroupState& st =
+        states_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + kv_head];
+    if (!st.evicted) return false;
+    *horizon = st.recent_start;
+    sorted_union(st.voted, kept);
+    return true;
+  }
+
   void select(const AttnQuery& q, Selection& out) override {
     GroupState& st = state(q.layer, q.kv_head);
     const int n = q.n_visible;
@@ -216,6 +226,7 @@ class SnapPolicy final : public AttentionPolicy {
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     struct VoteScratch {
       std::vector<int32_t> alive;          // [n_alive] ascending
+      std::vector<int32_t> rows;           // [n_alive] their cache rows (KvCache::rows_of)
       std::vector<float> p, votes, total;  // [n_alive], [n_cand], [n_cand]
     };
     VoteScratch& sc = workspace_object<VoteScratch>();
@@ -230,6 +241,9 @@ class SnapPolicy final : public AttentionPolicy {
         alive = st.voted[list];
         for (int s = st.recent_start; s < n - 1; ++s) alive.push_back(s);
         bytes += alive.size() * q.cache->row_bytes();
+        sc.rows.resize(alive.size());
+        q.cache->rows_of(q.layer, q.kv_head, alive.data(), static_cast<int>(alive.size()),
+                         sc.rows.data());
       }
       const int n_cand =
           static_cast<int>(std::lower_bound(alive.begin(), alive.end(), s_w) - alive.begin());
@@ -239,7 +253,7 @@ class SnapPolicy final : public AttentionPolicy {
         const int len =
             static_cast<int>(std::upper_bound(alive.begin(), alive.end(), s_w + i) - alive.begin());
         if (len == 0) continue;
-        qk_scores(st.win.at(i, o_.window, ng * hd) + j * hd, rows, alive.data(), len, p.data());
+        qk_scores(st.win.at(i, o_.window, ng * hd) + j * hd, rows, sc.rows.data(), len, p.data());
         for (int c = 0; c < len; ++c) p[c] *= scale;
         softmax_inplace(p.data(), len);
         for (int c = 0; c < n_cand; ++c) votes[c] += p[c];
