@@ -2,6 +2,11 @@
 // client sockets (support/http_client.h) so every byte on the wire is the test's choice.
 #include "fasa/server/http.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -543,4 +548,50 @@ TEST(HttpStatusText, KnownAndUnknownCodes) {
   EXPECT_STREQ(fasa::http::status_text(431), "Request Header Fields Too Large");
   EXPECT_STREQ(fasa::http::status_text(505), "HTTP Version Not Supported");
   EXPECT_STREQ(fasa::http::status_text(299), "Unknown");
+}
+
+// IPv6: "::1" serves IPv6 clients (peer "[::1]:port"); "::" is dual-stack, so the IPv4 client
+// reaches it too (peer "127.0.0.1:port"). Skipped where the machine has no IPv6 loopback.
+TEST(HttpServer, ListensOnIpv6) {
+  ServerOptions opts;
+  opts.host = "::1";
+  std::unique_ptr<Server> server;
+  try {
+    server = start_server(echo, opts);
+  } catch (const fasa::Error& e) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << e.what();
+  }
+  const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in6 sa{};
+  sa.sin6_family = AF_INET6;
+  sa.sin6_port = htons(static_cast<uint16_t>(server->port()));
+  ASSERT_EQ(inet_pton(AF_INET6, "::1", &sa.sin6_addr), 1);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(::send(fd, kGet.data(), kGet.size(), 0), static_cast<ssize_t>(kGet.size()));
+  std::string got;
+  char buf[4096];
+  while (got.find("}") == std::string::npos) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
+  EXPECT_NE(got.find("\"peer\":\"[::1]:"), std::string::npos) << got;
+
+  opts.host = "::";
+  auto dual = start_server(echo, opts);
+  HttpClient c(dual->port());  // IPv4
+  c.send(kGet);
+  const HttpResponse r = c.read_response();
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["peer"].get<std::string>().rfind("127.0.0.1:", 0), 0u);
+  EXPECT_THROW(
+      {
+        ServerOptions bad;
+        bad.host = "not-an-address";
+        start_server(echo, bad);
+      },
+      fasa::Error);
 }

@@ -177,13 +177,18 @@ class ServerTest(unittest.TestCase):
         c = "/v1/completions"
         self.expect(400, "not valid JSON (at byte", "POST", c, "{\"prompt\": ")
         self.expect(400, "object", "POST", c, "[1, 2]")
-        self.expect(400, "'bogus'", "POST", c, {"prompt": "x", "bogus": 1})
+        self.expect(400, "json_schema", "POST", c,
+                    {"prompt": "x", "response_format": {"type": "json_schema"}})
+        self.expect(400, "logit_bias", "POST", c, {"prompt": "x", "logit_bias": {"99999999": 1}})
+        self.expect(400, "vocabulary", "POST", c, {"prompt": [1, 99999999]})
+        self.expect(400, "fasa.lossless", "POST", c,
+                    {"prompt": "x", "logprobs": 1, "fasa": {"lossless": 2}})
         self.expect(400, "temperature", "POST", c, {"prompt": "x", "temperature": "hot"})
         self.expect(400, "prompt", "POST", c, {"max_tokens": 3})
         self.expect(400, "messages", "POST", "/v1/chat/completions", {"messages": []})
         self.expect(400, "messages[0].role", "POST", "/v1/chat/completions",
                     {"messages": [{"role": "robot", "content": "hi"}]})
-        self.expect(400, "n", "POST", c, {"prompt": "x", "n": 2})
+        self.expect(400, "n", "POST", c, {"prompt": "x", "n": 9})
         self.expect(400, "fasa.calib", "POST", c, {"prompt": "x", "fasa": {"calib": "/etc/x"}})
         self.expect(400, "budget", "POST", c,
                     {"prompt": "x", "fasa": {"policy": "streaming", "budget": -3}})
@@ -228,6 +233,138 @@ class ServerTest(unittest.TestCase):
         else:
             self.fail(f"the sequence was not freed: {m}")
 
+    # ---- what other servers accept (issue 24) ----
+
+    def test_unknown_fields_are_ignored_and_named(self):
+        status, headers, text = self.srv.request(
+            "POST", "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": CHAT, "tool_calls": None}],
+             "max_tokens": 2, "bogus": 1, "tools": [], "metadata": {"a": 1}})
+        self.assertEqual(status, 200, text)
+        ignored = headers["X-Fasa-Ignored-Fields"].split(", ")
+        self.assertEqual(sorted(ignored), ["bogus", "messages[0].tool_calls", "metadata", "tools"])
+        status, headers, _ = self.srv.request("POST", "/v1/completions",
+                                              {"prompt": "x", "max_tokens": 1})
+        self.assertNotIn("X-Fasa-Ignored-Fields", headers)
+
+    def tokenize(self, text):
+        status, _, body = self.srv.request("POST", "/tokenize", {"content": text})
+        self.assertEqual(status, 200, body)
+        return json.loads(body)["tokens"]
+
+    def test_tokenize_and_detokenize(self):
+        ids = self.tokenize(PROMPT)
+        self.assertGreater(len(ids), 3)
+        status, _, body = self.srv.request("POST", "/detokenize", {"tokens": ids})
+        self.assertEqual((status, json.loads(body)["content"]), (200, PROMPT))
+        _, _, body = self.srv.request("POST", "/tokenize", {"content": "hi", "with_pieces": True})
+        self.assertEqual("".join(t["piece"] for t in json.loads(body)["tokens"]), "hi")
+        self.expect(400, "'content' (a string) is required", "POST", "/tokenize", {})
+        self.expect(400, "unknown field 'text'", "POST", "/tokenize", {"content": "x", "text": 1})
+        self.expect(400, "tokens[1]", "POST", "/detokenize", {"tokens": [1, -1]})
+        self.expect(405, "POST", "GET", "/tokenize")
+
+    def test_logprobs(self):
+        r = self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=6,
+                                           temperature=0, logprobs=3)
+        lp = r.choices[0].logprobs
+        self.assertEqual(len(lp.tokens), 6)
+        self.assertEqual("".join(lp.tokens), r.choices[0].text)
+        for tok, p, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+            self.assertLessEqual(p, 0.0)
+            self.assertLessEqual(len(top), 3)
+            best = max(top, key=top.get)  # greedy: the token sampled is the likeliest
+            self.assertEqual(best, tok)
+            self.assertAlmostEqual(top[best], p, places=5)
+        self.assertEqual(lp.text_offset[0], 0)
+        # Chat: a boolean and top_logprobs.
+        c = self.client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": CHAT}], max_tokens=5,
+            temperature=0, logprobs=True, top_logprobs=2)
+        content = c.choices[0].logprobs.content
+        self.assertEqual(len(content), 5)
+        self.assertEqual("".join(t.token for t in content), c.choices[0].message.content)
+        self.assertTrue(all(len(t.top_logprobs) == 2 for t in content))
+        self.assertEqual(bytes(content[0].bytes).decode(), content[0].token)
+        # Streamed: every token's logprob arrives in some chunk.
+        chunks = list(self.client.completions.create(
+            model=MODEL, prompt=PROMPT, max_tokens=6, temperature=0, logprobs=1, stream=True))
+        streamed = [t for ch in chunks if ch.choices and ch.choices[0].logprobs
+                    for t in ch.choices[0].logprobs.token_logprobs]
+        self.assertEqual(len(streamed), 6)
+        for a, b in zip(streamed, lp.token_logprobs):
+            self.assertAlmostEqual(a, b, places=5)
+
+    def test_echo_scores_the_prompt(self):
+        gen = self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=4,
+                                             temperature=0, logprobs=0)
+        ids = self.tokenize(PROMPT)
+        # The same tokens as a prompt: their echoed logprobs equal the generated ones.
+        gen_ids = self.tokenize(PROMPT + gen.choices[0].text)[len(ids):]
+        e = self.client.completions.create(model=MODEL, prompt=ids + gen_ids, max_tokens=0,
+                                           echo=True, logprobs=1, temperature=0)
+        lp = e.choices[0].logprobs
+        self.assertEqual(e.choices[0].text, PROMPT + gen.choices[0].text)
+        self.assertIsNone(lp.token_logprobs[0])
+        self.assertEqual(len(lp.tokens), len(ids) + len(gen_ids))
+        if len(gen_ids) == 4:  # the text re-tokenizes to the same ids
+            for a, b in zip(lp.token_logprobs[len(ids):], gen.choices[0].logprobs.token_logprobs):
+                self.assertAlmostEqual(a, b, delta=2e-3)
+        self.assertEqual(e.usage.completion_tokens, 0)
+        # Echo with generation: the prompt's text, then the answer's.
+        both = self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=4,
+                                              temperature=0, echo=True)
+        self.assertEqual(both.choices[0].text, PROMPT + gen.choices[0].text)
+
+    def test_n_choices(self):
+        r = self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=6, n=3,
+                                           temperature=0.9, seed=11)
+        self.assertEqual([c.index for c in r.choices], [0, 1, 2])
+        self.assertEqual(r.usage.completion_tokens, 18)
+        again = self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=6, n=3,
+                                               temperature=0.9, seed=11)
+        self.assertEqual([c.text for c in r.choices], [c.text for c in again.choices])
+        greedy = self.client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": CHAT}], max_tokens=6, n=2,
+            temperature=0)
+        self.assertEqual(greedy.choices[0].message.content, greedy.choices[1].message.content)
+        chunks = list(self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=5,
+                                                     n=2, temperature=0, stream=True))
+        texts = ["", ""]
+        for ch in chunks:
+            for c in ch.choices:
+                texts[c.index] += c.text
+        whole = self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=5,
+                                               temperature=0).choices[0].text
+        self.assertEqual(texts, [whole, whole])
+
+    def test_penalties_and_logit_bias(self):
+        forced = self.tokenize(" banana")[-1]
+        r = self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=1,
+                                           temperature=0, logit_bias={str(forced): 100})
+        self.assertEqual(r.choices[0].text, " banana")
+        plain = self.client.completions.create(model=MODEL, prompt="1, 1, 1, 1, 1,",
+                                               max_tokens=8, temperature=0).choices[0].text
+        pen = self.client.completions.create(model=MODEL, prompt="1, 1, 1, 1, 1,", max_tokens=8,
+                                             temperature=0, frequency_penalty=2.0,
+                                             presence_penalty=2.0).choices[0].text
+        self.assertNotEqual(plain, pen)
+        rep = self.client.completions.create(model=MODEL, prompt="1, 1, 1, 1, 1,", max_tokens=8,
+                                             temperature=0,
+                                             extra_body={"repetition_penalty": 3.0})
+        self.assertNotEqual(plain, rep.choices[0].text)
+
+    def test_json_object(self):
+        r = self.client.chat.completions.create(
+            model=MODEL, max_tokens=60, temperature=0,
+            messages=[{"role": "user",
+                       "content": "Describe a cat as a JSON object with keys name and age."}],
+            response_format={"type": "json_object"})
+        text = r.choices[0].message.content
+        self.assertTrue(text.lstrip().startswith("{"), text)
+        if r.choices[0].finish_reason == "stop":
+            self.assertIsInstance(json.loads(text), dict)
+
     def test_metrics(self):
         self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=2)
         m = self.srv.metrics()
@@ -237,6 +374,10 @@ class ServerTest(unittest.TestCase):
                      "fasa_process_peak_resident_bytes", "fasa_slots"]:
             self.assertIn(name, m)
         self.assertEqual(m["fasa_slots"], 4)
+        self.assertGreater(m["fasa_time_to_first_token_seconds_count"], 0)
+        self.assertEqual(m['fasa_time_to_first_token_seconds_bucket{le="+Inf"}'],
+                         m["fasa_time_to_first_token_seconds_count"])
+        self.assertGreater(m["fasa_time_per_output_token_seconds_count"], 0)
         self.assertGreater(m['fasa_policy_kv_bytes_read_per_token{policy="full"}'], 0)
 
 

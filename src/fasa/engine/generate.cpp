@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 
 #include "fasa/core/error.h"
 #include "fasa/tokenizer/tokenizer.h"
@@ -103,7 +105,41 @@ GenerateResult generate_from_prefilled(Session& session, const GenerateOptions& 
 }
 
 Generation::Generation(const Tokenizer& tok, const GenerateOptions& opts)
-    : tok_(tok), opts_(opts), sampler_(opts.sampler), dec_(tok) {}
+    : tok_(tok), opts_(opts), sampler_(opts.sampler), dec_(tok) {
+  if (opts_.json_object) json_ = std::make_unique<JsonConstraint>(tok);
+  if (opts_.logprobs > GenerateOptions::kMaxTopLogprobs) {
+    fail("logprobs: at most {} alternatives per token (got {})", GenerateOptions::kMaxTopLogprobs,
+         opts_.logprobs);
+  }
+}
+
+TokenLogprob token_logprob(const float* logits, int n_vocab, int32_t id, int n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int i = 0; i < n_vocab; ++i) mx = std::max(mx, logits[i]);
+  double sum = 0.0;
+  for (int i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - mx);
+  const double lse = mx + std::log(sum);
+  TokenLogprob t;
+  t.id = id;
+  t.logprob = static_cast<float>(logits[id] - lse);
+  std::vector<std::pair<float, int32_t>> best;  // (logit, id): a bounded min-heap of n
+  auto better = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  for (int i = 0; i < n_vocab && n > 0; ++i) {
+    if (static_cast<int>(best.size()) < n) {
+      best.emplace_back(logits[i], i);
+      std::push_heap(best.begin(), best.end(), better);
+    } else if (better(std::pair<float, int32_t>(logits[i], i), best.front())) {
+      std::pop_heap(best.begin(), best.end(), better);
+      best.back() = {logits[i], i};
+      std::push_heap(best.begin(), best.end(), better);
+    }
+  }
+  std::sort(best.begin(), best.end(), better);  // highest first, ties to the lowest id
+  for (const auto& [l, i] : best) t.top.emplace_back(i, static_cast<float>(l - lse));
+  return t;
+}
 
 void Generation::finish(StopReason reason, std::string* out) {
   stop_reason_ = reason;
@@ -122,7 +158,17 @@ std::string Generation::step(const float* logits, int n_vocab, bool room) {
     finish(StopReason::Length, &out);
     return out;
   }
-  return accept(sampler_.sample(logits, n_vocab), room);
+  const float* l = logits;
+  if (opts_.rules.any() || json_ || opts_.logprobs >= 0) {
+    work_.assign(logits, logits + n_vocab);
+    opts_.rules.apply(work_.data(), n_vocab, tokens_);
+    if (json_) json_->mask(work_.data(), n_vocab);
+    l = work_.data();
+  }
+  const int32_t id = sampler_.sample(l, n_vocab);
+  if (opts_.logprobs >= 0) logprobs_.push_back(token_logprob(l, n_vocab, id, opts_.logprobs));
+  if (json_) json_->accept(id);
+  return accept(id, room);
 }
 
 std::string Generation::accept(int32_t id, bool room) {

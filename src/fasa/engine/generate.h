@@ -4,10 +4,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fasa/engine/json_constraint.h"
+#include "fasa/engine/logit_rules.h"
 #include "fasa/engine/sampler.h"
 #include "fasa/engine/session.h"
 #include "fasa/tokenizer/tokenizer.h"
@@ -36,7 +39,24 @@ struct GenerateOptions {
   std::function<bool(const std::string&)> stop_when;
   // Called after each prefill chunk with (tokens done, prompt tokens); may be null.
   std::function<void(int, int)> prefill_progress;
+  LogitRules rules;          // penalties and logit_bias, applied before sampling
+  bool json_object = false;  // keep the text one JSON object (json_constraint.h)
+  // >= 0: record each generated token's log-probability and the `logprobs` most likely ids
+  // (Generation::logprobs), from the logits after `rules` and the JSON mask, before the
+  // temperature and the filters (OpenAI's logprobs). At most kMaxTopLogprobs.
+  int logprobs = -1;
+  static constexpr int kMaxTopLogprobs = 20;
 };
+
+// One generated (or prompt) token's log-probability under the model, and the most likely ids at
+// its position, highest first.
+struct TokenLogprob {
+  int32_t id = -1;
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;  // [n] (id, logprob)
+};
+// log softmax(logits)[id] and the top n ids ([n_vocab] logits; -inf entries have no mass).
+TokenLogprob token_logprob(const float* logits, int n_vocab, int32_t id, int n);
 
 struct GenerateResult {
   std::vector<int32_t> tokens;  // generated ids
@@ -67,6 +87,9 @@ class Generation {
   StopReason stop_reason() const { return stop_reason_; }         // once done()
   const std::vector<int32_t>& tokens() const { return tokens_; }  // generated ids
   const std::string& text() const { return text_; }               // emitted so far
+  // One per generated token (also the end-of-generation token when one was sampled), when
+  // GenerateOptions::logprobs >= 0.
+  const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
 
  private:
   void finish(StopReason reason, std::string* out);  // flushes held-back text into *out
@@ -81,6 +104,9 @@ class Generation {
   StopReason stop_reason_ = StopReason::None;
   int32_t next_ = -1;
   bool done_ = false;
+  std::vector<float> work_;               // [n_vocab] the logits after rules and mask
+  std::unique_ptr<JsonConstraint> json_;  // opts_.json_object
+  std::vector<TokenLogprob> logprobs_;
 };
 
 // `on_text` receives each piece of text as soon as it is final (may be null).

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fasa/attention/policy.h"
+#include "fasa/engine/logit_rules.h"
 #include "fasa/engine/lossless.h"
 #include "fasa/engine/sampler.h"
 #include "fasa/tokenizer/chat.h"
@@ -41,8 +42,10 @@ struct PolicyRequest {
 
 struct GenRequest {
   Endpoint endpoint = Endpoint::Completions;
-  std::string model;                  // "" when absent
-  std::string prompt;                 // completions
+  std::string model;                // "" when absent
+  std::string prompt;               // completions
+  std::vector<int32_t> prompt_ids;  // completions: a prompt given as token ids
+  bool prompt_is_ids = false;
   std::vector<ChatMessage> messages;  // chat ("developer" is taken as "system")
   int max_tokens = -1;                // -1: absent (the server's default applies)
   SamplerParams sampler;              // OpenAI defaults: temp 1, top_p 1, top_k 0, min_p 0
@@ -54,17 +57,42 @@ struct GenRequest {
   LosslessOptions lossless;    // "fasa": {"lossless": 4 | "auto"} (engine/lossless.h)
   bool parse_special = false;  // "fasa": {"parse_special": true}: special-token texts in
                                // the prompt or the messages' contents become tokens
+  int n = 1;                   // choices, 1 .. kMaxChoices
+  static constexpr int kMaxChoices = 8;
+  LogitRules rules;  // presence/frequency/repetition penalties, logit_bias (ids checked against
+                     // the vocabulary by the server)
+  // The most likely alternatives to report per token, or -1 for no logprobs (completions:
+  // "logprobs": N; chat: "logprobs": true with "top_logprobs": N).
+  int logprobs = -1;
+  bool echo = false;         // completions: the prompt comes back before the text (and its
+                             // logprobs, with "logprobs")
+  bool json_object = false;  // response_format {"type": "json_object"}
+  // Fields this server does not know, ignored (named in the X-Fasa-Ignored-Fields header and
+  // the log): "foo", "messages[1].tool_calls", ...
+  std::vector<std::string> ignored;
 };
 
 // Throw ApiError(400, ...) naming the field for: a body that is not a JSON object, malformed
-// JSON (with the byte offset), an unknown field, a wrong type, a value out of range, or a
-// feature this server does not support (n != 1, logprobs, echo, non-zero penalties,
-// logit_bias, tools, ...). Per-request "fasa.calib" and "fasa.offload_dir" are refused (they
-// name server-side files: start the server with --calib / --offload-dir).
+// JSON (with the byte offset), a wrong type, a value out of range, or a feature this server does
+// not support that would change the answer (a non-empty "suffix", best_of above n,
+// response_format json_schema, a chat role other than system/developer/user/assistant).
+// Fields it does not know (as other servers and LangChain or LiteLLM add them: "tools",
+// "metadata", "messages[0].tool_calls", ...) are ignored and listed in GenRequest::ignored.
+// Per-request "fasa.calib" and "fasa.offload_dir" are refused (they name server-side files:
+// start the server with --calib / --offload-dir); the "fasa" object stays strict.
 GenRequest parse_completion_request(std::string_view body);
 GenRequest parse_chat_request(std::string_view body);
 
-// What the engine did for one request.
+// One token of a logprobs answer: its text (the token's bytes, invalid UTF-8 replaced when
+// rendered), its log-probability (none for a prompt's first token, which nothing predicts) and
+// the most likely alternatives at its position, highest first.
+struct LogprobEntry {
+  std::string token;
+  std::optional<float> logprob;
+  std::vector<std::pair<std::string, float>> top;  // (token text, logprob)
+};
+
+// What the engine did for one request (one choice of it: `index`).
 struct GenOutcome {
   std::string id;       // "cmpl-..." / "chatcmpl-..."
   int64_t created = 0;  // unix seconds
@@ -78,22 +106,35 @@ struct GenOutcome {
   double kv_bytes_read_per_token = 0.0;
   std::string lossless = "off";  // the request's lossless setting, and its decoder's counts
   LosslessStats lossless_stats;
+  int index = 0;                       // the choice's index (n > 1)
+  bool has_logprobs = false;           // the request asked for logprobs: render `logprobs`
+  std::vector<LogprobEntry> logprobs;  // echo: the prompt's first, then the generated tokens'
 };
 
 // Non-streamed bodies. Both carry "usage" {prompt_tokens, completion_tokens, total_tokens} and
 // "fasa" {policy, kv_bytes_read, kv_bytes_read_per_token}.
 std::string render_completion(const GenOutcome& o);       // "object": "text_completion"
 std::string render_chat_completion(const GenOutcome& o);  // "object": "chat.completion"
+// n > 1: one choice per outcome (their indices), usage and fasa stats summed over them (the
+// prompt counted once).
+std::string render_completion(const std::vector<GenOutcome>& choices);
+std::string render_chat_completion(const std::vector<GenOutcome>& choices);
 
 // Server-sent events, each "data: {json}\n\n". A chunk carries a text delta and/or a finish
 // reason (null while generating). Chat: the first chunk of a stream has delta {"role":
 // "assistant", "content": ""}; `first` selects it.
+// o.index is the chunk's choice; with o.has_logprobs the chunk carries `logprobs` for the
+// tokens sampled since the last chunk (may be none).
 std::string sse_completion_chunk(const GenOutcome& o, std::string_view delta,
-                                 std::string_view finish_reason);
+                                 std::string_view finish_reason,
+                                 const std::vector<LogprobEntry>& logprobs = {});
 std::string sse_chat_chunk(const GenOutcome& o, std::string_view delta,
-                           std::string_view finish_reason, bool first);
-// The final usage chunk (stream_options.include_usage): "choices": [], "usage", "fasa".
+                           std::string_view finish_reason, bool first,
+                           const std::vector<LogprobEntry>& logprobs = {});
+// The final usage chunk (stream_options.include_usage): "choices": [], "usage", "fasa"
+// (summed over the choices).
 std::string sse_usage_chunk(const GenOutcome& o, Endpoint endpoint);
+std::string sse_usage_chunk(const std::vector<GenOutcome>& choices, Endpoint endpoint);
 std::string sse_done();  // "data: [DONE]\n\n"
 
 // GET /v1/models: {"object": "list", "data": [{"id", "object": "model", "created",

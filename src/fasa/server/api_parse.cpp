@@ -1,7 +1,9 @@
-// Strict parsing of /v1/completions and /v1/chat/completions request bodies (api.h): a table of
-// the fields each endpoint knows, one checker per field, and every mistake an ApiError(400)
-// that names the field. Strict because a silently ignored field (a typo, a feature we do not
-// implement) would hand the client an answer to a different question than the one it asked.
+// Parsing of /v1/completions and /v1/chat/completions request bodies (api.h): a table of the
+// fields each endpoint knows, one checker per field, and every mistake in a known field an
+// ApiError(400) that names it. Fields it does not know are ignored but listed (GenRequest::
+// ignored, sent back in a header): clients and libraries (LangChain, LiteLLM) add fields of
+// other servers, and refusing them made real clients fail; a field we know but cannot honour in
+// a way that changes the answer (a suffix, best_of > n, a JSON schema) is still refused.
 #include "fasa/server/api.h"
 
 #include <cstdint>
@@ -92,11 +94,6 @@ bool bool_value(const json& v, const std::string& param) {
   return v.get<bool>();
 }
 
-double number_value(const json& v, const std::string& param) {
-  if (!v.is_number()) bad(param, fmt::format("'{}' must be a number (got {})", param, shown(v)));
-  return v.get<double>();
-}
-
 // An interval of numbers, each end open or closed.
 struct Range {
   double lo, hi;
@@ -136,8 +133,6 @@ int64_t integer_in(const json& v, const std::string& param, int64_t lo, int64_t 
   bad(param, fmt::format("'{}' is not supported{}", param, allowed));
 }
 
-bool is_integer(const json& v, int64_t x) { return v.is_number_integer() && v == x; }
-
 bool given(const json& obj, const char* key) {
   const auto it = obj.find(key);
   return it != obj.end() && !it->is_null();
@@ -148,6 +143,10 @@ bool given(const json& obj, const char* key) {
 struct Parsed {
   GenRequest req;
   bool stream_options_given = false;
+  bool chat_logprobs = false;  // chat "logprobs": true
+  int top_logprobs = -1;       // chat "top_logprobs"
+  int best_of = 1;
+  const char* max_tokens_name = "max_tokens";  // the alias the request used
 };
 
 // Called for a present, non-null value (null means absent) with the field's name.
@@ -158,12 +157,13 @@ struct Field {
 };
 
 void set_max_tokens(const json& v, const char* name, Parsed& p) {
-  const int n = static_cast<int>(integer_in(v, name, 1, kMaxTokensCap));
+  const int n = static_cast<int>(integer_in(v, name, 0, kMaxTokensCap));  // 0: echo only
   if (p.req.max_tokens != -1 && p.req.max_tokens != n) {  // the other alias came first
     bad(name, fmt::format("'max_tokens' and 'max_completion_tokens' differ ({} and {}): give one",
                           p.req.max_tokens, n));
   }
   p.req.max_tokens = n;
+  p.max_tokens_name = name;
 }
 
 void set_seed(const json& v, const char* name, Parsed& p) {
@@ -205,20 +205,44 @@ void set_stream_options(const json& v, const char* name, Parsed& p) {
   }
   for (const auto& [key, value] : v.items()) {
     const std::string param = fmt::format("{}.{}", name, cut(key));
-    if (key != "include_usage") bad(param, fmt::format("unknown field '{}'", param));
+    if (key != "include_usage") {
+      p.req.ignored.push_back(param);
+      continue;
+    }
     if (!value.is_null()) p.req.include_usage = bool_value(value, param);
   }
   p.stream_options_given = true;
 }
 
-void set_prompt(const json& v, const char* name, Parsed& p) {
-  const json& s = v.is_array() && v.size() == 1 ? v[0] : v;
-  if (!s.is_string()) {
-    bad(name, fmt::format("only a single string prompt is supported ('{}' must be a string or an "
-                          "array of one string; got {})",
-                          name, shown(v)));
+// A token id array: [1, 2, 3] (every element an integer >= 0; the server checks the vocabulary).
+bool token_ids(const json& v, std::vector<int32_t>* out) {
+  if (!v.is_array() || v.empty()) return false;
+  out->clear();
+  for (const json& x : v) {
+    if (!x.is_number_integer() || x.get<int64_t>() < 0 ||
+        x.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return false;
+    }
+    out->push_back(static_cast<int32_t>(x.get<int64_t>()));
   }
-  p.req.prompt = s.get<std::string>();
+  return true;
+}
+
+// A string, or token ids (as lm-eval and vLLM clients send), or an array of one of either.
+void set_prompt(const json& v, const char* name, Parsed& p) {
+  const bool one = v.is_array() && v.size() == 1 && (v[0].is_string() || v[0].is_array());
+  const json& s = one ? v[0] : v;
+  if (s.is_string()) {
+    p.req.prompt = s.get<std::string>();
+    return;
+  }
+  if (token_ids(s, &p.req.prompt_ids)) {
+    p.req.prompt_is_ids = true;
+    return;
+  }
+  bad(name, fmt::format("'{}' must be a string, an array of token ids (integers >= 0), or an "
+                        "array of one of either: one prompt per request (got {})",
+                        name, shown(v)));
 }
 
 // --- chat messages ---
@@ -232,7 +256,8 @@ std::string role_value(const json& v, const std::string& param) {
 }
 
 // {"type": "text", "text": "..."}: the only part type a text model can take.
-std::string text_part(const json& part, const std::string& where) {
+std::string text_part(const json& part, const std::string& where,
+                      std::vector<std::string>& ignored) {
   if (!part.is_object()) {
     bad(where, fmt::format("'{}' must be an object {{\"type\": \"text\", \"text\": ...}} (got {})",
                            where, shown(part)));
@@ -247,10 +272,7 @@ std::string text_part(const json& part, const std::string& where) {
                                 type_param, shown(*type)));
   }
   for (const auto& [key, value] : part.items()) {
-    if (key != "type" && key != "text") {
-      const std::string param = fmt::format("{}.{}", where, cut(key));
-      bad(param, fmt::format("unknown field '{}'", param));
-    }
+    if (key != "type" && key != "text") ignored.push_back(fmt::format("{}.{}", where, cut(key)));
   }
   const std::string text_param = where + ".text";
   if (!given(part, "text")) bad(text_param, fmt::format("'{}' is required", text_param));
@@ -258,18 +280,22 @@ std::string text_part(const json& part, const std::string& where) {
 }
 
 // A string, or an array of text parts taken as their concatenation.
-std::string content_value(const json& v, const std::string& param) {
+std::string content_value(const json& v, const std::string& param,
+                          std::vector<std::string>& ignored) {
   if (v.is_string()) return v.get<std::string>();
   if (!v.is_array()) {
     bad(param,
         fmt::format("'{}' must be a string or an array of text parts (got {})", param, shown(v)));
   }
   std::string text;
-  for (size_t j = 0; j < v.size(); ++j) text += text_part(v[j], fmt::format("{}[{}]", param, j));
+  for (size_t j = 0; j < v.size(); ++j) {
+    text += text_part(v[j], fmt::format("{}[{}]", param, j), ignored);
+  }
   return text;
 }
 
-ChatMessage message_value(const json& m, const std::string& where) {
+ChatMessage message_value(const json& m, const std::string& where,
+                          std::vector<std::string>& ignored) {
   if (!m.is_object()) {
     bad(where,
         fmt::format("'{}' must be an object {{\"role\", \"content\"}} (got {})", where, shown(m)));
@@ -281,13 +307,13 @@ ChatMessage message_value(const json& m, const std::string& where) {
   msg.role = role_value(role == m.end() ? json() : *role, where + ".role");
   const std::string content_param = where + ".content";
   if (!given(m, "content")) bad(content_param, fmt::format("'{}' is required", content_param));
-  msg.content = content_value(m.at("content"), content_param);
+  msg.content = content_value(m.at("content"), content_param, ignored);
   for (const auto& [key, value] : m.items()) {
     const std::string param = fmt::format("{}.{}", where, cut(key));
     if (key == "name") {
       if (!value.is_null()) string_value(value, param);  // accepted, not used by the templates
     } else if (key != "role" && key != "content") {
-      bad(param, fmt::format("unknown field '{}'", param));
+      ignored.push_back(param);  // e.g. tool_calls: null, as LangChain sends
     }
   }
   return msg;
@@ -300,7 +326,7 @@ void set_messages(const json& v, const char* name, Parsed& p) {
   }
   p.req.messages.clear();
   for (size_t i = 0; i < v.size(); ++i) {
-    p.req.messages.push_back(message_value(v[i], fmt::format("{}[{}]", name, i)));
+    p.req.messages.push_back(message_value(v[i], fmt::format("{}[{}]", name, i), p.req.ignored));
   }
 }
 
@@ -452,25 +478,75 @@ void set_min_p(const json& v, const char* name, Parsed& p) {
 void set_top_k(const json& v, const char* name, Parsed& p) {
   p.req.sampler.top_k = static_cast<int>(integer_in(v, name, 0, std::numeric_limits<int>::max()));
 }
-void only_one(const json& v, const char* name, Parsed&) {
-  if (!is_integer(v, 1)) bad(name, fmt::format("'{}' must be 1 (got {})", name, shown(v)));
+void set_n(const json& v, const char* name, Parsed& p) {
+  p.req.n = static_cast<int>(integer_in(v, name, 1, GenRequest::kMaxChoices));
 }
-void only_zero(const json& v, const char* name, Parsed&) {
-  if (number_value(v, name) != 0) unsupported(name, " (only 0)");
+void set_best_of(const json& v, const char* name, Parsed& p) {
+  p.best_of = static_cast<int>(integer_in(v, name, 1, GenRequest::kMaxChoices));
 }
-void only_false(const json& v, const char* name, Parsed&) {
-  if (!(v.is_boolean() && !v.get<bool>())) unsupported(name, " (only false)");
+void set_presence(const json& v, const char* name, Parsed& p) {
+  p.req.rules.presence_penalty = float_in(v, name, {-2, 2});
 }
-void only_false_or_zero(const json& v, const char* name, Parsed&) {
-  if (!(v.is_boolean() && !v.get<bool>()) && !is_integer(v, 0)) {
-    unsupported(name, " (only null, false or 0)");
+void set_frequency(const json& v, const char* name, Parsed& p) {
+  p.req.rules.frequency_penalty = float_in(v, name, {-2, 2});
+}
+void set_repetition(const json& v, const char* name, Parsed& p) {
+  p.req.rules.repetition_penalty = float_in(v, name, {0, 10, /*open_lo=*/true});
+}
+// {"<token id>": bias in [-100, 100], ...}
+void set_logit_bias(const json& v, const char* name, Parsed& p) {
+  if (!v.is_object()) bad(name, fmt::format("'{}' must be an object (got {})", name, shown(v)));
+  p.req.rules.bias.clear();
+  for (const auto& [key, value] : v.items()) {
+    const std::string param = fmt::format("{}.{}", name, cut(key));
+    char* end = nullptr;
+    const long long id = std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || end != key.c_str() + key.size() || id < 0 ||
+        id > std::numeric_limits<int32_t>::max()) {
+      bad(param, fmt::format("the keys of '{}' must be token ids (got '{}')", name, cut(key)));
+    }
+    p.req.rules.bias.emplace_back(static_cast<int32_t>(id), float_in(value, param, {-100, 100}));
   }
 }
-void only_empty_object(const json& v, const char* name, Parsed&) {
-  if (!v.is_object()) bad(name, fmt::format("'{}' must be an object (got {})", name, shown(v)));
-  if (!v.empty()) unsupported(name, " (only an empty object)");
+// Completions: "logprobs": N alternatives per token (OpenAI allows up to 5; we up to 20).
+void set_completion_logprobs(const json& v, const char* name, Parsed& p) {
+  if (v.is_boolean()) {  // some clients send true / false here too
+    p.req.logprobs = v.get<bool>() ? 0 : -1;
+    return;
+  }
+  p.req.logprobs = static_cast<int>(integer_in(v, name, 0, GenerateOptions::kMaxTopLogprobs));
 }
-void only_null(const json& v, const char* name, Parsed&) { unsupported(name, ""); }
+void set_chat_logprobs(const json& v, const char* name, Parsed& p) {
+  p.chat_logprobs = bool_value(v, name);
+}
+void set_top_logprobs(const json& v, const char* name, Parsed& p) {
+  p.top_logprobs = static_cast<int>(integer_in(v, name, 0, GenerateOptions::kMaxTopLogprobs));
+}
+void set_echo(const json& v, const char* name, Parsed& p) { p.req.echo = bool_value(v, name); }
+void check_suffix(const json& v, const char* name, Parsed&) {
+  if (!(v.is_string() && v.get_ref<const std::string&>().empty())) {
+    unsupported(name, " (text insertion: only null or \"\")");
+  }
+}
+// {"type": "text"} or {"type": "json_object"}; json_schema is refused until implemented.
+void set_response_format(const json& v, const char* name, Parsed& p) {
+  const std::string param = std::string(name) + ".type";
+  if (!v.is_object() || !given(v, "type")) {
+    bad(param, fmt::format("'{}' must be an object with a 'type' (got {})", name, shown(v)));
+  }
+  const json& t = v.at("type");
+  if (t == "text") return;
+  if (t == "json_object") {
+    p.req.json_object = true;
+    return;
+  }
+  if (t == "json_schema") {
+    bad(param, fmt::format("'{}' json_schema is not supported yet: use json_object (any JSON "
+                           "object) or text",
+                           param));
+  }
+  bad(param, fmt::format("'{}' must be 'text' or 'json_object' (got {})", param, shown(t)));
+}
 
 const Field kCommonFields[] = {
     {"model", set_model},
@@ -483,31 +559,29 @@ const Field kCommonFields[] = {
     {"stop", set_stop},
     {"stream", set_stream},
     {"stream_options", set_stream_options},
-    {"n", only_one},
+    {"n", set_n},
     {"user", check_user},
-    {"presence_penalty", only_zero},
-    {"frequency_penalty", only_zero},
-    {"logit_bias", only_empty_object},
+    {"presence_penalty", set_presence},
+    {"frequency_penalty", set_frequency},
+    {"repetition_penalty", set_repetition},  // extension, as vLLM's server
+    {"logit_bias", set_logit_bias},
+    {"response_format", set_response_format},
     {"fasa", set_fasa},
 };
 
 const Field kCompletionFields[] = {
     {"prompt", set_prompt},
-    {"logprobs", only_false_or_zero},  // completions: an integer count, 0 = none
-    {"echo", only_false},
-    {"suffix", only_null},
-    {"best_of", only_one},
+    {"logprobs", set_completion_logprobs},  // completions: an integer count
+    {"echo", set_echo},
+    {"suffix", check_suffix},
+    {"best_of", set_best_of},
 };
 
 const Field kChatFields[] = {
     {"messages", set_messages},
     {"max_completion_tokens", set_max_tokens},  // the newer name of max_tokens
-    {"logprobs", only_false},                   // chat: a boolean
-    {"top_logprobs", only_null},
-    {"tools", only_null},
-    {"tool_choice", only_null},
-    {"response_format", only_null},
-    {"parallel_tool_calls", only_null},
+    {"logprobs", set_chat_logprobs},            // chat: a boolean
+    {"top_logprobs", set_top_logprobs},
 };
 
 const Field* find_field(std::span<const Field> fields, const std::string& key) {
@@ -538,13 +612,33 @@ GenRequest parse_request(std::string_view body, Endpoint endpoint) {
   for (const auto& [key, value] : j.items()) {
     const Field* f = find_field(own, key);
     if (f == nullptr) f = find_field(kCommonFields, key);
-    if (f == nullptr) bad(cut(key), fmt::format("unknown field '{}'", cut(key)));
+    if (f == nullptr) {
+      p.req.ignored.push_back(cut(key));
+      continue;
+    }
     if (!value.is_null()) f->check(value, f->name, p);
   }
   const char* required = chat ? "messages" : "prompt";
   if (!given(j, required)) bad(required, fmt::format("'{}' is required", required));
   if (p.stream_options_given && !p.req.stream) {
     bad("stream_options", "'stream_options' is only allowed when 'stream' is true");
+  }
+  if (p.best_of > p.req.n) {
+    bad("best_of", fmt::format("'best_of' above 'n' is not supported (got best_of {} and n {}): "
+                               "every generated choice is returned",
+                               p.best_of, p.req.n));
+  }
+  if (chat) {
+    if (p.top_logprobs >= 0 && !p.chat_logprobs) {
+      bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    }
+    if (p.chat_logprobs) p.req.logprobs = std::max(p.top_logprobs, 0);
+  }
+  if (p.req.echo && p.req.stream) bad("echo", "'echo' is not supported with 'stream'");
+  if (p.req.max_tokens == 0 && !p.req.echo) {
+    bad(p.max_tokens_name, fmt::format("'{}' must be >= 1 (0 only with 'echo', to score the "
+                                       "prompt)",
+                                       p.max_tokens_name));
   }
   return std::move(p.req);
 }

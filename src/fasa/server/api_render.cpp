@@ -30,20 +30,29 @@ ojson head(const GenOutcome& o, const char* object) {
   return j;
 }
 
-ojson usage(const GenOutcome& o) {
+ojson usage(const std::vector<GenOutcome>& cs) {
+  int completion = 0;
+  for (const GenOutcome& c : cs) completion += c.completion_tokens;
   ojson u;
-  u["prompt_tokens"] = o.prompt_tokens;
-  u["completion_tokens"] = o.completion_tokens;
-  u["total_tokens"] = o.prompt_tokens + o.completion_tokens;
+  u["prompt_tokens"] = cs[0].prompt_tokens;
+  u["completion_tokens"] = completion;
+  u["total_tokens"] = cs[0].prompt_tokens + completion;
   return u;
 }
 
-// fasa's extension: which KV policy served the request and what it read.
-ojson fasa_stats(const GenOutcome& o) {
+// fasa's extension: which KV policy served the request and what it read (over every choice).
+ojson fasa_stats(const std::vector<GenOutcome>& cs) {
+  const GenOutcome& o = cs[0];
+  uint64_t bytes = 0;
+  double tokens = 0.0;
+  for (const GenOutcome& c : cs) {
+    bytes += c.kv_bytes_read;
+    if (c.kv_bytes_read_per_token > 0) tokens += c.kv_bytes_read / c.kv_bytes_read_per_token;
+  }
   ojson f;
   f["policy"] = o.policy;
-  f["kv_bytes_read"] = o.kv_bytes_read;
-  f["kv_bytes_read_per_token"] = o.kv_bytes_read_per_token;
+  f["kv_bytes_read"] = bytes;
+  f["kv_bytes_read_per_token"] = tokens > 0 ? bytes / tokens : 0.0;
   if (o.lossless != "off") {
     const LosslessStats& s = o.lossless_stats;
     f["lossless"] = {{"setting", o.lossless},
@@ -56,9 +65,64 @@ ojson fasa_stats(const GenOutcome& o) {
   return f;
 }
 
-ojson with_usage(ojson j, const GenOutcome& o) {
-  j["usage"] = usage(o);
-  j["fasa"] = fasa_stats(o);
+ojson with_usage(ojson j, const std::vector<GenOutcome>& cs) {
+  j["usage"] = usage(cs);
+  j["fasa"] = fasa_stats(cs);
+  return j;
+}
+
+// The token's bytes as JSON numbers (chat logprobs' "bytes").
+ojson bytes_of(const std::string& t) {
+  ojson b = ojson::array();
+  for (unsigned char c : t) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+// Completions' logprobs: {"tokens", "token_logprobs", "top_logprobs", "text_offset"}; offsets
+// count bytes from the start of the choice's text.
+ojson completion_logprobs(const std::vector<LogprobEntry>& es, size_t offset) {
+  ojson tokens = ojson::array(), lps = ojson::array(), tops = ojson::array(), offs = ojson::array();
+  for (const LogprobEntry& e : es) {
+    tokens.push_back(e.token);
+    lps.push_back(e.logprob ? ojson(*e.logprob) : ojson(nullptr));
+    if (!e.logprob) {
+      tops.push_back(nullptr);
+    } else {
+      ojson t = ojson::object();
+      for (const auto& [tok, lp] : e.top) {
+        if (!t.contains(tok)) t[tok] = lp;  // two ids of one text: the likelier is listed
+      }
+      tops.push_back(std::move(t));
+    }
+    offs.push_back(offset);
+    offset += e.token.size();
+  }
+  ojson j;
+  j["tokens"] = std::move(tokens);
+  j["token_logprobs"] = std::move(lps);
+  j["top_logprobs"] = std::move(tops);
+  j["text_offset"] = std::move(offs);
+  return j;
+}
+
+// Chat's logprobs: {"content": [{"token", "logprob", "bytes", "top_logprobs"}], "refusal"}.
+ojson chat_logprobs(const std::vector<LogprobEntry>& es) {
+  ojson content = ojson::array();
+  for (const LogprobEntry& e : es) {
+    ojson c;
+    c["token"] = e.token;
+    c["logprob"] = e.logprob.value_or(0.0f);
+    c["bytes"] = bytes_of(e.token);
+    ojson top = ojson::array();
+    for (const auto& [tok, lp] : e.top) {
+      top.push_back({{"token", tok}, {"logprob", lp}, {"bytes", bytes_of(tok)}});
+    }
+    c["top_logprobs"] = std::move(top);
+    content.push_back(std::move(c));
+  }
+  ojson j;
+  j["content"] = std::move(content);
+  j["refusal"] = nullptr;
   return j;
 }
 
@@ -68,42 +132,59 @@ const char* chunk_object(Endpoint endpoint) {
 
 }  // namespace
 
-std::string render_completion(const GenOutcome& o) {
-  ojson choice;
-  choice["index"] = 0;
-  choice["text"] = o.text;
-  choice["finish_reason"] = finish(o.finish_reason);
-  choice["logprobs"] = nullptr;
-  ojson j = head(o, "text_completion");
-  j["choices"] = ojson::array({choice});
-  return dump(with_usage(std::move(j), o));
+std::string render_completion(const std::vector<GenOutcome>& cs) {
+  ojson choices = ojson::array();
+  for (const GenOutcome& o : cs) {
+    ojson choice;
+    choice["index"] = o.index;
+    choice["text"] = o.text;
+    choice["finish_reason"] = finish(o.finish_reason);
+    choice["logprobs"] = o.has_logprobs ? completion_logprobs(o.logprobs, 0) : ojson(nullptr);
+    choices.push_back(std::move(choice));
+  }
+  ojson j = head(cs[0], "text_completion");
+  j["choices"] = std::move(choices);
+  return dump(with_usage(std::move(j), cs));
 }
 
+std::string render_chat_completion(const std::vector<GenOutcome>& cs) {
+  ojson choices = ojson::array();
+  for (const GenOutcome& o : cs) {
+    ojson choice;
+    choice["index"] = o.index;
+    choice["message"] = {{"role", "assistant"}, {"content", o.text}};
+    choice["finish_reason"] = finish(o.finish_reason);
+    choice["logprobs"] = o.has_logprobs ? chat_logprobs(o.logprobs) : ojson(nullptr);
+    choices.push_back(std::move(choice));
+  }
+  ojson j = head(cs[0], "chat.completion");
+  j["choices"] = std::move(choices);
+  return dump(with_usage(std::move(j), cs));
+}
+
+std::string render_completion(const GenOutcome& o) {
+  return render_completion(std::vector<GenOutcome>{o});
+}
 std::string render_chat_completion(const GenOutcome& o) {
-  ojson choice;
-  choice["index"] = 0;
-  choice["message"] = {{"role", "assistant"}, {"content", o.text}};
-  choice["finish_reason"] = finish(o.finish_reason);
-  choice["logprobs"] = nullptr;
-  ojson j = head(o, "chat.completion");
-  j["choices"] = ojson::array({choice});
-  return dump(with_usage(std::move(j), o));
+  return render_chat_completion(std::vector<GenOutcome>{o});
 }
 
 std::string sse_completion_chunk(const GenOutcome& o, std::string_view delta,
-                                 std::string_view finish_reason) {
+                                 std::string_view finish_reason,
+                                 const std::vector<LogprobEntry>& logprobs) {
   ojson choice;
-  choice["index"] = 0;
+  choice["index"] = o.index;
   choice["text"] = std::string(delta);
   choice["finish_reason"] = finish(finish_reason);
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = o.has_logprobs ? completion_logprobs(logprobs, 0) : ojson(nullptr);
   ojson j = head(o, chunk_object(Endpoint::Completions));
   j["choices"] = ojson::array({choice});
   return sse(j);
 }
 
 std::string sse_chat_chunk(const GenOutcome& o, std::string_view delta,
-                           std::string_view finish_reason, bool first) {
+                           std::string_view finish_reason, bool first,
+                           const std::vector<LogprobEntry>& logprobs) {
   ojson d = ojson::object();
   if (first) {  // OpenAI announces the role once, with empty content
     d["role"] = "assistant";
@@ -111,19 +192,23 @@ std::string sse_chat_chunk(const GenOutcome& o, std::string_view delta,
   }
   if (!delta.empty()) d["content"] = std::string(delta);
   ojson choice;
-  choice["index"] = 0;
+  choice["index"] = o.index;
   choice["delta"] = std::move(d);
   choice["finish_reason"] = finish(finish_reason);
-  choice["logprobs"] = nullptr;
+  choice["logprobs"] = o.has_logprobs ? chat_logprobs(logprobs) : ojson(nullptr);
   ojson j = head(o, chunk_object(Endpoint::Chat));
   j["choices"] = ojson::array({choice});
   return sse(j);
 }
 
-std::string sse_usage_chunk(const GenOutcome& o, Endpoint endpoint) {
-  ojson j = head(o, chunk_object(endpoint));
+std::string sse_usage_chunk(const std::vector<GenOutcome>& cs, Endpoint endpoint) {
+  ojson j = head(cs[0], chunk_object(endpoint));
   j["choices"] = ojson::array();
-  return sse(with_usage(std::move(j), o));
+  return sse(with_usage(std::move(j), cs));
+}
+
+std::string sse_usage_chunk(const GenOutcome& o, Endpoint endpoint) {
+  return sse_usage_chunk(std::vector<GenOutcome>{o}, endpoint);
 }
 
 std::string sse_done() { return "data: [DONE]\n\n"; }

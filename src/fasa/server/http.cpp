@@ -27,24 +27,36 @@ namespace fasa::http {
 
 namespace {
 
-// A listening IPv4 socket on host:port (non-blocking: accept never waits once poll said ready).
+// A listening socket on host:port, IPv4 ("127.0.0.1", "0.0.0.0", "localhost") or IPv6 ("::1",
+// "::": dual-stack where the system allows, so IPv4 clients reach it too; "[::1]" is taken as
+// well). Non-blocking: accept never waits once poll said ready.
 int listen_on(const std::string& host, int port) {
   const std::string where = fmt::format("{}:{}", host, port);
   if (port < 0 || port > 65535) fail("cannot listen on {}: the port must be 0..65535", where);
-  in_addr addr{};
-  const std::string ip = host == "localhost" ? "127.0.0.1" : host;
-  if (inet_pton(AF_INET, ip.c_str(), &addr) != 1)
-    fail("cannot listen on {}: '{}' is not an IPv4 address", where, host);
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  std::string ip = host == "localhost" ? "127.0.0.1" : host;
+  if (ip.size() > 2 && ip.front() == '[' && ip.back() == ']') ip = ip.substr(1, ip.size() - 2);
+  sockaddr_storage ss{};
+  socklen_t ss_len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (inet_pton(AF_INET, ip.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    ss_len = sizeof *v4;
+  } else if (inet_pton(AF_INET6, ip.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    ss_len = sizeof *v6;
+  } else {
+    fail("cannot listen on {}: '{}' is not an IPv4 or IPv6 address", where, host);
+  }
+  const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) fail("cannot listen on {}: {}", where, std::strerror(errno));
   // A restarted server may bind while connections of the last one linger in TIME_WAIT.
-  const int one = 1;
+  const int one = 1, zero = 0;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr = addr;
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) < 0 ||
+  if (ss.ss_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&ss), ss_len) < 0 ||
       ::listen(fd, SOMAXCONN) < 0) {
     const int err = errno;
     ::close(fd);
@@ -54,17 +66,35 @@ int listen_on(const std::string& host, int port) {
 }
 
 int bound_port(int fd) {
-  sockaddr_in sa{};
-  socklen_t len = sizeof sa;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) < 0)
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) < 0)
     fail("cannot read the bound port: {}", std::strerror(errno));
-  return ntohs(sa.sin_port);
+  return ss.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port)
+                                  : ntohs(reinterpret_cast<const sockaddr_in*>(&ss)->sin_port);
 }
 
-std::string peer_name(const sockaddr_in& sa) {
-  char ip[INET_ADDRSTRLEN] = "?";
-  inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
-  return fmt::format("{}:{}", ip, ntohs(sa.sin_port));
+// The client's address ("1.2.3.4", "::1"; an IPv4 client of a dual-stack socket as "1.2.3.4")
+// and port.
+std::pair<std::string, int> peer_of(const sockaddr_storage& ss) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+      inet_ntop(AF_INET, a->sin6_addr.s6_addr + 12, ip, sizeof ip);
+    } else {
+      inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+    }
+    return {ip, ntohs(a->sin6_port)};
+  }
+  const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+  inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+  return {ip, ntohs(a->sin_port)};
+}
+
+std::string peer_name(const std::pair<std::string, int>& p) {
+  return p.first.find(':') != std::string::npos ? fmt::format("[{}]:{}", p.first, p.second)
+                                                : fmt::format("{}:{}", p.first, p.second);
 }
 
 }  // namespace
@@ -87,11 +117,11 @@ struct Server::Impl {
   std::unordered_map<uint64_t, std::thread> running;
   std::vector<std::thread> ended;  // threads whose connection is over, not yet joined
   int reserved_open = 0;
-  std::unordered_map<uint32_t, int> per_client;  // open connections by IPv4 address (> 0 only)
+  std::unordered_map<std::string, int> per_client;  // open connections by address (> 0 only)
 
   // Who a connection belongs to: the counts it holds until its thread ends.
   struct Slot {
-    uint32_t client;  // IPv4 address, network order
+    std::string client;  // the IP address
     bool reserved;
   };
 
@@ -115,7 +145,7 @@ void Server::Impl::accept_loop() {
 }
 
 void Server::Impl::accept_one() {
-  sockaddr_in sa{};
+  sockaddr_storage sa{};
   socklen_t len = sizeof sa;
   const int fd =
       ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -133,7 +163,8 @@ void Server::Impl::accept_one() {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   // One client (IP address) may hold max_connections_per_client; all together max_connections,
   // then reserved_connections more that serve reserved_paths only.
-  const Slot slot{sa.sin_addr.s_addr, false};
+  const std::pair<std::string, int> peer = peer_of(sa);
+  const Slot slot{peer.first, false};
   int status = 0;
   std::string message;
   {
@@ -142,17 +173,15 @@ void Server::Impl::accept_one() {
     const int from_client = it == per_client.end() ? 0 : it->second;
     const int cap = opts.max_connections_per_client;
     if (cap > 0 && from_client >= cap) {
-      char ip[INET_ADDRSTRLEN] = "?";
-      inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
       status = 429;
       message = fmt::format(
           "too many connections from {} (the limit per client is {}); close idle ones or retry "
           "later",
-          ip, cap);
+          peer.first, cap);
     } else if (open.load() - reserved_open < opts.max_connections) {
-      admit(fd, peer_name(sa), slot);
+      admit(fd, peer_name(peer), slot);
     } else if (reserved_open < opts.reserved_connections && !opts.reserved_paths.empty()) {
-      admit(fd, peer_name(sa), {slot.client, true});
+      admit(fd, peer_name(peer), {slot.client, true});
     } else {
       status = 503;
       message =

@@ -56,7 +56,7 @@ class ResponseWriter {
 using Handler = std::function<void(const Request&, ResponseWriter&)>;
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";       // an IPv4 address (or "localhost")
+  std::string host = "127.0.0.1";       // an IPv4 or IPv6 address ("localhost", "::1", "::")
   int port = 8080;                      // 0: any free port (see Server::port())
   size_t max_header_bytes = 16 << 10;   // request line + headers; more: 431
   size_t max_body_bytes = 1 << 20;      // Content-Length above it: 413 (body not read)

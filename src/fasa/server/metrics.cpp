@@ -16,6 +16,56 @@ std::map<std::pair<std::string, int>, uint64_t> RequestCounters::snapshot() cons
 
 namespace {
 
+const std::vector<double>& ttft_bounds() {
+  static const std::vector<double> b = {0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+  return b;
+}
+const std::vector<double>& tpot_bounds() {
+  static const std::vector<double> b = {0.005, 0.01, 0.02, 0.04, 0.08,
+                                        0.16,  0.32, 0.64, 1.28, 2.56};
+  return b;
+}
+
+}  // namespace
+
+void LatencyHistograms::add(Histogram& h, const std::vector<double>& bounds, double x) {
+  if (h.counts.empty()) h.counts.assign(bounds.size() + 1, 0);
+  size_t i = 0;
+  while (i < bounds.size() && x > bounds[i]) ++i;
+  h.counts[i] += 1;
+  h.sum += x;
+  h.n += 1;
+}
+
+void LatencyHistograms::observe(double ttft_seconds, double per_token_seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ttft_seconds >= 0) add(ttft_, ttft_bounds(), ttft_seconds);
+  if (per_token_seconds >= 0) add(tpot_, tpot_bounds(), per_token_seconds);
+}
+
+std::string LatencyHistograms::render() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string o;
+  auto one = [&](const char* name, const char* help, const Histogram& h,
+                 const std::vector<double>& bounds) {
+    o += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (size_t i = 0; i <= bounds.size(); ++i) {
+      cum += h.counts.empty() ? 0 : h.counts[i];
+      const std::string le = i < bounds.size() ? fmt::format("{}", bounds[i]) : "+Inf";
+      o += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, le, cum);
+    }
+    o += fmt::format("{}_sum {}\n{}_count {}\n", name, h.sum, name, h.n);
+  };
+  one("fasa_time_to_first_token_seconds",
+      "Seconds from a generation's submission to its first token.", ttft_, ttft_bounds());
+  one("fasa_time_per_output_token_seconds",
+      "Mean seconds per generated token after the first, per generation.", tpot_, tpot_bounds());
+  return o;
+}
+
+namespace {
+
 // One metric family: HELP, TYPE, then its samples.
 void family(std::string& out, const char* name, const char* type, const char* help) {
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "fasa/server/scheduler.h"
 
@@ -20,6 +21,26 @@ class RequestCounters {
  private:
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> counts_;
+};
+
+// Latency of finished generations, as Prometheus histograms: time to first token (from the
+// request's submission) and time per output token after the first. Thread-safe.
+class LatencyHistograms {
+ public:
+  // A negative value is not observed (no token, or only one).
+  void observe(double ttft_seconds, double per_token_seconds);
+  std::string render()
+      const;  // fasa_time_to_first_token_seconds, fasa_time_per_output_token_seconds
+
+ private:
+  struct Histogram {
+    std::vector<uint64_t> counts;  // [bounds + 1] the last is +Inf
+    double sum = 0.0;
+    uint64_t n = 0;
+  };
+  static void add(Histogram& h, const std::vector<double>& bounds, double x);
+  mutable std::mutex mu_;
+  Histogram ttft_, tpot_;
 };
 
 struct ProcessMemory {

@@ -25,9 +25,12 @@ const char* finish_reason(StopReason stop_reason) {
 
 Job::Update Job::wait(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return !pending_.empty() || (finished_ && !reported_); });
+  cv_.wait_for(lock, timeout, [&] {
+    return !pending_.empty() || !pending_logprobs_.empty() || (finished_ && !reported_);
+  });
   Update u;
   u.text.swap(pending_);
+  u.logprobs.swap(pending_logprobs_);
   if (finished_) {
     u.finished = true;
     u.error = error_;
@@ -41,11 +44,17 @@ JobResult Job::result() const {
   return result_;
 }
 
-void Job::push(const std::string& text) {
-  if (text.empty()) return;
+void Job::push(const std::string& text, const std::vector<TokenLogprob>* logprobs,
+               size_t logprobs_from) {
+  const bool more = logprobs && logprobs->size() > logprobs_from;
+  if (text.empty() && !more) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_ += text;
+    if (more) {
+      pending_logprobs_.insert(pending_logprobs_.end(), logprobs->begin() + logprobs_from,
+                               logprobs->end());
+    }
   }
   cv_.notify_all();
 }
@@ -76,7 +85,9 @@ struct Scheduler::Active {
   std::unique_ptr<Generation> gen;
   std::unique_ptr<LosslessGeneration> lossless;  // a lossless job once its prompt is in
   size_t fed = 0;                                // prompt tokens appended so far
-  int32_t next = -1;                             // the token this step decodes
+  Clock::time_point first_token{};               // when the first token was sampled
+  bool sampled_once = false;
+  int32_t next = -1;    // the token this step decodes
   bool failed = false;  // the job failed alone (its lossless decoder threw): already told
   const Generation& generation() const { return lossless ? lossless->generation() : *gen; }
 };
@@ -104,6 +115,7 @@ bool Scheduler::submit(std::shared_ptr<Job> job) {
     std::lock_guard<std::mutex> lock(mu_);
     const int waiting = static_cast<int>(queue_.size());
     if (stop_ || waiting + n_active_ >= opts_.parallel + opts_.max_queue) return false;
+    job->submitted_ = Clock::now();
     queue_.push_back(std::move(job));
     stats_.queued = static_cast<int>(queue_.size());
   }
@@ -273,8 +285,13 @@ int Scheduler::sample(std::vector<Active>& active, const std::vector<size_t>& sa
       done[i] = a.lossless->done();
       continue;
     }
-    const size_t before = a.gen->tokens().size();
-    a.job->push(a.gen->step(s.last_logits().data(), n_vocab, s.n_past() < s.n_ctx()));
+    const size_t before = a.gen->tokens().size(), lp_before = a.gen->logprobs().size();
+    const std::string text = a.gen->step(s.last_logits().data(), n_vocab, s.n_past() < s.n_ctx());
+    a.job->push(text, &a.gen->logprobs(), lp_before);
+    if (!a.sampled_once) {
+      a.sampled_once = true;
+      a.first_token = Clock::now();
+    }
     generated += static_cast<int>(a.gen->tokens().size() - before);
     if (a.gen->done()) {
       done[i] = true;
@@ -291,6 +308,8 @@ bool Scheduler::start_lossless(Active& a) {
   try {
     a.lossless = std::make_unique<LosslessGeneration>(*a.session, a.job->gen, a.job->lossless);
     a.job->push(a.lossless->start());
+    a.sampled_once = true;
+    a.first_token = Clock::now();
     return true;
   } catch (const std::exception& e) {
     a.job->fail(e.what());
@@ -352,6 +371,14 @@ void Scheduler::retire(Active& a, bool cancelled) {
   r.completion_tokens = static_cast<int>(gen.tokens().size());
   r.kv_bytes_read = st.bytes_read();
   r.decode_tokens = st.decode_tokens;
+  r.logprobs = gen.logprobs();
+  if (a.sampled_once) {
+    const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    r.ttft_seconds = secs(a.first_token - a.job->submitted_);
+    if (r.completion_tokens > 1) {
+      r.per_token_seconds = secs(Clock::now() - a.first_token) / (r.completion_tokens - 1);
+    }
+  }
   if (a.lossless) {  // drafts and verifications, per generated token
     r.lossless = a.lossless->stats();
     r.kv_bytes_read = r.lossless.draft_kv_bytes + r.lossless.verify_kv_bytes;

@@ -27,10 +27,13 @@ struct JobResult {
   StopReason stop_reason = StopReason::None;  // generate()'s
   int prompt_tokens = 0;
   int completion_tokens = 0;
-  uint64_t kv_bytes_read = 0;  // at decode steps (selection side data included)
-  uint64_t decode_tokens = 0;  // decode steps that read them
-  LosslessStats lossless;      // a lossless job's decoder counts (its KV reads are in
-                               // kv_bytes_read: drafts and verifications)
+  uint64_t kv_bytes_read = 0;          // at decode steps (selection side data included)
+  uint64_t decode_tokens = 0;          // decode steps that read them
+  LosslessStats lossless;              // a lossless job's decoder counts (its KV reads are in
+                                       // kv_bytes_read: drafts and verifications)
+  std::vector<TokenLogprob> logprobs;  // per generated token, when the job asked for them
+  double ttft_seconds = -1.0;          // submit to the first sampled token (-1: none sampled)
+  double per_token_seconds = -1.0;     // mean time per token after the first (-1: fewer than 2)
 };
 
 // One generation request, shared by the thread that submitted it and the engine thread.
@@ -54,6 +57,7 @@ class Job {
   // either error is set or result() is final).
   struct Update {
     std::string text;
+    std::vector<TokenLogprob> logprobs;  // of the tokens sampled since (GenerateOptions::logprobs)
     bool finished = false;
     std::string error;
   };
@@ -66,13 +70,16 @@ class Job {
 
  private:
   friend class Scheduler;
-  void push(const std::string& text);
+  void push(const std::string& text, const std::vector<TokenLogprob>* logprobs = nullptr,
+            size_t logprobs_from = 0);
   void finish(const JobResult& r);
   void fail(const std::string& error);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string pending_;
+  std::vector<TokenLogprob> pending_logprobs_;
+  std::chrono::steady_clock::time_point submitted_;  // set by Scheduler::submit
   bool finished_ = false;
   bool reported_ = false;  // the end has been handed to wait()
   std::string error_;

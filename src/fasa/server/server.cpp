@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <random>
 
@@ -10,6 +11,8 @@
 #include "fasa/core/error.h"
 #include "fasa/core/process.h"
 #include "fasa/engine/prompt.h"
+#include "fasa/server/tokenize_api.h"
+#include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa::server {
 
@@ -56,6 +59,17 @@ void send_error(http::ResponseWriter& w, int status, const std::string& message,
 int64_t unix_now() { return static_cast<int64_t>(std::time(nullptr)); }
 
 }  // namespace
+
+void LogprobRenderer::append(const std::vector<TokenLogprob>& in,
+                             std::vector<LogprobEntry>& out) const {
+  for (const TokenLogprob& t : in) {
+    LogprobEntry e;
+    e.token = tok.token_to_bytes(t.id);
+    e.logprob = t.logprob;
+    for (const auto& [id, lp] : t.top) e.top.emplace_back(tok.token_to_bytes(id), lp);
+    out.push_back(std::move(e));
+  }
+}
 
 bool equal_constant_time(const std::string& a, const std::string& b) {
   // Every byte of the longer string is visited whatever the contents.
@@ -107,36 +121,47 @@ bool ApiServer::authorized(const http::Request& req) const {
 }
 
 void ApiServer::handle(const http::Request& req, http::ResponseWriter& w) {
+  const auto t0 = std::chrono::steady_clock::now();
   StatusRecorder rec(w);
   std::string endpoint = req.path;
-  static const char* kKnown[] = {"/health", "/metrics", "/v1/models", "/v1/completions",
-                                 "/v1/chat/completions"};
+  static const char* kKnown[] = {"/health",         "/metrics",  "/v1/models",
+                                 "/v1/completions", "/tokenize", "/v1/chat/completions",
+                                 "/detokenize"};
   if (std::find(std::begin(kKnown), std::end(kKnown), endpoint) == std::end(kKnown)) {
     endpoint = "other";  // bounded label set for the metrics
   }
+  std::string note;
   try {
-    route(req, rec, endpoint);
+    note = route(req, rec, endpoint);
   } catch (const ApiError& e) {
     if (rec.status == 0) send_error(rec, e.status, e.what());
+    note = e.param.empty() ? e.what() : fmt::format("{} ({})", e.what(), e.param);
   } catch (const std::exception& e) {
     if (rec.status == 0) send_error(rec, 500, e.what());
+    note = e.what();
   }
   counters_.add(endpoint, rec.status);
+  if (config_.log_requests && endpoint != "/health" && endpoint != "/metrics") {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "fasa serve: %s %s %s %d %.3f s%s%s\n", req.peer.c_str(),
+                 req.method.c_str(), req.path.c_str(), rec.status, s, note.empty() ? "" : " ",
+                 note.c_str());
+  }
 }
 
-void ApiServer::route(const http::Request& req, http::ResponseWriter& w,
-                      const std::string& endpoint) {
+std::string ApiServer::route(const http::Request& req, http::ResponseWriter& w,
+                             const std::string& endpoint) {
   const bool get = req.method == "GET", post = req.method == "POST";
   if (endpoint == "/health") {
     if (!get) throw ApiError(405, "use GET for /health");
     send_json(w, 200, R"({"status":"ok"})");
-    return;
+    return {};
   }
   if (endpoint == "other") throw ApiError(404, fmt::format("no such endpoint: {}", req.path));
   if (!authorized(req)) {
     send_error(w, 401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
                {{"WWW-Authenticate", "Bearer"}});
-    return;
+    return {};
   }
   if (endpoint == "/metrics" || endpoint == "/v1/models") {
     if (!get) throw ApiError(405, fmt::format("use GET for {}", endpoint));
@@ -146,12 +171,20 @@ void ApiServer::route(const http::Request& req, http::ResponseWriter& w,
       const ProcessMemory mem{current_rss_bytes(), peak_rss_bytes()};
       w.send(200, "text/plain; version=0.0.4",
              render_metrics(scheduler_->stats(), config_.scheduler.parallel, counters_.snapshot(),
-                            mem));
+                            mem) +
+                 latency_.render());
     }
-    return;
+    return {};
   }
   if (!post) throw ApiError(405, fmt::format("use POST for {}", endpoint));
-  generate(req, w, endpoint == "/v1/completions" ? Endpoint::Completions : Endpoint::Chat);
+  if (endpoint == "/tokenize" || endpoint == "/detokenize") {
+    const Tokenizer& tok = model_->require_tokenizer();
+    send_json(w, 200,
+              endpoint == "/tokenize" ? tokenize_body(tok, req.body)
+                                      : detokenize_body(tok, req.body));
+    return {};
+  }
+  return generate(req, w, endpoint == "/v1/completions" ? Endpoint::Completions : Endpoint::Chat);
 }
 
 namespace {
@@ -168,55 +201,83 @@ void finish_outcome(const Job& job, GenOutcome& out) {
   out.lossless_stats = jr.lossless;
 }
 
-// Waits for the whole text and sends it as one JSON body.
-void answer_whole(Job& job, http::ResponseWriter& w, Endpoint endpoint, GenOutcome& out) {
-  for (;;) {
-    Job::Update u = job.wait(kPoll);
-    out.text += u.text;
-    if (u.finished) {
-      if (!u.error.empty()) throw ApiError(500, u.error);
-      break;
+// Waits for every choice's whole text and sends them as one JSON body. outs[i] is jobs[i]'s
+// choice, holding what comes before its text (echo).
+void answer_whole(const std::vector<std::shared_ptr<Job>>& jobs, http::ResponseWriter& w,
+                  Endpoint endpoint, std::vector<GenOutcome>& outs, const http::Headers& headers,
+                  const LogprobRenderer& lp) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    for (;;) {
+      Job::Update u = jobs[i]->wait(kPoll);
+      outs[i].text += u.text;
+      lp.append(u.logprobs, outs[i].logprobs);
+      if (u.finished) {
+        if (!u.error.empty()) throw ApiError(500, u.error);
+        break;
+      }
+      if (w.client_gone()) {  // nobody to answer: free the sequences now
+        for (const auto& job : jobs) job->cancel();
+        throw ApiError(499, "client closed the connection");
+      }
     }
-    if (w.client_gone()) {  // nobody to answer: free the sequence now
-      job.cancel();
-      throw ApiError(499, "client closed the connection");
-    }
+    finish_outcome(*jobs[i], outs[i]);
   }
-  finish_outcome(job, out);
   send_json(w, 200,
-            endpoint == Endpoint::Chat ? render_chat_completion(out) : render_completion(out));
+            endpoint == Endpoint::Chat ? render_chat_completion(outs) : render_completion(outs),
+            headers);
 }
 
-// Server-sent events: (chat: a first chunk with the role,) a chunk per piece of text, the
-// finish_reason, the usage when asked, [DONE]. A client gone mid-stream cancels the job.
-void answer_stream(Job& job, http::ResponseWriter& w, Endpoint endpoint, bool include_usage,
-                   GenOutcome& out) {
-  auto chunk = [&](std::string_view delta, std::string_view reason, bool first) {
-    return endpoint == Endpoint::Chat ? sse_chat_chunk(out, delta, reason, first)
-                                      : sse_completion_chunk(out, delta, reason);
+// Server-sent events: (chat: a first chunk with the role,) a chunk per piece of text of each
+// choice (its index), each choice's finish_reason, the usage when asked, [DONE]. A client gone
+// mid-stream cancels the jobs.
+void answer_stream(const std::vector<std::shared_ptr<Job>>& jobs, http::ResponseWriter& w,
+                   Endpoint endpoint, bool include_usage, std::vector<GenOutcome>& outs,
+                   const http::Headers& headers, const LogprobRenderer& lp) {
+  auto chunk = [&](const GenOutcome& o, std::string_view delta, std::string_view reason, bool first,
+                   const std::vector<LogprobEntry>& l) {
+    return endpoint == Endpoint::Chat ? sse_chat_chunk(o, delta, reason, first, l)
+                                      : sse_completion_chunk(o, delta, reason, l);
   };
-  bool ok = w.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
-  if (ok && endpoint == Endpoint::Chat) ok = w.write_chunk(chunk("", "", true));
-  while (ok) {
-    Job::Update u = job.wait(kPoll);
-    if (!u.text.empty()) ok = w.write_chunk(chunk(u.text, "", false));
-    if (!ok || (!u.finished && w.client_gone())) {
-      ok = false;
-      break;
+  http::Headers h = headers;
+  h.emplace_back("Cache-Control", "no-cache");
+  bool ok = w.begin_stream(200, "text/event-stream", h);
+  for (size_t i = 0; ok && endpoint == Endpoint::Chat && i < jobs.size(); ++i) {
+    ok = w.write_chunk(chunk(outs[i], "", "", true, {}));
+  }
+  std::vector<bool> finished(jobs.size(), false);
+  size_t n_finished = 0;
+  const auto slice = std::max(std::chrono::milliseconds(1), kPoll / static_cast<int>(jobs.size()));
+  while (ok && n_finished < jobs.size()) {
+    for (size_t i = 0; ok && i < jobs.size(); ++i) {
+      if (finished[i]) continue;
+      Job::Update u = jobs[i]->wait(slice);
+      std::vector<LogprobEntry> l;
+      lp.append(u.logprobs, l);
+      if (!u.text.empty() || !l.empty()) ok = w.write_chunk(chunk(outs[i], u.text, "", false, l));
+      if (!ok || (!u.finished && w.client_gone())) {
+        ok = false;
+        break;
+      }
+      if (!u.finished) continue;
+      if (!u.error.empty()) {
+        w.write_chunk("data: " + http::error_json(500, u.error, "server_error") + "\n\n");
+        w.end_stream();
+        for (const auto& job : jobs) job->cancel();
+        return;
+      }
+      finish_outcome(*jobs[i], outs[i]);
+      ok = w.write_chunk(chunk(outs[i], "", outs[i].finish_reason, false, {}));
+      finished[i] = true;
+      ++n_finished;
     }
-    if (!u.finished) continue;
-    if (!u.error.empty()) {
-      w.write_chunk("data: " + http::error_json(500, u.error, "server_error") + "\n\n");
-    } else {
-      finish_outcome(job, out);
-      w.write_chunk(chunk("", out.finish_reason, false));
-      if (include_usage) w.write_chunk(sse_usage_chunk(out, endpoint));
-      w.write_chunk(sse_done());
-    }
-    w.end_stream();
+  }
+  if (!ok) {  // the client went away mid-stream
+    for (const auto& job : jobs) job->cancel();
     return;
   }
-  job.cancel();  // the client went away mid-stream
+  if (include_usage) w.write_chunk(sse_usage_chunk(outs, endpoint));
+  w.write_chunk(sse_done());
+  w.end_stream();
 }
 
 // Lossless decoding takes drafts back, which FASA-M's file tier cannot (engine/lossless.h).
@@ -237,30 +298,127 @@ void check_lossless_policy(const std::string& spec, const PolicyOptions& extra =
 
 }  // namespace
 
-void ApiServer::generate(const http::Request& req, http::ResponseWriter& w, Endpoint endpoint) {
+std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& w,
+                                Endpoint endpoint) {
   const GenRequest r = checked_request(req, endpoint);
   std::vector<int32_t> prompt = prompt_tokens(r, endpoint);
-  const GenerateOptions go = generate_options(r);
+  check_against_model(r);
+  const GenerateOptions go = generate_options(r, prompt);
   // The request's own fields first, so that the conflict is named before, say, a missing
   // calibration; then the spec the server chose (its default policy may be FASA-M).
   if (r.lossless.k > 0) check_lossless_policy(r.fasa.policy, r.fasa.options);
   const std::string policy = choose_policy(config_.policy, r.fasa, scheduler_->policy_context());
   if (r.lossless.k > 0) check_lossless_policy(policy);
-  auto job = std::make_shared<Job>(std::move(prompt), go, policy, r.lossless);
-  if (!scheduler_->submit(job)) {
-    send_error(w, 503,
-               fmt::format("the server is busy: {} sequences running and the queue is full; "
-                           "retry later",
-                           config_.scheduler.parallel),
-               {{"Retry-After", "1"}});
-    return;
+  http::Headers headers;
+  std::string note = fmt::format("prompt={} n={} policy={}", prompt.size(), r.n, policy);
+  if (!r.ignored.empty()) {
+    std::string list;
+    for (const std::string& f : r.ignored) list += (list.empty() ? "" : ", ") + f;
+    headers.emplace_back("X-Fasa-Ignored-Fields", list);
+    note += " ignored=[" + list + "]";
   }
-  GenOutcome out = outcome_of(endpoint, policy);
-  out.lossless = lossless_name(r.lossless);
+  const LogprobRenderer lp{model_->require_tokenizer()};
+  GenOutcome base = outcome_of(endpoint, policy);
+  base.lossless = lossless_name(r.lossless);
+  base.has_logprobs = r.logprobs >= 0;
+  base.prompt_tokens = static_cast<int>(prompt.size());
+  if (r.echo) {  // the prompt's text (and its logprobs) come first
+    base.text = r.prompt_is_ids ? lp.tok.decode(prompt) : r.prompt;
+    if (r.logprobs >= 0) base.logprobs = score_prompt(prompt, r.logprobs, lp);
+  }
+  if (r.max_tokens == 0) {  // echo only: the prompt scored, nothing generated
+    base.finish_reason = "length";
+    send_json(w, 200, render_completion(base), headers);
+    return note;
+  }
+  std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<GenOutcome> outs;
+  for (int i = 0; i < r.n; ++i) {
+    GenerateOptions gi = go;
+    gi.sampler.seed = r.seed ? *r.seed + static_cast<uint64_t>(i) : std::random_device{}();
+    jobs.push_back(std::make_shared<Job>(prompt, std::move(gi), policy, r.lossless));
+    if (!scheduler_->submit(jobs.back())) {
+      for (const auto& job : jobs) job->cancel();
+      http::Headers busy = headers;
+      busy.emplace_back("Retry-After", "1");
+      send_error(w, 503,
+                 fmt::format("the server is busy: {} sequences running and the queue is full; "
+                             "retry later",
+                             config_.scheduler.parallel),
+                 busy);
+      return note;
+    }
+    outs.push_back(base);
+    outs.back().index = i;
+  }
   if (r.stream) {
-    answer_stream(*job, w, endpoint, r.include_usage, out);
+    answer_stream(jobs, w, endpoint, r.include_usage, outs, headers, lp);
   } else {
-    answer_whole(*job, w, endpoint, out);
+    answer_whole(jobs, w, endpoint, outs, headers, lp);
+  }
+  for (const auto& job : jobs) {
+    const JobResult jr = job->result();
+    latency_.observe(jr.ttft_seconds, jr.per_token_seconds);
+    note += fmt::format(" completion={}", jr.completion_tokens);
+  }
+  return note;
+}
+
+// The prompt's logprobs (echo): each token's under the model given the ones before it, from a
+// dense evaluation of the prompt (prefill is dense for every policy, so it is the policy's too).
+// The first token has none. One at a time: the logits of a chunk are [chunk, n_vocab].
+std::vector<LogprobEntry> ApiServer::score_prompt(const std::vector<int32_t>& prompt, int top,
+                                                  const LogprobRenderer& lp) {
+  std::lock_guard<std::mutex> lock(score_mu_);
+  SessionOptions so = config_.scheduler.session;
+  so.policy = "full";
+  so.n_ctx = static_cast<int>(prompt.size());
+  Session s(model_, so, scheduler_->policy_context());
+  const int n_vocab = model_->config().n_vocab;
+  const int n = static_cast<int>(prompt.size());
+  constexpr int kChunk = 32;
+  std::vector<LogprobEntry> out(1);
+  out[0].token = lp.tok.token_to_bytes(prompt[0]);
+  for (int i = 0; i + 1 < n; i += kChunk) {
+    const int m = std::min(kChunk, n - 1 - i);
+    const std::vector<float> logits =
+        s.eval_all(std::vector<int32_t>(prompt.begin() + i, prompt.begin() + i + m), m);
+    std::vector<TokenLogprob> t;
+    for (int j = 0; j < m; ++j) {
+      t.push_back(token_logprob(logits.data() + static_cast<size_t>(j) * n_vocab, n_vocab,
+                                prompt[i + j + 1], top));
+    }
+    lp.append(t, out);
+  }
+  return out;
+}
+
+// What a request may only ask of this model: token ids (prompt, logit_bias) in its vocabulary;
+// lossless decoding draws its own tokens, so no logit rules, JSON mode or logprobs with it.
+void ApiServer::check_against_model(const GenRequest& r) const {
+  const int n_vocab = model_->config().n_vocab;
+  for (int32_t id : r.prompt_ids) {
+    if (id >= n_vocab) {
+      throw ApiError(400,
+                     fmt::format("'prompt' holds token id {}, outside the vocabulary [0, {})", id,
+                                 n_vocab),
+                     "prompt");
+    }
+  }
+  for (const auto& [id, b] : r.rules.bias) {
+    if (id >= n_vocab) {
+      throw ApiError(400,
+                     fmt::format("'logit_bias' names token id {}, outside the vocabulary [0, {})",
+                                 id, n_vocab),
+                     fmt::format("logit_bias.{}", id));
+    }
+  }
+  if (r.lossless.k > 0 && (r.rules.any() || r.json_object || r.logprobs >= 0)) {
+    throw ApiError(400,
+                   "'fasa.lossless' cannot be combined with penalties, logit_bias, "
+                   "response_format json_object or logprobs (its verification samples from full "
+                   "attention's own distribution)",
+                   "fasa.lossless");
   }
 }
 
@@ -287,8 +445,12 @@ GenRequest ApiServer::checked_request(const http::Request& req, Endpoint endpoin
 std::vector<int32_t> ApiServer::prompt_tokens(const GenRequest& r, Endpoint endpoint) const {
   std::vector<int32_t> prompt;
   try {
-    prompt = endpoint == Endpoint::Chat ? chat_prompt_tokens(*model_, r.messages, r.parse_special)
-                                        : text_prompt_tokens(*model_, r.prompt, r.parse_special);
+    if (r.prompt_is_ids) {
+      prompt = r.prompt_ids;
+    } else {
+      prompt = endpoint == Endpoint::Chat ? chat_prompt_tokens(*model_, r.messages, r.parse_special)
+                                          : text_prompt_tokens(*model_, r.prompt, r.parse_special);
+    }
   } catch (const Error& e) {
     throw ApiError(400, e.what(), endpoint == Endpoint::Chat ? "messages" : "prompt");
   }
@@ -304,13 +466,18 @@ std::vector<int32_t> ApiServer::prompt_tokens(const GenRequest& r, Endpoint endp
   return prompt;
 }
 
-// Sampling and stop strings; without a seed, a random one.
-GenerateOptions ApiServer::generate_options(const GenRequest& r) const {
+// Sampling, stop strings, logit rules, JSON mode and logprobs; without a seed, a random one.
+GenerateOptions ApiServer::generate_options(const GenRequest& r,
+                                            const std::vector<int32_t>& prompt) const {
   GenerateOptions go;
   go.n_predict = r.max_tokens > 0 ? r.max_tokens : config_.max_tokens;
   go.sampler = r.sampler;
   go.sampler.seed = r.seed ? *r.seed : std::random_device{}();
   go.stop = r.stop;
+  go.rules = r.rules;
+  if (go.rules.repetition_penalty != 1.0f) go.rules.prompt = prompt;
+  go.json_object = r.json_object;
+  go.logprobs = r.logprobs;
   try {
     go.sampler.validate();
   } catch (const Error& e) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,15 @@ struct ServerConfig {
   std::string model_id;   // the name clients use ("model" field); others are refused with 404
   std::string api_key;    // "" = no authentication
   int max_tokens = 1024;  // the most tokens a request may ask for, and the default
+  // One stderr line per request (peer, method, path, status, seconds, tokens, policy, ignored
+  // fields); /health and /metrics are not logged.
+  bool log_requests = true;
+};
+
+// Token ids as the texts a logprobs answer shows (the token's bytes).
+struct LogprobRenderer {
+  const Tokenizer& tok;
+  void append(const std::vector<TokenLogprob>& in, std::vector<LogprobEntry>& out) const;
 };
 
 class ApiServer {
@@ -39,12 +49,16 @@ class ApiServer {
 
  private:
   void handle(const http::Request& req, http::ResponseWriter& w);
-  void route(const http::Request& req, http::ResponseWriter& w, const std::string& endpoint);
+  // Each returns a note for the request's log line.
+  std::string route(const http::Request& req, http::ResponseWriter& w, const std::string& endpoint);
   // A completion request, step by step: check, tokenize, submit, answer (server.cpp).
-  void generate(const http::Request& req, http::ResponseWriter& w, Endpoint endpoint);
+  std::string generate(const http::Request& req, http::ResponseWriter& w, Endpoint endpoint);
   GenRequest checked_request(const http::Request& req, Endpoint endpoint) const;
   std::vector<int32_t> prompt_tokens(const GenRequest& r, Endpoint endpoint) const;
-  GenerateOptions generate_options(const GenRequest& r) const;
+  void check_against_model(const GenRequest& r) const;
+  GenerateOptions generate_options(const GenRequest& r, const std::vector<int32_t>& prompt) const;
+  std::vector<LogprobEntry> score_prompt(const std::vector<int32_t>& prompt, int top,
+                                         const LogprobRenderer& lp);
   GenOutcome outcome_of(Endpoint endpoint, const std::string& policy);
   bool authorized(const http::Request& req) const;
 
@@ -53,6 +67,8 @@ class ApiServer {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<http::Server> http_;
   RequestCounters counters_;
+  LatencyHistograms latency_;
+  std::mutex score_mu_;  // one prompt scored (echo with logprobs) at a time
   std::atomic<uint64_t> next_id_{1};
   int64_t started_ = 0;  // unix seconds, the models' "created"
 };
