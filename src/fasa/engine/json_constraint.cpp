@@ -17,6 +17,12 @@ bool is_hex(unsigned char c) {
 
 }  // namespace
 
+bool JsonPrefix::close() {
+  stack_.pop_back();
+  mode_ = stack_.empty() ? Mode::Done : Mode::After;
+  return true;
+}
+
 bool JsonPrefix::space(unsigned char c) {
   if (!is_space(c) || spaces_ >= kMaxSpaces) return false;
   spaces_ += 1;
@@ -113,11 +119,7 @@ bool JsonPrefix::feed(unsigned char c) {
       return space(c);
     case Mode::Value: return space(c) || value_start(c);
     case Mode::ArrayFirst:
-      if (c == ']') {
-        stack_.pop_back();
-        mode_ = stack_.empty() ? Mode::Done : Mode::After;
-        return true;
-      }
+      if (c == ']') return close();
       return space(c) || value_start(c);
     case Mode::ObjFirst:
     case Mode::Key:
@@ -126,11 +128,7 @@ bool JsonPrefix::feed(unsigned char c) {
         mode_ = Mode::String;
         return true;
       }
-      if (c == '}' && mode_ == Mode::ObjFirst) {
-        stack_.pop_back();
-        mode_ = stack_.empty() ? Mode::Done : Mode::After;
-        return true;
-      }
+      if (c == '}' && mode_ == Mode::ObjFirst) return close();
       return space(c);
     case Mode::Colon:
       if (c == ':') {
@@ -143,11 +141,7 @@ bool JsonPrefix::feed(unsigned char c) {
         mode_ = stack_.back() == '{' ? Mode::Key : Mode::Value;
         return true;
       }
-      if ((c == '}' && stack_.back() == '{') || (c == ']' && stack_.back() == '[')) {
-        stack_.pop_back();
-        mode_ = stack_.empty() ? Mode::Done : Mode::After;
-        return true;
-      }
+      if ((c == '}' && stack_.back() == '{') || (c == ']' && stack_.back() == '[')) return close();
       return space(c);
     case Mode::String:
       if (c == '"') {

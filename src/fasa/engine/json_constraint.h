@@ -48,6 +48,7 @@ class JsonPrefix {
   bool after_value(unsigned char c);  // a value ended; c follows it
   bool number(unsigned char c);
   bool space(unsigned char c);
+  bool close();  // the innermost container ends
 
   Mode mode_ = Mode::Start;
   Num num_ = Num::Int;
