@@ -201,12 +201,13 @@ JsonConstraint::JsonConstraint(const Tokenizer& tok)
 void JsonConstraint::mask(float* logits, int n_vocab) const {
   constexpr float kOff = -std::numeric_limits<float>::infinity();
   const bool done = state_.complete();
+  JsonPrefix next;  // copy-assigned per token: its stack keeps its capacity, no allocation
   for (int32_t id = 0; id < n_vocab; ++id) {
     bool ok = false;
     if (id < static_cast<int32_t>(eog_.size()) && eog_[id]) {
       ok = done;
     } else if (!done && id < static_cast<int32_t>(bytes_.size()) && !bytes_[id].empty()) {
-      JsonPrefix next = state_;
+      next = state_;
       ok = next.feed(bytes_[id]);
     }
     if (!ok) logits[id] = kOff;

@@ -79,8 +79,9 @@ ojson bytes_of(const std::string& t) {
 }
 
 // Completions' logprobs: {"tokens", "token_logprobs", "top_logprobs", "text_offset"}; offsets
-// count bytes from the start of the choice's text.
-ojson completion_logprobs(const std::vector<LogprobEntry>& es, size_t offset) {
+// count bytes from the start of the entries' text.
+ojson completion_logprobs(const std::vector<LogprobEntry>& es) {
+  size_t offset = 0;
   ojson tokens = ojson::array(), lps = ojson::array(), tops = ojson::array(), offs = ojson::array();
   for (const LogprobEntry& e : es) {
     tokens.push_back(e.token);
@@ -139,7 +140,7 @@ std::string render_completion(const std::vector<GenOutcome>& cs) {
     choice["index"] = o.index;
     choice["text"] = o.text;
     choice["finish_reason"] = finish(o.finish_reason);
-    choice["logprobs"] = o.has_logprobs ? completion_logprobs(o.logprobs, 0) : ojson(nullptr);
+    choice["logprobs"] = o.has_logprobs ? completion_logprobs(o.logprobs) : ojson(nullptr);
     choices.push_back(std::move(choice));
   }
   ojson j = head(cs[0], "text_completion");
@@ -176,7 +177,7 @@ std::string sse_completion_chunk(const GenOutcome& o, std::string_view delta,
   choice["index"] = o.index;
   choice["text"] = std::string(delta);
   choice["finish_reason"] = finish(finish_reason);
-  choice["logprobs"] = o.has_logprobs ? completion_logprobs(logprobs, 0) : ojson(nullptr);
+  choice["logprobs"] = o.has_logprobs ? completion_logprobs(logprobs) : ojson(nullptr);
   ojson j = head(o, chunk_object(Endpoint::Completions));
   j["choices"] = ojson::array({choice});
   return sse(j);

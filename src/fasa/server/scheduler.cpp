@@ -371,7 +371,6 @@ void Scheduler::retire(Active& a, bool cancelled) {
   r.completion_tokens = static_cast<int>(gen.tokens().size());
   r.kv_bytes_read = st.bytes_read();
   r.decode_tokens = st.decode_tokens;
-  r.logprobs = gen.logprobs();
   if (a.sampled_once) {
     const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
     r.ttft_seconds = secs(a.first_token - a.job->submitted_);

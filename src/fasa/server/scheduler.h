@@ -27,13 +27,12 @@ struct JobResult {
   StopReason stop_reason = StopReason::None;  // generate()'s
   int prompt_tokens = 0;
   int completion_tokens = 0;
-  uint64_t kv_bytes_read = 0;          // at decode steps (selection side data included)
-  uint64_t decode_tokens = 0;          // decode steps that read them
-  LosslessStats lossless;              // a lossless job's decoder counts (its KV reads are in
-                                       // kv_bytes_read: drafts and verifications)
-  std::vector<TokenLogprob> logprobs;  // per generated token, when the job asked for them
-  double ttft_seconds = -1.0;          // submit to the first sampled token (-1: none sampled)
-  double per_token_seconds = -1.0;     // mean time per token after the first (-1: fewer than 2)
+  uint64_t kv_bytes_read = 0;       // at decode steps (selection side data included)
+  uint64_t decode_tokens = 0;       // decode steps that read them
+  LosslessStats lossless;           // a lossless job's decoder counts (its KV reads are in
+                                    // kv_bytes_read: drafts and verifications)
+  double ttft_seconds = -1.0;       // submit to the first sampled token (-1: none sampled)
+  double per_token_seconds = -1.0;  // mean time per token after the first (-1: fewer than 2)
 };
 
 // One generation request, shared by the thread that submitted it and the engine thread.
