@@ -355,15 +355,21 @@ TEST(Lossless, AutoChoosesKFromTheMeasuredTimes) {
   EXPECT_LE(probes, 5);
   AdaptiveK slow_drafts;
   EXPECT_EQ(settle(slow_drafts, 0.7, 21.0, 20.0, 1.0, 40, nullptr), 0);
-  // End to end, a drafter that reads one slot: mostly dense verifications.
+  // End to end, a drafter that reads one slot: few drafts kept, and the output is still full
+  // attention's. How many it drafts depends on this machine's times (on a tiny model a batched
+  // verification may cost little more than one dense step, so long drafts can pay even at a low
+  // acceptance rate); the choice itself is checked on the synthetic times above.
   test::ThreadsGuard one(1);
   auto model = tiny("lossless_auto.gguf", false);
+  const auto prompt = random_tokens(40, model->config().n_vocab, 8);
+  Session full(model, session_options("full"));
+  const GenerateResult want = generate(full, prompt, greedy(80), nullptr);
   LosslessStats bad;
   Session b(model, session_options("streaming:budget=1,sinks=0"));
-  generate_lossless(b, random_tokens(40, model->config().n_vocab, 8), greedy(80),
-                    parse_lossless("auto"), nullptr, &bad);
+  const GenerateResult got =
+      generate_lossless(b, prompt, greedy(80), parse_lossless("auto"), nullptr, &bad);
   EXPECT_LT(bad.acceptance(), 0.5);
-  EXPECT_LT(bad.drafted, bad.verifications);
+  EXPECT_EQ(got.tokens, want.tokens);
 }
 
 TEST(Lossless, BadOptionsAreRefused) {
