@@ -1,6 +1,6 @@
 // `fasa run -m MODEL (-p TEXT | -f FILE) [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
 //  [--seed S] [--ctx N] [--chat] [--system S] [--stop S]... [--threads T] [--kv-type f16|f32]
-//  [--policy NAME[:k=v,...]]`
+//  [--policy NAME[:k=v,...]] [--prompt-cache FILE]`
 // Streams generated text to stdout; timing and memory statistics go to stderr.
 #include <unistd.h>
 
@@ -16,6 +16,8 @@
 #include "fasa/core/parallel.h"
 #include "fasa/engine/generate.h"
 #include "fasa/engine/prompt.h"
+#include "fasa/engine/prompt_cache.h"
+#include "fasa/engine/prompt_file.h"
 #include "fasa/engine/session.h"
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/chat.h"
@@ -42,6 +44,7 @@ struct RunArgs {
   std::string kv_type = "f16";
   PolicyArgs policy;
   std::string lossless = "off";
+  std::string prompt_cache;  // --prompt-cache FILE: a saved prefilled prompt, read and written
   bool quiet = false;
   SamplerParams sampler;
   int64_t seed = -1;  // -1: a random seed, printed so the run can be repeated
@@ -76,6 +79,33 @@ std::function<void(int, int)> prefill_progress() {
 
 void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Session& session,
                  const GenerateResult& r);
+
+// --prompt-cache FILE: starts `session` (fresh) from the prefix FILE saved, where the prompt
+// cache's rules allow (engine/prompt_cache.h: a decode-time policy takes the common prefix, a
+// prefill-aware one nothing, since the file holds no prefill statistics); returns the prompt
+// tokens reused. No file yet: 0 (this run writes it). A file of more tokens than this run's
+// context: a note, 0. Any other problem with the file is an error.
+int start_from_prompt_file(const RunArgs& a, const std::shared_ptr<const Model>& model,
+                           Session& session, const std::vector<int32_t>& prompt) {
+  if (::access(a.prompt_cache.c_str(), F_OK) != 0) return 0;
+  const PromptFileInfo info = peek_prompt_file(a.prompt_cache);
+  if (info.n_tokens > session.n_ctx()) {
+    if (!a.quiet) {
+      std::fprintf(stderr,
+                   "fasa: prompt cache %s holds %d tokens, more than this run's context of %d: "
+                   "not used (it will hold this prompt)\n",
+                   a.prompt_cache.c_str(), info.n_tokens, session.n_ctx());
+    }
+    return 0;
+  }
+  SessionOptions full = session.options();
+  full.policy = "full";
+  auto src = std::make_unique<Session>(model, full, session.policy_ctx());
+  std::vector<int32_t> saved = load_prompt_file(a.prompt_cache, *src);
+  PromptCache cache(UINT64_MAX);
+  cache.adopt(std::move(src), std::move(saved));
+  return cache.start(session, prompt);
+}
 void print_kv_reads(const RunArgs& a, Session& session);
 
 // The prompt's tokens: the text as given, or one user turn (after the system text, if any) in
@@ -128,13 +158,35 @@ void run_run(RunArgs& a) {
                  a.seed < 0 ? " (random; --seed repeats a run)" : "");
   }
   LosslessStats ls;
-  const GenerateResult r = generate_lossless(
-      session, prompt, go, lossless,
-      [](std::string_view s) {
-        std::fwrite(s.data(), 1, s.size(), stdout);
-        std::fflush(stdout);
-      },
-      &ls);
+  const auto on_text = [](std::string_view s) {
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+  };
+  GenerateResult r;
+  if (a.prompt_cache.empty()) {
+    r = generate_lossless(session, prompt, go, lossless, on_text, &ls);
+  } else {
+    if (session.cache().tiered()) {
+      fail("--prompt-cache: a tiered (FASA-M) KV cache cannot be saved or restored");
+    }
+    const int reused = start_from_prompt_file(a, model, session, prompt);
+    const auto decode = [&] { return generate_lossless(session, go, lossless, on_text, &ls); };
+    if (reused == static_cast<int>(prompt.size())) {
+      r = decode();
+      r.n_prompt = 0;  // nothing prefilled
+      r.prefill_ms = 0.0;
+    } else {
+      const std::vector<int32_t> rest(prompt.begin() + reused, prompt.end());
+      r = prefill_then(session, rest, go, [&] {
+        if (!session.cache().any_evicted()) save_prompt_file(a.prompt_cache, session, prompt);
+        return decode();
+      });
+    }
+    if (!a.quiet) {
+      std::fprintf(stderr, "fasa: prompt cache %s: %d of %zu prompt tokens reused\n",
+                   a.prompt_cache.c_str(), reused, prompt.size());
+    }
+  }
   std::printf("\n");
   std::fflush(stdout);
   if (a.quiet) return;
@@ -151,7 +203,8 @@ void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Se
   std::fprintf(stderr,
                "\nfasa: prompt %d tokens in %.1f ms (%.1f tok/s); generated %d tokens in %.1f ms "
                "(%.1f tok/s); stop: %s\n",
-               r.n_prompt, r.prefill_ms, r.n_prompt * 1000.0 / std::max(r.prefill_ms, 1e-9), n_gen,
+               r.n_prompt, r.prefill_ms,
+               r.n_prompt > 0 ? r.n_prompt * 1000.0 / std::max(r.prefill_ms, 1e-9) : 0.0, n_gen,
                r.decode_ms, n_gen > 0 ? n_gen * 1000.0 / std::max(r.decode_ms, 1e-9) : 0.0,
                name(r.stop_reason));
   std::fprintf(stderr,
@@ -251,6 +304,9 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   add_policy_options(cmd, a->policy);
   add_lossless_option(cmd, a->lossless);
+  cmd->add_option("--prompt-cache", a->prompt_cache,
+                  "file of a prefilled prompt: reused where this prompt starts the same way, "
+                  "then overwritten with this prompt's (created if missing)");
   cmd->add_flag("-q,--quiet", a->quiet, "no statistics on stderr");
   cmd->callback([a, p, f, sys] {
     a->has_prompt = p->count() > 0;

@@ -33,7 +33,8 @@ struct ServeArgs {
   size_t max_body = 1 << 20;
   std::string model_id;
   std::string kv_type = "f16";
-  int max_conns = 0;  // 0: max(64, 4 * (parallel + queue))
+  int64_t prompt_cache_mib = 1024;  // the prompt cache's budget (0: off)
+  int max_conns = 0;                // 0: max(64, 4 * (parallel + queue))
   int max_conns_per_client = 32;
   double request_timeout = 10;  // seconds
   double idle_timeout = 30;     // seconds
@@ -78,6 +79,8 @@ void run_serve(const ServeArgs& a) {
   cfg.http.idle_timeout_ms = timeout_ms("--idle-timeout", a.idle_timeout);
   cfg.scheduler.parallel = a.parallel;
   cfg.scheduler.max_queue = a.queue;
+  if (a.prompt_cache_mib < 0) fail("--prompt-cache-mib must be >= 0 (got {})", a.prompt_cache_mib);
+  cfg.scheduler.prompt_cache_bytes = static_cast<uint64_t>(a.prompt_cache_mib) << 20;
   cfg.scheduler.session.n_ctx = a.n_ctx;
   cfg.scheduler.session.kv_type = parse_kv_type(a.kv_type);
   // --calib serves every calibrated policy a request picks; it joins the default spec only when
@@ -140,6 +143,9 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--model-id", a->model_id, "model name clients use (default: -m's name)");
   cmd->add_option("--kv-type", a->kv_type, "KV cache type: f16, f32 or q8_0")
+      ->capture_default_str();
+  cmd->add_option("--prompt-cache-mib", a->prompt_cache_mib,
+                  "MiB of prefilled prompts kept for requests that start the same way (0 = off)")
       ->capture_default_str();
   cmd->add_option("--max-conns", a->max_conns,
                   "open connections, all clients together (0 = max(64, 4 x (parallel + queue)))")

@@ -116,6 +116,46 @@ TEST(SchedulerTest, BatchedJobsEqualALoneGenerate) {
   }
 }
 
+// With the prompt cache on, a document and questions about it: the later jobs start from the
+// cached document and still give exactly a lone generate()'s text.
+TEST(SchedulerTest, PromptCacheGivesTheUncachedAnswer) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  auto model = Model::load(path);
+  const std::string doc =
+      "The lighthouse keeper, Mara, kept a ledger of every ship that passed the point: the "
+      "Heron on Monday, the Saltmarsh on Wednesday, and the old ferry Lantern each evening.\n";
+  const std::vector<std::string> questions = {"", "Which ship passed on Wednesday?",
+                                              "Who kept the ledger?"};
+  SchedulerOptions so;
+  so.parallel = 2;
+  so.session.n_ctx = 256;
+  so.session.prefill_chunk = 8;
+  so.prompt_cache_bytes = 64u << 20;
+  Scheduler sched(model, so);
+  for (const std::string policy : {"full", "streaming:budget=8", "h2o:budget=10"}) {
+    for (size_t q = 0; q < questions.size(); ++q) {
+      const auto prompt = text_prompt_tokens(*model, doc + questions[q]);
+      auto job = std::make_shared<Job>(prompt, greedy(12), policy);
+      ASSERT_TRUE(sched.submit(job));
+      const std::string got = collect(*job);
+      SessionOptions lone;
+      lone.n_ctx = 256;
+      lone.prefill_chunk = 8;
+      lone.policy = policy;
+      Session s(model, lone);
+      EXPECT_EQ(got, generate(s, prompt, greedy(12), nullptr).text) << policy << ", " << q;
+      const int cached = job->result().cached_tokens;
+      if (q > 0) {
+        EXPECT_GT(cached, 20) << policy << ", " << q;  // the document, at least
+      }
+      EXPECT_LE(cached, static_cast<int>(prompt.size())) << policy << ", " << q;
+    }
+  }
+  const SchedulerStats st = sched.stats();
+  EXPECT_GE(st.prompt_cache.hits, 6u);
+  EXPECT_GT(st.prompt_cache.bytes, 0u);
+}
+
 // Lossless jobs (engine/lossless.h) beside plain ones: each decodes outside the batch, one
 // verification per step, and its text is full attention's.
 TEST(SchedulerTest, LosslessJobsGiveFullAttentionsText) {

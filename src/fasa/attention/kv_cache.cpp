@@ -72,7 +72,16 @@ int KvCache::next_offloaded(int layer) const {
   return -1;
 }
 
-void KvCache::copy_from(const KvCache& src) {
+bool KvCache::can_copy_prefix(const KvCache& src, int n) const {
+  if (n < 0 || n > src.n_used_) return false;
+  for (int l = 0; l < shape_.n_layers; ++l) {
+    const bool wraps = shape_.window(l) > 0 && src.layer_cap_[l] < src.capacity_;
+    if (wraps && src.n_used_ - n > src.max_batch_) return false;
+  }
+  return true;
+}
+
+void KvCache::copy_prefix_from(const KvCache& src, int n) {
   if (tier_ || src.tier_) fail("a tiered (FASA-M) KV cache cannot be copied");
   if (src.type_ != type_ || src.capacity_ != capacity_ || src.shape_.n_layers != shape_.n_layers ||
       src.shape_.n_kv_heads != shape_.n_kv_heads || src.shape_.head_dim != shape_.head_dim ||
@@ -82,13 +91,21 @@ void KvCache::copy_from(const KvCache& src) {
   if (src.any_evicted_) {
     fail("cannot copy a KV cache whose evicted rows were freed: copy it before decoding");
   }
-  for (int l = 0; l < shape_.n_layers; ++l) {
-    // Neither cache is tiered: every store is a plain one or a ring of the same size.
-    static_cast<KvPlainStore&>(*stores_[l])
-        .copy_from(static_cast<const KvPlainStore&>(*src.stores_[l]), src.n_used_);
+  if (!can_copy_prefix(src, n)) {
+    fail(
+        "cannot copy the first {} of {} slots: a sliding-window layer's ring no longer holds "
+        "the rows their window reads (at most {} slots past the prefix)",
+        n, src.n_used_, src.max_batch_);
   }
-  std::copy(src.pos_.begin(), src.pos_.begin() + src.n_used_, pos_.begin());
-  n_used_ = src.n_used_;
+  for (int l = 0; l < shape_.n_layers; ++l) {
+    // Neither cache is tiered: every store is a plain one or a ring of the same size. A ring
+    // is copied whole (its rows past the prefix are written again before any query reads them).
+    const int rows = shape_.window(l) > 0 ? src.n_used_ : n;
+    static_cast<KvPlainStore&>(*stores_[l])
+        .copy_from(static_cast<const KvPlainStore&>(*src.stores_[l]), rows);
+  }
+  std::copy(src.pos_.begin(), src.pos_.begin() + n, pos_.begin());
+  n_used_ = n;
   any_evicted_ = false;  // the plain stores' copy_from forgot this cache's evictions
 }
 
@@ -196,6 +213,11 @@ uint64_t KvCache::capacity_bytes() const {
 void KvCache::store(int layer, int kv_head, int slot, const float* k, const float* v) {
   FASA_DCHECK(slot >= 0 && slot < capacity_);
   stores_[layer]->store(kv_head, slot, k, v);
+}
+
+void KvCache::write_rows(int layer, int kv_head, int first, int n, const void* k, const void* v) {
+  if (offloaded(layer)) fail("a tiered (FASA-M) KV cache's rows cannot be written back");
+  static_cast<KvPlainStore&>(*stores_[layer]).write_rows(kv_head, first, n, k, v);
 }
 
 void KvCache::commit(int n, const int32_t* pos) {

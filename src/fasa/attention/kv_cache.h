@@ -139,12 +139,24 @@ class KvCache {
   // Writes one token's K and V for (layer, kv_head) at `slot` (may be >= n_used until commit;
   // sliding-window layers write row row_of(layer, slot)).
   void store(int layer, int kv_head, int slot, const float* k, const float* v);  // k, v: [head_dim]
+  // Writes rows [first, first + n) of a RAM layer's kv_head as given (k, v: [n] rows of
+  // row_bytes(); a sliding-window layer's rows, not slots): a saved prefix coming back
+  // (engine/prompt_file.h). Throws fasa::Error for an offloaded layer.
+  void write_rows(int layer, int kv_head, int first, int n, const void* k, const void* v);
   // Makes slots [n_used, n_used + n) visible with positions pos[0..n).
   void commit(int n, const int32_t* pos);
   int32_t pos_of(int slot) const { return pos_[slot]; }
   // Becomes a copy of src's rows and positions (same shape, type and capacity; plain caches
   // only: throws fasa::Error for a tiered one).
-  void copy_from(const KvCache& src);
+  void copy_from(const KvCache& src) { copy_prefix_from(src, src.n_used()); }
+  // The same for src's first n slots (0 <= n <= src.n_used()): this cache then holds n slots,
+  // their rows and positions exactly as src's. A sliding-window layer's ring holds only the
+  // last rows src wrote, so a query at slot >= n finds its whole window only when src wrote at
+  // most max_batch() slots past n (as truncate): can_copy_prefix says whether n qualifies;
+  // copy_prefix_from throws fasa::Error when it does not, or for a tiered cache, another shape,
+  // or a source whose evicted rows were freed.
+  void copy_prefix_from(const KvCache& src, int n);
+  bool can_copy_prefix(const KvCache& src, int n) const;
   // Drops everything (slots reused from 0).
   void clear();
   // Drops slots [n, n_used) (0 <= n <= n_used): they are written again by the next stores

@@ -81,6 +81,14 @@ void KvPlainStore::copy_from(const KvPlainStore& src, int n_used) {
   ev_.clear();
 }
 
+void KvPlainStore::write_rows(int kv_head, int first, int n, const void* k, const void* v) {
+  FASA_CHECK(ev_.empty() && kv_head >= 0 && kv_head < n_kv_heads_ && first >= 0 && n >= 0 &&
+             first + n <= rows_);
+  const size_t off = head_offset(kv_head) + static_cast<size_t>(first) * row_bytes_;
+  std::memcpy(k_.data() + off, k, static_cast<size_t>(n) * row_bytes_);
+  std::memcpy(v_.data() + off, v, static_cast<size_t>(n) * row_bytes_);
+}
+
 int KvPlainStore::evict(int kv_head, const std::vector<int32_t>& kept, int horizon) {
   FASA_CHECK(!ring_ && kv_head >= 0 && kv_head < n_kv_heads_);
   if (ev_.empty()) ev_.resize(n_kv_heads_);

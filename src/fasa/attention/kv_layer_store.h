@@ -55,6 +55,9 @@ class KvPlainStore : public KvLayerStore {
   // Becomes a copy of src's first min(n_used, rows) rows of every head (same kind and size;
   // src has evicted nothing).
   void copy_from(const KvPlainStore& src, int n_used);
+  // Writes rows [first, first + n) of kv_head as given: k, v [n] rows of row bytes each (a
+  // saved prefix, engine/prompt_file.h). Nothing evicted.
+  void write_rows(int kv_head, int first, int n, const void* k, const void* v);
 
   // Eviction (a global layer's plain store): of kv_head's slots below `horizon`, only `kept`
   // (ascending) remain; the others are gone for good. Their rows are freed: the kept rows move

@@ -114,24 +114,54 @@ void Session::free_evicted(bool now) {
 }
 
 void Session::copy_prefix_from(const Session& src) {
+  copy_prefix_from(src, src.n_past(), src.active_policy_);
+}
+
+void Session::copy_prefix_from(const Session& src, int n, const AttentionPolicy* state) {
   if (src.model_ != model_) fail("cannot copy a prefix between sessions of different models");
-  if (!can_copy_prefix_from(src)) {
+  const bool wants = active_policy_->wants_prefill_queries();
+  const AttentionPolicy* source =
+      wants && state ? state->prefill_state_source(active_policy_->name()) : nullptr;
+  if (wants && !source) {
     fail(
         "policy '{}' learns from the prefill queries, which a copy of a '{}' session's cache "
         "does not carry: prefill it itself, or copy from a '{}' session",
-        active_policy_->name(), src.active_policy_->name(), active_policy_->name());
+        active_policy_->name(), state ? state->name() : src.active_policy_->name(),
+        active_policy_->name());
   }
+  if (wants && n != src.n_past()) {
+    fail("policy '{}' learns from every prefill query: it can take all {} tokens or none, not {}",
+         active_policy_->name(), src.n_past(), n);
+  }
+  if (!cache_.can_copy_prefix(src.cache_, n)) cache_.copy_prefix_from(src.cache_, n);  // throws
   // First, so that a refusal (a source that has decoded already) leaves this session unchanged.
-  if (active_policy_->wants_prefill_queries()) {
-    active_policy_->copy_prefill_state_from(
-        *src.active_policy_->prefill_state_source(active_policy_->name()));
-  }
-  cache_.copy_from(src.cache_);
+  if (wants) active_policy_->copy_prefill_state_from(*source);
+  cache_.copy_prefix_from(src.cache_, n);
   WorkspaceScope bind(scratch_.work);
   for (int l : shape_.global_layers()) {  // as forward: sliding-window layers are no policy's
     active_policy_->on_append(cache_, l, 0, cache_.n_used());
   }
-  logits_ = src.logits_;
+  if (n == src.n_past()) logits_ = src.logits_;
+}
+
+void Session::restore_prefix(int n, const std::function<void(KvCache&)>& write,
+                             const std::vector<float>& logits) {
+  if (n_past() != 0) fail("a saved prefix goes into an empty session ({} tokens held)", n_past());
+  if (cache_.tiered()) fail("a tiered (FASA-M) KV cache cannot take a saved prefix");
+  if (active_policy_->wants_prefill_queries()) {
+    fail("policy '{}' learns from the prefill queries, which a saved prefix does not hold",
+         active_policy_->name());
+  }
+  if (n < 1 || n > n_ctx())
+    fail("a saved prefix of {} tokens does not fit a context of {}", n, n_ctx());
+  FASA_CHECK(logits.size() == logits_.size());
+  write(cache_);
+  std::vector<int32_t> pos(n);
+  for (int i = 0; i < n; ++i) pos[i] = i;
+  cache_.commit(n, pos.data());
+  WorkspaceScope bind(scratch_.work);
+  for (int l : shape_.global_layers()) active_policy_->on_append(cache_, l, 0, n);
+  logits_ = logits;
 }
 
 bool Session::can_copy_prefix_from(const Session& src) const {

@@ -63,6 +63,9 @@ class Session {
           const PolicyContext& policy_ctx);
 
   const Model& model() const { return *model_; }
+  const std::shared_ptr<const Model>& model_ptr() const { return model_; }
+  const SessionOptions& options() const { return opts_; }
+  const PolicyContext& policy_ctx() const { return policy_ctx_; }
   int n_ctx() const { return cache_.capacity(); }
   int n_past() const { return cache_.n_used(); }
   const KvCache& cache() const { return cache_; }
@@ -70,6 +73,7 @@ class Session {
   // The scratch memory of its steps (ForwardScratch::work: core/workspace.h).
   Workspace::Stats workspace_stats() const { return scratch_.work.stats(); }
   AttentionPolicy& policy() { return *active_policy_; }
+  const AttentionPolicy& policy() const { return *active_policy_; }
   // KV bytes held in RAM: the cache's rows (KvCache::ram_bytes: an eviction policy's rows gone
   // for good are freed, see free_evicted) plus the policy's side data (resident_bytes). A file
   // tier's bytes (FASA-M) are not in it.
@@ -120,7 +124,22 @@ class Session {
   // otherwise; can_copy_prefix_from says beforehand whether the names allow it).
   void copy_prefix_from(const Session& src);
   bool can_copy_prefix_from(const Session& src) const;
+  // The same for src's first n tokens (the prompt cache, engine/prompt_cache.h), with the
+  // prefill statistics a prefill-aware policy needs taken from `state` (a policy that saw
+  // exactly src's n tokens of dense prefill and no decode step) instead of src's own policy.
+  // With n < src.n_past() the last logits are not src's: append a token before reading them.
+  // Throws fasa::Error as copy_prefix_from does, for a prefix the cache cannot copy
+  // (KvCache::can_copy_prefix), and for a prefill-aware policy without a fitting `state` or
+  // with n < src.n_past() (its statistics are those of all of src's tokens).
+  void copy_prefix_from(const Session& src, int n, const AttentionPolicy* state);
   const std::vector<float>& last_logits() const { return logits_; }  // [n_vocab]
+  // Restores a saved prefix of n tokens (engine/prompt_file.h) into this fresh session:
+  // `write` fills the cache's rows (KvCache::write_rows), then slots [0, n) are committed at
+  // positions 0..n-1, the policy sees every row (as copy_prefix_from) and last_logits() become
+  // `logits` [n_vocab]. Throws fasa::Error for a session that holds tokens, a tiered cache or
+  // a policy that learns from the prefill queries (a saved prefix has none to show it).
+  void restore_prefix(int n, const std::function<void(KvCache&)>& write,
+                      const std::vector<float>& logits);
 
   // Lossless decoding (engine/lossless.h): the policy drafts with decode steps, then they are
   // taken back and the tokens verified with full attention.

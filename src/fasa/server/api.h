@@ -101,6 +101,7 @@ struct GenOutcome {
   std::string finish_reason;  // "stop" | "length"
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int cached_tokens = 0;       // prompt tokens the prompt cache gave
   std::string policy;          // the policy spec actually used
   uint64_t kv_bytes_read = 0;  // K/V (and selection side data) bytes read at decode steps
   double kv_bytes_read_per_token = 0.0;

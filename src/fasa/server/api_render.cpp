@@ -3,6 +3,8 @@
 // the model produced, so invalid UTF-8 in it is replaced (U+FFFD), never thrown on.
 #include "fasa/server/api.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace fasa::server {
@@ -37,6 +39,9 @@ ojson usage(const std::vector<GenOutcome>& cs) {
   u["prompt_tokens"] = cs[0].prompt_tokens;
   u["completion_tokens"] = completion;
   u["total_tokens"] = cs[0].prompt_tokens + completion;
+  int cached = 0;  // the choices share the prompt: the most any of them was given
+  for (const GenOutcome& c : cs) cached = std::max(cached, c.cached_tokens);
+  u["prompt_tokens_details"]["cached_tokens"] = cached;
   return u;
 }
 

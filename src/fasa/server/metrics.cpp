@@ -90,6 +90,20 @@ void traffic(std::string& o, const SchedulerStats& s,
   sample(o, "fasa_jobs_total", s.jobs_failed, "outcome=\"failed\"");
   family(o, "fasa_prompt_tokens_total", "counter", "Prompt tokens of finished generations.");
   sample(o, "fasa_prompt_tokens_total", s.prompt_tokens);
+  const PromptCacheStats& pc = s.prompt_cache;
+  family(o, "fasa_prompt_cache_lookups_total", "counter", "Jobs that looked in the prompt cache.");
+  sample(o, "fasa_prompt_cache_lookups_total", pc.lookups);
+  family(o, "fasa_prompt_cache_hits_total", "counter", "Jobs the prompt cache gave tokens.");
+  sample(o, "fasa_prompt_cache_hits_total", pc.hits);
+  family(o, "fasa_prompt_cache_tokens_total", "counter",
+         "Prompt tokens the prompt cache gave (not prefilled).");
+  sample(o, "fasa_prompt_cache_tokens_total", pc.tokens_reused);
+  family(o, "fasa_prompt_cache_evictions_total", "counter", "Prompt cache entries evicted (LRU).");
+  sample(o, "fasa_prompt_cache_evictions_total", pc.evictions);
+  family(o, "fasa_prompt_cache_bytes", "gauge", "Bytes the prompt cache holds.");
+  sample(o, "fasa_prompt_cache_bytes", pc.bytes);
+  family(o, "fasa_prompt_cache_entries", "gauge", "Prompts the prompt cache holds.");
+  sample(o, "fasa_prompt_cache_entries", static_cast<uint64_t>(pc.entries));
   family(o, "fasa_generated_tokens_total", "counter", "Tokens generated.");
   sample(o, "fasa_generated_tokens_total", s.generated_tokens);
   family(o, "fasa_tokens_per_second", "gauge", "Tokens generated per second, last 10 s.");

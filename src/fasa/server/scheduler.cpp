@@ -85,6 +85,8 @@ struct Scheduler::Active {
   std::unique_ptr<Generation> gen;
   std::unique_ptr<LosslessGeneration> lossless;  // a lossless job once its prompt is in
   size_t fed = 0;                                // prompt tokens appended so far
+  int cached = 0;                                // ... of which the prompt cache gave
+  bool prompt_in = false;                        // the prompt is in the cache (sampled once)
   Clock::time_point first_token{};               // when the first token was sampled
   bool sampled_once = false;
   int32_t next = -1;    // the token this step decodes
@@ -93,7 +95,10 @@ struct Scheduler::Active {
 };
 
 Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions& opts)
-    : model_(std::move(model)), opts_(opts), policy_ctx_(fasa::policy_context(model_)) {
+    : model_(std::move(model)),
+      opts_(opts),
+      policy_ctx_(fasa::policy_context(model_)),
+      prompt_cache_(opts.prompt_cache_bytes) {
   if (opts_.parallel < 1) fail("--parallel must be >= 1 (got {})", opts_.parallel);
   if (opts_.max_queue < 0) fail("the queue size must be >= 0 (got {})", opts_.max_queue);
   model_->require_tokenizer();
@@ -177,6 +182,8 @@ void Scheduler::admit(std::vector<Active>& active) {
       Active a;
       a.session = std::make_unique<Session>(model_, so, policy_ctx_);
       a.gen = std::make_unique<Generation>(model_->require_tokenizer(), job->gen);
+      a.cached = prompt_cache_.start(*a.session, job->prompt);
+      a.fed = static_cast<size_t>(a.cached);
       a.job = std::move(job);
       active.push_back(std::move(a));
     } catch (const std::exception& e) {  // a policy that cannot start (e.g. its files)
@@ -197,7 +204,7 @@ void Scheduler::step(std::vector<Active>& active) {
   if (active.empty()) return;
   std::vector<size_t> sampled;  // active indices whose logits follow their whole input
   const std::vector<SessionChunk> chunks = plan_chunks(active, sampled);
-  if (!forward_or_fail(active, chunks)) return;
+  if (!chunks.empty() && !forward_or_fail(active, chunks)) return;
   std::vector<bool> done(active.size(), false);  // [n_active]
   // Lossless jobs already decoding: one verification each, after the batch.
   std::vector<size_t> cycling;
@@ -234,7 +241,9 @@ std::vector<SessionChunk> Scheduler::plan_chunks(std::vector<Active>& active,
   for (size_t i = 0; i < active.size(); ++i) {
     Active& a = active[i];
     const auto& prompt = a.job->prompt;
-    if (a.fed < prompt.size()) {
+    if (!a.prompt_in && a.fed == prompt.size()) {  // the prompt cache gave all of it
+      sampled.push_back(i);
+    } else if (a.fed < prompt.size()) {
       // Chunk boundaries as Session::prefill's, so results equal a lone `fasa run`.
       const int m = prefill_chunk_size(static_cast<int>(prompt.size() - a.fed), chunk);
       if (m > prefill_budget && prefill_budget < chunk) continue;  // next step
@@ -276,6 +285,15 @@ int Scheduler::sample(std::vector<Active>& active, const std::vector<size_t>& sa
   for (size_t i : sampled) {
     Active& a = active[i];
     Session& s = *a.session;
+    if (!a.prompt_in) {  // the prompt is in: keep it for later jobs (before any decode step)
+      a.prompt_in = true;
+      try {
+        if (a.cached < static_cast<int>(a.job->prompt.size())) {
+          prompt_cache_.insert(s, a.job->prompt);
+        }
+      } catch (const std::exception&) {  // (no memory for a copy): the job goes on uncached
+      }
+    }
     if (a.job->lossless.k > 0) {  // the prompt is in: the lossless decoder takes over
       if (!start_lossless(a)) {
         done[i] = true;
@@ -369,6 +387,7 @@ void Scheduler::retire(Active& a, bool cancelled) {
   r.stop_reason = gen.stop_reason();
   r.prompt_tokens = static_cast<int>(a.job->prompt.size());
   r.completion_tokens = static_cast<int>(gen.tokens().size());
+  r.cached_tokens = a.cached;
   r.kv_bytes_read = st.bytes_read();
   r.decode_tokens = st.decode_tokens;
   if (a.sampled_once) {
@@ -405,6 +424,7 @@ void Scheduler::update_gauges(const std::vector<Active>& active) {
   stats_.kv_bytes_allocated = alloc;
   stats_.kv_bytes_ram = ram;
   stats_.kv_bytes_file = file;
+  stats_.prompt_cache = prompt_cache_.stats();
 }
 
 }  // namespace fasa::server

@@ -18,6 +18,7 @@
 
 #include "fasa/engine/generate.h"
 #include "fasa/engine/lossless.h"
+#include "fasa/engine/prompt_cache.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 
@@ -27,6 +28,7 @@ struct JobResult {
   StopReason stop_reason = StopReason::None;  // generate()'s
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int cached_tokens = 0;            // prompt tokens the prompt cache gave (not prefilled)
   uint64_t kv_bytes_read = 0;       // at decode steps (selection side data included)
   uint64_t decode_tokens = 0;       // decode steps that read them
   LosslessStats lossless;           // a lossless job's decoder counts (its KV reads are in
@@ -90,6 +92,9 @@ struct SchedulerOptions {
   int parallel = 4;        // sequences at once (slots)
   int max_queue = 32;      // jobs waiting for a slot; more are refused
   SessionOptions session;  // context, KV type, prefill chunk (the policy comes with each job)
+  // The prompt cache's byte budget (engine/prompt_cache.h): every job's prefilled prompt is
+  // kept for later jobs that start the same way; 0 = off.
+  uint64_t prompt_cache_bytes = 0;
 };
 
 // Counters per policy name (the spec's name part).
@@ -112,6 +117,7 @@ struct SchedulerStats {
   uint64_t jobs_finished = 0, jobs_cancelled = 0, jobs_failed = 0;
   double tokens_per_second = 0.0;  // generated, over the last few seconds
   std::map<std::string, PolicyCounters> per_policy;
+  PromptCacheStats prompt_cache;
 };
 
 class Scheduler {
@@ -147,7 +153,8 @@ class Scheduler {
   std::shared_ptr<const Model> model_;
   SchedulerOptions opts_;
   PolicyContext policy_ctx_;
-  ForwardScratch scratch_;  // engine thread only
+  ForwardScratch scratch_;    // engine thread only
+  PromptCache prompt_cache_;  // engine thread only (its stats are copied into stats_)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -195,6 +195,7 @@ void finish_outcome(const Job& job, GenOutcome& out) {
   out.finish_reason = finish_reason(jr.stop_reason);
   out.prompt_tokens = jr.prompt_tokens;
   out.completion_tokens = jr.completion_tokens;
+  out.cached_tokens = jr.cached_tokens;
   out.kv_bytes_read = jr.kv_bytes_read;
   out.kv_bytes_read_per_token =
       jr.decode_tokens ? static_cast<double>(jr.kv_bytes_read) / jr.decode_tokens : 0.0;

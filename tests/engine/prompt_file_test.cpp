@@ -1,0 +1,179 @@
+// `fasa run --prompt-cache FILE` (engine/prompt_file.h): a saved prefix comes back bit for bit
+// (rows, positions, logits) and a run started from it generates what an uncached run does, on a
+// plain and a hybrid model; every kind of bad file is refused by name.
+#include "fasa/engine/prompt_file.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fasa/core/sha256.h"
+#include "fasa/engine/generate.h"
+#include "fasa/engine/prompt_cache.h"
+#include "fasa/engine/session.h"
+#include "fasa/model/model.h"
+#include "support/expect_error.h"
+#include "support/threads_guard.h"
+#include "support/tiny_model.h"
+
+namespace fasa {
+namespace {
+
+std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(1 + rng() % (n_vocab - 1));
+  return t;
+}
+
+std::shared_ptr<const Model> tiny(const std::string& name, bool hybrid, uint64_t seed = 0) {
+  test::TinySpec s;
+  s.byte_tokenizer = true;
+  s.wtype = DType::Q8_0;
+  s.n_layers = hybrid ? 4 : 3;
+  if (seed) s.seed = seed;
+  if (hybrid) {
+    s.arch = "gemma3";
+    s.sliding_window = 5;
+    s.window_pattern = 2;
+    s.rope_base_local = 100.0f;
+  }
+  const std::string path = ::testing::TempDir() + "/" + name;
+  test::write_tiny_model(path, s);
+  return Model::load(path);
+}
+
+SessionOptions options(const std::string& policy, KvType kv = KvType::F16) {
+  SessionOptions so;
+  so.n_ctx = 128;
+  so.prefill_chunk = 16;
+  so.policy = policy;
+  so.kv_type = kv;
+  return so;
+}
+
+GenerateOptions greedy(int n) {
+  GenerateOptions go;
+  go.n_predict = n;
+  go.sampler.temp = 0.0f;
+  go.stop_at_eog = false;
+  return go;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// A saved prompt, restored into a `full` session and handed out by a PromptCache (as `fasa
+// run` does): the next prompt's generation equals an uncached one.
+void expect_round_trip(const std::shared_ptr<const Model>& model, const std::string& name) {
+  test::ThreadsGuard one(1);
+  const int n_vocab = model->config().n_vocab;
+  const auto first = random_tokens(60, n_vocab, 1);  // over the hybrid rings (5 + 16 - 1)
+  const std::string file = ::testing::TempDir() + "/" + name;
+  for (const KvType kv : {KvType::F32, KvType::F16}) {  // the file ends as f16, for below
+    Session a(model, options("full", kv));
+    a.prefill(first);
+    save_prompt_file(file, a, first);
+    EXPECT_EQ(peek_prompt_file(file).n_tokens, 60);
+    Session b(model, options("full", kv));
+    EXPECT_EQ(load_prompt_file(file, b), first);
+    EXPECT_EQ(b.n_past(), 60);
+    EXPECT_EQ(b.last_logits(), a.last_logits());
+    for (int l = 0; l < model->config().n_layers; ++l) {
+      const size_t bytes = static_cast<size_t>(a.cache().layer_capacity(l)) * a.cache().row_bytes();
+      EXPECT_EQ(std::memcmp(a.cache().k_rows(l, 0), b.cache().k_rows(l, 0), bytes), 0) << l;
+      EXPECT_EQ(std::memcmp(a.cache().v_rows(l, 0), b.cache().v_rows(l, 0), bytes), 0) << l;
+    }
+  }
+  // The same prompt and a longer one (the first plus a question), through a PromptCache.
+  for (const auto& prompt : {first, [&] {
+                               auto p = first;
+                               const auto q = random_tokens(9, n_vocab, 2);
+                               p.insert(p.end(), q.begin(), q.end());
+                               return p;
+                             }()}) {
+    for (const std::string policy : {"full", "streaming:budget=4,sinks=1"}) {
+      Session want_s(model, options(policy));
+      const GenerateResult want = generate(want_s, prompt, greedy(10), nullptr);
+      Session s(model, options(policy));
+      auto src = std::make_unique<Session>(model, options("full"));
+      auto saved = load_prompt_file(file, *src);
+      PromptCache cache(UINT64_MAX);
+      cache.adopt(std::move(src), std::move(saved));
+      const int reused = cache.start(s, prompt);
+      EXPECT_EQ(reused, 60) << policy;  // the same prompt: all; a longer one: the first 60
+      if (reused < static_cast<int>(prompt.size())) {
+        s.prefill(std::vector<int32_t>(prompt.begin() + reused, prompt.end()));
+      }
+      EXPECT_EQ(generate_from_prefilled(s, greedy(10), nullptr).tokens, want.tokens) << policy;
+    }
+  }
+}
+
+TEST(PromptFile, RoundTripsAndRunsOnAsUncached) {
+  expect_round_trip(tiny("prompt_file.gguf", false), "prompt_file.fasakv");
+}
+
+TEST(PromptFile, RoundTripsOnAHybridModel) {
+  expect_round_trip(tiny("prompt_file_hybrid.gguf", true), "prompt_file_hybrid.fasakv");
+}
+
+TEST(PromptFile, BadFilesAreRefusedByName) {
+  test::ThreadsGuard one(1);
+  const auto model = tiny("prompt_file_bad.gguf", false);
+  const int n_vocab = model->config().n_vocab;
+  const auto tokens = random_tokens(20, n_vocab, 3);
+  const std::string dir = ::testing::TempDir() + "/";
+  const std::string good = dir + "prompt_file_good.fasakv";
+  Session a(model, options("full"));
+  a.prefill(tokens);
+  save_prompt_file(good, a, tokens);
+  const std::string bytes = slurp(good);
+  auto load = [&](const std::string& path, const SessionOptions& so = options("full")) {
+    Session s(model, so);
+    load_prompt_file(path, s);
+  };
+  const std::string bad = dir + "prompt_file_damaged.fasakv";
+  spit(bad, "GGUF and then some bytes that are no prompt cache at all");
+  test::expect_error([&] { load(bad); }, "is not a fasa prompt cache");
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] ^= 1;
+  spit(bad, flipped);
+  test::expect_error([&] { load(bad); }, "checksum mismatch");
+  spit(bad, bytes.substr(0, bytes.size() - 100));
+  test::expect_error([&] { load(bad); }, "checksum mismatch");
+  // Another version, with a checksum that fits: the version is named.
+  std::string v2 = bytes.substr(0, bytes.size() - 64);
+  v2[8] = 2;
+  spit(bad, v2 + sha256_hex(v2));
+  test::expect_error([&] { load(bad); }, "has version 2; this build reads version 1");
+  test::expect_error([&] { load(dir + "no_such_prompt_cache.fasakv"); },
+                     "cannot open prompt cache");
+  test::expect_error([&] { load(good, options("full", KvType::F32)); }, "another KV type");
+  SessionOptions small = options("full");
+  small.n_ctx = 16;
+  test::expect_error([&] { load(good, small); }, "more than the context of 16");
+  test::expect_error([&] { load(good, options("h2o:budget=6")); },
+                     "learns from the prefill queries");
+  // Another model (other weights): refused by its sha256.
+  const auto other = tiny("prompt_file_other.gguf", false, 99);
+  Session o(other, options("full"));
+  test::expect_error([&] { load_prompt_file(good, o); }, "was made with another model");
+  // Saving refuses a session that does not hold exactly the tokens given.
+  test::expect_error([&] { save_prompt_file(bad, a, random_tokens(5, n_vocab, 4)); },
+                     "holds 20 tokens, not the 5 given");
+}
+
+}  // namespace
+}  // namespace fasa
