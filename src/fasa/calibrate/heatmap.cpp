@@ -107,12 +107,14 @@ std::string calibration_heatmap_svg(const Calibration& c) {
         "layers are not calibrated (no policy runs there)</text>\n",
         left, axis_y + 34, layer_list_text(c.layers), c.n_layers);
   }
-  // The colour bar: 100 steps, 1.0 at the top, labelled at both ends and the middle.
+  // The colour bar: 100 steps, 1.0 at the top, labelled at both ends and the middle. Each step
+  // but the lowest reaches 1 px into the one below (drawn before it), so no seams show.
   s += "<g class=\"colour-bar\">\n";
   const double step = bar_h / 100.0;
   for (int i = 0; i < 100; ++i) {
     s += fmt::format("<rect x=\"{}\" y=\"{:.2f}\" width=\"{}\" height=\"{:.2f}\" fill=\"{}\"/>\n",
-                     bar_x, top + (99 - i) * step, bar_w, step + 0.05, colour(i / 99.0));
+                     bar_x, top + (99 - i) * step, bar_w, i == 0 ? step : step + 1.0,
+                     colour(i / 99.0));
   }
   s += fmt::format("<text class=\"legend\" x=\"{}\" y=\"{}\">mean CA</text>\n", bar_x - 4, top - 8);
   for (const double v : {1.0, 0.5, 0.0}) {
