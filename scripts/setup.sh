@@ -8,8 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(g++ cmake make pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-              libgmock-dev libbenchmark-dev libpcre2-dev curl ca-certificates python3 ccache
-              python3-venv clang libclang-rt-14-dev libomp-14-dev clang-format clang-tidy)
+              libgmock-dev libbenchmark-dev libpcre2-dev libssl-dev curl ca-certificates python3
+              ccache python3-venv clang libclang-rt-14-dev libomp-14-dev clang-format clang-tidy)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

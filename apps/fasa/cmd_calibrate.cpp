@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/sha256.h"
 #include "fasa/io/atomic_file.h"
+#include "fasa/io/svg.h"
 #include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa::cli {
@@ -69,21 +71,16 @@ struct ShowArgs {
   bool json = false;
 };
 
-// --image: an SVG or PNG heatmap, chosen by the extension.
+// --image: an SVG heatmap (titles and labels are text; rsvg-convert makes a PNG of it).
 void write_heatmap(const Calibration& c, const std::string& image) {
-  auto ends_with = [&](const std::string& e) {
-    return image.size() >= e.size() && image.compare(image.size() - e.size(), e.size(), e) == 0;
-  };
-  const bool png = ends_with(".png");
-  if (!png && !ends_with(".svg")) {
+  const std::string_view ext = ".svg";
+  if (image.size() < ext.size() || image.compare(image.size() - ext.size(), ext.size(), ext) != 0) {
     fail(
-        "--image writes SVG or PNG, chosen by the extension: give a file name ending in .svg "
-        "or .png (got '{}')",
+        "--image writes SVG: give a file name ending in .svg (got '{}'); for a PNG, convert "
+        "the SVG: rsvg-convert -o FILE.png FILE.svg",
         image);
   }
-  AtomicFile out(image);
-  out.write(png ? calibration_heatmap_png(c) : calibration_heatmap_svg(c));
-  out.commit();
+  write_svg_file(image, calibration_heatmap_svg(c));
   std::fprintf(stderr, "fasa: heatmap written to %s\n", image.c_str());
 }
 
@@ -219,7 +216,7 @@ void add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   show->add_flag("--json", s->json, "print one JSON object");
   show->add_option("--image", s->image,
-                   "also write a layer x FC heatmap of mean CA (.svg or .png, by extension)");
+                   "also write a layer x FC heatmap of mean CA as SVG (FILE.svg)");
   show->callback([s] { run_show(*s); });
 }
 

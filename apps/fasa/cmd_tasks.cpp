@@ -22,6 +22,7 @@
 #include "fasa/eval/task_runner.h"
 #include "fasa/io/atomic_file.h"
 #include "fasa/io/gguf.h"
+#include "fasa/io/svg.h"
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
 #include "provenance.h"
@@ -341,11 +342,14 @@ void run_sweep(const SweepArgs& a) {
   write_file(dir / "results.json", sweep_json(m, tasks, entries, r));
   const std::string md = sweep_markdown(m, tasks, entries, r);
   write_file(dir / "results.md", md);
-  for (const auto& [name, svg] : sweep_plots(tasks, entries, r)) write_file(dir / name, svg);
+  std::string plots;
+  for (const auto& [name, svg] : sweep_plots(tasks, entries, r)) {
+    write_svg_file((dir / name).string(), svg);
+    plots += ", " + name;
+  }
   ckpt.remove();
-  std::
-      printf("%s\nwrote %s/results.json, results.md, score_vs_budget*.svg and score_vs_bytes.svg\n",
-             md.c_str(), a.out_dir.c_str());
+  std::printf("%s\nwrote %s/results.json, results.md%s\n", md.c_str(), a.out_dir.c_str(),
+              plots.c_str());
 }
 
 struct GenArgs {

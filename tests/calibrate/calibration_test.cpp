@@ -19,8 +19,10 @@
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 #include "support/cli_runner.h"
+#include "support/expect_error.h"
 #include "support/model_path.h"
 #include "support/tiny_model.h"
+#include "support/xml_check.h"
 
 namespace fasa {
 namespace {
@@ -40,11 +42,6 @@ std::vector<int32_t> text_tokens(int n) {
   std::vector<int32_t> t(n);
   for (auto& x : t) x = static_cast<int32_t>(rng() % 320);
   return t;
-}
-
-uint32_t be32(const std::string& s, size_t at) {
-  return (uint32_t(uint8_t(s[at])) << 24) | (uint32_t(uint8_t(s[at + 1])) << 16) |
-         (uint32_t(uint8_t(s[at + 2])) << 8) | uint32_t(uint8_t(s[at + 3]));
 }
 
 CalibrateOptions small_opts() {
@@ -517,22 +514,50 @@ Calibration synthetic_calibration(int n_layers, int n_fc) {
   return c;
 }
 
-TEST(CalibrationHeatmap, PngGrowsByOneCellPerLayerAndFc) {
-  auto size_of = [](int n_layers, int n_fc) {
-    const std::string png = calibration_heatmap_png(synthetic_calibration(n_layers, n_fc));
-    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
-    EXPECT_EQ(png.substr(12, 4), "IHDR");
-    return std::make_pair(be32(png, 16), be32(png, 20));
+// Well-formed XML: one cell per (layer, FC), the title, both axis labels, tick labels and the
+// colour bar's labels as text; the picture grows by one cell per layer.
+TEST(CalibrationHeatmap, SvgIsWellFormedWithOneCellPerLayerAndFc) {
+  Calibration c = synthetic_calibration(12, 8);
+  c.model_name = "tiny <model> & co";
+  const auto root = test::parse_xml(calibration_heatmap_svg(c));
+  EXPECT_EQ(root.name, "svg");
+  const auto cells = root.find_all("rect", "cell");
+  ASSERT_EQ(cells.size(), 12u * 8u);
+  EXPECT_EQ(cells.back()->children.at(0).text, "layer 11 FC 7: 1.000");
+  const auto title = root.texts("title");
+  ASSERT_EQ(title.size(), 1u);
+  EXPECT_EQ(title[0].rfind("tiny <model> & co — mean contextual agreement per FC", 0), 0u);
+  EXPECT_EQ(root.texts("x-label"),
+            std::vector<std::string>{"frequency chunk (FC; 0 = highest frequency)"});
+  EXPECT_EQ(root.texts("y-label"), std::vector<std::string>{"calibrated layer"});
+  EXPECT_EQ(root.texts("legend"), std::vector<std::string>{"mean CA"});
+  const auto ticks = root.texts("tick");
+  for (const char* t :
+       {"layer 0", "layer 5", "layer 10", "layer 11", "0", "7", "0.0", "0.5", "1.0"}) {
+    EXPECT_NE(std::find(ticks.begin(), ticks.end(), t), ticks.end()) << t;
+  }
+  EXPECT_EQ(std::find(ticks.begin(), ticks.end(), "layer 3"), ticks.end());  // every 5 layers
+  EXPECT_EQ(root.find_all("g", "colour-bar")[0]->find_all("rect").size(), 100u);
+  const auto height = [](int n_layers, int n_fc) {
+    return std::stoi(test::parse_xml(calibration_heatmap_svg(synthetic_calibration(n_layers, n_fc)))
+                         .attr("height"));
   };
-  const auto base = size_of(12, 8);
-  EXPECT_EQ(size_of(13, 8).second, base.second + 10);  // cells are 10 px high
-  EXPECT_EQ(size_of(12, 9).first, base.first + 14);    // and 14 px wide
-  EXPECT_EQ(size_of(13, 8).first, base.first);
-  // Small models still get a readable colour bar, and tiny shapes do not break the drawing.
-  EXPECT_GE(size_of(1, 1).second, 100u);
-  // The SVG of the same calibration still draws every cell.
-  const std::string svg = calibration_heatmap_svg(synthetic_calibration(3, 4));
-  EXPECT_NE(svg.find("layer 2 FC 3: 1.000"), std::string::npos);
+  EXPECT_EQ(height(31, 8), height(30, 8) + 14);  // cells are 14 px high
+  // Tiny shapes still draw a readable colour bar inside the picture.
+  const auto tiny = test::parse_xml(calibration_heatmap_svg(synthetic_calibration(1, 1)));
+  EXPECT_EQ(tiny.find_all("rect", "cell").size(), 1u);
+  EXPECT_GE(std::stoi(tiny.attr("height")), 50 + 120);
+}
+
+// Bad input: one clear error each.
+TEST(CalibrationHeatmap, RefusesWhatCannotBeDrawn) {
+  Calibration none = synthetic_calibration(2, 4);
+  none.layers.clear();
+  test::expect_error([&] { calibration_heatmap_svg(none); },
+                     "calibration heatmap: nothing to draw (0 calibrated layers, 4 FCs)");
+  Calibration nan = synthetic_calibration(2, 4);
+  nan.mean_ca[size_t(1) * nan.n_heads * 4 + 2] = NAN;  // layer 1, head 0, FC 2
+  test::expect_error([&] { calibration_heatmap_svg(nan); }, "mean CA of layer 1 FC 2 is nan");
 }
 
 // A hybrid model's calibration draws its global layers only, each labelled, and says so.
@@ -541,9 +566,8 @@ TEST(CalibrationHeatmap, HybridShowsOnlyItsGlobalLayers) {
   const Calibration all = c;
   c.n_layers = 18;
   c.layers = {5, 11, 17};
-  const std::string png = calibration_heatmap_png(c), png_all = calibration_heatmap_png(all);
-  EXPECT_EQ(be32(png, 20), be32(png_all, 20));  // three rows, not eighteen
   const std::string svg = calibration_heatmap_svg(c);
+  EXPECT_EQ(test::parse_xml(svg).find_all("rect", "cell").size(), 3u * 4u);  // not eighteen rows
   EXPECT_NE(svg.find("layer 5 FC 0:"), std::string::npos);
   EXPECT_NE(svg.find("layer 17 FC 3:"), std::string::npos);
   EXPECT_EQ(svg.find("layer 0 FC"), std::string::npos);
@@ -597,30 +621,19 @@ TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
   const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(doc.rfind("<svg", 0), 0u);
   EXPECT_NE(doc.find("layer 29 FC 31:"), std::string::npos);  // every cell is drawn
-  // PNG, chosen by the extension: 30 layers x 32 FCs of 14 x 10 px cells, plus margins.
-  const std::string png_path = ::testing::TempDir() + "/smollm2_calib_heatmap_cli.png";
-  std::remove(png_path.c_str());
-  const auto png = test::run_cli({"calib", "show", out, "--image", png_path});
-  ASSERT_EQ(png.exit_code, 0) << png.err;
-  std::ifstream png_in(png_path, std::ios::binary);
-  const std::string png_doc((std::istreambuf_iterator<char>(png_in)),
-                            std::istreambuf_iterator<char>());
-  ASSERT_GE(png_doc.size(), 33u);
-  EXPECT_EQ(png_doc.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
-  EXPECT_EQ(png_doc.substr(12, 4), "IHDR");
-  const uint32_t png_w = be32(png_doc, 16), png_h = be32(png_doc, 20);
-  EXPECT_GE(png_w, 32u * 14);
-  EXPECT_LE(png_w, 32u * 14 + 200);
-  EXPECT_GE(png_h, 30u * 10);
-  EXPECT_LE(png_h, 30u * 10 + 100);
-  // Any other extension is refused, naming both allowed ones, and nothing is written.
-  const std::string jpg_path = ::testing::TempDir() + "/smollm2_calib_heatmap_cli.jpg";
-  std::remove(jpg_path.c_str());
-  const auto jpg = test::run_cli({"calib", "show", out, "--image", jpg_path});
-  EXPECT_EQ(jpg.exit_code, 1);
-  EXPECT_NE(jpg.err.find(".svg"), std::string::npos) << jpg.err;
-  EXPECT_NE(jpg.err.find(".png"), std::string::npos) << jpg.err;
-  EXPECT_FALSE(std::ifstream(jpg_path).good());
+  const auto root = test::parse_xml(doc);                     // well-formed, 30 layers x 32 FCs
+  EXPECT_EQ(root.find_all("rect", "cell").size(), 30u * 32u);
+  EXPECT_EQ(root.texts("y-label"), std::vector<std::string>{"calibrated layer"});
+  // Any other extension (a PNG too) is refused, saying what to give, and nothing is written.
+  for (const char* ext : {".png", ".jpg"}) {
+    const std::string img_path = ::testing::TempDir() + "/smollm2_calib_heatmap_cli" + ext;
+    std::remove(img_path.c_str());
+    const auto refused = test::run_cli({"calib", "show", out, "--image", img_path});
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_NE(refused.err.find("ending in .svg"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("rsvg-convert"), std::string::npos) << refused.err;
+    EXPECT_FALSE(std::ifstream(img_path).good()) << ext;
+  }
   const auto missing = test::run_cli({"calib", "show", "/nonexistent.json"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("cannot read calibration file"), std::string::npos);

@@ -1,4 +1,5 @@
-// SHA-256 against the FIPS 180-4 / NIST example vectors, padding edge lengths and streaming.
+// SHA-256 (libcrypto underneath) against the FIPS 180-4 / NIST example vectors, padding edge
+// lengths, streaming, files and the class's move and reuse rules.
 #include "fasa/core/sha256.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fasa/core/error.h"
 
@@ -103,6 +106,63 @@ TEST(Sha256, FileMatchesInMemory) {
   EXPECT_EQ(sha256_file_hex(file), sha256_hex(data));
   EXPECT_THROW(sha256_file_hex(dir / "missing.bin"), fasa::Error);
   fs::remove_all(dir);
+}
+
+// A file's hash: known vectors on disk, and the same bytes streamed through Sha256 in uneven
+// pieces; a directory or a missing file is one clear fasa::Error naming the path.
+TEST(Sha256, FileStreamedMatchesOneShotAndKnownVectors) {
+  std::string tmpl = (fs::temp_directory_path() / "fasa-sha256-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  std::ofstream(dir / "empty.bin", std::ios::binary).flush();
+  std::ofstream(dir / "abc.txt", std::ios::binary) << "abc";
+  std::ofstream(dir / "million_a.txt", std::ios::binary) << std::string(1000000, 'a');
+  EXPECT_EQ(sha256_file_hex(dir / "empty.bin"),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_file_hex(dir / "abc.txt"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_file_hex(dir / "million_a.txt"),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+
+  const std::string data = random_bytes((2 << 20) + 4099, 11);
+  std::ofstream(dir / "random.bin", std::ios::binary) << data;
+  Sha256 h;
+  std::ifstream in(dir / "random.bin", std::ios::binary);
+  std::vector<char> piece(65537);  // not a multiple of the 64-byte block
+  while (in) {
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    h.update(piece.data(), static_cast<size_t>(in.gcount()));
+  }
+  const std::string streamed = h.hex_digest();
+  EXPECT_EQ(streamed, sha256_file_hex(dir / "random.bin"));
+  EXPECT_EQ(streamed, sha256_hex(data));
+
+  try {
+    (void)sha256_file_hex(dir);
+    ADD_FAILURE() << "hashing a directory did not throw";
+  } catch (const fasa::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.string()), std::string::npos) << e.what();
+  }
+  try {
+    (void)sha256_file_hex(dir / "missing.bin");
+    ADD_FAILURE() << "hashing a missing file did not throw";
+  } catch (const fasa::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.bin"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// A moved-to Sha256 carries the partial state on; the class stays usable after reuse.
+TEST(Sha256, MoveCarriesTheState) {
+  Sha256 a;
+  a.update("ab");
+  Sha256 b(std::move(a));
+  b.update("c");
+  EXPECT_EQ(b.hex_digest(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  Sha256 c;
+  c.update("junk");
+  c = std::move(b);  // b was reset by hex_digest(): c now starts empty
+  EXPECT_EQ(c.hex_digest(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 TEST(Sha256, HexValidation) {

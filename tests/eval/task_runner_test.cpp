@@ -1,6 +1,7 @@
 // The task runner (prefill once, fork per policy), score tables and sweep reports.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "fasa/tokenizer/tokenizer.h"
 #include "support/expect_error.h"
 #include "support/model_path.h"
+#include "support/xml_check.h"
 
 namespace fasa {
 namespace {
@@ -139,6 +141,38 @@ TEST(Sweep, ScoreTableAndReports) {
   EXPECT_EQ(plots[3].first, "score_vs_bytes.svg");
   EXPECT_NE(plots[0].second.find("<polyline"), std::string::npos);
   EXPECT_NE(plots[0].second.find("stroke-dasharray"), std::string::npos);  // full: a reference
+  // Every plot is well-formed XML with its title, axis labels and a legend as text.
+  for (const auto& [name, svg] : plots) {
+    const auto root = test::parse_xml(svg);
+    EXPECT_EQ(root.texts("title").size(), 1u) << name;
+    EXPECT_EQ(root.texts("x-label").size(), 1u) << name;
+    EXPECT_EQ(root.texts("y-label"), std::vector<std::string>{"score"}) << name;
+    EXPECT_FALSE(root.texts("legend").empty()) << name;
+  }
+  EXPECT_EQ(test::parse_xml(plots[2].second).texts("title"),
+            std::vector<std::string>{"score on kind/b"});
+}
+
+// A sweep with nothing to put on a plot (fractions of the context only, no full; nothing
+// decoded) leaves those plots out instead of failing after the run or drawing empty frames.
+TEST(Sweep, PlotsWithNothingToDrawAreLeftOut) {
+  const std::vector<Task> tasks = {{"1", "k", "p", {"x"}, 4, TaskMetric::Contains}};
+  const auto entries = sweep_entries({"oracle"}, {"0.5"}, "");
+  TaskRunResult r;
+  for (const auto& e : entries) r.policies.push_back(e.spec);
+  r.n_prompt = {10};
+  r.n_ctx = 16;
+  TaskOutcome o;
+  o.score = o.partial = 1.0;
+  o.output = "x";
+  r.outcome = {{o}};
+  EXPECT_TRUE(sweep_plots(tasks, entries, r).empty());
+  r.outcome[0][0].attn.decode_tokens = 2;  // now bytes were read: the bytes plot is drawn
+  r.outcome[0][0].attn.attend_bytes = 2048;
+  const auto plots = sweep_plots(tasks, entries, r);
+  ASSERT_EQ(plots.size(), 1u);
+  EXPECT_EQ(plots[0].first, "score_vs_bytes.svg");
+  EXPECT_EQ(test::parse_xml(plots[0].second).find_all("circle", "point").size(), 1u);
 }
 
 // Equal-resource reporting on hand-made outcomes: partial credit beside the all-or-nothing
@@ -219,6 +253,68 @@ TEST(Sweep, PartialCreditIntervalsResidentBytesAndReference) {
   EXPECT_NE(svg.find(">full</text>"), std::string::npos);  // a point: full has bytes too
   EXPECT_NE(svg.find("<path d=\"M"), std::string::npos);   // error bars
   EXPECT_NE(svg.find("KiB</text>"), std::string::npos);    // byte ticks
+}
+
+// The document is well-formed XML: title, axis labels, ticks and legend as <text>, one group
+// per series with one circle per point, one dashed line per reference.
+TEST(LinePlot, WellFormedWithTextLabelsAndOneMarkPerPoint) {
+  LinePlot p;
+  p.title = "score & budget <test>";
+  p.x_label = "budget (tokens)";
+  p.y_label = "score";
+  p.series = {{"fasa", {64, 128, 256}, {0.1, 0.5, 0.9}, {0.05, 0.0, 0.1}},
+              {"oracle", {64, 256}, {0.3, 0.95}, {}}};
+  p.references = {{"full", 0.97}};
+  const auto root = test::parse_xml(line_plot_svg(p));
+  EXPECT_EQ(root.name, "svg");
+  EXPECT_EQ(root.attr("xmlns"), "http://www.w3.org/2000/svg");
+  EXPECT_EQ(root.texts("title"), std::vector<std::string>{"score & budget <test>"});
+  EXPECT_EQ(root.texts("x-label"), std::vector<std::string>{"budget (tokens)"});
+  EXPECT_EQ(root.texts("y-label"), std::vector<std::string>{"score"});
+  EXPECT_EQ(root.texts("legend"), (std::vector<std::string>{"full", "fasa", "oracle"}));
+  const auto series = root.find_all("g", "series");
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0]->find_all("circle", "point").size(), 3u);
+  EXPECT_EQ(series[1]->find_all("circle", "point").size(), 2u);
+  EXPECT_EQ(root.find_all("circle", "point").size(), 5u);
+  EXPECT_EQ(root.find_all("line", "reference").size(), 1u);
+  EXPECT_EQ(root.find_all("path").size(), 2u);  // the two non-zero error bars
+  // Ticks: y in fifths of [0, 1], x at the powers of two 64, 128, 256.
+  const auto ticks = root.texts("tick");
+  for (const char* t : {"0.00", "0.20", "1.00", "64", "128", "256"}) {
+    EXPECT_NE(std::find(ticks.begin(), ticks.end(), t), ticks.end()) << t;
+  }
+}
+
+// Bad input: one clear error each, naming what is wrong.
+TEST(LinePlot, RefusesWhatCannotBeDrawn) {
+  LinePlot empty;
+  empty.title = "nothing";
+  expect_error([&] { line_plot_svg(empty); }, "plot 'nothing': nothing to draw");
+  LinePlot p;
+  p.series = {{"s", {64, 128}, {0.5, NAN}, {}}};
+  expect_error([&] { line_plot_svg(p); }, "plot series 's': y at x = 128 is nan");
+  p.series[0].y = {0.5, 0.6};
+  p.series[0].x = {64, INFINITY};
+  expect_error([&] { line_plot_svg(p); }, "x must be > 0 and finite");
+  p.series[0].x = {64, 128};
+  p.series[0].err = {0.1, -0.1};
+  expect_error([&] { line_plot_svg(p); }, "error bar at x = 128 is -0.1");
+  p.series[0].err = {0.1, NAN};
+  expect_error([&] { line_plot_svg(p); }, "error bar at x = 128 is nan");
+  p.series[0].err.clear();
+  p.references = {{"full", NAN}};
+  expect_error([&] { line_plot_svg(p); }, "reference 'full' is at y = nan");
+  p.references.clear();
+  p.series.push_back({"hollow", {}, {}, {}});
+  expect_error([&] { line_plot_svg(p); }, "plot series 'hollow': no points");
+  p.series.pop_back();
+  p.y_max = NAN;
+  expect_error([&] { line_plot_svg(p); }, "is not finite");
+  // References alone (a sweep of full only) are a plot.
+  LinePlot refs;
+  refs.references = {{"full", 0.5}};
+  EXPECT_EQ(test::parse_xml(line_plot_svg(refs)).find_all("line", "reference").size(), 1u);
 }
 
 TEST(LinePlot, SeriesAndErrors) {

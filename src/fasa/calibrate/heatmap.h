@@ -7,16 +7,13 @@
 
 namespace fasa {
 
-// A self-contained SVG document: one row per calibrated layer (a hybrid model's global layers
-// only, each labelled, with a note that the sliding-window layers are not calibrated), one
-// column per FC (FC 0 = highest frequency), colour = mean CA over the layer's query heads, with
-// a colour bar.
+// A self-contained SVG document: one <rect class="cell"> per (calibrated layer, FC) — rows are
+// the calibrated layers (a hybrid model's global layers only, each labelled, with a note that
+// the sliding-window layers are not calibrated), columns the FCs (FC 0 = highest frequency) —
+// coloured by the mean CA over the layer's query heads, each with a <title> tooltip; a title,
+// x and y axis labels, layer and FC tick labels, and a colour bar labelled 0.0 / 0.5 / 1.0, all
+// as <text>. Throws fasa::Error when there is nothing to draw (no layers or no FCs) or a mean
+// CA is not finite.
 std::string calibration_heatmap_svg(const Calibration& c);
-
-// The same heatmap as the bytes of a PNG file (8-bit RGB): cells of 14x10 px, one row per
-// calibrated layer, layer numbers on the left (every 5 layers when all are calibrated, every
-// row otherwise), FC numbers every 4 FCs on top, a colour bar (0.0 to 1.0) on the right. Only
-// digits are drawn; the SVG carries the full labels.
-std::string calibration_heatmap_png(const Calibration& c);
 
 }  // namespace fasa

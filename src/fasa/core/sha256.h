@@ -1,5 +1,5 @@
-// SHA-256 (FIPS 180-4), streaming. Used to verify downloads and to name
-// the exact model, calibration and task files in results.
+// SHA-256 (FIPS 180-4), streaming, computed by OpenSSL's libcrypto (EVP). Used to verify
+// downloads and to name the exact model, calibration and task files in results.
 //
 //   Sha256 h;  h.update(data, n);  ...  std::string hex = h.hex_digest();
 //   sha256_file_hex(path)   — hash a whole file (1 MiB reads), lowercase hex.
@@ -9,18 +9,26 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX (openssl/types.h), kept out of this header
+
 namespace fasa {
 
+// Move-only: owns one libcrypto digest context (a moved-from object may only be assigned to or
+// destroyed). Every libcrypto failure throws fasa::Error.
 class Sha256 {
  public:
   static constexpr size_t kDigestBytes = 32;
   static constexpr size_t kBlockBytes = 64;
   using Digest = std::array<uint8_t, kDigestBytes>;
 
-  Sha256() { reset(); }
+  Sha256();
+  ~Sha256();
+  Sha256(Sha256&&) noexcept;
+  Sha256& operator=(Sha256&&) noexcept;
 
   void reset();
   void update(const void* data, size_t n_bytes);
@@ -32,12 +40,10 @@ class Sha256 {
   static std::string to_hex(const Digest& d);
 
  private:
-  void compress(const uint8_t* block);  // one 64-byte block
-
-  std::array<uint32_t, 8> state_;
-  std::array<uint8_t, kBlockBytes> buf_;  // pending partial block
-  size_t buf_len_ = 0;
-  uint64_t total_bytes_ = 0;
+  struct FreeCtx {
+    void operator()(evp_md_ctx_st* ctx) const;
+  };
+  std::unique_ptr<evp_md_ctx_st, FreeCtx> ctx_;
 };
 
 // One-shot helpers; lowercase hex.

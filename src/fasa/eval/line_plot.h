@@ -1,6 +1,8 @@
 // A small SVG line chart: score against budget (or bytes), one line per series, log-2 x axis,
 // optional error bars, and optional horizontal reference lines (e.g. full attention, which has
-// no budget).
+// no budget). Everything written is text: the title, the axis labels, the tick labels and the
+// legend are <text> elements (classes title, x-label, y-label, tick, legend); each series is a
+// <g class="series"> holding its polyline and one <circle class="point"> per point.
 #pragma once
 
 #include <string>
@@ -28,7 +30,8 @@ struct LinePlot {
   std::vector<PlotReference> references;
 };
 
-// The SVG document. Throws fasa::Error when a series has mismatched sizes or non-positive x.
+// The SVG document. Throws fasa::Error when there is nothing to draw (no series, no reference),
+// a series has no points or mismatched sizes, an x is not > 0, or a value is not finite.
 std::string line_plot_svg(const LinePlot& p);
 
 }  // namespace fasa

@@ -68,6 +68,7 @@ std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks
 // (file name, SVG): "score_vs_budget.svg" (mean over task kinds), then one per task kind, then
 // "score_vs_bytes.svg": score against KV bytes read per decoded token (log-2 axis), one line per
 // label through its budgets, full as one point, each point with its 95 % CI as an error bar.
+// A plot with nothing to draw (e.g. only fractions of the context and no full) is left out.
 std::vector<std::pair<std::string, std::string>> sweep_plots(const std::vector<Task>& tasks,
                                                              const std::vector<SweepEntry>& entries,
                                                              const TaskRunResult& r);

@@ -39,8 +39,8 @@ void add_point(LinePlot& lp, std::map<std::string, size_t>& series, const std::s
 
 // Score against budget (log-2 axis): one line per label, full (no budget) as a dashed line.
 template <typename ScoreOf>
-std::string budget_plot(const std::string& title, const std::vector<SweepEntry>& entries,
-                        ScoreOf&& score_of) {
+LinePlot budget_plot(const std::string& title, const std::vector<SweepEntry>& entries,
+                     ScoreOf&& score_of) {
   LinePlot lp;
   lp.title = title;
   lp.x_label = "budget (tokens attended per step per kv-head group)";
@@ -56,13 +56,12 @@ std::string budget_plot(const std::string& title, const std::vector<SweepEntry>&
   }
   for (auto& se : lp.series) se.err.clear();
   sort_by_x(lp.series);
-  return line_plot_svg(lp);
+  return lp;
 }
 
 // Score against KV bytes read per decoded token: every setting is a point (full and fractions
 // of the context too), one line per label, 95 % CIs as error bars.
-std::string bytes_plot(const std::vector<SweepEntry>& entries,
-                       const std::vector<SweepRowStats>& st) {
+LinePlot bytes_plot(const std::vector<SweepEntry>& entries, const std::vector<SweepRowStats>& st) {
   LinePlot lp;
   lp.title = "mean score over task kinds against KV bytes read (95 % CI over tasks)";
   lp.x_label = "KV bytes read per decoded token (side data + distinct rows; log scale)";
@@ -75,7 +74,7 @@ std::string bytes_plot(const std::vector<SweepEntry>& entries,
               st[p].score_ci95);
   }
   sort_by_x(lp.series);
-  return line_plot_svg(lp);
+  return lp;
 }
 
 // A file-name-safe form of a task kind.
@@ -96,13 +95,18 @@ std::vector<std::pair<std::string, std::string>> sweep_plots(const std::vector<T
   check_sweep_aligned(tasks, entries, r);
   const TaskScoreTable t = score_table(tasks, r);
   std::vector<std::pair<std::string, std::string>> out;
-  out.emplace_back("score_vs_budget.svg", budget_plot("mean score over task kinds", entries,
-                                                      [&](size_t p) { return t.kind_average[p]; }));
+  // A plot with nothing on it (only fractions of the context, no full; nothing decoded) is left
+  // out rather than drawn empty.
+  auto add = [&](std::string name, const LinePlot& lp) {
+    if (!lp.series.empty() || !lp.references.empty()) out.emplace_back(name, line_plot_svg(lp));
+  };
+  add("score_vs_budget.svg", budget_plot("mean score over task kinds", entries,
+                                         [&](size_t p) { return t.kind_average[p]; }));
   for (size_t k = 0; k < t.kinds.size(); ++k) {
-    out.emplace_back("score_vs_budget_" + file_safe(t.kinds[k]) + ".svg",
-                     budget_plot(t.kinds[k], entries, [&](size_t p) { return t.mean[k][p]; }));
+    add("score_vs_budget_" + file_safe(t.kinds[k]) + ".svg",
+        budget_plot("score on " + t.kinds[k], entries, [&](size_t p) { return t.mean[k][p]; }));
   }
-  out.emplace_back("score_vs_bytes.svg", bytes_plot(entries, sweep_row_stats(tasks, r)));
+  add("score_vs_bytes.svg", bytes_plot(entries, sweep_row_stats(tasks, r)));
   return out;
 }
 
