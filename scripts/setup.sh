@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian bookworm machine: installs the build dependencies (apt), builds fasa
 # into build/ and the fuzz targets into build-fuzz/, and pulls the default model (smollm2-135m),
-# gemma3-270m and the Austen texts (scripts/get_texts.sh) into $FASA_HOME (~/.cache/fasa).
+# gemma3-270m and the Austen texts (scripts/get_texts.sh) into $FASA_HOME (~/.cache/fasa), and
+# the test-only Python venvs (venv-test: the openai client; venv-lmeval: lm-eval).
 #   bash scripts/setup.sh            # deps + build + model
 #   FASA_SKIP_PULL=1 bash scripts/setup.sh
 set -euo pipefail
@@ -43,6 +44,16 @@ if [ "${FASA_SKIP_PULL:-0}" != "1" ]; then
   if ! "$venv/bin/python" -c "import openai" 2>/dev/null; then
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q -r tests/server/requirements.txt
+  fi
+  # lm-eval against `fasa serve` (tests/lmeval): its own venv, pinned (no torch; ~800 MB).
+  # Reinstalled only when the pinned lm_eval version is not the one there.
+  venv="${FASA_HOME:-$HOME/.cache/fasa}/venv-lmeval"
+  want=$(sed -n 's/^lm_eval\[api\]==//p' tests/lmeval/requirements.txt)
+  have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('lm_eval'))" \
+         2>/dev/null || true)
+  if [ "$have" != "$want" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q -r tests/lmeval/requirements.txt
   fi
 fi
 echo "setup: done (binary: build/fasa)" >&2

@@ -135,6 +135,23 @@ void print_table(const std::vector<Task>& tasks, const TaskRunResult& r) {
   print_cells(t.kind_average, pc.kind_average, multi);
 }
 
+// Choice tasks' mean acc_norm per kind, for policy p ({} when there are none).
+nlohmann::ordered_json acc_norm_by_kind(const std::vector<Task>& tasks, const TaskRunResult& r,
+                                        size_t p) {
+  std::vector<std::string> kinds;
+  std::map<std::string, std::pair<double, int>> sum;  // kind -> (sum, count)
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].metric != TaskMetric::Choice) continue;
+    auto [it, added] = sum.emplace(tasks[i].task, std::make_pair(0.0, 0));
+    if (added) kinds.push_back(tasks[i].task);
+    it->second.first += r.outcome[i][p].acc_norm;
+    it->second.second += 1;
+  }
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const std::string& k : kinds) out[k] = sum[k].first / sum[k].second;
+  return out;
+}
+
 void run_tasks_cmd(const TasksArgs& a) {
   const LosslessOptions lossless = parse_lossless(a.lossless);
   apply_threads(a.threads);
@@ -181,6 +198,8 @@ void run_tasks_cmd(const TasksArgs& a) {
     }
     e["by_task"] = by;
     e["partial_by_task"] = by_partial;
+    const nlohmann::ordered_json norm = acc_norm_by_kind(tasks, r, p);
+    if (!norm.empty()) e["acc_norm_by_task"] = norm;
     const LosslessTotals lt = lossless_totals(r, p);
     e["decode_tokens_per_s"] = lt.tokens * 1000.0 / std::max(lt.decode_ms, 1e-9);
     if (lossless.k > 0) {
@@ -202,9 +221,14 @@ void run_tasks_cmd(const TasksArgs& a) {
       it["task"] = tasks[i].task;
       it["policy"] = r.policies[p];
       it["n_prompt"] = r.n_prompt[i];
+      it["metric"] = metric_name(tasks[i].metric);
       it["score"] = oc.score;
       it["partial"] = oc.partial;
       it["output"] = oc.output;
+      if (tasks[i].metric == TaskMetric::Choice) {
+        it["acc_norm"] = oc.acc_norm;
+        it["choice_logprobs"] = oc.choice_logprobs;
+      }
       j["items"].push_back(it);
     }
   }

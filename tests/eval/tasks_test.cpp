@@ -75,10 +75,73 @@ TEST(TaskFile, EveryBadLineNamesFileLineAndField) {
   bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_t)",
       "f.jsonl:2: not valid JSON (");  // truncated
   bad(R"({"id": "b", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "fuzzy"})",
-      "f.jsonl:2: unknown metric \"fuzzy\"");
+      "f.jsonl:2: unknown metric \"fuzzy\" (known: contains, exact, all, choice)");
   bad(ok, "f.jsonl:2: duplicate id \"a\"");
   expect_error([] { parse_tasks("\n  \n", "empty.jsonl"); }, "empty.jsonl: no tasks");
   expect_error([] { load_tasks("/nonexistent/tasks.jsonl"); }, "cannot open task file");
+}
+
+// Multiple-choice lines: choices and gold instead of answers and max_new_tokens (ignored if
+// there); a generation task's optional stop strings.
+TEST(TaskFile, ChoiceAndStopFieldsParseAndRoundTrip) {
+  const std::string text =
+      R"({"id": "m", "task": "mc", "prompt": "Sky:", "choices": [" blue", " green"], "gold": 1, "metric": "choice", "answers": 3})"
+      "\n"
+      R"({"id": "g", "task": "gen", "prompt": "Q", "answers": ["a"], "max_new_tokens": 4, "metric": "exact", "stop": ["\n", "."], "choices": 7})"
+      "\n";
+  const auto t = parse_tasks(text, "x.jsonl");
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].metric, TaskMetric::Choice);
+  EXPECT_EQ(t[0].choices, (std::vector<std::string>{" blue", " green"}));
+  EXPECT_EQ(t[0].gold, 1);
+  EXPECT_TRUE(t[0].answers.empty());
+  EXPECT_EQ(t[0].max_new_tokens, 0);
+  EXPECT_EQ(t[1].stop, (std::vector<std::string>{"\n", "."}));
+  EXPECT_TRUE(t[1].choices.empty());
+  EXPECT_EQ(metric_name(TaskMetric::Choice), std::string("choice"));
+  for (const Task& x : t) {
+    const Task y = parse_tasks(task_to_json_line(x) + "\n", "y")[0];
+    EXPECT_EQ(y.metric, x.metric);
+    EXPECT_EQ(y.choices, x.choices);
+    EXPECT_EQ(y.gold, x.gold);
+    EXPECT_EQ(y.stop, x.stop);
+    EXPECT_EQ(y.answers, x.answers);
+  }
+  expect_error([] { score_output(TaskMetric::Choice, "x", {"x"}); }, "scored by log-likelihood");
+}
+
+TEST(TaskFile, BadChoiceAndStopFieldsNameTheField) {
+  auto bad = [](const std::string& line, const std::string& needle) {
+    expect_error([&] { parse_tasks(line + "\n", "c.jsonl"); }, needle);
+  };
+  bad(R"({"id": "m", "task": "t", "prompt": "p", "gold": 0, "metric": "choice"})",
+      "c.jsonl:1: missing field \"choices\"");
+  bad(R"({"id": "m", "task": "t", "prompt": "p", "choices": [" a"], "gold": 0, "metric": "choice"})",
+      "c.jsonl:1: field \"choices\" must be an array of at least two strings");
+  bad(R"({"id": "m", "task": "t", "prompt": "p", "choices": " a", "gold": 0, "metric": "choice"})",
+      "field \"choices\" must be an array of at least two strings");
+  bad(R"({"id": "m", "task": "t", "prompt": "p", "choices": [" a", ""], "gold": 0, "metric": "choice"})",
+      "c.jsonl:1: field \"choices\" must hold non-empty strings");
+  bad(R"({"id": "m", "task": "t", "prompt": "p", "choices": [" a", 2], "gold": 0, "metric": "choice"})",
+      "field \"choices\" must hold non-empty strings");
+  bad(R"({"id": "m", "task": "t", "prompt": "p", "choices": [" a", " b"], "metric": "choice"})",
+      "c.jsonl:1: missing field \"gold\"");
+  bad(R"({"id": "m", "task": "t", "prompt": "p", "choices": [" a", " b"], "gold": 2, "metric": "choice"})",
+      "c.jsonl:1: field \"gold\" must be an integer in [0, 1] (got 2)");
+  bad(R"({"id": "m", "task": "t", "prompt": "p", "choices": [" a", " b"], "gold": "0", "metric": "choice"})",
+      "field \"gold\" must be an integer in [0, 1]");
+  bad(R"({"id": "g", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact", "stop": []})",
+      "c.jsonl:1: field \"stop\" must be a non-empty array of strings");
+  bad(R"({"id": "g", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact", "stop": [""]})",
+      "field \"stop\" must hold non-empty strings");
+  bad(R"({"id": "g", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact", "stop": "\n"})",
+      "field \"stop\" must be a non-empty array");
+  std::string many =
+      R"({"id": "g", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact", "stop": [)";
+  for (int i = 0; i < 17; ++i) many += std::string(i ? "," : "") + "\"s" + std::to_string(i) + "\"";
+  bad(many + "]}", "c.jsonl:1: field \"stop\" has 17 strings (at most 16)");
+  bad(R"({"id": "g", "task": "t", "prompt": "p", "max_new_tokens": 4, "metric": "exact"})",
+      "missing field \"answers\"");
 }
 
 TEST(TaskMetrics, ContainsExactAllIgnoreCaseAndSpacing) {

@@ -264,6 +264,23 @@ class ServerTest(unittest.TestCase):
         self.expect(400, "tokens[1]", "POST", "/detokenize", {"tokens": [1, -1]})
         self.expect(405, "POST", "GET", "/tokenize")
 
+    def test_vllm_tokenizer_endpoints(self):
+        # What lm-eval's remote tokenizer (tokenizer_backend=remote) asks: vLLM's forms.
+        status, _, body = self.srv.request("GET", "/tokenizer_info")
+        self.assertEqual(status, 200, body)
+        info = json.loads(body)
+        self.assertRegex(info["eos_token"], r"^<\|\w+\|>$")  # SmolLM2-Instruct's: <|im_end|>
+        self.assertEqual(info["model_max_length"], 512)
+        status, _, body = self.srv.request("POST", "/tokenize",
+                                           {"prompt": PROMPT, "add_special_tokens": False})
+        self.assertEqual((status, json.loads(body)["tokens"]), (200, self.tokenize(PROMPT)))
+        _, _, body = self.srv.request("POST", "/tokenize", {"prompt": info["eos_token"]})
+        self.assertEqual(len(json.loads(body)["tokens"]), 1)  # special texts are parsed
+        _, _, body = self.srv.request("POST", "/detokenize", {"tokens": self.tokenize(PROMPT)})
+        self.assertEqual(json.loads(body)["prompt"], PROMPT)
+        self.expect(405, "GET", "POST", "/tokenizer_info")
+        self.expect(400, "not both", "POST", "/tokenize", {"prompt": "a", "content": "a"})
+
     def test_logprobs(self):
         r = self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=6,
                                            temperature=0, logprobs=3)

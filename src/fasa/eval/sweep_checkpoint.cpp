@@ -135,7 +135,10 @@ TaskDone task_from(const Json& json, const SweepIdentity& want, const std::vecto
     t.output = o.string("output");
     t.score = o.number<double>("score", 0.0, 1.0);
     const Task& task = tasks[d.task];
-    t.partial = partial_credit(task.metric, t.output, task.answers);  // a function of the output
+    // A function of the output (a choice task's: its score).
+    t.partial = task.metric == TaskMetric::Choice
+                    ? t.score
+                    : partial_credit(task.metric, t.output, task.answers);
     t.n_generated = o.number<int>("n_generated", 0, kMaxCount);
     t.decode_ms = o.number<double>("decode_ms", 0.0, kMaxDouble);
     t.attn = attn_from(o.object("attn"));

@@ -10,6 +10,7 @@
 #include "fasa/engine/generate.h"
 #include "fasa/engine/lossless.h"
 #include "fasa/engine/session.h"
+#include "fasa/eval/choice_score.h"
 #include "fasa/eval/shared_prefill.h"
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
@@ -22,8 +23,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::vector<std::vector<int32_t>> tokenize_prompts(const Model& model,
-                                                   const std::vector<Task>& tasks, bool chat) {
+// Every task's tokens: a generation task's prompt, a choice task's context (as prompt) and
+// continuations.
+struct TaskTokens {
+  std::vector<std::vector<int32_t>> prompts;  // [n_tasks][n_prompt]
+  std::vector<ChoiceTokens> choices;          // [n_tasks] empty but for choice tasks
+};
+
+TaskTokens tokenize_tasks(const Model& model, const std::vector<Task>& tasks, bool chat) {
   const Tokenizer& tok = model.require_tokenizer();
   ChatFormat fmt{};
   std::string default_system;
@@ -31,17 +38,35 @@ std::vector<std::vector<int32_t>> tokenize_prompts(const Model& model,
     fmt = detect_chat_format(model.file());
     default_system = chat_default_system(model.file());
   }
-  std::vector<std::vector<int32_t>> prompts;
-  prompts.reserve(tasks.size());
-  for (const Task& t : tasks) {
-    if (chat) {
-      const std::string text = render_chat(fmt, {{"user", t.prompt}}, true, default_system);
-      prompts.push_back(tok.encode(text, true, true));
+  TaskTokens t;
+  t.prompts.reserve(tasks.size());
+  t.choices.resize(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const Task& task = tasks[i];
+    if (task.metric == TaskMetric::Choice) {
+      if (chat) fail("task '{}': a choice task cannot be chat-wrapped (--chat)", task.id);
+      try {
+        t.choices[i] = choice_tokens(tok, task.prompt, task.choices);
+      } catch (const Error& e) {
+        fail("task '{}': {}", task.id, e.what());
+      }
+      t.prompts.push_back(t.choices[i].context);
+    } else if (chat) {
+      const std::string text = render_chat(fmt, {{"user", task.prompt}}, true, default_system);
+      t.prompts.push_back(tok.encode(text, true, true));
     } else {
-      prompts.push_back(tok.encode(t.prompt, true, false));
+      t.prompts.push_back(tok.encode(task.prompt, true, false));
     }
   }
-  return prompts;
+  return t;
+}
+
+// Tokens a task adds after its prompt: its max_new_tokens, or its longest continuation.
+int tokens_after_prompt(const Task& task, const ChoiceTokens& choice) {
+  if (task.metric != TaskMetric::Choice) return task.max_new_tokens;
+  size_t n = 0;
+  for (const auto& c : choice.continuation) n = std::max(n, c.size());
+  return static_cast<int>(n);
 }
 
 void check_options(const std::vector<Task>& tasks, const TaskRunOptions& opts,
@@ -57,18 +82,20 @@ void check_options(const std::vector<Task>& tasks, const TaskRunOptions& opts,
 
 // r.n_prompt and r.n_ctx (the option, or the longest prompt + its new tokens); a task that does
 // not fit fails here, before any work.
-void size_context(const std::vector<Task>& tasks, const std::vector<std::vector<int32_t>>& prompts,
+void size_context(const std::vector<Task>& tasks, const TaskTokens& toks,
                   const TaskRunOptions& opts, TaskRunResult& r) {
   int need = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
-    r.n_prompt.push_back(static_cast<int>(prompts[i].size()));
-    need = std::max(need, r.n_prompt.back() + tasks[i].max_new_tokens);
+    r.n_prompt.push_back(static_cast<int>(toks.prompts[i].size()));
+    need = std::max(need, r.n_prompt.back() + tokens_after_prompt(tasks[i], toks.choices[i]));
   }
   r.n_ctx = opts.n_ctx > 0 ? opts.n_ctx : need;
   for (size_t i = 0; i < tasks.size(); ++i) {
-    if (r.n_prompt[i] + tasks[i].max_new_tokens > r.n_ctx) {
-      fail("task '{}': {} prompt tokens + {} new tokens do not fit in the context of {} tokens",
-           tasks[i].id, r.n_prompt[i], tasks[i].max_new_tokens, r.n_ctx);
+    const int after = tokens_after_prompt(tasks[i], toks.choices[i]);
+    if (r.n_prompt[i] + after > r.n_ctx) {
+      fail("task '{}': {} prompt tokens + {} {} tokens do not fit in the context of {} tokens",
+           tasks[i].id, r.n_prompt[i], after,
+           tasks[i].metric == TaskMetric::Choice ? "continuation" : "new", r.n_ctx);
     }
   }
 }
@@ -104,13 +131,14 @@ std::vector<size_t> tasks_to_run(const std::vector<Task>& tasks, const TaskRunOp
   return todo;
 }
 
-// Greedy up to the task's max_new_tokens. contains/all scores never drop as text is appended:
-// stop once the score is 1 (the score is the same as generating to the limit, for less time).
-// exact runs to the end.
+// Greedy up to the task's max_new_tokens or its first stop string. contains/all scores never
+// drop as text is appended: stop once the score is 1 (the score is the same as generating to
+// the limit, for less time). exact runs to the end.
 GenerateOptions generate_options(const Task& task) {
   GenerateOptions go;
   go.n_predict = task.max_new_tokens;
   go.sampler.temp = 0.0f;
+  go.stop = task.stop;
   if (task.metric != TaskMetric::Exact) {
     go.stop_when = [&task](const std::string& text) {
       return score_output(task.metric, text, task.answers) >= 1.0;
@@ -137,13 +165,26 @@ TaskOutcome generate_outcome(Session& s, const Task& task, const GenerateOptions
   return o;
 }
 
-// One run: the tasks' prompts, the shared prefill's plan, and the result being filled.
+// A choice task's outcome (the same for every policy): the choices' log-likelihoods.
+TaskOutcome choice_outcome(const SharedPrefill& shared, const Task& task, const ChoiceTokens& t) {
+  const ChoiceScore cs =
+      score_choices([&shared] { return shared.make_dense_session(nullptr); }, t, task.choices);
+  TaskOutcome o;
+  o.output = task.choices[static_cast<size_t>(cs.pred)];
+  o.score = cs.pred == task.gold ? 1.0 : 0.0;
+  o.partial = o.score;
+  o.choice_logprobs = cs.logprob;
+  o.acc_norm = cs.pred_norm == task.gold ? 1.0 : 0.0;
+  return o;
+}
+
+// One run: the tasks' tokens, the shared prefill's plan, and the result being filled.
 struct TaskRun {
   const std::vector<Task>& tasks;
   const TaskRunOptions& opts;
   const std::function<void(int, int)>& progress;
   const TaskRunResume& resume;
-  const std::vector<std::vector<int32_t>>& prompts;  // [n_tasks][n_prompt]
+  const TaskTokens& toks;
   const SharedPrefill& shared;
   TaskRunResult& r;
   int total = 0;  // generations to run here
@@ -152,8 +193,9 @@ struct TaskRun {
   // Task i under every policy, each in a fresh session that starts from the prompt's prefill.
   // Returns the seconds spent prefilling and counts the prefills.
   double run_one(size_t i, int* n_prefills) {
+    if (tasks[i].metric == TaskMetric::Choice) return run_choice(i, n_prefills);
     // Made per task: the observers' statistics are this prompt's alone.
-    PromptPrefill prompt(shared, prompts[i], PromptPrefill::Sources::Pristine);
+    PromptPrefill prompt(shared, toks.prompts[i], PromptPrefill::Sources::Pristine);
     const GenerateOptions go = generate_options(tasks[i]);
     for (size_t p = 0; p < opts.policies.size(); ++p) {
       const auto session = shared.make_session(p);
@@ -165,6 +207,21 @@ struct TaskRun {
     *n_prefills += prompt.n_prefills();
     task_done(i, prompt.prefill_seconds());
     return prompt.prefill_seconds();
+  }
+
+  // A choice task: scored once (dense prefills, counted as one), copied to every policy.
+  double run_choice(size_t i, int* n_prefills) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const TaskOutcome o = choice_outcome(shared, tasks[i], toks.choices[i]);
+    for (size_t p = 0; p < opts.policies.size(); ++p) {
+      r.outcome[i].push_back(o);
+#pragma omp critical(fasa_task_progress)
+      report();
+    }
+    const double s = seconds_since(t0);
+    *n_prefills += 1;
+    task_done(i, s);
+    return s;
   }
 
   void report() {  // one call per finished generation, never concurrently
@@ -220,8 +277,8 @@ TaskRunResult run_tasks(const std::shared_ptr<const Model>& model, const std::ve
   const auto t_start = std::chrono::steady_clock::now();
   TaskRunResult r;
   r.policies = opts.policies;
-  const auto prompts = tokenize_prompts(*model, tasks, opts.chat);
-  size_context(tasks, prompts, opts, r);
+  const TaskTokens toks = tokenize_tasks(*model, tasks, opts.chat);
+  size_context(tasks, toks, opts, r);
   SessionOptions so;
   so.n_ctx = r.n_ctx;
   so.kv_type = opts.kv_type;
@@ -234,7 +291,7 @@ TaskRunResult run_tasks(const std::shared_ptr<const Model>& model, const std::ve
   const SharedPrefill shared(model, opts.policies, so, pctx);
   shared.make_dense_session(shared.make_observers().get());  // (its errors before any work too)
   const std::vector<size_t> todo = tasks_to_run(tasks, opts, resume, r);
-  TaskRun run{tasks, opts, progress, resume, prompts, shared, r};
+  TaskRun run{tasks, opts, progress, resume, toks, shared, r};
   run.total = static_cast<int>(todo.size() * opts.policies.size());
   const int jobs = std::min<int>(opts.jobs, static_cast<int>(todo.size()));  // 0: all known
   if (jobs == 1) {

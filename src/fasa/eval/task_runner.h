@@ -5,6 +5,8 @@
 // H2O) take their prefill statistics from the same prefill, which watches it for them
 // (attention/prefill_observers.h); only a second spec of one such policy with other prefill
 // options (another observation window) prefills the prompt again itself. Generation is greedy.
+// Multiple-choice tasks (metric "choice") are scored by log-likelihood with dense attention
+// (eval/choice_score.h), once per task: the outcome is the same for every policy.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +39,15 @@ struct TaskRunOptions {
 };
 
 struct TaskOutcome {
-  std::string output;    // generated text
-  double score = 0.0;    // score_output(task.metric, output, task.answers)
-  double partial = 0.0;  // partial_credit(task.metric, output, task.answers)
-  int n_generated = 0;   // tokens
-  AttnStats attn;        // decode-step reads of this generation
+  std::string output;    // generated text (a choice task: the chosen choice)
+  double score = 0.0;    // score_output(task.metric, output, task.answers); choice: acc
+  double partial = 0.0;  // partial_credit(task.metric, output, task.answers); choice: acc
+  // Choice tasks only: each choice's summed log-probability ([n_choices]), and acc_norm (1 when
+  // the argmax of log-probability per character is the gold choice). Not kept in checkpoints.
+  std::vector<double> choice_logprobs;
+  double acc_norm = 0.0;
+  int n_generated = 0;  // tokens
+  AttnStats attn;       // decode-step reads of this generation
   double decode_ms = 0.0;
   LosslessStats lossless;  // with TaskRunOptions::lossless (not kept in sweep checkpoints)
   // The peak over the generation's decode steps of the KV bytes its session held that the policy
@@ -65,7 +71,8 @@ struct TaskRunResume {
 
 struct TaskRunResult {
   std::vector<std::string> policies;              // [n_policies]
-  std::vector<int> n_prompt;                      // [n_tasks] prompt tokens (chat-wrapped)
+  std::vector<int> n_prompt;                      // [n_tasks] prompt tokens (chat-wrapped;
+                                                  // a choice task's context)
   std::vector<std::vector<TaskOutcome>> outcome;  // [n_tasks][n_policies]
   int n_ctx = 0;
   double prefill_seconds = 0.0;  // the shared dense prefills and prefill-aware policies' own
@@ -76,8 +83,9 @@ struct TaskRunResult {
                                  // needs its own)
 };
 
-// Tokenizes every prompt first: a prompt that does not fit (with its max_new_tokens) throws
-// fasa::Error naming the task, before any work. Each policy spec is checked by making it once.
+// Tokenizes every prompt first: a prompt that does not fit (with its max_new_tokens, or a
+// choice task's longest continuation) throws fasa::Error naming the task, before any work; so
+// does a choice task with `chat`. Each policy spec is checked by making it once.
 // `progress(done, total)` counts the (task, policy) generations run here; may be null.
 TaskRunResult run_tasks(const std::shared_ptr<const Model>& model, const std::vector<Task>& tasks,
                         const TaskRunOptions& opts, const std::function<void(int, int)>& progress,

@@ -33,6 +33,42 @@ std::string normalize(const std::string& s) {
   return out;
 }
 
+constexpr size_t kMaxStop = 16;
+
+// A non-empty array of strings, each non-empty once `trim`med (normalize) or at all.
+std::vector<std::string> strings(const JsonObject<json>& o, const char* key, size_t min_n,
+                                 bool trim) {
+  const json& a = o.at(key);
+  const char* what = min_n > 1 ? "an array of at least two" : "a non-empty array of";
+  if (!a.is_array() || a.size() < min_n) {
+    fail("{}: field \"{}\" must be {} strings", o.where(), key, what);
+  }
+  std::vector<std::string> out;
+  for (const json& x : a) {
+    if (!x.is_string() || (trim ? normalize(x.get<std::string>()) : x.get<std::string>()).empty()) {
+      fail("{}: field \"{}\" must hold non-empty strings", o.where(), key);
+    }
+    out.push_back(x.get<std::string>());
+  }
+  return out;
+}
+
+void parse_choice_fields(const JsonObject<json>& o, Task& t) {
+  t.choices = strings(o, "choices", 2, false);
+  t.gold = o.number<int>("gold", 0, static_cast<int>(t.choices.size()) - 1);
+}
+
+void parse_generation_fields(const JsonObject<json>& o, Task& t) {
+  t.answers = strings(o, "answers", 1, true);
+  t.max_new_tokens = o.number<int>("max_new_tokens", 1, kMaxNewTokens);
+  if (o.has("stop")) {
+    t.stop = strings(o, "stop", 1, false);
+    if (t.stop.size() > kMaxStop) {
+      fail("{}: field \"stop\" has {} strings (at most {})", o.where(), t.stop.size(), kMaxStop);
+    }
+  }
+}
+
 Task parse_task(const json& j, const std::string& where) {
   const JsonObject<json> o(j, where);
   Task t;
@@ -42,21 +78,15 @@ Task parse_task(const json& j, const std::string& where) {
   if (t.task.empty()) fail("{}: field \"task\" is empty", where);
   t.prompt = o.string("prompt");
   if (t.prompt.empty()) fail("{}: field \"prompt\" is empty", where);
-  const json& answers = o.at("answers");
-  if (!answers.is_array() || answers.empty()) {
-    fail("{}: field \"answers\" must be a non-empty array of strings", where);
-  }
-  for (const json& a : answers) {
-    if (!a.is_string() || normalize(a.get<std::string>()).empty()) {
-      fail("{}: field \"answers\" must hold non-empty strings", where);
-    }
-    t.answers.push_back(a.get<std::string>());
-  }
-  t.max_new_tokens = o.number<int>("max_new_tokens", 1, kMaxNewTokens);
   try {
     t.metric = parse_metric(o.string("metric"));
   } catch (const Error& e) {
     fail("{}: {}", where, e.what());
+  }
+  if (t.metric == TaskMetric::Choice) {
+    parse_choice_fields(o, t);
+  } else {
+    parse_generation_fields(o, t);
   }
   return t;
 }
@@ -68,6 +98,7 @@ const char* metric_name(TaskMetric m) {
     case TaskMetric::Contains: return "contains";
     case TaskMetric::Exact: return "exact";
     case TaskMetric::All: return "all";
+    case TaskMetric::Choice: return "choice";
   }
   return "?";
 }
@@ -76,7 +107,8 @@ TaskMetric parse_metric(const std::string& name) {
   if (name == "contains") return TaskMetric::Contains;
   if (name == "exact") return TaskMetric::Exact;
   if (name == "all") return TaskMetric::All;
-  fail("unknown metric \"{}\" (known: contains, exact, all)", name);
+  if (name == "choice") return TaskMetric::Choice;
+  fail("unknown metric \"{}\" (known: contains, exact, all, choice)", name);
 }
 
 std::vector<Task> parse_tasks(const std::string& text, const std::string& source) {
@@ -109,8 +141,14 @@ std::string task_to_json_line(const Task& t) {
   j["id"] = t.id;
   j["task"] = t.task;
   j["prompt"] = t.prompt;
-  j["answers"] = t.answers;
-  j["max_new_tokens"] = t.max_new_tokens;
+  if (t.metric == TaskMetric::Choice) {
+    j["choices"] = t.choices;
+    j["gold"] = t.gold;
+  } else {
+    j["answers"] = t.answers;
+    j["max_new_tokens"] = t.max_new_tokens;
+    if (!t.stop.empty()) j["stop"] = t.stop;
+  }
   j["metric"] = metric_name(t.metric);
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -135,6 +173,7 @@ double score_output(TaskMetric metric, const std::string& output,
         if (!found(a)) return 0.0;
       }
       return 1.0;
+    case TaskMetric::Choice: fail("score_output: a choice task is scored by log-likelihood");
   }
   return 0.0;
 }

@@ -124,9 +124,9 @@ void ApiServer::handle(const http::Request& req, http::ResponseWriter& w) {
   const auto t0 = std::chrono::steady_clock::now();
   StatusRecorder rec(w);
   std::string endpoint = req.path;
-  static const char* kKnown[] = {"/health",         "/metrics",  "/v1/models",
-                                 "/v1/completions", "/tokenize", "/v1/chat/completions",
-                                 "/detokenize"};
+  static const char* kKnown[] = {"/health",         "/metrics",       "/v1/models",
+                                 "/v1/completions", "/tokenize",      "/v1/chat/completions",
+                                 "/detokenize",     "/tokenizer_info"};
   if (std::find(std::begin(kKnown), std::end(kKnown), endpoint) == std::end(kKnown)) {
     endpoint = "other";  // bounded label set for the metrics
   }
@@ -163,9 +163,13 @@ std::string ApiServer::route(const http::Request& req, http::ResponseWriter& w,
                {{"WWW-Authenticate", "Bearer"}});
     return {};
   }
-  if (endpoint == "/metrics" || endpoint == "/v1/models") {
+  if (endpoint == "/metrics" || endpoint == "/v1/models" || endpoint == "/tokenizer_info") {
     if (!get) throw ApiError(405, fmt::format("use GET for {}", endpoint));
-    if (endpoint == "/v1/models") {
+    if (endpoint == "/tokenizer_info") {
+      send_json(w, 200,
+                tokenizer_info_body(model_->require_tokenizer(),
+                                    scheduler_->options().session.n_ctx));
+    } else if (endpoint == "/v1/models") {
       send_json(w, 200, render_models({config_.model_id}, started_));
     } else {
       const ProcessMemory mem{current_rss_bytes(), peak_rss_bytes()};

@@ -20,9 +20,9 @@ json object_body(std::string_view body) {
   return j;
 }
 
-bool flag(const json& j, const char* key) {
+bool flag(const json& j, const char* key, bool absent = false) {
   const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return false;
+  if (it == j.end() || it->is_null()) return absent;
   if (!it->is_boolean()) {
     throw ApiError(400, fmt::format("'{}' must be a boolean", key), key);
   }
@@ -37,27 +37,58 @@ void only_fields(const json& j, std::initializer_list<const char*> known) {
   }
 }
 
+// What to tokenize and how, from llama.cpp's fields or vLLM's.
+struct TokenizeAsk {
+  std::string text;
+  bool add_special = false;
+  bool parse_special = false;
+  bool with_pieces = false;
+  const char* field = "content";  // the text's field, for errors
+};
+
+TokenizeAsk tokenize_ask(const json& j) {
+  TokenizeAsk a;
+  const bool vllm = j.contains("prompt");
+  if (vllm && j.contains("content")) {
+    throw ApiError(400, "give 'content' (llama.cpp's form) or 'prompt' (vLLM's), not both",
+                   "prompt");
+  }
+  if (vllm) {
+    only_fields(j, {"prompt", "add_special_tokens", "model"});
+  } else {
+    only_fields(j, {"content", "add_special", "parse_special", "with_pieces"});
+  }
+  a.field = vllm ? "prompt" : "content";
+  const auto c = j.find(a.field);
+  if (c == j.end() || !c->is_string()) {
+    throw ApiError(400, fmt::format("'{}' (a string) is required", a.field), a.field);
+  }
+  a.text = c->get<std::string>();
+  if (vllm) {  // a Hugging Face tokenizer's defaults: BOS added, special texts parsed
+    a.add_special = flag(j, "add_special_tokens", true);
+    a.parse_special = true;
+  } else {
+    a.add_special = flag(j, "add_special");
+    a.parse_special = flag(j, "parse_special");
+    a.with_pieces = flag(j, "with_pieces");
+  }
+  return a;
+}
+
 }  // namespace
 
 std::string tokenize_body(const Tokenizer& tok, std::string_view body) {
-  const json j = object_body(body);
-  only_fields(j, {"content", "add_special", "parse_special", "with_pieces"});
-  const auto c = j.find("content");
-  if (c == j.end() || !c->is_string()) {
-    throw ApiError(400, "'content' (a string) is required", "content");
-  }
-  const std::string& text = c->get_ref<const std::string&>();
-  const bool add = flag(j, "add_special"), special = flag(j, "parse_special");
+  const TokenizeAsk a = tokenize_ask(object_body(body));
   std::vector<int32_t> ids;
   try {
-    ids = tok.encode(text, add && tok.adds_bos(), special);
+    ids = tok.encode(a.text, a.add_special && tok.adds_bos(), a.parse_special);
   } catch (const Error& e) {  // not UTF-8
-    throw ApiError(400, e.what(), "content");
+    throw ApiError(400, e.what(), a.field);
   }
   json out;
   out["tokens"] = json::array();
   for (int32_t id : ids) {
-    if (flag(j, "with_pieces")) {
+    if (a.with_pieces) {
       out["tokens"].push_back({{"id", id}, {"piece", tok.token_to_bytes(id, true)}});
     } else {
       out["tokens"].push_back(id);
@@ -85,6 +116,18 @@ std::string detokenize_body(const Tokenizer& tok, std::string_view body) {
   }
   json out;
   out["content"] = tok.decode(ids);
+  out["prompt"] = out["content"];  // vLLM's name
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string tokenizer_info_body(const Tokenizer& tok, int n_ctx) {
+  auto text = [&tok](int32_t id) { return id < 0 ? json(nullptr) : json(tok.token_text(id)); };
+  json out;
+  out["eos_token"] = text(tok.eos_id());
+  out["bos_token"] = text(tok.bos_id());
+  out["pad_token"] = nullptr;
+  out["add_bos_token"] = tok.adds_bos();
+  out["model_max_length"] = n_ctx;
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -1,7 +1,14 @@
 // POST /tokenize and /detokenize, as llama.cpp's server has them:
 //   /tokenize   {"content": "text", "add_special": false, "parse_special": false,
 //                "with_pieces": false}  ->  {"tokens": [ids]}  (with_pieces: [{"id", "piece"}])
-//   /detokenize {"tokens": [ids]}  ->  {"content": "text"}
+//   /detokenize {"tokens": [ids]}  ->  {"content": "text", "prompt": "text"}
+// and in vLLM's form, which lm-eval's remote tokenizer sends (tokenizer_backend=remote):
+//   /tokenize   {"prompt": "text", "add_special_tokens": true, "model": "..."}  ->  {"tokens"}
+//               (special-token texts are parsed, as a Hugging Face tokenizer does; BOS is
+//               added when add_special_tokens and the model asks for one)
+//   /detokenize answers "prompt" too (the same text as "content")
+//   GET /tokenizer_info  ->  {"eos_token", "bos_token", "pad_token", "add_bos_token",
+//                             "model_max_length"}  (a token's vocabulary text, or null)
 // Bad bodies are ApiError(400) naming the field; unknown fields are refused here (nothing
 // else sends them).
 #pragma once
@@ -15,5 +22,7 @@ namespace fasa::server {
 
 std::string tokenize_body(const Tokenizer& tok, std::string_view body);
 std::string detokenize_body(const Tokenizer& tok, std::string_view body);
+// `n_ctx`: the context a sequence has (model_max_length).
+std::string tokenizer_info_body(const Tokenizer& tok, int n_ctx);
 
 }  // namespace fasa::server
