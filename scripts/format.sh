@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 CF=${CLANG_FORMAT:-$(command -v clang-format-14 || command -v clang-format || true)}
 [ -n "$CF" ] || { echo "format: clang-format not found (apt install clang-format)" >&2; exit 77; }
 mapfile -t files < <(git ls-files 'src/*.cpp' 'src/*.h' 'apps/*.cpp' 'apps/*.h' 'tests/*.cpp' \
-  'tests/*.h' 'bench/*.cpp' 'fuzz/*.cpp' | grep -v 'tokenizer/unicode_data.cpp')
+  'tests/*.h' 'bench/*.cpp' 'fuzz/*.cpp' 'python/*.cpp' 'python/*.h' |
+  grep -v 'tokenizer/unicode_data.cpp')
 if [ "${1:-}" = --check ]; then
   bad=0
   for f in "${files[@]}"; do

@@ -2,7 +2,8 @@
 # Sets up a fresh Debian bookworm machine: installs the build dependencies (apt), builds fasa
 # into build/ and the fuzz targets into build-fuzz/, and pulls the default model (smollm2-135m),
 # gemma3-270m and the Austen texts (scripts/get_texts.sh) into $FASA_HOME (~/.cache/fasa), and
-# the test-only Python venvs (venv-test: the openai client; venv-lmeval: lm-eval).
+# the test-only Python venvs (venv-test: the openai client and the Python package,
+# scripts/python_package.sh; venv-lmeval: lm-eval).
 #   bash scripts/setup.sh            # deps + build + model
 #   FASA_SKIP_PULL=1 bash scripts/setup.sh
 set -euo pipefail
@@ -10,7 +11,8 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(g++ cmake make pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
               libgmock-dev libbenchmark-dev libpcre2-dev libssl-dev curl ca-certificates python3
-              ccache python3-venv clang libclang-rt-14-dev libomp-14-dev clang-format clang-tidy)
+              ccache python3-venv clang libclang-rt-14-dev libomp-14-dev clang-format clang-tidy
+              pybind11-dev python3-dev)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -38,13 +40,10 @@ if [ "${FASA_SKIP_PULL:-0}" != "1" ]; then
   bash scripts/get_texts.sh
   ./build/fasa pull smollm2-135m >/dev/null
   ./build/fasa pull gemma3-270m >/dev/null  # 253 MB: the long-context, hybrid-attention goldens
-  # The server tests drive `fasa serve` with the official OpenAI client: a test-only package,
-  # in its own venv (never used by the engine).
-  venv="${FASA_HOME:-$HOME/.cache/fasa}/venv-test"
-  if ! "$venv/bin/python" -c "import openai" 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install -q -r tests/server/requirements.txt
-  fi
+  # The test venv (never used by the engine): the official OpenAI client the server tests drive
+  # `fasa serve` with, pytest and numpy for the Python package's tests, and the package itself
+  # (python/, rebuilt only when its sources or the engine's changed).
+  bash scripts/python_package.sh --deps "${FASA_HOME:-$HOME/.cache/fasa}/venv-test"
   # lm-eval against `fasa serve` (tests/lmeval): its own venv, pinned (no torch; ~800 MB).
   # Reinstalled only when the pinned lm_eval version is not the one there.
   venv="${FASA_HOME:-$HOME/.cache/fasa}/venv-lmeval"

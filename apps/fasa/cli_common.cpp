@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -12,26 +11,11 @@
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
-#include "fasa/hub/pull.h"
-#include "fasa/hub/registry.h"
+#include "fasa/hub/resolve.h"
 
 namespace fasa::cli {
 
-std::string resolve_model_path(const std::string& model) {
-  namespace fs = std::filesystem;
-  if (model.empty()) fail("no model given (-m PATH or a name such as smollm2-135m)");
-  std::error_code ec;
-  if (fs::exists(model, ec)) return model;
-  const hub::Registry reg = hub::Registry::from_env();
-  if (const hub::ModelSpec* spec = reg.find(model)) {
-    const auto home = hub::pull_options_from_env().home;
-    const fs::path p = hub::cached_model_path(*spec, home);
-    if (fs::exists(p, ec)) return p.string();
-    fail("model '{}' is not in the cache ({}); run `fasa pull {}` first", model, p.string(), model);
-  }
-  fail("cannot open model '{}': no such file, and not a known model name ({})", model,
-       reg.known_names());
-}
+std::string resolve_model_path(const std::string& model) { return hub::resolve_model_path(model); }
 
 std::shared_ptr<const Model> load_model(const std::string& model) {
   return Model::load(resolve_model_path(model));

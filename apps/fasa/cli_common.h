@@ -15,7 +15,8 @@
 
 namespace fasa::cli {
 
-// MODEL is a GGUF path or the name of a known model already pulled into the cache.
+// MODEL is a GGUF path or the name of a known model already pulled into the cache
+// (hub::resolve_model_path).
 // Throws fasa::Error saying what was tried (and to run `fasa pull NAME`).
 std::string resolve_model_path(const std::string& model);
 std::shared_ptr<const Model> load_model(const std::string& model);
