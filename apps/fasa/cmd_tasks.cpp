@@ -19,6 +19,7 @@
 #include "fasa/eval/sweep.h"
 #include "fasa/eval/sweep_checkpoint.h"
 #include "fasa/eval/task_gen.h"
+#include "fasa/eval/task_json.h"
 #include "fasa/eval/task_runner.h"
 #include "fasa/io/atomic_file.h"
 #include "fasa/io/gguf.h"
@@ -135,23 +136,6 @@ void print_table(const std::vector<Task>& tasks, const TaskRunResult& r) {
   print_cells(t.kind_average, pc.kind_average, multi);
 }
 
-// Choice tasks' mean acc_norm per kind, for policy p ({} when there are none).
-nlohmann::ordered_json acc_norm_by_kind(const std::vector<Task>& tasks, const TaskRunResult& r,
-                                        size_t p) {
-  std::vector<std::string> kinds;
-  std::map<std::string, std::pair<double, int>> sum;  // kind -> (sum, count)
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    if (tasks[i].metric != TaskMetric::Choice) continue;
-    auto [it, added] = sum.emplace(tasks[i].task, std::make_pair(0.0, 0));
-    if (added) kinds.push_back(tasks[i].task);
-    it->second.first += r.outcome[i][p].acc_norm;
-    it->second.second += 1;
-  }
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (const std::string& k : kinds) out[k] = sum[k].first / sum[k].second;
-  return out;
-}
-
 void run_tasks_cmd(const TasksArgs& a) {
   const LosslessOptions lossless = parse_lossless(a.lossless);
   apply_threads(a.threads);
@@ -212,26 +196,7 @@ void run_tasks_cmd(const TasksArgs& a) {
     }
     j["results"].push_back(e);
   }
-  j["items"] = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    for (size_t p = 0; p < r.policies.size(); ++p) {
-      const TaskOutcome& oc = r.outcome[i][p];
-      nlohmann::ordered_json it;
-      it["id"] = tasks[i].id;
-      it["task"] = tasks[i].task;
-      it["policy"] = r.policies[p];
-      it["n_prompt"] = r.n_prompt[i];
-      it["metric"] = metric_name(tasks[i].metric);
-      it["score"] = oc.score;
-      it["partial"] = oc.partial;
-      it["output"] = oc.output;
-      if (tasks[i].metric == TaskMetric::Choice) {
-        it["acc_norm"] = oc.acc_norm;
-        it["choice_logprobs"] = oc.choice_logprobs;
-      }
-      j["items"].push_back(it);
-    }
-  }
+  j["items"] = task_items_json(tasks, r);
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 

@@ -11,6 +11,7 @@
 #include "fasa/core/sha256.h"
 #include "fasa/engine/lossless_options.h"
 #include "fasa/eval/perplexity.h"
+#include "fasa/eval/task_json.h"
 #include "fasa/eval/task_runner.h"
 #include "fasa/io/gguf.h"
 #include "fasa/kernels/kv_rows.h"
@@ -116,6 +117,8 @@ Json task_results(const std::vector<Task>& tasks, const TaskRunResult& r, bool l
     }
     e["by_task"] = by;
     e["partial_by_task"] = by_partial;
+    const Json norm = acc_norm_by_kind(tasks, r, p);
+    if (!norm.empty()) e["acc_norm_by_task"] = norm;
     LosslessStats st;
     double decode_ms = 0.0;
     int64_t n_tokens = 0;
@@ -162,21 +165,7 @@ std::string eval_tasks(const PyModel& m, const Source& src,
   j["lossless"] = lossless_name(lo);
   add_provenance(j, m, "", nullptr, &src);
   j["results"] = task_results(tasks, r, lo.k > 0);
-  j["items"] = Json::array();
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    for (size_t p = 0; p < r.policies.size(); ++p) {
-      const TaskOutcome& oc = r.outcome[i][p];
-      Json it;
-      it["id"] = tasks[i].id;
-      it["task"] = tasks[i].task;
-      it["policy"] = r.policies[p];
-      it["n_prompt"] = r.n_prompt[i];
-      it["score"] = oc.score;
-      it["partial"] = oc.partial;
-      it["output"] = oc.output;
-      j["items"].push_back(it);
-    }
-  }
+  j["items"] = task_items_json(tasks, r);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

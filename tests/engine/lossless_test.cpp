@@ -23,36 +23,11 @@
 #include "support/expect_error.h"
 #include "support/model_path.h"
 #include "support/threads_guard.h"
+#include "support/tiny_byte_model.h"
 #include "support/tiny_calibration.h"
-#include "support/tiny_model.h"
 
 namespace fasa {
 namespace {
-
-std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = static_cast<int32_t>(1 + rng() % (n_vocab - 1));  // never token 0 (EOS)
-  return t;
-}
-
-// A tiny model with a byte tokenizer (generation needs one); `hybrid`: gemma3 with
-// sliding-window layers (window 5, rings of window + chunk - 1 rows).
-std::shared_ptr<const Model> tiny(const std::string& name, bool hybrid) {
-  test::TinySpec s;
-  s.byte_tokenizer = true;
-  s.wtype = DType::Q8_0;
-  s.n_layers = hybrid ? 4 : 3;
-  if (hybrid) {
-    s.arch = "gemma3";
-    s.sliding_window = 5;
-    s.window_pattern = 2;
-    s.rope_base_local = 100.0f;
-  }
-  const std::string path = ::testing::TempDir() + "/" + name;
-  test::write_tiny_model(path, s);
-  return Model::load(path);
-}
 
 // Policies with small budgets, so drafts often disagree with full attention.
 std::vector<std::string> policy_specs(const std::string& calib) {
@@ -94,7 +69,7 @@ void expect_greedy_equals_full(const std::shared_ptr<const Model>& model,
   test::ThreadsGuard one(1);  // tiny steps: no thread handoffs
   int64_t drafted = 0, accepted = 0;
   for (uint32_t prompt_seed = 1; prompt_seed <= 3; ++prompt_seed) {
-    const auto prompt = random_tokens(20 + 7 * prompt_seed, n_vocab, prompt_seed);
+    const auto prompt = test::random_prompt(20 + 7 * prompt_seed, n_vocab, prompt_seed);
     Session full(model, session_options("full"));
     const GenerateResult want = generate(full, prompt, greedy(32), nullptr);
     ASSERT_EQ(want.tokens.size(), 32u);
@@ -119,13 +94,13 @@ void expect_greedy_equals_full(const std::shared_ptr<const Model>& model,
 }
 
 TEST(Lossless, GreedyEqualsFullForEveryPolicyAndK) {
-  auto model = tiny("lossless_tiny.gguf", false);
+  auto model = test::tiny_byte_model("lossless_tiny.gguf", false);
   expect_greedy_equals_full(model,
                             policy_specs(test::calibrate_tiny(model, "lossless_calib.json")));
 }
 
 TEST(Lossless, GreedyEqualsFullOnAHybridStack) {
-  auto model = tiny("lossless_hybrid.gguf", true);
+  auto model = test::tiny_byte_model("lossless_hybrid.gguf", true);
   const std::string calib = test::calibrate_tiny(model, "lossless_hybrid_calib.json");
   expect_greedy_equals_full(model, {"streaming:budget=4,sinks=1", "h2o:budget=6",
                                     "fasa:calib=" + calib + ",budget=4,dense_layers=none"});
@@ -193,9 +168,9 @@ std::vector<float> decode_all(Session& s, const std::vector<int32_t>& tokens,
 void expect_rollback_restores(const std::shared_ptr<const Model>& model,
                               const std::vector<std::string>& policies) {
   const int n_vocab = model->config().n_vocab;
-  const auto prompt = random_tokens(37, n_vocab, 5);
-  const auto drafts = random_tokens(9, n_vocab, 6);
-  const auto next = random_tokens(12, n_vocab, 7);
+  const auto prompt = test::random_prompt(37, n_vocab, 5);
+  const auto drafts = test::random_prompt(9, n_vocab, 6);
+  const auto next = test::random_prompt(12, n_vocab, 7);
   for (const std::string& p : policies) {
     Session a(model, session_options(p)), b(model, session_options(p));
     a.prefill(prompt);
@@ -215,14 +190,14 @@ void expect_rollback_restores(const std::shared_ptr<const Model>& model,
 }
 
 TEST(Lossless, RollbackReturnsEveryPolicyToItsSavePoint) {
-  auto model = tiny("lossless_rb.gguf", false);
+  auto model = test::tiny_byte_model("lossless_rb.gguf", false);
   auto specs = policy_specs(test::calibrate_tiny(model, "lossless_rb_calib.json"));
   specs.push_back("full");
   expect_rollback_restores(model, specs);
 }
 
 TEST(Lossless, RollbackOnAHybridStack) {
-  auto model = tiny("lossless_rb_hybrid.gguf", true);
+  auto model = test::tiny_byte_model("lossless_rb_hybrid.gguf", true);
   const std::string calib = test::calibrate_tiny(model, "lossless_rb_hybrid_calib.json");
   expect_rollback_restores(model, {"quest:budget=6,page=4,dense_layers=none", "h2o:budget=6",
                                    "fasa:calib=" + calib + ",budget=4,dense_layers=none"});
@@ -233,11 +208,11 @@ TEST(Lossless, RollbackOnAHybridStack) {
 // (sparse) decode steps agree bit for bit. (Policies that learn from prefill queries, H2O and
 // SnapKV, see a prefill's queries that lossless decoding never shows them: not compared.)
 TEST(Lossless, KeptRowsAreTheDenseRows) {
-  auto model = tiny("lossless_rows.gguf", false);
+  auto model = test::tiny_byte_model("lossless_rows.gguf", false);
   const std::string calib = test::calibrate_tiny(model, "lossless_rows_calib.json");
   const int n_vocab = model->config().n_vocab;
-  const auto prompt = random_tokens(30, n_vocab, 11);
-  const auto next = random_tokens(8, n_vocab, 12);
+  const auto prompt = test::random_prompt(30, n_vocab, 11);
+  const auto next = test::random_prompt(8, n_vocab, 12);
   for (const std::string& p :
        {std::string("quest:budget=6,page=4,dense_layers=none"), std::string("sparq:budget=5,r=4"),
         "fasa:calib=" + calib + ",budget=4,dense_layers=none",
@@ -285,7 +260,7 @@ void enumerate(const std::shared_ptr<const Model>& model, const Session& s, Samp
 // exact probabilities; chi-square at p = 0.001 (the seeds are fixed, so the test is
 // deterministic; accepting every draft, or never correcting from max(0, q - p), fails it).
 TEST(Lossless, SamplingKeepsFullAttentionsDistribution) {
-  auto model = tiny("lossless_dist.gguf", false);
+  auto model = test::tiny_byte_model("lossless_dist.gguf", false);
   test::ThreadsGuard one(1);
   const int n = 4, runs = 4000;
   GenerateOptions go;
@@ -295,7 +270,7 @@ TEST(Lossless, SamplingKeepsFullAttentionsDistribution) {
   go.sampler.top_k = 2;
   go.sampler.top_p = 1.0f;
   go.sampler.min_p = 0.0f;
-  const auto prompt = random_tokens(12, model->config().n_vocab, 21);
+  const auto prompt = test::random_prompt(12, model->config().n_vocab, 21);
   Session base(model, session_options("full"));
   base.prefill(prompt);
   std::map<std::vector<int32_t>, double> exact;
@@ -360,8 +335,8 @@ TEST(Lossless, AutoChoosesKFromTheMeasuredTimes) {
   // verification may cost little more than one dense step, so long drafts can pay even at a low
   // acceptance rate); the choice itself is checked on the synthetic times above.
   test::ThreadsGuard one(1);
-  auto model = tiny("lossless_auto.gguf", false);
-  const auto prompt = random_tokens(40, model->config().n_vocab, 8);
+  auto model = test::tiny_byte_model("lossless_auto.gguf", false);
+  const auto prompt = test::random_prompt(40, model->config().n_vocab, 8);
   Session full(model, session_options("full"));
   const GenerateResult want = generate(full, prompt, greedy(80), nullptr);
   LosslessStats bad;
@@ -379,8 +354,8 @@ TEST(Lossless, BadOptionsAreRefused) {
   EXPECT_EQ(parse_lossless("off").k, 0);
   EXPECT_EQ(lossless_name(parse_lossless("auto")), "auto");
   EXPECT_EQ(parse_lossless("14").k, 14);
-  auto model = tiny("lossless_bad.gguf", false);
-  const auto prompt = random_tokens(10, model->config().n_vocab, 3);
+  auto model = test::tiny_byte_model("lossless_bad.gguf", false);
+  const auto prompt = test::random_prompt(10, model->config().n_vocab, 3);
   SessionOptions so = session_options("full");
   so.prefill_chunk = 4;
   Session s(model, so);

@@ -13,39 +13,15 @@
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 #include "support/threads_guard.h"
+#include "support/tiny_byte_model.h"
 #include "support/tiny_calibration.h"
-#include "support/tiny_model.h"
 
 namespace fasa {
 namespace {
 
-std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = static_cast<int32_t>(1 + rng() % (n_vocab - 1));  // never token 0
-  return t;
-}
-
 std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
-}
-
-// `hybrid`: gemma3 with sliding-window layers (window 5, rings of window + chunk - 1 rows).
-std::shared_ptr<const Model> tiny(const std::string& name, bool hybrid) {
-  test::TinySpec s;
-  s.byte_tokenizer = true;
-  s.wtype = DType::Q8_0;
-  s.n_layers = hybrid ? 4 : 3;
-  if (hybrid) {
-    s.arch = "gemma3";
-    s.sliding_window = 5;
-    s.window_pattern = 2;
-    s.rope_base_local = 100.0f;
-  }
-  const std::string path = ::testing::TempDir() + "/" + name;
-  test::write_tiny_model(path, s);
-  return Model::load(path);
 }
 
 SessionOptions options(const std::string& policy) {
@@ -115,8 +91,8 @@ void expect_cached_equals_uncached(const std::shared_ptr<const Model>& model,
                                    const std::vector<std::string>& policies) {
   test::ThreadsGuard one(1);
   const int n_vocab = model->config().n_vocab;
-  const auto doc = random_tokens(50, n_vocab, 1);
-  auto q1 = random_tokens(9, n_vocab, 2), q2 = random_tokens(7, n_vocab, 3);
+  const auto doc = test::random_prompt(48, n_vocab, 1);  // 3 prefill chunks
+  auto q1 = test::random_prompt(9, n_vocab, 2), q2 = test::random_prompt(7, n_vocab, 3);
   q2[0] = q1[0] % (n_vocab - 1) + 1;  // the questions differ from their first token on
   for (const std::string& p : policies) {
     SCOPED_TRACE(p);
@@ -124,27 +100,27 @@ void expect_cached_equals_uncached(const std::shared_ptr<const Model>& model,
     Session probe(model, options(p));
     const bool prefill_aware = probe.policy().wants_prefill_queries();
     if (prefill_aware) EXPECT_EQ(run(model, p, doc, &cache).reused, 0);  // warms the document
-    EXPECT_EQ(run(model, p, concat(doc, q1), &cache).reused, prefill_aware ? 50 : 0);
+    EXPECT_EQ(run(model, p, concat(doc, q1), &cache).reused, prefill_aware ? 48 : 0);
     const Answer want = run(model, p, concat(doc, q2), nullptr);
     const Answer got = run(model, p, concat(doc, q2), &cache);
-    EXPECT_EQ(got.reused, 50);
+    EXPECT_EQ(got.reused, 48);
     EXPECT_EQ(got.first, want.first);
     EXPECT_EQ(got.tokens, want.tokens);
     // The same prompt again: everything reused, its logits too.
     const Answer again = run(model, p, concat(doc, q2), &cache);
-    EXPECT_EQ(again.reused, 57);
+    EXPECT_EQ(again.reused, 55);
     EXPECT_EQ(again.first, want.first);
     EXPECT_EQ(again.tokens, want.tokens);
   }
 }
 
 TEST(PromptCache, CachedEqualsUncachedForEveryPolicy) {
-  auto model = tiny("prompt_cache.gguf", false);
+  auto model = test::tiny_byte_model("prompt_cache.gguf", false);
   expect_cached_equals_uncached(model, specs(test::calibrate_tiny(model, "prompt_cache.json")));
 }
 
 TEST(PromptCache, CachedEqualsUncachedOnAHybridModel) {
-  auto model = tiny("prompt_cache_hybrid.gguf", true);
+  auto model = test::tiny_byte_model("prompt_cache_hybrid.gguf", true);
   const std::string calib = test::calibrate_tiny(model, "prompt_cache_hybrid.json");
   expect_cached_equals_uncached(model, {"full", "streaming:budget=4,sinks=1", "h2o:budget=6",
                                         "fasa:calib=" + calib + ",budget=4,dense_layers=none"});
@@ -152,26 +128,26 @@ TEST(PromptCache, CachedEqualsUncachedOnAHybridModel) {
 
 TEST(PromptCache, WhatItReuses) {
   test::ThreadsGuard one(1);
-  const auto plain = tiny("prompt_cache_reuse.gguf", false);
-  const auto hybrid = tiny("prompt_cache_reuse_hybrid.gguf", true);
+  const auto plain = test::tiny_byte_model("prompt_cache_reuse.gguf", false);
+  const auto hybrid = test::tiny_byte_model("prompt_cache_reuse_hybrid.gguf", true);
   const int n_vocab = plain->config().n_vocab;
-  const auto doc = random_tokens(40, n_vocab, 4);
+  const auto doc = test::random_prompt(40, n_vocab, 4);
   for (const auto& model : {plain, hybrid}) {
     const bool is_hybrid = model == hybrid;
     SCOPED_TRACE(is_hybrid ? "hybrid" : "plain");
     PromptCache cache(64u << 20);
     // The entry ran 30 tokens past the document: more than a prefill chunk (16).
-    run(model, "full", concat(doc, random_tokens(30, n_vocab, 5)), &cache);
-    const auto next = concat(doc, random_tokens(6, n_vocab, 6));
+    run(model, "full", concat(doc, test::random_prompt(30, n_vocab, 5)), &cache);
+    const auto next = concat(doc, test::random_prompt(6, n_vocab, 6));
     const Answer want = run(model, "full", next, nullptr);
     const Answer got = run(model, "full", next, &cache);
     // A ring no longer holds the document's last window: the hybrid model prefills it all.
-    EXPECT_EQ(got.reused, is_hybrid ? 0 : 40);
+    EXPECT_EQ(got.reused, is_hybrid ? 0 : 32);  // 40 common, cut to a chunk boundary
     EXPECT_EQ(got.tokens, want.tokens);
-    // A prompt that is a cached prompt's prefix leaves two tokens to prefill.
+    // A prompt that is a cached prompt's prefix: the rows of its whole chunks (46 = 2 x 16 + 14).
     const Answer prefix =
         run(model, "full", std::vector<int32_t>(next.begin(), next.end() - 1), &cache);
-    EXPECT_EQ(prefix.reused, static_cast<int>(next.size()) - 3);
+    EXPECT_EQ(prefix.reused, 32);
   }
   // Another context size is another cache layout: nothing to reuse.
   PromptCache cache(64u << 20);
@@ -185,10 +161,10 @@ TEST(PromptCache, WhatItReuses) {
 
 TEST(PromptCache, ByteBudgetEvictsTheLeastRecentlyUsed) {
   test::ThreadsGuard one(1);
-  const auto model = tiny("prompt_cache_lru.gguf", false);
+  const auto model = test::tiny_byte_model("prompt_cache_lru.gguf", false);
   const int n_vocab = model->config().n_vocab;
-  const auto a = random_tokens(40, n_vocab, 7), b = random_tokens(40, n_vocab, 8),
-             c = random_tokens(40, n_vocab, 9);
+  const auto a = test::random_prompt(40, n_vocab, 7), b = test::random_prompt(40, n_vocab, 8),
+             c = test::random_prompt(40, n_vocab, 9);
   Session probe(model, options("full"));
   probe.prefill(a);
   const uint64_t one_entry = probe.cache().used_bytes();

@@ -134,7 +134,12 @@ TEST(SchedulerTest, PromptCacheGivesTheUncachedAnswer) {
   Scheduler sched(model, so);
   for (const std::string policy : {"full", "streaming:budget=8", "h2o:budget=10"}) {
     for (size_t q = 0; q < questions.size(); ++q) {
-      const auto prompt = text_prompt_tokens(*model, doc + questions[q]);
+      // The document's tokens cut to whole prefill chunks (8), so that the document alone is an
+      // entry prefill-aware policies may start from.
+      auto prompt = text_prompt_tokens(*model, doc);
+      prompt.resize(prompt.size() / 8 * 8);
+      const auto question = text_prompt_tokens(*model, questions[q]);
+      prompt.insert(prompt.end(), question.begin(), question.end());
       auto job = std::make_shared<Job>(prompt, greedy(12), policy);
       ASSERT_TRUE(sched.submit(job));
       const std::string got = collect(*job);

@@ -16,6 +16,15 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
   return i;
 }
 
+// Rows [0, full_rows) of an L-token prompt prefilled in chunks of C (prefill_chunk_size) were
+// computed in chunks of exactly C tokens, as every longer prompt's are: a token's bits depend
+// on its chunk's length (the AMX tiles take chunks of at least kAmxMinTokens, matmul.h), so
+// only those rows, and a prefix ending on a chunk boundary, equal an uncached run's.
+int full_rows(int L, int C) {
+  const int q = L / C, r = L % C;
+  return C * (r == 1 && q >= 1 ? q - 1 : q);  // L = qC + 1 ends in chunks of C - 1 and 2
+}
+
 bool same_layout(const Session& a, const Session& b) {
   const SessionOptions &x = a.options(), &y = b.options();
   return a.n_ctx() == b.n_ctx() && x.kv_type == y.kv_type && x.prefill_chunk == y.prefill_chunk;
@@ -31,7 +40,8 @@ int PromptCache::usable(const Entry& e, const Session& s,
   const bool whole = common == n_entry && common == len;  // the same prompt: logits too
   if (s.options().external_policy) return 0;
   if (s.cache().tiered()) return 0;
-  int n = whole ? len : std::min(common, len - 2);
+  const int chunk = s.options().prefill_chunk;
+  int n = whole ? len : std::min({common, len - 2, full_rows(n_entry, chunk)}) / chunk * chunk;
   if (n <= 0) return 0;
   if (s.policy().wants_prefill_queries()) {
     // Every prefill query of the entry went into its statistics: all of it or nothing.

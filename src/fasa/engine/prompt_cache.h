@@ -10,8 +10,10 @@
 //  - a decode-time policy takes any common prefix; a prefill-aware one only an entry whose whole
 //    prompt starts the new one and whose statistics fit it (same policy name and prefill
 //    options), since its statistics cover every prefill query of the entry;
-//  - at least two tokens are left to prefill (a one-token last chunk would be a decode step),
-//    unless the prompt equals the entry's: then its logits are reused and nothing is prefilled;
+//  - the prefix ends on a prefill-chunk boundary, within the rows the entry computed in whole
+//    chunks (a token's bits depend on its chunk's length: the AMX tiles take only chunks of at
+//    least 16 tokens), and leaves at least two tokens to prefill; or the prompt equals the
+//    entry's: then its logits are reused and nothing is prefilled;
 //  - on a model with sliding-window layers, the entry wrote at most one prefill chunk past the
 //    prefix (its rings hold only the last rows);
 //  - FASA-M's tiered cache is never copied: such sessions prefill everything.
