@@ -82,6 +82,20 @@ bool KvCache::can_copy_prefix(const KvCache& src, int n) const {
 }
 
 void KvCache::copy_prefix_from(const KvCache& src, int n) {
+  check_copy_prefix(src, n);
+  for (int l = 0; l < shape_.n_layers; ++l) {
+    // Neither cache is tiered: every store is a plain one or a ring of the same size. A ring
+    // is copied whole (its rows past the prefix are written again before any query reads them).
+    const int rows = shape_.window(l) > 0 ? src.n_used_ : n;
+    static_cast<KvPlainStore&>(*stores_[l])
+        .copy_from(static_cast<const KvPlainStore&>(*src.stores_[l]), rows);
+  }
+  std::copy(src.pos_.begin(), src.pos_.begin() + n, pos_.begin());
+  n_used_ = n;
+  any_evicted_ = false;  // the plain stores' copy_from forgot this cache's evictions
+}
+
+void KvCache::check_copy_prefix(const KvCache& src, int n) const {
   if (tier_ || src.tier_) fail("a tiered (FASA-M) KV cache cannot be copied");
   if (src.type_ != type_ || src.capacity_ != capacity_ || src.shape_.n_layers != shape_.n_layers ||
       src.shape_.n_kv_heads != shape_.n_kv_heads || src.shape_.head_dim != shape_.head_dim ||
@@ -97,16 +111,6 @@ void KvCache::copy_prefix_from(const KvCache& src, int n) {
         "the rows their window reads (at most {} slots past the prefix)",
         n, src.n_used_, src.max_batch_);
   }
-  for (int l = 0; l < shape_.n_layers; ++l) {
-    // Neither cache is tiered: every store is a plain one or a ring of the same size. A ring
-    // is copied whole (its rows past the prefix are written again before any query reads them).
-    const int rows = shape_.window(l) > 0 ? src.n_used_ : n;
-    static_cast<KvPlainStore&>(*stores_[l])
-        .copy_from(static_cast<const KvPlainStore&>(*src.stores_[l]), rows);
-  }
-  std::copy(src.pos_.begin(), src.pos_.begin() + n, pos_.begin());
-  n_used_ = n;
-  any_evicted_ = false;  // the plain stores' copy_from forgot this cache's evictions
 }
 
 void KvCache::clear() {

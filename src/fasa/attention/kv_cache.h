@@ -156,6 +156,8 @@ class KvCache {
   // copy_prefix_from throws fasa::Error when it does not, or for a tiered cache, another shape,
   // or a source whose evicted rows were freed.
   void copy_prefix_from(const KvCache& src, int n);
+  // Throws the fasa::Error copy_prefix_from would, without copying anything.
+  void check_copy_prefix(const KvCache& src, int n) const;
   bool can_copy_prefix(const KvCache& src, int n) const;
   // Drops everything (slots reused from 0).
   void clear();

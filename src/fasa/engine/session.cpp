@@ -133,7 +133,7 @@ void Session::copy_prefix_from(const Session& src, int n, const AttentionPolicy*
     fail("policy '{}' learns from every prefill query: it can take all {} tokens or none, not {}",
          active_policy_->name(), src.n_past(), n);
   }
-  if (!cache_.can_copy_prefix(src.cache_, n)) cache_.copy_prefix_from(src.cache_, n);  // throws
+  cache_.check_copy_prefix(src.cache_, n);
   // First, so that a refusal (a source that has decoded already) leaves this session unchanged.
   if (wants) active_policy_->copy_prefill_state_from(*source);
   cache_.copy_prefix_from(src.cache_, n);
