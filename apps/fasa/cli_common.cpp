@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -125,6 +128,37 @@ std::string lossless_summary(const std::string& setting, const LosslessStats& st
       human_bytes(st.tokens ? st.verify_kv_bytes / st.tokens : 0),
       st.drafted ? st.draft_ms / st.drafted : 0.0,
       st.verifications ? st.verify_ms / st.verifications : 0.0);
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+namespace {
+
+std::string duration_text(double s) {
+  if (s < 60) return std::to_string(static_cast<int>(s)) + "s";
+  const int m = static_cast<int>(s / 60);
+  return m < 60 ? std::to_string(m) + "m" + std::to_string(static_cast<int>(s) % 60) + "s"
+                : std::to_string(m / 60) + "h" + std::to_string(m % 60) + "m";
+}
+
+}  // namespace
+
+std::function<void(int, int)> progress_printer(const char* what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  return [t0, what](int done, int total) {
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double left = done > 0 ? el / done * (total - done) : 0.0;
+    std::fprintf(stderr, "\rfasa: %d/%d %s, %s elapsed, ~%s left   ", done, total, what,
+                 duration_text(el).c_str(), duration_text(left).c_str());
+    if (done == total) std::fprintf(stderr, "\n");
+  };
 }
 
 }  // namespace fasa::cli

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,12 @@ void apply_threads(int n_threads);
 std::string kv_by_layer_type(const KvCache& cache);
 
 std::string human_bytes(uint64_t n);
+
+// "2026-12-03T07:00:00Z", now.
+std::string utc_now();
+// A progress callback (done, total) printing "\rfasa: 12/45 WHAT, 1m20s elapsed, ~3m10s left" on
+// stderr, a newline at the end.
+std::function<void(int, int)> progress_printer(const char* what);
 
 // --policy and its flags, shared by every command that runs a policy. The flags are folded into
 // the policy spec "name:key=value,..." (see attention/policy.h).

@@ -258,6 +258,7 @@ void add_eval_command(CLI::App& app) {
   rc->callback([r] { run_recall(*r); });
 
   add_tasks_commands(app, ev);
+  add_sweep_commands(ev);
 }
 
 }  // namespace fasa::cli

@@ -1,13 +1,8 @@
 // Long-context task evaluation:
 //   fasa eval tasks -m MODEL --tasks FILE.jsonl [policy flags] [--compare SPEC]... [--chat] [--json]
-//   fasa eval sweep -m MODEL --tasks FILE.jsonl --policies LIST --budgets LIST [--calib C] -o DIR
 //   fasa gen-tasks -m MODEL --kind K --haystack FILE --ctx N --n COUNT --seed S -o FILE.jsonl
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <ctime>
-#include <filesystem>
-#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -15,15 +10,11 @@
 #include "commands.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
-#include "fasa/core/sha256.h"
-#include "fasa/eval/sweep.h"
-#include "fasa/eval/sweep_checkpoint.h"
 #include "fasa/eval/task_gen.h"
 #include "fasa/eval/task_json.h"
 #include "fasa/eval/task_runner.h"
 #include "fasa/io/atomic_file.h"
 #include "fasa/io/gguf.h"
-#include "fasa/io/svg.h"
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
 #include "provenance.h"
@@ -31,34 +22,6 @@
 namespace fasa::cli {
 
 namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string duration_text(double s) {
-  if (s < 60) return std::to_string(static_cast<int>(s)) + "s";
-  const int m = static_cast<int>(s / 60);
-  return m < 60 ? std::to_string(m) + "m" + std::to_string(static_cast<int>(s) % 60) + "s"
-                : std::to_string(m / 60) + "h" + std::to_string(m % 60) + "m";
-}
-
-// "\rfasa: 12/45 generations, 1m20s elapsed, ~3m10s left" on stderr.
-std::function<void(int, int)> progress_printer(const char* what) {
-  const auto t0 = std::chrono::steady_clock::now();
-  return [t0, what](int done, int total) {
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double left = done > 0 ? el / done * (total - done) : 0.0;
-    std::fprintf(stderr, "\rfasa: %d/%d %s, %s elapsed, ~%s left   ", done, total, what,
-                 duration_text(el).c_str(), duration_text(left).c_str());
-    if (done == total) std::fprintf(stderr, "\n");
-  };
-}
 
 struct TasksArgs {
   std::string model, tasks;
@@ -200,147 +163,6 @@ void run_tasks_cmd(const TasksArgs& a) {
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
-struct SweepArgs {
-  std::string model, tasks, calib, out_dir;
-  std::vector<std::string> policies, budgets;
-  std::vector<std::string> specs;  // --policy: whole specs, whose options may hold commas
-  int n_ctx = 0;
-  int threads = 0;
-  int jobs = 1;
-  std::string kv_type = "f16";
-  bool chat = false;
-  bool resume = false;
-  bool resume_other_build = false;
-};
-
-void write_file(const std::filesystem::path& p, const std::string& s) {
-  write_file_atomic(p.string(), s);
-}
-
-// What results.json records about the run (the hashes bind a resumed sweep to its inputs).
-SweepMeta sweep_meta(const SweepArgs& a, const Model& model) {
-  SweepMeta m;
-  m.model = model.file().path();
-  m.model_sha256 = sha256_file_hex(m.model);
-  m.calib = a.calib;
-  if (!a.calib.empty()) m.calib_sha256 = sha256_file_hex(a.calib);
-  m.tasks_file = a.tasks;
-  m.tasks_sha256 = sha256_file_hex(a.tasks);
-  m.version = version_text();
-  m.date = utc_now();
-  m.chat = a.chat;
-  m.kv_type = a.kv_type;
-  m.threads = num_threads();
-  return m;
-}
-
-// What a checkpoint must match to be resumed.
-SweepIdentity sweep_identity(const SweepArgs& a, const SweepMeta& m, size_t n_tasks,
-                             const std::vector<std::string>& policies) {
-  SweepIdentity id;
-  id.model_sha256 = m.model_sha256;
-  id.calib_sha256 = m.calib_sha256;
-  id.tasks_sha256 = m.tasks_sha256;
-  id.kv_type = a.kv_type;
-  id.n_tasks = static_cast<int>(n_tasks);
-  id.n_ctx = a.n_ctx;
-  id.chat = a.chat;
-  id.policies = policies;
-  return id;
-}
-
-// The checkpoint's finished tasks as known outcomes (their prefill time into *resumed_prefill_s),
-// and each task finished here appended to it at once.
-TaskRunResume resume_from(CheckpointFile& ckpt, const std::vector<Task>& tasks,
-                          const std::string& version, double* resumed_prefill_s) {
-  TaskRunResume resume;
-  if (!ckpt.done().empty()) {
-    resume.known.resize(tasks.size());
-    for (const TaskDone& d : ckpt.done()) {
-      resume.known[d.task] = d.outcomes;
-      *resumed_prefill_s += d.prefill_seconds;
-    }
-  }
-  resume.on_task_done = [&ckpt, &tasks, version](size_t i, int n_prompt,
-                                                 const std::vector<TaskOutcome>& outcomes,
-                                                 double prefill_s) {
-    ckpt.append({i, tasks[i].id, n_prompt, prefill_s, outcomes, version});
-  };
-  return resume;
-}
-
-// Tasks per build that ran them: the checkpoint's, and this run's.
-std::vector<std::pair<std::string, int>> task_builds(const CheckpointFile& ckpt,
-                                                     const std::string& version, size_t n_tasks,
-                                                     int n_known) {
-  std::map<std::string, int> builds;
-  for (const TaskDone& d : ckpt.done()) {
-    builds[d.fasa_version.empty() ? "unrecorded" : d.fasa_version] += 1;
-  }
-  if (n_tasks > static_cast<size_t>(n_known)) {
-    builds[version] += static_cast<int>(n_tasks) - n_known;
-  }
-  return {builds.begin(), builds.end()};
-}
-
-void run_sweep(const SweepArgs& a) {
-  apply_threads(a.threads);
-  std::vector<std::string> policies = a.policies;
-  policies.insert(policies.end(), a.specs.begin(), a.specs.end());
-  const std::vector<SweepEntry> entries = sweep_entries(policies, a.budgets, a.calib);
-  const std::vector<Task> tasks = load_tasks(a.tasks);
-  std::error_code ec;
-  std::filesystem::create_directories(a.out_dir, ec);
-  if (ec || !std::filesystem::is_directory(a.out_dir)) {
-    fail("cannot create output directory '{}'", a.out_dir);
-  }
-  auto model = load_model(a.model);
-  SweepMeta m = sweep_meta(a, *model);
-  TaskRunOptions o;
-  o.policies.clear();  // (the default is {"full"})
-  for (const auto& e : entries) o.policies.push_back(e.spec);
-  o.chat = a.chat;
-  o.jobs = a.jobs;
-  o.n_ctx = a.n_ctx;
-  o.kv_type = parse_kv_type(a.kv_type);
-  // Every finished task goes to DIR/checkpoint.jsonl at once; --resume runs only the others.
-  const std::filesystem::path dir(a.out_dir);
-  CheckpointFile ckpt((dir / "checkpoint.jsonl").string(),
-                      sweep_identity(a, m, tasks.size(), o.policies), tasks, a.resume);
-  if (!a.resume_other_build) {
-    check_same_build(ckpt.done(), m.version, (dir / "checkpoint.jsonl").string());
-  }
-  double resumed_prefill_s = 0.0;
-  const TaskRunResume resume = resume_from(ckpt, tasks, m.version, &resumed_prefill_s);
-  std::fprintf(stderr, "fasa: sweep of %zu policy settings on %zu tasks -> %s\n", entries.size(),
-               tasks.size(), a.out_dir.c_str());
-  if (a.resume) {
-    std::fprintf(stderr, "fasa: resuming: %zu of %zu tasks already done (%s)\n", ckpt.done().size(),
-                 tasks.size(), (dir / "checkpoint.jsonl").c_str());
-  }
-  TaskRunResult r;
-  try {
-    r = run_tasks(model, tasks, o, progress_printer("generations"), resume);
-  } catch (...) {
-    ckpt.remove_if_empty();  // nothing to resume: a rerun needs no --resume
-    throw;
-  }
-  r.prefill_seconds += resumed_prefill_s;
-  m.resumed_tasks = r.n_known;
-  m.task_builds = task_builds(ckpt, m.version, tasks.size(), r.n_known);
-  write_file(dir / "results.json", sweep_json(m, tasks, entries, r));
-  const std::string md = sweep_markdown(m, tasks, entries, r);
-  write_file(dir / "results.md", md);
-  std::string plots;
-  for (const auto& [name, svg] : sweep_plots(tasks, entries, r)) {
-    write_svg_file((dir / name).string(), svg);
-    plots += ", " + name;
-  }
-  ckpt.remove();
-  std::printf("%s\nwrote %s/results.json, results.md%s\n", md.c_str(), a.out_dir.c_str(),
-              plots.c_str());
-}
-
 struct GenArgs {
   std::string model, kind, haystack, out;
   int n_ctx = 4096;
@@ -408,36 +230,6 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   add_lossless_option(tc, t->lossless);
   tc->add_flag("--json", t->json, "print one JSON object (scores and every output)");
   tc->callback([t] { run_tasks_cmd(*t); });
-
-  auto s = std::make_shared<SweepArgs>();
-  auto* sc = eval->add_subcommand("sweep", "every policy at every budget on a task file");
-  sc->add_option("-m,--model", s->model, "GGUF path or pulled model name")->required();
-  sc->add_option("--tasks", s->tasks, "JSONL task file")->required();
-  sc->add_option("--policies", s->policies, "policy specs, comma-separated (e.g. full,oracle,fasa)")
-      ->delimiter(',');
-  sc->add_option("--policy", s->specs,
-                 "one more policy spec, taken whole (repeatable): for a spec with "
-                 "several options, e.g. fasa:fcs=compound,fc_sets=group");
-  sc->add_option("--budgets", s->budgets, "budgets, comma-separated (e.g. 64,128,256)")
-      ->delimiter(',');
-  sc->add_option("--calib", s->calib, "calibration for fasa and double-sparsity");
-  sc->add_option("-o,--out", s->out_dir, "output directory")->required();
-  sc->add_option("-c,--ctx,--ctx-size", s->n_ctx,
-                 "context size (0 = the longest prompt + its new tokens)")
-      ->capture_default_str();
-  sc->add_option("-t,--threads", s->threads, "threads (0 = all cores)")->capture_default_str();
-  sc->add_option("-j,--jobs", s->jobs,
-                 "tasks run in parallel, one thread each (faster on few cores; same results)")
-      ->capture_default_str();
-  sc->add_option("--kv-type", s->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
-  sc->add_flag("--chat", s->chat, "wrap each prompt as a user turn of the model's chat format");
-  sc->add_flag("--resume", s->resume,
-               "finish an interrupted sweep: run only the tasks missing from DIR/checkpoint.jsonl "
-               "(same settings required)");
-  sc->add_flag("--resume-other-build", s->resume_other_build,
-               "with --resume: accept tasks that another fasa build ran (refused by default: "
-               "results.json then counts the tasks of each build)");
-  sc->callback([s] { run_sweep(*s); });
 
   auto g = std::make_shared<GenArgs>();
   auto* gc =

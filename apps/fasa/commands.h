@@ -10,8 +10,10 @@ void add_inspect_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
-// `eval tasks`, `eval sweep` (under `eval`) and `gen-tasks`.
+// `eval tasks` (under `eval`) and `gen-tasks`.
 void add_tasks_commands(CLI::App& app, CLI::App* eval);
+// `eval sweep` and `eval merge` (under `eval`).
+void add_sweep_commands(CLI::App* eval);
 void add_bench_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);  // also `calib show`
 void add_serve_command(CLI::App& app);

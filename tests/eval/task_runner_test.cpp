@@ -465,6 +465,26 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
     expect_error([&] { run_tasks(model, tasks, o, nullptr, resume); },
                  "1 known-outcome rows for 2 tasks");
   }
+  // A shard (eval sweep --shard): task 0 is another shard's, so it is neither run nor known; the
+  // context is still fitted over every task.
+  {
+    TaskRunResume shard;
+    shard.elsewhere = {1, 0};
+    int total = -1;
+    const TaskRunResult res = run_tasks(
+        model, tasks, o, [&](int, int t) { total = t; }, shard);
+    EXPECT_TRUE(res.outcome[0].empty());
+    EXPECT_EQ(res.n_known, 0);
+    EXPECT_EQ(res.n_ctx, r.n_ctx);
+    EXPECT_EQ(total, static_cast<int>(o.policies.size()));
+    ASSERT_EQ(res.outcome[1].size(), o.policies.size());
+    for (size_t p = 0; p < o.policies.size(); ++p) {
+      EXPECT_EQ(res.outcome[1][p].output, r.outcome[1][p].output) << o.policies[p];
+    }
+    shard.elsewhere = {1};
+    expect_error([&] { run_tasks(model, tasks, o, nullptr, shard); },
+                 "1 elsewhere marks for 2 tasks");
+  }
   // With contains, generation stops once the answer is out: same score, never more tokens.
   for (auto& t : tasks) t.metric = TaskMetric::Contains;
   const TaskRunResult c = run_tasks(model, tasks, o, nullptr);

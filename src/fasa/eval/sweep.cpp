@@ -148,6 +148,7 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
   j["prefill_seconds"] = r.prefill_seconds;
   j["prefills"] = r.n_prefills;
   j["resumed_tasks"] = meta.resumed_tasks;
+  if (meta.shards > 0) j["shards"] = meta.shards;
   j["task_builds"] = nlohmann::ordered_json::object();
   for (const auto& [build, n] : meta.task_builds) j["task_builds"][build] = n;
   j["task_kinds"] = t.kinds;
@@ -192,14 +193,15 @@ std::string md_header(const SweepMeta& meta, const std::vector<Task>& tasks,
                       const TaskScoreTable& t, const TaskRunResult& r) {
   std::string s = fmt::format(
       "# Task sweep\n\nmodel `{}` (sha256 `{}`), tasks `{}` ({} tasks, {} kinds), context {} "
-      "tokens, {}greedy; calibration `{}`; fasa {}; {:.0f} s{}.\n\n",
+      "tokens, {}greedy; calibration `{}`; fasa {}; {:.0f} s{}{}.\n\n",
       meta.model, meta.model_sha256.substr(0, 16), meta.tasks_file, tasks.size(), t.kinds.size(),
       r.n_ctx, meta.chat ? "chat, " : "", meta.calib.empty() ? "-" : meta.calib, meta.version,
       r.seconds,
       meta.resumed_tasks > 0
           ? fmt::format(" (resumed: {} of the {} tasks came from the checkpoint)",
                         meta.resumed_tasks, tasks.size())
-          : "");
+          : "",
+      meta.shards > 0 ? fmt::format(" (summed over {} shards, merged)", meta.shards) : "");
   s += kDefinitions;
   if (meta.task_builds.size() > 1) {
     s += "**Builds mixed** (`--resume-other-build`), tasks run by each:";

@@ -34,6 +34,7 @@ struct SweepMeta {
   std::string kv_type;
   int threads = 0;
   int resumed_tasks = 0;  // tasks read from a checkpoint (--resume) rather than run by this run
+  int shards = 0;         // merged from this many shards (`eval merge`); 0: one run
   // Tasks per build that ran them ("unrecorded" for old checkpoint lines); one entry unless a
   // resume mixed builds (--resume-other-build).
   std::vector<std::pair<std::string, int>> task_builds;

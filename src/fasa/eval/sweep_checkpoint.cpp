@@ -77,6 +77,7 @@ Json identity_json(const SweepIdentity& id) {
   j["chat"] = id.chat;
   j["kv_type"] = id.kv_type;
   j["policies"] = id.policies;
+  if (id.shard_count > 0) j["shard"] = {id.shard_index, id.shard_count};
   return j;
 }
 
@@ -96,6 +97,18 @@ void check_header(const Json& got, const SweepIdentity& want, const std::string&
     fail("{}: checkpoint version {} (this fasa reads version {})", source, version, kVersion);
   }
   const Json w = identity_json(want);
+  if (h.has("shard") && !w.contains("shard")) {
+    fail(
+        "{}: it was written for a shard (--shard, \"shard\": {}); resume it with the same "
+        "--shard, or write to another directory",
+        source, shown(h.at("shard")));
+  }
+  if (!h.has("shard") && w.contains("shard")) {
+    fail(
+        "{}: it was written for a whole sweep (no --shard); resume it without --shard, or write "
+        "to another directory",
+        source);
+  }
   for (const auto& [key, value] : w.items()) {
     if (!h.has(key)) fail("{}: the header has no '{}'", source, key);
     if (h.at(key) != value) {
@@ -118,6 +131,10 @@ TaskDone task_from(const Json& json, const SweepIdentity& want, const std::vecto
   if (tasks.empty()) fail("{}: a task line, but the task file has no tasks", where);
   d.task = j.number<size_t>("task", 0, tasks.size() - 1);
   d.id = j.string("id");
+  if (want.shard_count > 0 &&
+      d.task % static_cast<size_t>(want.shard_count) != static_cast<size_t>(want.shard_index)) {
+    fail("{}: task {} is not in shard {}/{}", where, d.task, want.shard_index, want.shard_count);
+  }
   if (d.id != tasks[d.task].id) {
     fail("{}: task {} has id '{}', the task file's is '{}'", where, d.task, d.id, tasks[d.task].id);
   }

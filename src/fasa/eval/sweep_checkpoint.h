@@ -4,7 +4,8 @@
 // refuses a checkpoint written for other settings (so results of two settings never mix).
 //
 // Line 1: {"format": "fasa-sweep-checkpoint", "version": 1, "model_sha256", "calib_sha256",
-//          "tasks_sha256", "n_tasks", "n_ctx", "chat", "kv_type", "policies": [specs]}
+//          "tasks_sha256", "n_tasks", "n_ctx", "chat", "kv_type", "policies": [specs]
+//          [, "shard": [I, N]]}   (shard: `--shard I/N`; absent for a whole sweep)
 // Then:   {"task": index, "id", "n_prompt", "prefill_seconds", "fasa_version",
 //          "outcomes": [{"output", "score", "n_generated", "decode_ms", "attn": {...},
 //                        "kv_resident_bytes"}]}
@@ -32,6 +33,9 @@ struct SweepIdentity {
   int n_ctx = 0;  // as asked for (0: fitted to the tasks)
   bool chat = false;
   std::vector<std::string> policies;  // [n_policies] specs, in order
+  // `eval sweep --shard I/N` (count 0: not sharded): the header then holds "shard": [I, N], and
+  // only tasks with index % N == I belong in the checkpoint.
+  int shard_index = 0, shard_count = 0;
 };
 
 struct TaskDone {   // one finished task
@@ -50,7 +54,7 @@ std::string checkpoint_task_line(const TaskDone& done);
 // Parses a checkpoint's text (`source` names it in errors) written for `want` over `tasks`.
 // Throws fasa::Error naming the first setting that differs from `want`, or a bad line by number
 // (bad JSON, a missing field, a task index or id that does not match the task file, a task given
-// twice, the wrong number of outcomes, a number out of its range). A last line without its
+// twice, a task of another shard, the wrong number of outcomes, a number out of its range). A last line without its
 // newline (the process died while writing it) is dropped, not an error; *dropped_bytes (when
 // given) says how long it was (0: none). Returns the finished tasks in file order.
 std::vector<TaskDone> parse_checkpoint(const std::string& text, const std::string& source,

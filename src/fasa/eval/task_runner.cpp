@@ -75,6 +75,9 @@ void check_options(const std::vector<Task>& tasks, const TaskRunOptions& opts,
   if (!resume.known.empty() && resume.known.size() != tasks.size()) {
     fail("resume: {} known-outcome rows for {} tasks", resume.known.size(), tasks.size());
   }
+  if (!resume.elsewhere.empty() && resume.elsewhere.size() != tasks.size()) {
+    fail("resume: {} elsewhere marks for {} tasks", resume.elsewhere.size(), tasks.size());
+  }
   if (opts.policies.empty()) fail("no policies to run");
   if (opts.n_ctx < 0) fail("--ctx must be >= 0 (got {})", opts.n_ctx);
   if (opts.jobs < 1) fail("--jobs must be >= 1 (got {})", opts.jobs);
@@ -117,6 +120,7 @@ std::vector<size_t> tasks_to_run(const std::vector<Task>& tasks, const TaskRunOp
   r.outcome.resize(tasks.size());
   std::vector<size_t> todo;
   for (size_t i = 0; i < tasks.size(); ++i) {
+    if (!resume.elsewhere.empty() && resume.elsewhere[i]) continue;
     if (resume.known.empty() || resume.known[i].empty()) {
       todo.push_back(i);
       continue;

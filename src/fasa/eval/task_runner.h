@@ -62,6 +62,9 @@ struct TaskRunResume {
   // [n_tasks]: a task's outcomes ([n_policies]) when known, or empty to run it. Known tasks are
   // not run; their outcomes are copied into the result. Empty: run every task.
   std::vector<std::vector<TaskOutcome>> known;
+  // [n_tasks]: 1 for a task another shard runs (`eval sweep --shard`): neither run nor known,
+  // its outcome row stays empty. Empty: none.
+  std::vector<char> elsewhere;
   // Called once per task run here (not for known ones), never concurrently: its index, its
   // outcomes ([n_policies]) and the seconds spent prefilling it. May be null.
   std::function<void(size_t task, int n_prompt, const std::vector<TaskOutcome>& outcomes,
