@@ -3,37 +3,27 @@
 // plots (all but the fields that describe the run); bad shards and flags are one clear error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "support/cli_runner.h"
+#include "support/temp_files.h"
 #include "support/tiny_model.h"
 
 namespace fasa {
 namespace {
 
 namespace fs = std::filesystem;
+using test::fresh_dir;
+using test::names_in;
 using test::run_cli;
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::path(::testing::TempDir()) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using test::slurp;
 
 void expect_clean_error(const test::CliRun& r, const std::string& needle) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
@@ -74,13 +64,6 @@ std::string table_of(const fs::path& dir) {
   const std::string md = slurp(dir / "results.md");
   const size_t at = md.find("\n\n", md.find("\n\n") + 2);
   return at == std::string::npos ? md : md.substr(at);
-}
-
-std::vector<std::string> names_in(const fs::path& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 TEST(CliShards, KilledShardResumesAndTheMergeIsTheWholeSweep) {
