@@ -1,9 +1,12 @@
 // `fasa serve -m MODEL [--host H] [--port P] [--ctx N] [--parallel N] [--queue N] [--threads T]
 //  [--api-key KEY] [--max-tokens N] [--max-body BYTES] [--model-id NAME] [--kv-type f16|f32]
 //  [--max-conns N] [--max-conns-per-client N] [--request-timeout S] [--idle-timeout S]
-//  [policy flags]`
-// The OpenAI-compatible HTTP server (docs/SERVER.md). Runs until SIGINT or SIGTERM.
+//  [--drain-timeout S] [policy flags]`
+// The OpenAI-compatible HTTP server (docs/SERVER.md). Runs until SIGINT or SIGTERM, then drains
+// (answers what it holds, takes nothing new) for up to --drain-timeout; a second signal stops it
+// at once.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -38,6 +41,7 @@ struct ServeArgs {
   int max_conns_per_client = 32;
   double request_timeout = 10;  // seconds
   double idle_timeout = 30;     // seconds
+  double drain_timeout = 30;    // seconds (0: stop at once)
   PolicyArgs policy;
 };
 
@@ -55,6 +59,32 @@ std::string model_id_of(const std::string& model_arg) {
     return std::filesystem::path(model_arg).stem().string();
   }
   return model_arg;
+}
+
+// A graceful stop: no new connections, idle ones closed, the answers in flight given in full;
+// returns once every connection has ended, `seconds` have passed, or another stop signal came.
+void drain(server::ApiServer& srv, const char* signal_name, double seconds,
+           const sigset_t& stop_signals) {
+  srv.drain();
+  std::fprintf(stderr,
+               "fasa: %s received: draining (no new connections; the %d open ones end after "
+               "their answers, within %g s; another signal stops at once)\n",
+               signal_name, srv.open_connections(), seconds);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (srv.open_connections() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::fprintf(stderr, "fasa: drain time over with %d connections open\n",
+                   srv.open_connections());
+      return;
+    }
+    const timespec tick{0, 20 * 1000 * 1000};  // 20 ms
+    if (sigtimedwait(&stop_signals, nullptr, &tick) > 0) {
+      std::fprintf(stderr, "fasa: second stop signal: %d connections cut\n",
+                   srv.open_connections());
+      return;
+    }
+  }
+  std::fprintf(stderr, "fasa: drained: every answer given\n");
 }
 
 void run_serve(const ServeArgs& a) {
@@ -77,6 +107,9 @@ void run_serve(const ServeArgs& a) {
   cfg.http.max_connections_per_client = a.max_conns_per_client;
   cfg.http.request_timeout_ms = timeout_ms("--request-timeout", a.request_timeout);
   cfg.http.idle_timeout_ms = timeout_ms("--idle-timeout", a.idle_timeout);
+  if (!(a.drain_timeout >= 0 && a.drain_timeout <= 86400)) {
+    fail("--drain-timeout must be a number of seconds in [0, 86400] (got {})", a.drain_timeout);
+  }
   cfg.scheduler.parallel = a.parallel;
   cfg.scheduler.max_queue = a.queue;
   if (a.prompt_cache_mib < 0) fail("--prompt-cache-mib must be >= 0 (got {})", a.prompt_cache_mib);
@@ -113,7 +146,9 @@ void run_serve(const ServeArgs& a) {
   std::fflush(stderr);
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "fasa: %s received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+  if (a.drain_timeout > 0) drain(srv, name, a.drain_timeout, stop_signals);
+  std::fprintf(stderr, "fasa: stopping\n");
   srv.stop();
 }
 
@@ -158,6 +193,10 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--idle-timeout", a->idle_timeout,
                   "seconds a keep-alive connection may wait for its next request")
+      ->capture_default_str();
+  cmd->add_option("--drain-timeout", a->drain_timeout,
+                  "on SIGTERM or SIGINT: seconds to finish the answers in flight, taking no new "
+                  "connections, before stopping (0 = stop at once; a second signal stops at once)")
       ->capture_default_str();
   add_policy_options(cmd, a->policy);
   cmd->callback([a] { run_serve(*a); });

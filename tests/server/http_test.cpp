@@ -497,6 +497,53 @@ TEST(HttpServer, StopEndsAHandlerThatStreamsUntilItsWritesFail) {
   EXPECT_EQ(server->open_connections(), 0);
 }
 
+// drain(): new connections are refused, an idle keep-alive connection is closed at once, and a
+// request in flight is answered in full, with Connection: close, before its connection ends.
+TEST(HttpServer, DrainRefusesNewConnectionsClosesIdleOnesAndFinishesAnswers) {
+  std::atomic<bool> in_slow{false}, release{false};
+  auto server = start_server([&](const Request& req, ResponseWriter& w) {
+    if (req.path == "/slow") {
+      in_slow = true;
+      eventually([&] { return release.load(); }, 5000ms);
+      w.begin_stream(200, "text/plain");
+      for (int i = 0; i < 3; ++i) w.write_chunk("part" + std::to_string(i) + ";");
+      w.end_stream();
+      return;
+    }
+    echo(req, w);
+  });
+  const int port = server->port();
+  HttpClient idle(port), busy(port);
+  idle.send(kGet);
+  ASSERT_EQ(idle.read_response().header("connection"), "keep-alive");
+  busy.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(eventually([&] { return in_slow.load(); }));
+  server->drain();
+  EXPECT_TRUE(idle.closed_by_server());  // no request begun on it: closed without an answer
+  // The listening socket is closed: a new connection is refused by the system.
+  EXPECT_TRUE(eventually([&] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    const bool refused = ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0;
+    ::close(fd);
+    return refused;
+  }));
+  EXPECT_EQ(server->open_connections(), 1);  // the busy one goes on
+  release = true;
+  const HttpResponse r = busy.read_response();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "part0;part1;part2;");
+  EXPECT_EQ(r.header("connection"), "close");
+  EXPECT_TRUE(busy.closed_by_server());
+  EXPECT_TRUE(eventually([&] { return server->open_connections() == 0; }));
+  server->drain();  // idempotent
+  server->stop();
+  server->drain();  // after stop: nothing to do
+}
+
 TEST(HttpServer, ManySequentialConnectionsAllEnd) {
   auto server = start_server(echo);
   for (int i = 0; i < 200; ++i) {

@@ -105,8 +105,11 @@ struct Server::Impl {
   int listen_fd = -1;
   int wake_read = -1;  // the self-pipe: stop() writes a byte, every wait in every thread sees it
   int wake_write = -1;
+  int drain_read = -1;  // the drain pipe: drain() writes a byte, idle waits and the acceptor see it
+  int drain_write = -1;
   int port = 0;
   std::atomic<bool> stopping{false};
+  std::atomic<bool> draining{false};
   std::atomic<int> open{0};  // every connection thread, reserved ones included
   std::thread acceptor;
   std::mutex lifecycle;  // serializes start() and stop()
@@ -125,7 +128,9 @@ struct Server::Impl {
     bool reserved;
   };
 
-  detail::ConnectionContext context() { return {opts, handler, wake_read, stopping}; }
+  detail::ConnectionContext context() {
+    return {opts, handler, wake_read, stopping, drain_read, draining};
+  }
   void accept_loop();
   void accept_one();
   void admit(int fd, std::string peer, Slot slot);
@@ -137,9 +142,14 @@ struct Server::Impl {
 void Server::Impl::accept_loop() {
   while (!stopping.load()) {
     join_ended();
-    pollfd fds[2] = {{listen_fd, POLLIN, 0}, {wake_read, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    pollfd fds[3] = {{listen_fd, POLLIN, 0}, {wake_read, POLLIN, 0}, {drain_read, POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0 && errno != EINTR) return;
     if (fds[1].revents != 0) return;
+    if (fds[2].revents != 0) {  // draining: connections from now on are refused by the system
+      ::close(listen_fd);
+      listen_fd = -1;
+      return;
+    }
     if (fds[0].revents != 0) accept_one();
   }
 }
@@ -234,7 +244,7 @@ void Server::Impl::join_ended() {
 }
 
 void Server::Impl::close_fds() {
-  for (int* fd : {&listen_fd, &wake_read, &wake_write}) {
+  for (int* fd : {&listen_fd, &wake_read, &wake_write, &drain_read, &drain_write}) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
@@ -253,14 +263,17 @@ void Server::start() {
   FASA_CHECK(s.listen_fd < 0 && !s.stopping.load());  // start() once, before stop()
   s.listen_fd = listen_on(s.opts.host, s.opts.port);
   s.port = bound_port(s.listen_fd);
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) < 0) {
-    const int err = errno;
-    s.close_fds();
-    fail("cannot create the server's wake pipe: {}", std::strerror(err));
+  for (auto [read_end, write_end] :
+       {std::pair{&s.wake_read, &s.wake_write}, std::pair{&s.drain_read, &s.drain_write}}) {
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) < 0) {
+      const int err = errno;
+      s.close_fds();
+      fail("cannot create the server's wake pipes: {}", std::strerror(err));
+    }
+    *read_end = pipe_fds[0];
+    *write_end = pipe_fds[1];
   }
-  s.wake_read = pipe_fds[0];
-  s.wake_write = pipe_fds[1];
   s.acceptor = std::thread([&s] { s.accept_loop(); });
 }
 
@@ -284,6 +297,15 @@ void Server::stop() {
     s.join_ended();
   }
   s.close_fds();
+}
+
+void Server::drain() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.lifecycle);
+  if (s.stopping.load() || s.draining.exchange(true) || s.drain_write < 0) return;
+  const char byte = 1;
+  while (::write(s.drain_write, &byte, 1) < 0 && errno == EINTR) {
+  }
 }
 
 std::string error_json(int status, std::string_view message, std::string_view type) {

@@ -94,6 +94,12 @@ class Server {
   // Stops accepting, closes connections (interrupting reads and idle keep-alives; a handler
   // still running finishes: its writes fail fast) and joins every thread. Idempotent.
   void stop();
+  // The first half of a graceful stop: closes the listening socket (new connections are refused
+  // by the system), closes every connection that is waiting for its next request with none of
+  // it read, and ends every connection after the answer it is giving or reading a request for
+  // (`Connection: close`). Those answers go on as usual, so open_connections() falls to 0 as
+  // they end; stop() then ends whatever is left. Idempotent; after stop(), nothing to do.
+  void drain();
   int open_connections() const;
 
  private:

@@ -34,15 +34,17 @@ int poll_timeout_ms(Clock::time_point deadline) {
   return static_cast<int>(std::clamp<int64_t>(left, 0, INT_MAX));
 }
 
-enum class Wait { Ready, Timeout, Stopped };
+enum class Wait { Ready, Timeout, Stopped, Drained };
 
-// Waits until `fd` has one of `events` (or an error), the deadline passes, or the server stops.
-Wait wait_for(int fd, short events, Clock::time_point deadline, int wake_fd) {
+// Waits until `fd` has one of `events` (or an error), the deadline passes, the server stops, or
+// (with a drain_fd, >= 0) the server drains.
+Wait wait_for(int fd, short events, Clock::time_point deadline, int wake_fd, int drain_fd = -1) {
   for (;;) {
-    pollfd fds[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
-    const int rc = ::poll(fds, 2, poll_timeout_ms(deadline));
+    pollfd fds[3] = {{fd, events, 0}, {wake_fd, POLLIN, 0}, {drain_fd, POLLIN, 0}};
+    const int rc = ::poll(fds, 3, poll_timeout_ms(deadline));  // (poll skips a negative fd)
     if (rc < 0 && errno == EINTR) continue;
     if (fds[1].revents != 0) return Wait::Stopped;
+    if (fds[2].revents != 0) return Wait::Drained;
     if (rc != 0) return Wait::Ready;  // a failed poll too: the next recv or send reports it
     if (Clock::now() >= deadline) return Wait::Timeout;
   }
@@ -100,7 +102,8 @@ class Connection {
   RequestHead read_request(Clock::time_point deadline);
   size_t read_head(Clock::time_point deadline);
   void read_or_timeout(Clock::time_point deadline);
-  bool read_more(Clock::time_point deadline);
+  // `idle`: no byte of a request read yet, so a draining server closes the connection instead.
+  bool read_more(Clock::time_point deadline, bool idle = false);
   bool respond(const RequestHead& head);
   bool reserved_path(const std::string& path) const;
   void drain_before_close();
@@ -116,8 +119,9 @@ class Connection {
 // The handler's side of one response.
 class Writer final : public ResponseWriter {
  public:
-  Writer(Connection& conn, bool keep_alive, bool chunked)
-      : conn_(conn), keep_alive_(keep_alive), chunked_(chunked) {}
+  // `draining`: once set, the answer (started after it) ends the connection.
+  Writer(Connection& conn, bool keep_alive, bool chunked, const std::atomic<bool>& draining)
+      : conn_(conn), keep_alive_(keep_alive), chunked_(chunked), draining_(draining) {}
 
   void send(int status, std::string_view content_type, std::string_view body,
             const Headers& headers) override {
@@ -157,7 +161,7 @@ class Writer final : public ResponseWriter {
   // left unfinished is cut by closing, so the client sees it is incomplete.
   bool finish(std::string_view error) {
     if (state_ == State::None) {
-      state_ = State::Sent;
+      start(State::Sent);
       ok_ = conn_.send_all(error_response(500, error, keep_alive_));
     }
     return ok_ && keep_alive_ && state_ != State::Streaming;
@@ -169,11 +173,13 @@ class Writer final : public ResponseWriter {
   void start(State next) {
     if (state_ != State::None) throw std::logic_error("the response was already started");
     state_ = next;
+    if (draining_.load()) keep_alive_ = false;
   }
 
   Connection& conn_;
   bool keep_alive_;
   const bool chunked_;
+  const std::atomic<bool>& draining_;
   State state_ = State::None;
   bool ok_ = true;  // false once a write failed: the client is gone
 };
@@ -202,12 +208,13 @@ void Connection::serve() {
 }
 
 // Waits for the first byte of the next request, skipping empty lines between requests. False
-// when none came before the deadline (the connection is then closed without an answer).
+// when none came before the deadline or the server drains (the connection is then closed
+// without an answer).
 bool Connection::await_request(Clock::time_point deadline) {
   for (;;) {
     buf_.erase(0, leading_newlines(buf_));
     if (!buf_.empty()) return true;
-    if (!read_more(deadline)) return false;
+    if (!read_more(deadline, /*idle=*/true)) return false;
   }
 }
 
@@ -261,10 +268,10 @@ void Connection::read_or_timeout(Clock::time_point deadline) {
 }
 
 // Appends what the socket has to the buffer; false when nothing came before the deadline.
-bool Connection::read_more(Clock::time_point deadline) {
+bool Connection::read_more(Clock::time_point deadline, bool idle) {
   for (;;) {
-    const Wait wait = wait_for(fd_, POLLIN, deadline, ctx_.wake_fd);
-    if (wait == Wait::Timeout) return false;
+    const Wait wait = wait_for(fd_, POLLIN, deadline, ctx_.wake_fd, idle ? ctx_.drain_fd : -1);
+    if (wait == Wait::Timeout || wait == Wait::Drained) return false;
     if (wait == Wait::Stopped) throw Disconnected{};
     const size_t old_size = buf_.size();
     buf_.resize(old_size + kReadBytes);
@@ -292,8 +299,9 @@ bool Connection::respond(const RequestHead& head) {
                             false, kRetrySoon));
     return false;
   }
-  const bool keep_alive = head.keep_alive && !reserved_ && !ctx_.stopping.load();
-  Writer writer(*this, keep_alive, head.minor_version == 1);
+  const bool keep_alive =
+      head.keep_alive && !reserved_ && !ctx_.stopping.load() && !ctx_.draining.load();
+  Writer writer(*this, keep_alive, head.minor_version == 1, ctx_.draining);
   try {
     ctx_.handler(head.request, writer);
   } catch (const std::exception& e) {

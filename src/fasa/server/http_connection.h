@@ -15,6 +15,8 @@ struct ConnectionContext {
   const Handler& handler;
   int wake_fd;  // becomes readable when the server stops; every wait polls it
   const std::atomic<bool>& stopping;
+  int drain_fd;  // becomes readable when the server drains; the wait for a next request polls it
+  const std::atomic<bool>& draining;
 };
 
 // Serves requests on the connected, non-blocking socket `fd` until the client leaves, a

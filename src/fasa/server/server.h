@@ -44,6 +44,10 @@ class ApiServer {
   ~ApiServer();
   void start();  // binds (fasa::Error if it cannot) and serves on background threads
   void stop();
+  // A graceful stop's first half (http::Server::drain): no new connections, idle ones closed,
+  // requests in flight answered in full; open_connections() then falls to 0.
+  void drain() { http_->drain(); }
+  int open_connections() const { return http_->open_connections(); }
   int port() const { return http_->port(); }
   SchedulerStats stats() const { return scheduler_->stats(); }
 
