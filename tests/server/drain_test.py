@@ -1,5 +1,6 @@
 """`fasa serve` stops gracefully: on SIGTERM it drains (takes no new connection, answers what it
-holds in full, then exits 0); a second signal stops it at once, cutting the stream visibly.
+holds in full, then exits 0); a second signal stops it at once, cutting the stream visibly; a
+stream cut short is logged as cut, by the server or by the client.
 
     python drain_test.py FASA_BINARY
 """
@@ -102,8 +103,25 @@ def main():
         got = read_events(r)
         assert code == 0, f"exit {code}"
         assert not got[2] and got[1] is None, got  # no [DONE], no finish_reason: incomplete
-        assert "second stop signal" in "".join(srv.log), "".join(srv.log)
+        log = "".join(srv.log)
+        assert "second stop signal" in log, log
+        assert "stream cut: the server stopped" in log, log
         print("second signal: stopped at once, the stream ended without [DONE]")
+    finally:
+        srv.stop()
+
+    # A client that leaves mid-stream: its log line says the stream was cut, and by whom.
+    srv = fasa_server.Server(fasa)
+    try:
+        conn, r = start_stream(srv.port, 1000)
+        r.readline()
+        conn.sock.shutdown(socket.SHUT_RDWR)
+        conn.close()
+        deadline = time.time() + 30
+        while "stream cut: the client closed the connection" not in "".join(srv.log):
+            assert time.time() < deadline, "".join(srv.log)
+            time.sleep(0.05)
+        print("client gone mid-stream: logged as cut by the client")
     finally:
         srv.stop()
 

@@ -108,6 +108,7 @@ ApiServer::~ApiServer() { stop(); }
 void ApiServer::start() { http_->start(); }
 
 void ApiServer::stop() {
+  stopping_ = true;
   if (http_) http_->stop();
 }
 
@@ -234,8 +235,8 @@ void answer_whole(const std::vector<std::shared_ptr<Job>>& jobs, http::ResponseW
 
 // Server-sent events: (chat: a first chunk with the role,) a chunk per piece of text of each
 // choice (its index), each choice's finish_reason, the usage when asked, [DONE]. A client gone
-// mid-stream cancels the jobs.
-void answer_stream(const std::vector<std::shared_ptr<Job>>& jobs, http::ResponseWriter& w,
+// mid-stream (or a server that stops) cancels the jobs: false, the stream was cut.
+bool answer_stream(const std::vector<std::shared_ptr<Job>>& jobs, http::ResponseWriter& w,
                    Endpoint endpoint, bool include_usage, std::vector<GenOutcome>& outs,
                    const http::Headers& headers, const LogprobRenderer& lp) {
   auto chunk = [&](const GenOutcome& o, std::string_view delta, std::string_view reason, bool first,
@@ -268,7 +269,7 @@ void answer_stream(const std::vector<std::shared_ptr<Job>>& jobs, http::Response
         w.write_chunk("data: " + http::error_json(500, u.error, "server_error") + "\n\n");
         w.end_stream();
         for (const auto& job : jobs) job->cancel();
-        return;
+        return true;
       }
       finish_outcome(*jobs[i], outs[i]);
       ok = w.write_chunk(chunk(outs[i], "", outs[i].finish_reason, false, {}));
@@ -278,11 +279,12 @@ void answer_stream(const std::vector<std::shared_ptr<Job>>& jobs, http::Response
   }
   if (!ok) {  // the client went away mid-stream
     for (const auto& job : jobs) job->cancel();
-    return;
+    return false;
   }
   if (include_usage) w.write_chunk(sse_usage_chunk(outs, endpoint));
   w.write_chunk(sse_done());
   w.end_stream();
+  return true;
 }
 
 // Lossless decoding takes drafts back, which FASA-M's file tier cannot (engine/lossless.h).
@@ -356,10 +358,23 @@ std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& 
     outs.push_back(base);
     outs.back().index = i;
   }
+  // A connection that ends before its answer does: the client left, or the server stopped (its
+  // writes fail, and the log says which).
+  const char* cut = nullptr;
   if (r.stream) {
-    answer_stream(jobs, w, endpoint, r.include_usage, outs, headers, lp);
+    if (!answer_stream(jobs, w, endpoint, r.include_usage, outs, headers, lp)) {
+      cut = stopping_.load() ? "the server stopped" : "the client closed the connection";
+    }
   } else {
-    answer_whole(jobs, w, endpoint, outs, headers, lp);
+    try {
+      answer_whole(jobs, w, endpoint, outs, headers, lp);
+    } catch (const ApiError& e) {
+      if (e.status != 499 || !stopping_.load()) throw;
+      throw ApiError(503, "the server stopped before the answer was complete");
+    }
+  }
+  if (cut) {  // the jobs were cancelled: how many tokens they made is not final
+    return note + fmt::format(" stream cut: {}", cut);
   }
   for (const auto& job : jobs) {
     const JobResult jr = job->result();

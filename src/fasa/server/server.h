@@ -74,7 +74,8 @@ class ApiServer {
   LatencyHistograms latency_;
   std::mutex score_mu_;  // one prompt scored (echo with logprobs) at a time
   std::atomic<uint64_t> next_id_{1};
-  int64_t started_ = 0;  // unix seconds, the models' "created"
+  std::atomic<bool> stopping_{false};  // stop() was called: answers cut now are the server's doing
+  int64_t started_ = 0;                // unix seconds, the models' "created"
 };
 
 // Constant-time comparison (the API key): the time taken depends on the lengths only.
