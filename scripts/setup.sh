@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(g++ cmake make pkg-config libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-              libgmock-dev libbenchmark-dev libpcre2-dev libssl-dev curl ca-certificates python3
+              libgmock-dev libbenchmark-dev libssl-dev curl ca-certificates python3
               ccache python3-venv clang libclang-rt-14-dev libomp-14-dev clang-format clang-tidy
               pybind11-dev python3-dev nginx)
 # nginx: only for Server.replicas_test, which runs its own instance on a free loopback port (a
