@@ -156,7 +156,7 @@ def run_shard(keeper, shard, spec):
     checkpoint to the keeper, return the shard's checkpoint.jsonl and shard.json."""
     import ray
 
-    node = ray.get_runtime_context().get_node_id()
+    node = f"{ray.util.get_node_ip_address()} ({ray.get_runtime_context().get_node_id()[:8]})"
     attempt, lines = ray.get(keeper.begin.remote(shard, node))
     base = os.path.join(spec["work_dir"] or os.path.join(tempfile.gettempdir(), "fasa-cluster"),
                         spec["run_id"])
@@ -237,7 +237,7 @@ def run_shard(keeper, shard, spec):
 
 def _error(what, returncode, err_path, node):
     text = _tail(err_path)
-    msg = f"{what}: exit status {returncode} on node {node[:12]}\n{text}"
+    msg = f"{what}: exit status {returncode} on node {node}\n{text}"
     return ShardFailed(msg) if _is_clean_error(returncode, text) else ShardCrashed(msg)
 
 
@@ -352,7 +352,7 @@ def sweep(a):
         task = ray.remote(run_shard).options(num_cpus=cpus, max_retries=a.retries,
                                              retry_exceptions=[ShardCrashed])
         log(f"{a.shards} shards of {n_tasks} tasks ({', '.join(map(str, per_shard))}) on "
-            f"{len(ray.nodes())} nodes, {cpus:g} CPUs each, up to {a.retries} retries; "
+            f"{sum(n['Alive'] for n in ray.nodes())} nodes, {cpus:g} CPUs each, up to {a.retries} retries; "
             f"run {spec['run_id']}")
         refs = {task.remote(keeper, i, spec): i for i in range(a.shards)}
         results, seen, done_lines = {}, {i: 0 for i in range(a.shards)}, {}
@@ -367,7 +367,7 @@ def sweep(a):
                     resumed = max(0, att["resumed_lines"] - 1)
                     what = "started" if n == 1 else f"retried (attempt {n})"
                     more = f", resuming from {resumed} tasks" if att["resumed_lines"] else ""
-                    log(f"shard {i}/{a.shards}: {what} on node {att['node'][:12]}{more}")
+                    log(f"shard {i}/{a.shards}: {what} on node {att['node']}{more}")
                 seen[i] = len(s["attempts"])
                 if done != done_lines.get(i, 0) and not s["finished"]:
                     log(f"shard {i}/{a.shards}: {done}/{per_shard[i]} tasks checkpointed")
@@ -384,7 +384,7 @@ def sweep(a):
                         f"failed after {len(st[i]['attempts'])} attempts"
                     log(f"shard {i}/{a.shards}: {why}:\n{_short_error(e)}")
                     return 1
-                log(f"shard {i}/{a.shards}: finished on node {results[i]['node'][:12]} "
+                log(f"shard {i}/{a.shards}: finished on node {results[i]['node']} "
                     f"(attempt {results[i]['attempt']}, {per_shard[i]} tasks)")
     finally:
         ray.shutdown()
