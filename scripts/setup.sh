@@ -3,7 +3,7 @@
 # into build/ and the fuzz targets into build-fuzz/, and pulls the default model (smollm2-135m),
 # gemma3-270m and the Austen texts (scripts/get_texts.sh) into $FASA_HOME (~/.cache/fasa), and
 # the test-only Python venvs (venv-test: the openai client and the Python package,
-# scripts/python_package.sh; venv-lmeval: lm-eval).
+# scripts/python_package.sh; venv-lmeval: lm-eval; venv-ray: ray for python -m fasa.cluster).
 #   bash scripts/setup.sh            # deps + build + model
 #   FASA_SKIP_PULL=1 bash scripts/setup.sh
 set -euo pipefail
@@ -55,6 +55,18 @@ if [ "${FASA_SKIP_PULL:-0}" != "1" ]; then
   if [ "$have" != "$want" ]; then
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q -r tests/lmeval/requirements.txt
+  fi
+  # Ray for `python -m fasa.cluster` (sweeps on a Ray cluster; tests/cluster): its own venv,
+  # pinned (~290 MB). Reinstalled only when the pinned ray version is not the one there. The
+  # fasa package is not installed into it: fasa.cluster is pure Python, run from python/
+  # (PYTHONPATH) and shipped to the Ray workers by Ray itself.
+  venv="${FASA_HOME:-$HOME/.cache/fasa}/venv-ray"
+  want=$(sed -n 's/^ray==//p' tests/cluster/requirements.txt)
+  have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('ray'))" \
+         2>/dev/null || true)
+  if [ "$have" != "$want" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q -r tests/cluster/requirements.txt
   fi
 fi
 echo "setup: done (binary: build/fasa)" >&2

@@ -31,6 +31,7 @@ commands.
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -299,6 +300,16 @@ def _sweep_args(a, files):
         with open(a.calib, "rb") as f:
             files[calib_rel] = f.read()
         args += ["--calib", calib_rel]
+    # A policy's own calibration (a spec's calib=FILE): shipped too when it is a relative path
+    # (the spec's text, recorded in the reports, stays as given); another path is left to the
+    # nodes (a file system they share).
+    for spec in a.policies + a.policy:
+        for opt in re.split(r"[:,]", spec):
+            if opt.startswith("calib="):
+                path = opt[len("calib="):]
+                if os.path.isfile(path) and _node_relative(path) == os.path.normpath(path):
+                    with open(path, "rb") as f:
+                        files[os.path.normpath(path)] = f.read()
     if a.ctx is not None:
         args += ["-c", str(a.ctx)]
     if a.jobs is not None:
@@ -309,6 +320,10 @@ def _sweep_args(a, files):
     if a.chat:
         args.append("--chat")
     return args
+
+
+def _plural(n, word):
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _short_error(e):
@@ -352,7 +367,7 @@ def sweep(a):
         task = ray.remote(run_shard).options(num_cpus=cpus, max_retries=a.retries,
                                              retry_exceptions=[ShardCrashed])
         log(f"{a.shards} shards of {n_tasks} tasks ({', '.join(map(str, per_shard))}) on "
-            f"{sum(n['Alive'] for n in ray.nodes())} nodes, {cpus:g} CPUs each, up to {a.retries} retries; "
+            f"{_plural(sum(n['Alive'] for n in ray.nodes()), 'node')}, {cpus:g} CPUs each, up to {a.retries} retries; "
             f"run {spec['run_id']}")
         refs = {task.remote(keeper, i, spec): i for i in range(a.shards)}
         results, seen, done_lines = {}, {i: 0 for i in range(a.shards)}, {}
