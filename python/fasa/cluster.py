@@ -354,10 +354,7 @@ def sweep(a):
     package = os.path.dirname(os.path.abspath(__file__))
     init = {"runtime_env": {"py_modules": [package]}, "logging_level": "WARNING",
             "log_to_driver": False}
-    if a.address == "local":
-        ray.init(**init)
-    else:
-        ray.init(address=a.address, **init)
+    ray.init(address=a.address, **init)  # "local": always a new one-machine Ray
     try:
         here = ray.get_runtime_context().get_node_id()
         keeper = ray.remote(CheckpointKeeper).options(

@@ -258,7 +258,7 @@ def main():
                 raise AssertionError("the driver ended before the worker node was killed:\n"
                                      + open(driver_log.name).read())
             text = open(driver_log.name).read()
-            if "shards of" in text and f" on 2 nodes," not in text:
+            if "shards of" in text and " on 2 nodes," not in text:
                 raise AssertionError("the driver did not see both nodes:\n" + text)
             for pid, out_dir in sweep_fasa_processes(worker_dir):
                 shard = int(os.path.basename(out_dir).split("-")[1])
