@@ -204,7 +204,7 @@ def run_shard(keeper, shard, spec):
 
         with open(err_path, "wb") as err:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=err, cwd=inputs)
+                                    stderr=err, cwd=inputs, preexec_fn=_die_with_parent)
             try:
                 while proc.poll() is None:
                     sync()
@@ -234,6 +234,17 @@ def run_shard(keeper, shard, spec):
             os.rmdir(base)  # when the node's other shards of this run are done too
         except OSError:
             pass
+
+
+def _die_with_parent():
+    """In the fasa child: SIGKILL when the Ray worker that started it dies (a forced cancel, a
+    crash), so no fasa outlives its shard task (Linux; elsewhere nothing)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except (OSError, AttributeError):
+        pass
 
 
 def _error(what, returncode, err_path, node):
@@ -389,8 +400,9 @@ def sweep(a):
                 try:
                     results[i] = ray.get(ref)
                 except Exception as e:  # noqa: BLE001 (Ray wraps the task's exception)
-                    for other in pending:
-                        ray.cancel(other, force=True)
+                    for other in pending:  # interrupted: their fasa is killed, files removed
+                        ray.cancel(other)
+                    ray.wait(pending, num_returns=len(pending), timeout=10)
                     final = isinstance(e, ShardFailed)
                     why = "fasa refused it (not retried)" if final else \
                         f"failed after {len(st[i]['attempts'])} attempts"
