@@ -176,8 +176,6 @@ def run_shard(keeper, shard, spec):
         with open(checkpoint, "w", encoding="utf-8") as f:
             f.writelines(lines)
     fasa = spec["fasa"]
-    if os.sep in fasa and not os.path.isabs(fasa):
-        fasa = os.path.abspath(fasa)
     err_path = os.path.join(base, f"stderr-{shard}-{attempt}.txt")
     try:
         model = spec["model"]
@@ -271,7 +269,8 @@ def _parser():
     s.add_argument("--fasa-local", default=None,
                    help="the fasa binary on the driver, for `fasa eval merge` (default: --fasa)")
     s.add_argument("-m", "--model", required=True,
-                   help="GGUF path on each node, or a `fasa pull` name (pulled where missing)")
+                   help="GGUF path, the same on every node (a relative one is made absolute "
+                   "here), or a `fasa pull` name (pulled on a node that lacks it)")
     s.add_argument("--tasks", required=True, help="JSONL task file (read here, shipped)")
     s.add_argument("--policies", action="append", default=[], help="as fasa eval sweep")
     s.add_argument("--policy", action="append", default=[], help="as fasa eval sweep")
@@ -351,6 +350,11 @@ def sweep(a):
     if a.shards < 1:
         raise SystemExit("fasa.cluster: --shards must be at least 1")
     fasa_local = a.fasa_local or a.fasa
+    # Paths as the nodes see them: absolute (the shard tasks run in folders of their own).
+    if os.sep in a.fasa:
+        a.fasa = os.path.abspath(a.fasa)
+    if os.path.isfile(a.model):
+        a.model = os.path.abspath(a.model)
     with open(a.tasks, "rb") as f:
         task_bytes = f.read()
     n_tasks = _count_tasks(task_bytes)
