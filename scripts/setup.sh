@@ -46,27 +46,23 @@ if [ "${FASA_SKIP_PULL:-0}" != "1" ]; then
   # `fasa serve` with, pytest and numpy for the Python package's tests, and the package itself
   # (python/, rebuilt only when its sources or the engine's changed).
   bash scripts/python_package.sh --deps "${FASA_HOME:-$HOME/.cache/fasa}/venv-test"
-  # lm-eval against `fasa serve` (tests/lmeval): its own venv, pinned (no torch; ~800 MB).
-  # Reinstalled only when the pinned lm_eval version is not the one there.
-  venv="${FASA_HOME:-$HOME/.cache/fasa}/venv-lmeval"
-  want=$(sed -n 's/^lm_eval\[api\]==//p' tests/lmeval/requirements.txt)
-  have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('lm_eval'))" \
-         2>/dev/null || true)
-  if [ "$have" != "$want" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install -q -r tests/lmeval/requirements.txt
-  fi
-  # Ray for `python -m fasa.cluster` (sweeps on a Ray cluster; tests/cluster): its own venv,
-  # pinned (~290 MB). Reinstalled only when the pinned ray version is not the one there. The
-  # fasa package is not installed into it: fasa.cluster is pure Python, run from python/
-  # (PYTHONPATH) and shipped to the Ray workers by Ray itself.
-  venv="${FASA_HOME:-$HOME/.cache/fasa}/venv-ray"
-  want=$(sed -n 's/^ray==//p' tests/cluster/requirements.txt)
-  have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('ray'))" \
-         2>/dev/null || true)
-  if [ "$have" != "$want" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install -q -r tests/cluster/requirements.txt
-  fi
+  # A test-only venv of its own, pinned by a requirements file: (re)made only when the version
+  # of PACKAGE there is not the one the file pins.  pinned_venv NAME PACKAGE REQUIREMENTS
+  pinned_venv() {
+    local venv="${FASA_HOME:-$HOME/.cache/fasa}/$1" want have
+    want=$(sed -n "s/^$2\(\[[a-z,]*\]\)\?==//p" "$3")
+    have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$2'))" \
+           2>/dev/null || true)
+    if [ "$have" != "$want" ]; then
+      python3 -m venv "$venv"
+      "$venv/bin/python" -m pip install -q -r "$3"
+    fi
+  }
+  # lm-eval against `fasa serve` (tests/lmeval; no torch; ~800 MB).
+  pinned_venv venv-lmeval lm_eval tests/lmeval/requirements.txt
+  # Ray for `python -m fasa.cluster` (sweeps on a Ray cluster; tests/cluster; ~290 MB). The fasa
+  # package is not installed into it: fasa.cluster is pure Python, run from python/ (PYTHONPATH)
+  # and shipped to the Ray workers by Ray itself.
+  pinned_venv venv-ray ray tests/cluster/requirements.txt
 fi
 echo "setup: done (binary: build/fasa)" >&2

@@ -63,20 +63,22 @@ def wait_exit(srv, seconds):
     return srv.proc.poll()
 
 
-def main():
-    fasa = sys.argv[1]
-    # The reference: the same stream from a server that is not stopped.
-    with fasa_server.Server(fasa) as ref:
-        _, r = start_stream(ref.port, 48)
-        want = read_events(r)
-    assert want[1] == "length" and want[2] and not want[3], want
-
-    # SIGTERM mid-stream: the stream ends in full, new connections are refused, exit 0.
-    srv = fasa_server.Server(fasa)
+def mid_stream(fasa, max_tokens, case, *server_args):
+    """Starts a server and a stream on it, waits for the stream's first event, then runs
+    case(srv, conn, response, first_event); the server is stopped in the end, whatever happens."""
+    srv = fasa_server.Server(fasa, *server_args)
     try:
-        _, r = start_stream(srv.port, 48)
+        conn, r = start_stream(srv.port, max_tokens)
         first = r.readline()  # the first event is out: the answer is under way
         assert first.startswith(b"data: "), first
+        case(srv, conn, r, first)
+    finally:
+        srv.stop()
+
+
+def drains(want):
+    """SIGTERM mid-stream: the stream ends in full, new connections are refused, exit 0."""
+    def case(srv, conn, r, first):
         t0 = time.time()
         srv.proc.send_signal(signal.SIGTERM)
         got = read_events(r)
@@ -88,56 +90,56 @@ def main():
         log = "".join(srv.log)
         assert "SIGTERM received: draining" in log and "drained: every answer given" in log, log
         print(f"drain: the stream finished in full {time.time() - t0:.1f} s after SIGTERM; exit 0")
-    finally:
-        srv.stop()
+    return case
 
-    # A second signal stops at once: the stream is cut, and the client can tell.
-    srv = fasa_server.Server(fasa)
-    try:
-        _, r = start_stream(srv.port, 1000)
-        r.readline()
-        srv.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
-        srv.proc.send_signal(signal.SIGINT)
-        code = wait_exit(srv, 30)
-        got = read_events(r)
-        assert code == 0, f"exit {code}"
-        assert not got[2] and got[1] is None, got  # no [DONE], no finish_reason: incomplete
-        log = "".join(srv.log)
-        assert "second stop signal" in log, log
-        assert "stream cut: the server stopped" in log, log
-        print("second signal: stopped at once, the stream ended without [DONE]")
-    finally:
-        srv.stop()
 
-    # A client that leaves mid-stream: its log line says the stream was cut, and by whom.
-    srv = fasa_server.Server(fasa)
-    try:
-        conn, r = start_stream(srv.port, 1000)
-        r.readline()
-        conn.sock.shutdown(socket.SHUT_RDWR)
-        conn.close()
-        deadline = time.time() + 30
-        while "stream cut: the client closed the connection" not in "".join(srv.log):
-            assert time.time() < deadline, "".join(srv.log)
-            time.sleep(0.05)
-        print("client gone mid-stream: logged as cut by the client")
-    finally:
-        srv.stop()
+def second_signal(srv, conn, r, first):
+    """A second signal stops at once: the stream is cut, and the client can tell."""
+    srv.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    srv.proc.send_signal(signal.SIGINT)
+    code = wait_exit(srv, 30)
+    got = read_events(r)
+    assert code == 0, f"exit {code}"
+    assert not got[2] and got[1] is None, got  # no [DONE], no finish_reason: incomplete
+    log = "".join(srv.log)
+    assert "second stop signal" in log, log
+    assert "stream cut: the server stopped" in log, log
+    print("second signal: stopped at once, the stream ended without [DONE]")
 
-    # --drain-timeout 0: the old behaviour, stop at once.
-    srv = fasa_server.Server(fasa, "--drain-timeout", "0")
-    try:
-        _, r = start_stream(srv.port, 1000)
-        r.readline()
-        srv.proc.send_signal(signal.SIGTERM)
-        assert wait_exit(srv, 30) == 0
-        got = read_events(r)
-        assert not got[2], got
-        assert "draining" not in "".join(srv.log)
-        print("--drain-timeout 0: stopped at once")
-    finally:
-        srv.stop()
+
+def client_leaves(srv, conn, r, first):
+    """A client that leaves mid-stream: its log line says the stream was cut, and by whom."""
+    conn.sock.shutdown(socket.SHUT_RDWR)
+    conn.close()
+    deadline = time.time() + 30
+    while "stream cut: the client closed the connection" not in "".join(srv.log):
+        assert time.time() < deadline, "".join(srv.log)
+        time.sleep(0.05)
+    print("client gone mid-stream: logged as cut by the client")
+
+
+def no_drain(srv, conn, r, first):
+    """--drain-timeout 0: the old behaviour, stop at once."""
+    srv.proc.send_signal(signal.SIGTERM)
+    assert wait_exit(srv, 30) == 0
+    got = read_events(r)
+    assert not got[2], got
+    assert "draining" not in "".join(srv.log)
+    print("--drain-timeout 0: stopped at once")
+
+
+def main():
+    fasa = sys.argv[1]
+    # The reference: the same stream from a server that is not stopped.
+    with fasa_server.Server(fasa) as ref:
+        _, r = start_stream(ref.port, 48)
+        want = read_events(r)
+    assert want[1] == "length" and want[2] and not want[3], want
+    mid_stream(fasa, 48, drains(want))
+    mid_stream(fasa, 1000, second_signal)
+    mid_stream(fasa, 1000, client_leaves)
+    mid_stream(fasa, 1000, no_drain, "--drain-timeout", "0")
     print("OK")
 
 
