@@ -130,6 +130,18 @@ std::string lossless_summary(const std::string& setting, const LosslessStats& st
       st.verifications ? st.verify_ms / st.verifications : 0.0);
 }
 
+void add_task_run_options(CLI::App* cmd, TaskRunArgs& r) {
+  cmd->add_option("-c,--ctx,--ctx-size", r.n_ctx,
+                  "context size (0 = the longest prompt + its new tokens)")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", r.threads, "threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("-j,--jobs", r.jobs,
+                  "tasks run in parallel, one thread each (faster on few cores; same results)")
+      ->capture_default_str();
+  cmd->add_option("--kv-type", r.kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
+  cmd->add_flag("--chat", r.chat, "wrap each prompt as a user turn of the model's chat format");
+}
+
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};

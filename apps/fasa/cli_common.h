@@ -53,6 +53,17 @@ struct PolicyArgs {
 };
 void add_policy_options(CLI::App* cmd, PolicyArgs& p, bool with_compare = false);
 
+// The flags of the commands that run a task file (`eval tasks`, `eval sweep`): -c, -t, -j,
+// --kv-type, --chat.
+struct TaskRunArgs {
+  int n_ctx = 0;
+  int threads = 0;
+  int jobs = 1;
+  std::string kv_type = "f16";
+  bool chat = false;
+};
+void add_task_run_options(CLI::App* cmd, TaskRunArgs& r);
+
 // --lossless off|auto|K (engine/lossless.h), the same help in every command that takes it.
 void add_lossless_option(CLI::App* cmd, std::string& value);
 // "lossless K: N verifications, acceptance ..., tokens per verification, KV read per token".

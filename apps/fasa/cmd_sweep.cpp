@@ -29,11 +29,7 @@ struct SweepArgs {
   std::string model, tasks, calib, out_dir;
   std::vector<std::string> policies, budgets;
   std::vector<std::string> specs;  // --policy: whole specs, whose options may hold commas
-  int n_ctx = 0;
-  int threads = 0;
-  int jobs = 1;
-  std::string kv_type = "f16";
-  bool chat = false;
+  TaskRunArgs run;                 // -c, -t, -j, --kv-type, --chat
   bool resume = false;
   bool resume_other_build = false;
   std::string shard;  // --shard I/N ("": the whole sweep)
@@ -54,8 +50,8 @@ SweepMeta sweep_meta(const SweepArgs& a, const Model& model) {
   m.tasks_sha256 = sha256_file_hex(a.tasks);
   m.version = version_text();
   m.date = utc_now();
-  m.chat = a.chat;
-  m.kv_type = a.kv_type;
+  m.chat = a.run.chat;
+  m.kv_type = a.run.kv_type;
   m.threads = num_threads();
   return m;
 }
@@ -67,10 +63,10 @@ SweepIdentity sweep_identity(const SweepArgs& a, const SweepMeta& m, size_t n_ta
   id.model_sha256 = m.model_sha256;
   id.calib_sha256 = m.calib_sha256;
   id.tasks_sha256 = m.tasks_sha256;
-  id.kv_type = a.kv_type;
+  id.kv_type = a.run.kv_type;
   id.n_tasks = static_cast<int>(n_tasks);
-  id.n_ctx = a.n_ctx;
-  id.chat = a.chat;
+  id.n_ctx = a.run.n_ctx;
+  id.chat = a.run.chat;
   id.policies = policies;
   id.shard_index = shard.index;
   id.shard_count = shard.count;
@@ -135,7 +131,7 @@ void make_out_dir(const std::string& dir) {
 }
 
 void run_sweep(const SweepArgs& a) {
-  apply_threads(a.threads);
+  apply_threads(a.run.threads);
   const ShardSpec shard = a.shard.empty() ? ShardSpec{} : parse_shard(a.shard);
   std::vector<std::string> policies = a.policies;
   policies.insert(policies.end(), a.specs.begin(), a.specs.end());
@@ -154,10 +150,10 @@ void run_sweep(const SweepArgs& a) {
   TaskRunOptions o;
   o.policies.clear();  // (the default is {"full"})
   for (const auto& e : entries) o.policies.push_back(e.spec);
-  o.chat = a.chat;
-  o.jobs = a.jobs;
-  o.n_ctx = a.n_ctx;
-  o.kv_type = parse_kv_type(a.kv_type);
+  o.chat = a.run.chat;
+  o.jobs = a.run.jobs;
+  o.n_ctx = a.run.n_ctx;
+  o.kv_type = parse_kv_type(a.run.kv_type);
   // Every finished task goes to DIR/checkpoint.jsonl at once; --resume runs only the others.
   CheckpointFile ckpt((dir / "checkpoint.jsonl").string(),
                       sweep_identity(a, m, tasks.size(), o.policies, shard), tasks, a.resume);
@@ -197,7 +193,7 @@ void run_sweep(const SweepArgs& a) {
     rec.meta = m;
     rec.entries = entries;
     rec.n_tasks = static_cast<int>(tasks.size());
-    rec.n_ctx_requested = a.n_ctx;
+    rec.n_ctx_requested = a.run.n_ctx;
     rec.n_ctx = r.n_ctx;
     rec.seconds = r.seconds;
     rec.n_prefills = r.n_prefills;
@@ -273,15 +269,7 @@ void add_sweep_commands(CLI::App* eval) {
       ->delimiter(',');
   sc->add_option("--calib", s->calib, "calibration for fasa and double-sparsity");
   sc->add_option("-o,--out", s->out_dir, "output directory")->required();
-  sc->add_option("-c,--ctx,--ctx-size", s->n_ctx,
-                 "context size (0 = the longest prompt + its new tokens)")
-      ->capture_default_str();
-  sc->add_option("-t,--threads", s->threads, "threads (0 = all cores)")->capture_default_str();
-  sc->add_option("-j,--jobs", s->jobs,
-                 "tasks run in parallel, one thread each (faster on few cores; same results)")
-      ->capture_default_str();
-  sc->add_option("--kv-type", s->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
-  sc->add_flag("--chat", s->chat, "wrap each prompt as a user turn of the model's chat format");
+  add_task_run_options(sc, s->run);
   sc->add_flag("--resume", s->resume,
                "finish an interrupted sweep: run only the tasks missing from DIR/checkpoint.jsonl "
                "(same settings required)");

@@ -25,11 +25,7 @@ namespace {
 
 struct TasksArgs {
   std::string model, tasks;
-  int n_ctx = 0;
-  int threads = 0;
-  int jobs = 1;
-  std::string kv_type = "f16";
-  bool chat = false;
+  TaskRunArgs run;  // -c, -t, -j, --kv-type, --chat
   bool json = false;
   PolicyArgs policy;
   std::string lossless = "off";
@@ -101,15 +97,15 @@ void print_table(const std::vector<Task>& tasks, const TaskRunResult& r) {
 
 void run_tasks_cmd(const TasksArgs& a) {
   const LosslessOptions lossless = parse_lossless(a.lossless);
-  apply_threads(a.threads);
+  apply_threads(a.run.threads);
   const std::vector<Task> tasks = load_tasks(a.tasks);
   auto model = load_model(a.model);
   TaskRunOptions o;
   o.policies = a.policy.specs();
-  o.jobs = a.jobs;
-  o.chat = a.chat;
-  o.n_ctx = a.n_ctx;
-  o.kv_type = parse_kv_type(a.kv_type);
+  o.jobs = a.run.jobs;
+  o.chat = a.run.chat;
+  o.n_ctx = a.run.n_ctx;
+  o.kv_type = parse_kv_type(a.run.kv_type);
   o.lossless = lossless;
   const TaskRunResult r = run_tasks(model, tasks, o, progress_printer("generations"));
   if (!a.json) {
@@ -123,8 +119,8 @@ void run_tasks_cmd(const TasksArgs& a) {
   j["model"] = model->file().path();
   j["tasks_file"] = a.tasks;
   j["n_ctx"] = r.n_ctx;
-  j["chat"] = a.chat;
-  j["kv_type"] = a.kv_type;
+  j["chat"] = a.run.chat;
+  j["kv_type"] = a.run.kv_type;
   j["seconds"] = r.seconds;
   j["lossless"] = lossless_name(lossless);
   add_provenance(j, model->file().path(), "", "", a.tasks);
@@ -217,15 +213,7 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   auto* tc = eval->add_subcommand("tasks", "score generations on a JSONL task file");
   tc->add_option("-m,--model", t->model, "GGUF path or pulled model name")->required();
   tc->add_option("--tasks", t->tasks, "JSONL task file (fasa gen-tasks, or your own)")->required();
-  tc->add_option("-c,--ctx,--ctx-size", t->n_ctx,
-                 "context size (0 = the longest prompt + its new tokens)")
-      ->capture_default_str();
-  tc->add_option("-t,--threads", t->threads, "threads (0 = all cores)")->capture_default_str();
-  tc->add_option("-j,--jobs", t->jobs,
-                 "tasks run in parallel, one thread each (faster on few cores; same results)")
-      ->capture_default_str();
-  tc->add_option("--kv-type", t->kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
-  tc->add_flag("--chat", t->chat, "wrap each prompt as a user turn of the model's chat format");
+  add_task_run_options(tc, t->run);
   add_policy_options(tc, t->policy, /*with_compare=*/true);
   add_lossless_option(tc, t->lossless);
   tc->add_flag("--json", t->json, "print one JSON object (scores and every output)");
