@@ -116,7 +116,9 @@ def client_leaves(srv, conn, r, first):
     while "stream cut: the client closed the connection" not in "".join(srv.log):
         assert time.time() < deadline, "".join(srv.log)
         time.sleep(0.05)
-    print("client gone mid-stream: logged as cut by the client")
+    cut = srv.metrics().get('fasa_streams_cut_total{endpoint="/v1/completions",by="client"}')
+    assert cut == 1, srv.metrics()
+    print("client gone mid-stream: logged and counted as cut by the client")
 
 
 def no_drain(srv, conn, r, first):

@@ -108,7 +108,11 @@ TEST(ServerTest, MetricsAreValidPrometheusText) {
   rc.add("/v1/completions", 200);
   rc.add("/v1/completions", 200);
   rc.add("/v1/completions", 400);
-  const std::string text = render_metrics(s, 4, rc.snapshot(), {123, 456});
+  rc.add_cut("/v1/chat/completions", "client");
+  const std::string text = render_metrics(s, 4, rc, {123, 456});
+  EXPECT_NE(text.find(
+                "fasa_streams_cut_total{endpoint=\"/v1/chat/completions\",by=\"client\"} 1\n"),
+            std::string::npos);
   EXPECT_NE(text.find("fasa_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"),
             std::string::npos);
   EXPECT_NE(text.find("fasa_requests_total{endpoint=\"/v1/completions\",status=\"400\"} 1\n"),

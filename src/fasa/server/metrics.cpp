@@ -14,6 +14,16 @@ std::map<std::pair<std::string, int>, uint64_t> RequestCounters::snapshot() cons
   return counts_;
 }
 
+void RequestCounters::add_cut(const std::string& endpoint, const std::string& by) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++cuts_[{endpoint, by}];
+}
+
+std::map<std::pair<std::string, std::string>, uint64_t> RequestCounters::cuts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cuts_;
+}
+
 namespace {
 
 const std::vector<double>& ttft_bounds() {
@@ -77,12 +87,17 @@ void sample(std::string& out, const char* name, T value, const std::string& labe
 }
 
 // Requests answered, generations ended, tokens in and out.
-void traffic(std::string& o, const SchedulerStats& s,
-             const std::map<std::pair<std::string, int>, uint64_t>& requests) {
+void traffic(std::string& o, const SchedulerStats& s, const RequestCounters& requests) {
   family(o, "fasa_requests_total", "counter", "HTTP requests answered, by endpoint and status.");
-  for (const auto& [key, n] : requests) {
+  for (const auto& [key, n] : requests.snapshot()) {
     sample(o, "fasa_requests_total", n,
            fmt::format("endpoint=\"{}\",status=\"{}\"", key.first, key.second));
+  }
+  family(o, "fasa_streams_cut_total", "counter",
+         "Streams cut before their end (no [DONE]), by endpoint and by whom (client, server).");
+  for (const auto& [key, n] : requests.cuts()) {
+    sample(o, "fasa_streams_cut_total", n,
+           fmt::format("endpoint=\"{}\",by=\"{}\"", key.first, key.second));
   }
   family(o, "fasa_jobs_total", "counter", "Generations ended, by outcome.");
   sample(o, "fasa_jobs_total", s.jobs_finished, "outcome=\"finished\"");
@@ -158,8 +173,7 @@ void policies(std::string& o, const SchedulerStats& s) {
 
 }  // namespace
 
-std::string render_metrics(const SchedulerStats& s, int parallel,
-                           const std::map<std::pair<std::string, int>, uint64_t>& requests,
+std::string render_metrics(const SchedulerStats& s, int parallel, const RequestCounters& requests,
                            const ProcessMemory& mem) {
   std::string o;
   traffic(o, s, requests);

@@ -12,15 +12,20 @@
 
 namespace fasa::server {
 
-// HTTP requests answered, by endpoint and status. Thread-safe.
+// HTTP requests answered, by endpoint and status; and streams cut before their end (status 200
+// sent, no [DONE]), by endpoint and by whom ("client": it left; "server": it stopped).
+// Thread-safe.
 class RequestCounters {
  public:
   void add(const std::string& endpoint, int status);
+  void add_cut(const std::string& endpoint, const std::string& by);
   std::map<std::pair<std::string, int>, uint64_t> snapshot() const;
+  std::map<std::pair<std::string, std::string>, uint64_t> cuts() const;
 
  private:
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> counts_;
+  std::map<std::pair<std::string, std::string>, uint64_t> cuts_;
 };
 
 // Latency of finished generations, as Prometheus histograms: time to first token (from the
@@ -48,8 +53,7 @@ struct ProcessMemory {
   uint64_t peak_rss = 0;
 };
 
-std::string render_metrics(const SchedulerStats& s, int parallel,
-                           const std::map<std::pair<std::string, int>, uint64_t>& requests,
+std::string render_metrics(const SchedulerStats& s, int parallel, const RequestCounters& requests,
                            const ProcessMemory& mem);
 
 }  // namespace fasa::server

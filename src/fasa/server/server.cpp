@@ -175,8 +175,7 @@ std::string ApiServer::route(const http::Request& req, http::ResponseWriter& w,
     } else {
       const ProcessMemory mem{current_rss_bytes(), peak_rss_bytes()};
       w.send(200, "text/plain; version=0.0.4",
-             render_metrics(scheduler_->stats(), config_.scheduler.parallel, counters_.snapshot(),
-                            mem) +
+             render_metrics(scheduler_->stats(), config_.scheduler.parallel, counters_, mem) +
                  latency_.render());
     }
     return {};
@@ -363,7 +362,9 @@ std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& 
   const char* cut = nullptr;
   if (r.stream) {
     if (!answer_stream(jobs, w, endpoint, r.include_usage, outs, headers, lp)) {
-      cut = stopping_.load() ? "the server stopped" : "the client closed the connection";
+      const bool by_server = stopping_.load();
+      cut = by_server ? "the server stopped" : "the client closed the connection";
+      counters_.add_cut(req.path, by_server ? "server" : "client");
     }
   } else {
     try {
