@@ -596,6 +596,7 @@ TEST(HttpStatusText, KnownAndUnknownCodes) {
   EXPECT_STREQ(fasa::http::status_text(200), "OK");
   EXPECT_STREQ(fasa::http::status_text(404), "Not Found");
   EXPECT_STREQ(fasa::http::status_text(431), "Request Header Fields Too Large");
+  EXPECT_STREQ(fasa::http::status_text(499), "Client Closed Request");
   EXPECT_STREQ(fasa::http::status_text(505), "HTTP Version Not Supported");
   EXPECT_STREQ(fasa::http::status_text(299), "Unknown");
 }
