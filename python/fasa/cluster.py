@@ -20,6 +20,11 @@ its checkpoint.jsonl and runs fasa with --resume. A clean refusal by fasa (exit 
 `fasa: error:` message: a bad flag, an unreadable model, a task file it rejects) is the same on
 every node, so it is not retried: the sweep stops with fasa's message.
 
+The driver also appends every line the keeper receives to OUT/shards/shard-I/checkpoint.jsonl
+(and writes the shard's shard.json when it is done), so when the driver or the head dies, the
+same command with --resume (on a new cluster if need be) starts each shard from those lines and
+skips the finished ones.
+
 This module is pure Python: it drives the `fasa` binary (the engine never imports Python) and
 imports ray only when a sweep runs, so `import fasa.cluster` works without ray and without the
 compiled extension. Each node needs the same pinned ray and Python as the driver
@@ -57,8 +62,9 @@ class CheckpointKeeper:
     of any other node). Each attempt of a shard gets a number from begin(); lines from an older
     attempt (a task Ray gave up on that still runs somewhere) are ignored."""
 
-    def __init__(self, n_shards):
-        self.lines = {i: [] for i in range(n_shards)}
+    def __init__(self, n_shards, known=None):
+        # known: {shard: lines} a driver resumed from OUT/shards (--resume) starts with
+        self.lines = {i: list((known or {}).get(i, [])) for i in range(n_shards)}
         self.attempts = {i: [] for i in range(n_shards)}  # [{"node", "resumed_lines"}]
         self.finished = {i: False for i in range(n_shards)}
 
@@ -77,6 +83,10 @@ class CheckpointKeeper:
         have.extend(lines[len(have) - start:])
         return len(have)
 
+    def lines_from(self, shard, start):
+        """The shard's lines from number `start` on (the driver writes them to OUT/shards)."""
+        return self.lines[shard][start:]
+
     def finish(self, shard, attempt):
         if attempt == len(self.attempts[shard]):
             self.finished[shard] = True
@@ -84,6 +94,69 @@ class CheckpointKeeper:
     def status(self):
         return {i: {"lines": len(self.lines[i]), "attempts": list(self.attempts[i]),
                     "finished": self.finished[i]} for i in self.lines}
+
+
+class OutShards:
+    """The driver's copy of each shard under OUT/shards/shard-I/: checkpoint.jsonl, appended
+    (and fsynced) as the keeper receives its lines, and shard.json once the shard is done. A
+    driver that dies, or a head that goes, leaves them behind; `--resume` starts from them, so a
+    cluster sweep is never lost to more than the lines in flight."""
+
+    def __init__(self, out, n_shards):
+        self.root = os.path.join(out, "shards")
+        self.dirs = [os.path.join(self.root, f"shard-{i}") for i in range(n_shards)]
+
+    def unfinished(self):
+        """True when OUT/shards holds checkpoint lines of a sweep (to resume, or to remove)."""
+        return any(os.path.exists(os.path.join(d, "checkpoint.jsonl")) for d in self._all_dirs())
+
+    def _all_dirs(self):
+        try:
+            names = os.listdir(self.root)
+        except OSError:
+            return []
+        return [os.path.join(self.root, n) for n in names if n.startswith("shard-")]
+
+    def start(self, resume):
+        """{shard: lines} to resume from, and the set of shards already done (their shard.json
+        written); without `resume`, an empty OUT/shards."""
+        if not resume:
+            shutil.rmtree(self.root, ignore_errors=True)
+        extra = sorted(set(self._all_dirs()) - set(self.dirs))
+        if extra:
+            raise SystemExit(f"fasa.cluster: {extra[0]} is not a shard of this sweep (--shards "
+                             f"{len(self.dirs)}): resume with the same --shards")
+        known, done = {}, set()
+        for i, d in enumerate(self.dirs):
+            os.makedirs(d, exist_ok=True)
+            path = os.path.join(d, "checkpoint.jsonl")
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    data = f.read()
+                complete = data[:data.rfind(b"\n") + 1]  # a line cut by a kill is dropped
+                if len(complete) != len(data):
+                    with open(path, "wb") as f:
+                        f.write(complete)
+                known[i] = complete.decode("utf-8").splitlines(keepends=True)
+            if known.get(i) and os.path.exists(os.path.join(d, "shard.json")):
+                done.add(i)
+        return known, done
+
+    def append(self, shard, lines):
+        with open(os.path.join(self.dirs[shard], "checkpoint.jsonl"), "a", encoding="utf-8") as f:
+            f.writelines(lines)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def finish(self, shard, result):
+        """The shard's own files, as its task returned them (the checkpoint whole)."""
+        for name, key in (("checkpoint.jsonl", "checkpoint"), ("shard.json", "shard_json")):
+            path = os.path.join(self.dirs[shard], name)
+            with open(path + ".tmp", "w", encoding="utf-8") as f:
+                f.write(result[key])
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(path + ".tmp", path)
 
 
 def _count_tasks(task_bytes):
@@ -290,6 +363,9 @@ def _parser():
                    help="folder for the shards' files on each node (default: the node's temp "
                    "folder /fasa-cluster)")
     s.add_argument("-o", "--out", required=True, help="output directory (merged results)")
+    s.add_argument("--resume", action="store_true",
+                   help="finish a cluster sweep whose driver stopped: start from the shards' "
+                   "checkpoints in OUT/shards (same flags required; finished shards not rerun)")
     return p
 
 
@@ -365,6 +441,13 @@ def sweep(a):
     spec = {"fasa": a.fasa, "model": a.model, "n_shards": a.shards, "args": _sweep_args(a, files),
             "files": files, "work_dir": a.work_dir, "run_id": f"run-{uuid.uuid4().hex[:12]}"}
     per_shard = [len(range(i, n_tasks, a.shards)) for i in range(a.shards)]
+    out_shards = OutShards(a.out, a.shards)
+    if not a.resume and out_shards.unfinished():
+        raise SystemExit(f"fasa.cluster: {out_shards.root} holds the shards of an earlier "
+                         "cluster sweep: add --resume to finish it (a finished one is only "
+                         "merged again), or remove it to start again")
+    known, done_before = out_shards.start(a.resume)
+    persisted = {i: len(known.get(i, [])) for i in range(a.shards)}
 
     package = os.path.dirname(os.path.abspath(__file__))
     init = {"runtime_env": {"py_modules": [package]}, "logging_level": "WARNING",
@@ -375,13 +458,18 @@ def sweep(a):
         keeper = ray.remote(CheckpointKeeper).options(
             num_cpus=0, max_restarts=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
-        ).remote(a.shards)
+        ).remote(a.shards, known)
         task = ray.remote(run_shard).options(num_cpus=cpus, max_retries=a.retries,
                                              retry_exceptions=[ShardCrashed])
         log(f"{a.shards} shards of {n_tasks} tasks ({', '.join(map(str, per_shard))}) on "
             f"{_plural(sum(n['Alive'] for n in ray.nodes()), 'node')}, {cpus:g} CPUs each, up to {a.retries} retries; "
             f"run {spec['run_id']}")
-        refs = {task.remote(keeper, i, spec): i for i in range(a.shards)}
+        for i in sorted(done_before):
+            log(f"shard {i}/{a.shards}: done before (in {out_shards.dirs[i]})")
+        for i in sorted(set(known) - done_before):
+            log(f"shard {i}/{a.shards}: resuming from {max(0, len(known[i]) - 1)} tasks "
+                f"(in {out_shards.dirs[i]})")
+        refs = {task.remote(keeper, i, spec): i for i in range(a.shards) if i not in done_before}
         results, seen, done_lines = {}, {i: 0 for i in range(a.shards)}, {}
         pending = list(refs)
         while pending:
@@ -396,6 +484,9 @@ def sweep(a):
                     more = f", resuming from {resumed} tasks" if att["resumed_lines"] else ""
                     log(f"shard {i}/{a.shards}: {what} on node {att['node']}{more}")
                 seen[i] = len(s["attempts"])
+                if s["lines"] > persisted[i] and i not in done_before:
+                    out_shards.append(i, ray.get(keeper.lines_from.remote(i, persisted[i])))
+                    persisted[i] = s["lines"]
                 if done != done_lines.get(i, 0) and not s["finished"]:
                     log(f"shard {i}/{a.shards}: {done}/{per_shard[i]} tasks checkpointed")
                 done_lines[i] = done
@@ -412,21 +503,13 @@ def sweep(a):
                         f"failed after {len(st[i]['attempts'])} attempts"
                     log(f"shard {i}/{a.shards}: {why}:\n{_short_error(e)}")
                     return 1
+                out_shards.finish(i, results[i])
                 log(f"shard {i}/{a.shards}: finished on node {results[i]['node']} "
                     f"(attempt {results[i]['attempt']}, {per_shard[i]} tasks)")
     finally:
         ray.shutdown()
 
-    shard_dirs = []
-    for i in range(a.shards):
-        d = os.path.join(a.out, "shards", f"shard-{i}")
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
-        for name, key in (("checkpoint.jsonl", "checkpoint"), ("shard.json", "shard_json")):
-            with open(os.path.join(d, name), "w", encoding="utf-8") as f:
-                f.write(results[i][key])
-        shard_dirs.append(d)
-    cmd = [fasa_local, "eval", "merge", *shard_dirs, "-o", a.out, "--tasks", a.tasks]
+    cmd = [fasa_local, "eval", "merge", *out_shards.dirs, "-o", a.out, "--tasks", a.tasks]
     log(" ".join(cmd))
     merged = subprocess.run(cmd)
     if merged.returncode != 0:

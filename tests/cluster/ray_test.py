@@ -13,6 +13,9 @@ worker node killed mid-run, gives the single-machine sweep's results bit for bit
   processes that name its temp dir, and all their descendants), as if the machine had died.
   Ray retries the shard on the head, which resumes it from the checkpoint lines the keeper
   actor holds: its shard.json must record resumed_tasks >= 1.
+- Then the driver itself is killed (SIGKILL) mid-way through a second sweep, once a shard has a
+  task in OUT2/shards; the same command with --resume starts that shard from there (its
+  resumed_tasks >= 1) and merges results equal to the reference too.
 - The merged results equal the reference: the same files; results.json equal but for the fields
   that describe the run (date, seconds, prefill_seconds, prefills, threads, resumed_tasks, and
   `shards`, which only a merge writes);
@@ -111,13 +114,31 @@ def kill_all(pids, sig):
             pass
 
 
+def live(pids):
+    """The pids that still run (not gone, not zombies awaiting their parent)."""
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if stat[stat.rfind(")") + 2:].split()[0] != "Z":
+            out.append(pid)
+    return out
+
+
 def stop_node(temp_dir):
-    """SIGTERM to the node's processes, then SIGKILL to what is left after 5 s."""
+    """SIGTERM to the node's processes, then SIGKILL to what is left after 5 s, and a wait of
+    up to 5 s more for them to be gone."""
     kill_all(node_processes(temp_dir), signal.SIGTERM)
     end = time.monotonic() + 5
-    while node_processes(temp_dir) and time.monotonic() < end:
+    while live(node_processes(temp_dir)) and time.monotonic() < end:
         time.sleep(0.2)
     kill_all(node_processes(temp_dir), signal.SIGKILL)
+    end = time.monotonic() + 5
+    while live(node_processes(temp_dir)) and time.monotonic() < end:
+        time.sleep(0.1)
 
 
 def run(cmd, deadline, what, **kw):
@@ -239,14 +260,19 @@ def main():
             f"(temp dir {worker_dir}) started in {time.monotonic() - t1:.1f} s")
 
         driver_env = dict(env, PYTHONPATH=os.path.join(REPO, "python"))
-        driver_log = open(os.path.join(tmp, "driver.log"), "w")
+
+        def start_driver(out, log_name, *more):
+            log_file = open(os.path.join(tmp, log_name), "w")
+            return log_file, subprocess.Popen(
+                [sys.executable, "-m", "fasa.cluster", "sweep", "--address", f"{HEAD_IP}:{port}",
+                 "--shards", str(SHARDS), "--fasa", fasa, "-m", MODEL, "--tasks", "T.jsonl",
+                 *SWEEP, "--retries", "2", "--work-dir", os.path.join(tmp, "work"), "-o", out,
+                 *more],
+                cwd=tmp, env=driver_env, stdout=log_file, stderr=subprocess.STDOUT,
+                start_new_session=True)
+
         t2 = time.monotonic()
-        driver = subprocess.Popen(
-            [sys.executable, "-m", "fasa.cluster", "sweep", "--address", f"{HEAD_IP}:{port}",
-             "--shards", str(SHARDS), "--fasa", fasa, "-m", MODEL, "--tasks", "T.jsonl", *SWEEP,
-             "--retries", "2", "--work-dir", os.path.join(tmp, "work"), "-o", "OUT"],
-            cwd=tmp, env=driver_env, stdout=driver_log, stderr=subprocess.STDOUT,
-            start_new_session=True)
+        driver_log, driver = start_driver("OUT", "driver.log")
 
         # Kill the worker node once its shard has checkpointed a task with the keeper (the
         # driver prints the keeper's counts) and still has tasks to run.
@@ -274,7 +300,10 @@ def main():
                         f"shard {shard} having checkpointed {lines - 1} of {per_shard} tasks")
                     break
             time.sleep(0.05)
-        left = node_processes(worker_dir)
+        end = time.monotonic() + 5  # SIGKILL is not instant: give the kernel a moment
+        while live(node_processes(worker_dir)) and time.monotonic() < end:
+            time.sleep(0.05)
+        left = live(node_processes(worker_dir))
         assert not left, f"worker node processes survived SIGKILL: {left}"
 
         try:
@@ -292,6 +321,45 @@ def main():
         assert resumed >= 1, f"shard {shard} was not resumed (resumed_tasks {resumed})"
         log(f"shard {shard} resumed {resumed} tasks from its checkpoint")
         compare(os.path.join(tmp, "REF"), os.path.join(tmp, "OUT"))
+
+        # The driver dies (its Ray job with it: the keeper, the shard tasks and their fasa) once
+        # a shard has a task in OUT2/shards and is not done; the same command with --resume
+        # starts that shard from those lines (on the head alone now) and merges the same
+        # results.
+        t3 = time.monotonic()
+        driver_log, driver = start_driver("OUT2", "driver2.log")
+        cut = None
+        while cut is None:
+            deadline.left("waiting for a shard of the second sweep to checkpoint a task")
+            if driver.poll() is not None:
+                raise AssertionError("the second driver ended before it was killed:\n"
+                                     + open(driver_log.name).read())
+            for i in range(SHARDS):
+                d = os.path.join(tmp, "OUT2", "shards", f"shard-{i}")
+                n = complete_lines(os.path.join(d, "checkpoint.jsonl"))
+                if n >= 2 and not os.path.exists(os.path.join(d, "shard.json")):
+                    os.killpg(driver.pid, signal.SIGKILL)
+                    driver.wait()
+                    cut = i
+                    log(f"killed the driver {time.monotonic() - t3:.1f} s into the second "
+                        f"sweep, its shard {i} having {n - 1} tasks in OUT2/shards")
+                    break
+            time.sleep(0.05)
+        driver_log, driver = start_driver("OUT2", "driver3.log", "--resume")
+        try:
+            rc = driver.wait(timeout=deadline.left("waiting for the resumed driver"))
+        except subprocess.TimeoutExpired:
+            raise TimeoutError("the resumed driver did not finish before the deadline")
+        text = open(driver_log.name).read()
+        print(text, end="", flush=True)
+        assert rc == 0, f"the resumed driver failed ({rc})"
+        assert f"shard {cut}/{SHARDS}: resuming from" in text, "the resumed driver did not resume"
+        with open(os.path.join(tmp, "OUT2", "shards", f"shard-{cut}", "shard.json")) as f:
+            resumed = json.load(f)["resumed_tasks"]
+        assert resumed >= 1, f"shard {cut} was not resumed (resumed_tasks {resumed})"
+        log(f"driver killed and resumed: {time.monotonic() - t3:.1f} s; shard {cut} resumed "
+            f"{resumed} tasks")
+        compare(os.path.join(tmp, "REF"), os.path.join(tmp, "OUT2"))
         ok = True
         return 0
     finally:
@@ -300,7 +368,7 @@ def main():
             driver.wait()
         for d in (worker_dir, head_dir):
             stop_node(d)
-        stray = node_processes(head_dir) or node_processes(worker_dir)
+        stray = live(node_processes(head_dir)) + live(node_processes(worker_dir))
         if stray:
             log(f"processes left: {stray}")
         if ok:

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import fasa.cluster as cluster
 
 
@@ -25,6 +27,42 @@ def test_keeper_takes_each_line_once_and_ignores_a_superseded_attempt():
     assert [a["resumed_lines"] for a in st[0]["attempts"]] == [0, 3]
     k.finish(0, 2)
     assert k.status()[0]["finished"]
+
+
+def test_keeper_starts_from_a_resumed_drivers_lines():
+    k = cluster.CheckpointKeeper(2, {1: ["h\n", "t1\n"]})
+    assert k.begin(0, "a") == (1, [])
+    assert k.begin(1, "a") == (1, ["h\n", "t1\n"])
+    assert k.add(1, 1, 2, ["t3\n"]) == 3
+    assert k.lines_from(1, 2) == ["t3\n"]
+    assert k.lines_from(1, 0) == ["h\n", "t1\n", "t3\n"]
+
+
+def test_out_shards_keep_what_a_dead_driver_had(tmp_path):
+    """OUT/shards: lines appended as they come, a finished shard's files, and a driver started
+    again with --resume gets them back (a line cut by a kill dropped); without --resume an
+    earlier sweep there is refused by the caller (unfinished) or cleared (start)."""
+    out = str(tmp_path / "OUT")
+    o = cluster.OutShards(out, 3)
+    assert not o.unfinished()
+    assert o.start(resume=False) == ({}, set())
+    o.append(0, ["h0\n", "t0\n"])
+    o.append(0, ["t3\n"])
+    o.append(1, ["h1\n"])
+    with open(os.path.join(o.dirs[1], "checkpoint.jsonl"), "a") as f:
+        f.write("t1-cut")  # the driver died while writing
+    o.finish(2, {"checkpoint": "h2\nt2\nt5\n", "shard_json": "{}\n"})
+    assert o.unfinished()
+    again = cluster.OutShards(out, 3)
+    known, done = again.start(resume=True)
+    assert known == {0: ["h0\n", "t0\n", "t3\n"], 1: ["h1\n"], 2: ["h2\n", "t2\n", "t5\n"]}
+    assert done == {2}
+    with open(os.path.join(o.dirs[1], "checkpoint.jsonl")) as f:
+        assert f.read() == "h1\n"  # the cut line is gone, so appending goes on cleanly
+    with pytest.raises(SystemExit, match="shard-2 is not a shard of this sweep"):
+        cluster.OutShards(out, 2).start(resume=True)
+    assert cluster.OutShards(out, 3).start(resume=False) == ({}, set())
+    assert not cluster.OutShards(out, 3).unfinished()
 
 
 def test_tail_sends_complete_lines_only(tmp_path):
