@@ -306,21 +306,25 @@ def main():
         left = live(node_processes(worker_dir))
         assert not left, f"worker node processes survived SIGKILL: {left}"
 
-        try:
-            rc = driver.wait(timeout=deadline.left("waiting for the driver"))
-        except subprocess.TimeoutExpired:
-            raise TimeoutError("the driver did not finish before the deadline")
-        text = open(driver_log.name).read()
-        print(text, end="", flush=True)
-        assert rc == 0, f"the driver failed ({rc})"
-        log(f"cluster sweep with the kill: {time.monotonic() - t2:.1f} s")
-        shard = killed
-        assert f"shard {shard}/{SHARDS}: retried" in text, "no retry of the killed shard"
-        with open(os.path.join(tmp, "OUT", "shards", f"shard-{shard}", "shard.json")) as f:
-            resumed = json.load(f)["resumed_tasks"]
-        assert resumed >= 1, f"shard {shard} was not resumed (resumed_tasks {resumed})"
-        log(f"shard {shard} resumed {resumed} tasks from its checkpoint")
-        compare(os.path.join(tmp, "REF"), os.path.join(tmp, "OUT"))
+        def finished(what, out, shard, log_says):
+            """Waits for the driver; checks its log, that `shard` resumed, and the merge."""
+            try:
+                rc = driver.wait(timeout=deadline.left(f"waiting for the {what}"))
+            except subprocess.TimeoutExpired:
+                raise TimeoutError(f"the {what} did not finish before the deadline")
+            text = open(driver_log.name).read()
+            print(text, end="", flush=True)
+            assert rc == 0, f"the {what} failed ({rc})"
+            assert log_says in text, f"the {what}'s log lacks '{log_says}'"
+            with open(os.path.join(tmp, out, "shards", f"shard-{shard}", "shard.json")) as f:
+                resumed = json.load(f)["resumed_tasks"]
+            assert resumed >= 1, f"shard {shard} was not resumed (resumed_tasks {resumed})"
+            compare(os.path.join(tmp, "REF"), os.path.join(tmp, out))
+            return resumed
+
+        resumed = finished("driver", "OUT", killed, f"shard {killed}/{SHARDS}: retried")
+        log(f"cluster sweep with the kill: {time.monotonic() - t2:.1f} s; shard {killed} "
+            f"resumed {resumed} tasks from its checkpoint")
 
         # The driver dies (its Ray job with it: the keeper, the shard tasks and their fasa) once
         # a shard has a task in OUT2/shards and is not done; the same command with --resume
@@ -346,20 +350,9 @@ def main():
                     break
             time.sleep(0.05)
         driver_log, driver = start_driver("OUT2", "driver3.log", "--resume")
-        try:
-            rc = driver.wait(timeout=deadline.left("waiting for the resumed driver"))
-        except subprocess.TimeoutExpired:
-            raise TimeoutError("the resumed driver did not finish before the deadline")
-        text = open(driver_log.name).read()
-        print(text, end="", flush=True)
-        assert rc == 0, f"the resumed driver failed ({rc})"
-        assert f"shard {cut}/{SHARDS}: resuming from" in text, "the resumed driver did not resume"
-        with open(os.path.join(tmp, "OUT2", "shards", f"shard-{cut}", "shard.json")) as f:
-            resumed = json.load(f)["resumed_tasks"]
-        assert resumed >= 1, f"shard {cut} was not resumed (resumed_tasks {resumed})"
+        resumed = finished("resumed driver", "OUT2", cut, f"shard {cut}/{SHARDS}: resuming from")
         log(f"driver killed and resumed: {time.monotonic() - t3:.1f} s; shard {cut} resumed "
             f"{resumed} tasks")
-        compare(os.path.join(tmp, "REF"), os.path.join(tmp, "OUT2"))
         ok = True
         return 0
     finally:
