@@ -13,6 +13,7 @@
 #include "fasa/core/parallel.h"
 #include "fasa/eval/perplexity.h"
 #include "fasa/eval/recall.h"
+#include "fasa/eval/task_json.h"
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/tokenizer.h"
 #include "provenance.h"
@@ -34,26 +35,9 @@ struct PplArgs {
   bool json = false;
 };
 
-nlohmann::ordered_json ppl_json(const PplArgs& a, const Model& model, const PplResult& r) {
-  nlohmann::ordered_json j;
-  j["model"] = model.file().path();
-  j["text"] = a.text;
-  j["policy"] = r.policy;
-  j["kv_type"] = a.kv_type;
-  j["n_ctx"] = a.n_ctx;
-  j["n_decode"] = a.n_decode;
-  j["n_chunks"] = r.n_chunks;
-  j["n_tokens"] = r.n_tokens;
-  j["n_scored"] = r.n_scored;
-  j["ppl"] = r.ppl;
-  j["ppl_se"] = r.ppl_se;
-  j["mean_nll"] = r.mean_nll;
-  j["chunk_ppl"] = r.chunk_ppl;
-  // Over the policy-driven (global) layers: sliding-window layers always read their window.
-  j["decode_rows_read_fraction"] = r.attn.global_read_fraction();
-  j["seconds"] = r.seconds;
-  j["threads"] = num_threads();
-  j["peak_rss_bytes"] = peak_rss_bytes();
+nlohmann::ordered_json ppl_json(const PplArgs& a, const Model& model, const PplOptions& o,
+                                const PplResult& r) {
+  nlohmann::ordered_json j = ppl_result_json(model.file().path(), a.text, a.kv_type, o, r);
   add_provenance(j, model.file().path(), r.policy, a.text);
   return j;
 }
@@ -79,12 +63,12 @@ void run_ppl(const PplArgs& a) {
   });
   if (a.json) {
     if (rs.size() == 1) {
-      std::printf("%s\n", ppl_json(a, *model, rs[0]).dump().c_str());
+      std::printf("%s\n", ppl_json(a, *model, o, rs[0]).dump().c_str());
       return;
     }
     nlohmann::ordered_json j;
     j["results"] = nlohmann::ordered_json::array();
-    for (const PplResult& r : rs) j["results"].push_back(ppl_json(a, *model, r));
+    for (const PplResult& r : rs) j["results"].push_back(ppl_json(a, *model, o, r));
     std::printf("%s\n", j.dump().c_str());
     return;
   }

@@ -31,29 +31,12 @@ struct TasksArgs {
   std::string lossless = "off";
 };
 
-// Per policy, over every task: the lossless decoder's counts, and the decode speed.
-struct LosslessTotals {
-  LosslessStats st;
-  double decode_ms = 0.0;
-  int64_t tokens = 0;
-};
-LosslessTotals lossless_totals(const TaskRunResult& r, size_t p) {
-  LosslessTotals t;
-  for (const auto& per_policy : r.outcome) {
-    t.st += per_policy[p].lossless;
-    t.decode_ms += per_policy[p].decode_ms;
-    t.tokens += per_policy[p].n_generated;
-  }
-  return t;
-}
-
 void print_lossless(const std::string& setting, const TaskRunResult& r) {
   std::printf("\n");
   for (size_t p = 0; p < r.policies.size(); ++p) {
     const LosslessTotals t = lossless_totals(r, p);
     std::printf("%s: %s; decode %.2f tok/s\n", r.policies[p].c_str(),
-                lossless_summary(setting, t.st).c_str(),
-                t.tokens * 1000.0 / std::max(t.decode_ms, 1e-9));
+                lossless_summary(setting, t.st).c_str(), t.tokens_per_s());
   }
 }
 
@@ -113,8 +96,6 @@ void run_tasks_cmd(const TasksArgs& a) {
     if (lossless.k > 0) print_lossless(a.lossless, r);
     return;
   }
-  const TaskScoreTable t = score_table(tasks, r);
-  const TaskScoreTable pc = score_table(tasks, r, true);
   nlohmann::ordered_json j;
   j["model"] = model->file().path();
   j["tasks_file"] = a.tasks;
@@ -124,37 +105,7 @@ void run_tasks_cmd(const TasksArgs& a) {
   j["seconds"] = r.seconds;
   j["lossless"] = lossless_name(lossless);
   add_provenance(j, model->file().path(), "", "", a.tasks);
-  j["results"] = nlohmann::ordered_json::array();
-  for (size_t p = 0; p < r.policies.size(); ++p) {
-    nlohmann::ordered_json e;
-    e["policy"] = r.policies[p];
-    const std::string calib = spec_calibration(r.policies[p]);
-    if (!calib.empty()) e["calib_sha256"] = file_sha256(calib);
-    e["score"] = t.overall[p];
-    e["mean_of_kinds"] = t.kind_average[p];
-    e["partial"] = pc.overall[p];
-    e["partial_mean_of_kinds"] = pc.kind_average[p];
-    nlohmann::ordered_json by, by_partial;
-    for (size_t k = 0; k < t.kinds.size(); ++k) {
-      by[t.kinds[k]] = t.mean[k][p];
-      by_partial[t.kinds[k]] = pc.mean[k][p];
-    }
-    e["by_task"] = by;
-    e["partial_by_task"] = by_partial;
-    const nlohmann::ordered_json norm = acc_norm_by_kind(tasks, r, p);
-    if (!norm.empty()) e["acc_norm_by_task"] = norm;
-    const LosslessTotals lt = lossless_totals(r, p);
-    e["decode_tokens_per_s"] = lt.tokens * 1000.0 / std::max(lt.decode_ms, 1e-9);
-    if (lossless.k > 0) {
-      e["lossless"] = {{"verifications", lt.st.verifications},
-                       {"drafted", lt.st.drafted},
-                       {"accepted", lt.st.accepted},
-                       {"acceptance", lt.st.acceptance()},
-                       {"tokens_per_verification", lt.st.tokens_per_verification()},
-                       {"kv_bytes_per_token", lt.st.kv_bytes_per_token()}};
-    }
-    j["results"].push_back(e);
-  }
+  j["results"] = task_results_json(tasks, r, lossless.k > 0);
   j["items"] = task_items_json(tasks, r);
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }

@@ -3,8 +3,8 @@
 #include <map>
 #include <mutex>
 
-#include "fasa/attention/policy.h"
 #include "fasa/core/sha256.h"
+#include "fasa/eval/task_json.h"
 
 #ifndef FASA_VERSION
 #define FASA_VERSION "dev"
@@ -26,14 +26,6 @@ std::string file_sha256(const std::string& path) {
   auto it = done.find(path);
   if (it == done.end()) it = done.emplace(path, sha256_file_hex(path)).first;
   return it->second;
-}
-
-std::string spec_calibration(const std::string& spec) {
-  std::string name;
-  PolicyOptions opts;
-  parse_policy_spec(spec, &name, &opts);
-  const auto it = opts.find("calib");
-  return it == opts.end() ? std::string() : it->second;
 }
 
 void add_provenance(nlohmann::ordered_json& j, const std::string& model_path,

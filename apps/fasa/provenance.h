@@ -15,9 +15,6 @@ std::string version_text();
 // sha256 of a file, hex; each path is hashed once per process.
 std::string file_sha256(const std::string& path);
 
-// The calibration file a policy spec names ("fasa:calib=c.json,budget=256" → "c.json"), or "".
-std::string spec_calibration(const std::string& spec);
-
 // Adds "fasa_version", "model_sha256", and, when the path is not empty, "text_sha256" /
 // "calib" + "calib_sha256" (from the spec) / "tasks_sha256" to a result object.
 void add_provenance(nlohmann::ordered_json& j, const std::string& model_path,

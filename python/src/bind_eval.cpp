@@ -1,13 +1,10 @@
 // eval_ppl and eval_tasks: the results `fasa eval ppl --json` and `fasa eval tasks --json` print,
 // field for field, as JSON text (the Python side loads it).
-#include <algorithm>
 
 #include <pybind11/stl.h>
 #include <nlohmann/json.hpp>
 
 #include "bindings.h"
-#include "fasa/core/parallel.h"
-#include "fasa/core/process.h"
 #include "fasa/core/sha256.h"
 #include "fasa/engine/lossless_options.h"
 #include "fasa/eval/perplexity.h"
@@ -27,15 +24,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The calibration file a policy spec names, or "".
-std::string spec_calibration(const std::string& spec) {
-  std::string name;
-  PolicyOptions opts;
-  parse_policy_spec(spec, &name, &opts);
-  const auto it = opts.find("calib");
-  return it == opts.end() ? std::string() : it->second;
-}
-
 // The CLI's provenance fields (apps/fasa/provenance.h), from this build.
 void add_provenance(Json& j, const PyModel& m, const std::string& spec, const Source* text,
                     const Source* tasks) {
@@ -52,24 +40,7 @@ void add_provenance(Json& j, const PyModel& m, const std::string& spec, const So
 
 Json ppl_json(const PyModel& m, const Source& text, const PplOptions& o, const std::string& kv,
               const PplResult& r) {
-  Json j;
-  j["model"] = m.model->file().path();
-  j["text"] = text.label;
-  j["policy"] = r.policy;
-  j["kv_type"] = kv;
-  j["n_ctx"] = o.n_ctx;
-  j["n_decode"] = o.n_decode;
-  j["n_chunks"] = r.n_chunks;
-  j["n_tokens"] = r.n_tokens;
-  j["n_scored"] = r.n_scored;
-  j["ppl"] = r.ppl;
-  j["ppl_se"] = r.ppl_se;
-  j["mean_nll"] = r.mean_nll;
-  j["chunk_ppl"] = r.chunk_ppl;
-  j["decode_rows_read_fraction"] = r.attn.global_read_fraction();
-  j["seconds"] = r.seconds;
-  j["threads"] = num_threads();
-  j["peak_rss_bytes"] = peak_rss_bytes();
+  Json j = ppl_result_json(m.model->file().path(), text.label, kv, o, r);
   add_provenance(j, m, r.policy, &text, nullptr);
   return j;
 }
@@ -97,50 +68,6 @@ std::string eval_ppl(const PyModel& m, const Source& text, int n_ctx, int n_chun
   return j.dump();
 }
 
-Json task_results(const std::vector<Task>& tasks, const TaskRunResult& r, bool lossless) {
-  const TaskScoreTable t = score_table(tasks, r);
-  const TaskScoreTable pc = score_table(tasks, r, true);
-  Json results = Json::array();
-  for (size_t p = 0; p < r.policies.size(); ++p) {
-    Json e;
-    e["policy"] = r.policies[p];
-    const std::string calib = spec_calibration(r.policies[p]);
-    if (!calib.empty()) e["calib_sha256"] = sha256_file_hex(calib);
-    e["score"] = t.overall[p];
-    e["mean_of_kinds"] = t.kind_average[p];
-    e["partial"] = pc.overall[p];
-    e["partial_mean_of_kinds"] = pc.kind_average[p];
-    Json by, by_partial;
-    for (size_t k = 0; k < t.kinds.size(); ++k) {
-      by[t.kinds[k]] = t.mean[k][p];
-      by_partial[t.kinds[k]] = pc.mean[k][p];
-    }
-    e["by_task"] = by;
-    e["partial_by_task"] = by_partial;
-    const Json norm = acc_norm_by_kind(tasks, r, p);
-    if (!norm.empty()) e["acc_norm_by_task"] = norm;
-    LosslessStats st;
-    double decode_ms = 0.0;
-    int64_t n_tokens = 0;
-    for (const auto& per_policy : r.outcome) {
-      st += per_policy[p].lossless;
-      decode_ms += per_policy[p].decode_ms;
-      n_tokens += per_policy[p].n_generated;
-    }
-    e["decode_tokens_per_s"] = n_tokens * 1000.0 / std::max(decode_ms, 1e-9);
-    if (lossless) {
-      e["lossless"] = {{"verifications", st.verifications},
-                       {"drafted", st.drafted},
-                       {"accepted", st.accepted},
-                       {"acceptance", st.acceptance()},
-                       {"tokens_per_verification", st.tokens_per_verification()},
-                       {"kv_bytes_per_token", st.kv_bytes_per_token()}};
-    }
-    results.push_back(e);
-  }
-  return results;
-}
-
 std::string eval_tasks(const PyModel& m, const Source& src,
                        const std::vector<std::string>& policies, int n_ctx, int jobs,
                        const std::string& kv_type, bool chat, const std::string& lossless) {
@@ -164,7 +91,7 @@ std::string eval_tasks(const PyModel& m, const Source& src,
   j["seconds"] = r.seconds;
   j["lossless"] = lossless_name(lo);
   add_provenance(j, m, "", nullptr, &src);
-  j["results"] = task_results(tasks, r, lo.k > 0);
+  j["results"] = task_results_json(tasks, r, lo.k > 0);
   j["items"] = task_items_json(tasks, r);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
