@@ -47,20 +47,8 @@ std::vector<std::string> policy_specs(const std::string& calib) {
           "pyramidkv+fasa:keep=12,window=2," + c.substr(5) + ",budget=4,dense_layers=none"};
 }
 
-GenerateOptions greedy(int n) {
-  GenerateOptions go;
-  go.n_predict = n;
-  go.sampler.temp = 0.0f;
-  go.stop_at_eog = false;
-  return go;
-}
-
 SessionOptions session_options(const std::string& policy) {
-  SessionOptions so;
-  so.n_ctx = 128;
-  so.prefill_chunk = 16;
-  so.policy = policy;
-  return so;
+  return test::tiny_session(policy, 128);
 }
 
 void expect_greedy_equals_full(const std::shared_ptr<const Model>& model,
@@ -71,14 +59,14 @@ void expect_greedy_equals_full(const std::shared_ptr<const Model>& model,
   for (uint32_t prompt_seed = 1; prompt_seed <= 3; ++prompt_seed) {
     const auto prompt = test::random_prompt(20 + 7 * prompt_seed, n_vocab, prompt_seed);
     Session full(model, session_options("full"));
-    const GenerateResult want = generate(full, prompt, greedy(32), nullptr);
+    const GenerateResult want = generate(full, prompt, test::greedy_options(32), nullptr);
     ASSERT_EQ(want.tokens.size(), 32u);
     for (const std::string& p : policies) {
       for (const char* k : {"1", "4", "14", "auto"}) {
         Session s(model, session_options(p));
         LosslessStats st;
         const GenerateResult got =
-            generate_lossless(s, prompt, greedy(32), parse_lossless(k), nullptr, &st);
+            generate_lossless(s, prompt, test::greedy_options(32), parse_lossless(k), nullptr, &st);
         ASSERT_EQ(got.tokens, want.tokens) << p << " K=" << k << " prompt " << prompt_seed;
         EXPECT_EQ(got.text, want.text);
         EXPECT_EQ(st.tokens, 32);
@@ -122,14 +110,14 @@ void expect_real_model_greedy_equals_full(const std::string& path) {
     SessionOptions so;
     so.n_ctx = 512;
     Session full(model, so);
-    const GenerateResult want = generate(full, prompt, greedy(32), nullptr);
+    const GenerateResult want = generate(full, prompt, test::greedy_options(32), nullptr);
     for (const char* p : {"streaming:budget=32", "h2o:budget=48"}) {
       for (const char* k : {"3", "auto"}) {
         so.policy = p;
         Session s(model, so);
         LosslessStats st;
         const GenerateResult got =
-            generate_lossless(s, prompt, greedy(32), parse_lossless(k), nullptr, &st);
+            generate_lossless(s, prompt, test::greedy_options(32), parse_lossless(k), nullptr, &st);
         ASSERT_EQ(got.tokens, want.tokens) << p << " K=" << k << " prompt " << i;
         drafted += st.drafted;
         accepted += st.accepted;
@@ -218,8 +206,8 @@ TEST(Lossless, KeptRowsAreTheDenseRows) {
         "fasa:calib=" + calib + ",budget=4,dense_layers=none",
         "double-sparsity:calib=" + calib + ",budget=4,channels=4,dense_layers=none"}) {
     Session a(model, session_options(p));
-    const GenerateResult r =
-        generate_lossless(a, prompt, greedy(20), parse_lossless("4"), nullptr, nullptr);
+    const GenerateResult r = generate_lossless(a, prompt, test::greedy_options(20),
+                                               parse_lossless("4"), nullptr, nullptr);
     // a holds the prompt and every generated token but the last (not appended yet).
     std::vector<int32_t> all = prompt;
     all.insert(all.end(), r.tokens.begin(), r.tokens.end() - 1);
@@ -338,11 +326,11 @@ TEST(Lossless, AutoChoosesKFromTheMeasuredTimes) {
   auto model = test::tiny_byte_model("lossless_auto.gguf", false);
   const auto prompt = test::random_prompt(40, model->config().n_vocab, 8);
   Session full(model, session_options("full"));
-  const GenerateResult want = generate(full, prompt, greedy(80), nullptr);
+  const GenerateResult want = generate(full, prompt, test::greedy_options(80), nullptr);
   LosslessStats bad;
   Session b(model, session_options("streaming:budget=1,sinks=0"));
   const GenerateResult got =
-      generate_lossless(b, prompt, greedy(80), parse_lossless("auto"), nullptr, &bad);
+      generate_lossless(b, prompt, test::greedy_options(80), parse_lossless("auto"), nullptr, &bad);
   EXPECT_LT(bad.acceptance(), 0.5);
   EXPECT_EQ(got.tokens, want.tokens);
 }
@@ -360,13 +348,19 @@ TEST(Lossless, BadOptionsAreRefused) {
   so.prefill_chunk = 4;
   Session s(model, so);
   test::expect_error(
-      [&] { generate_lossless(s, prompt, greedy(4), parse_lossless("6"), nullptr, nullptr); },
+      [&] {
+        generate_lossless(s, prompt, test::greedy_options(4), parse_lossless("6"), nullptr,
+                          nullptr);
+      },
       "prefill chunk must be at least");
   const std::string calib = test::calibrate_tiny(model, "lossless_bad_calib.json");
   Session m(model, session_options("fasa:calib=" + calib +
                                    ",budget=4,variant=m,offload_dir=" + ::testing::TempDir()));
   test::expect_error(
-      [&] { generate_lossless(m, prompt, greedy(4), parse_lossless("2"), nullptr, nullptr); },
+      [&] {
+        generate_lossless(m, prompt, test::greedy_options(4), parse_lossless("2"), nullptr,
+                          nullptr);
+      },
       "tiered KV cache");
 }
 

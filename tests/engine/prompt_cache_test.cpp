@@ -24,21 +24,7 @@ std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& 
   return a;
 }
 
-SessionOptions options(const std::string& policy) {
-  SessionOptions so;
-  so.n_ctx = 160;
-  so.prefill_chunk = 16;
-  so.policy = policy;
-  return so;
-}
-
-GenerateOptions greedy(int n) {
-  GenerateOptions go;
-  go.n_predict = n;
-  go.sampler.temp = 0.0f;
-  go.stop_at_eog = false;
-  return go;
-}
+SessionOptions options(const std::string& policy) { return test::tiny_session(policy, 160); }
 
 struct Answer {
   std::vector<int32_t> tokens;  // generated
@@ -58,7 +44,7 @@ Answer run(const std::shared_ptr<const Model>& model, const std::string& policy,
   }
   r.first = s.last_logits();
   if (cache) cache->insert(s, prompt);
-  Generation gen(model->require_tokenizer(), greedy(12));
+  Generation gen(model->require_tokenizer(), test::greedy_options(12));
   gen.step(s.last_logits().data(), static_cast<int>(r.first.size()), true);
   while (!gen.done()) {
     s.decode(gen.next_token());

@@ -18,32 +18,17 @@
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 #include "support/expect_error.h"
+#include "support/temp_files.h"
 #include "support/threads_guard.h"
 #include "support/tiny_byte_model.h"
 
 namespace fasa {
 namespace {
 
+using test::slurp;
+
 SessionOptions options(const std::string& policy, KvType kv = KvType::F16) {
-  SessionOptions so;
-  so.n_ctx = 128;
-  so.prefill_chunk = 16;
-  so.policy = policy;
-  so.kv_type = kv;
-  return so;
-}
-
-GenerateOptions greedy(int n) {
-  GenerateOptions go;
-  go.n_predict = n;
-  go.sampler.temp = 0.0f;
-  go.stop_at_eog = false;
-  return go;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return test::tiny_session(policy, 128, kv);
 }
 
 void spit(const std::string& path, const std::string& bytes) {
@@ -81,7 +66,7 @@ void expect_round_trip(const std::shared_ptr<const Model>& model, const std::str
                              }()}) {
     for (const std::string policy : {"full", "streaming:budget=4,sinks=1"}) {
       Session want_s(model, options(policy));
-      const GenerateResult want = generate(want_s, prompt, greedy(10), nullptr);
+      const GenerateResult want = generate(want_s, prompt, test::greedy_options(10), nullptr);
       Session s(model, options(policy));
       auto src = std::make_unique<Session>(model, options("full"));
       auto saved = load_prompt_file(file, *src);
@@ -93,7 +78,8 @@ void expect_round_trip(const std::shared_ptr<const Model>& model, const std::str
       if (reused < static_cast<int>(prompt.size())) {
         s.prefill(std::vector<int32_t>(prompt.begin() + reused, prompt.end()));
       }
-      EXPECT_EQ(generate_from_prefilled(s, greedy(10), nullptr).tokens, want.tokens) << policy;
+      EXPECT_EQ(generate_from_prefilled(s, test::greedy_options(10), nullptr).tokens, want.tokens)
+          << policy;
     }
   }
 }

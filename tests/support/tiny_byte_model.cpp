@@ -32,4 +32,21 @@ std::vector<int32_t> random_prompt(int n, int n_vocab, uint32_t seed) {
   return t;
 }
 
+SessionOptions tiny_session(const std::string& policy, int n_ctx, KvType kv) {
+  SessionOptions so;
+  so.n_ctx = n_ctx;
+  so.prefill_chunk = 16;
+  so.policy = policy;
+  so.kv_type = kv;
+  return so;
+}
+
+GenerateOptions greedy_options(int n) {
+  GenerateOptions go;
+  go.n_predict = n;
+  go.sampler.temp = 0.0f;
+  go.stop_at_eog = false;
+  return go;
+}
+
 }  // namespace fasa::test

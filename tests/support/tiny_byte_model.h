@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "fasa/attention/kv_cache.h"
+#include "fasa/engine/generate.h"
+#include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 
 namespace fasa::test {
@@ -19,5 +22,11 @@ std::shared_ptr<const Model> tiny_byte_model(const std::string& name, bool hybri
 
 // n token ids drawn uniformly from [1, n_vocab) by a seeded generator (never token 0, EOS).
 std::vector<int32_t> random_prompt(int n, int n_vocab, uint32_t seed);
+
+// A session on the tiny models: `policy`, n_ctx tokens, prefill chunks of 16 rows, `kv`.
+SessionOptions tiny_session(const std::string& policy, int n_ctx, KvType kv = KvType::F16);
+
+// Greedy decoding of n tokens that goes on past EOS (a tiny model's text is arbitrary).
+GenerateOptions greedy_options(int n);
 
 }  // namespace fasa::test
