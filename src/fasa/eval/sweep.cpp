@@ -8,6 +8,7 @@
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
 #include "fasa/core/sha256.h"
+#include "fasa/eval/task_json.h"
 
 namespace fasa {
 
@@ -86,13 +87,8 @@ nlohmann::ordered_json result_json(const SweepMeta& meta, const SweepEntry& entr
   e["partial"] = partial.kind_average[p];
   e["partial_ci95"] = {st.partial - st.partial_ci95, st.partial + st.partial_ci95};
   e["partial_all_tasks"] = partial.overall[p];
-  nlohmann::ordered_json by, by_partial;
-  for (size_t k = 0; k < t.kinds.size(); ++k) {
-    by[t.kinds[k]] = t.mean[k][p];
-    by_partial[t.kinds[k]] = partial.mean[k][p];
-  }
-  e["by_task"] = by;
-  e["partial_by_task"] = by_partial;
+  e["by_task"] = kind_means_json(t, p);
+  e["partial_by_task"] = kind_means_json(partial, p);
   e["kv_bytes_read_per_token"] = st.kv_bytes_read_per_token;
   e["rows_read_fraction"] = st.rows_read_fraction;
   e["kv_resident_bytes"] = st.kv_resident_bytes;

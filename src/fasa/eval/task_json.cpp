@@ -20,6 +20,12 @@ std::string spec_calibration(const std::string& spec) {
   return it == opts.end() ? std::string() : it->second;
 }
 
+nlohmann::ordered_json kind_means_json(const TaskScoreTable& t, size_t p) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (size_t k = 0; k < t.kinds.size(); ++k) out[t.kinds[k]] = t.mean[k][p];
+  return out;
+}
+
 double LosslessTotals::tokens_per_s() const {
   return static_cast<double>(tokens) * 1000.0 / std::max(decode_ms, 1e-9);
 }
@@ -48,13 +54,8 @@ nlohmann::ordered_json task_results_json(const std::vector<Task>& tasks, const T
     e["mean_of_kinds"] = t.kind_average[p];
     e["partial"] = pc.overall[p];
     e["partial_mean_of_kinds"] = pc.kind_average[p];
-    nlohmann::ordered_json by, by_partial;
-    for (size_t k = 0; k < t.kinds.size(); ++k) {
-      by[t.kinds[k]] = t.mean[k][p];
-      by_partial[t.kinds[k]] = pc.mean[k][p];
-    }
-    e["by_task"] = by;
-    e["partial_by_task"] = by_partial;
+    e["by_task"] = kind_means_json(t, p);
+    e["partial_by_task"] = kind_means_json(pc, p);
     const nlohmann::ordered_json norm = acc_norm_by_kind(tasks, r, p);
     if (!norm.empty()) e["acc_norm_by_task"] = norm;
     const LosslessTotals lt = lossless_totals(r, p);

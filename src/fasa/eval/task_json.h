@@ -21,6 +21,9 @@ nlohmann::ordered_json acc_norm_by_kind(const std::vector<Task>& tasks, const Ta
 // The calibration file a policy spec names ("fasa:calib=c.json,budget=256" -> "c.json"), or "".
 std::string spec_calibration(const std::string& spec);
 
+// {kind: policy p's mean} of a score table, kinds in its order (by_task, partial_by_task).
+nlohmann::ordered_json kind_means_json(const TaskScoreTable& t, size_t p);
+
 // Per policy p, over every task: the lossless decoder's counts, decode time and tokens.
 struct LosslessTotals {
   LosslessStats st;
