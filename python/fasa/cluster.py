@@ -383,8 +383,7 @@ def _sweep_args(a, files):
         calib_rel = _node_relative(a.calib)
         if calib_rel == tasks_rel:
             calib_rel = os.path.join("calib", calib_rel)
-        with open(a.calib, "rb") as f:
-            files[calib_rel] = f.read()
+        files[calib_rel] = _read(a.calib, "--calib")
         args += ["--calib", calib_rel]
     # A policy's own calibration (a spec's calib=FILE): shipped too when it is a relative path
     # (the spec's text, recorded in the reports, stays as given); another path is left to the
@@ -418,10 +417,15 @@ def _short_error(e):
     return "\n".join(lines[-12:])
 
 
-def sweep(a):
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+def _read(path, what):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise SystemExit(f"fasa.cluster: cannot read {what} '{path}': {e.strerror}")
 
+
+def sweep(a):
     log = lambda msg: print(f"fasa.cluster: {msg}", flush=True)  # noqa: E731
     if a.shards < 1:
         raise SystemExit("fasa.cluster: --shards must be at least 1")
@@ -431,8 +435,7 @@ def sweep(a):
         a.fasa = os.path.abspath(a.fasa)
     if os.path.isfile(a.model):
         a.model = os.path.abspath(a.model)
-    with open(a.tasks, "rb") as f:
-        task_bytes = f.read()
+    task_bytes = _read(a.tasks, "--tasks")
     n_tasks = _count_tasks(task_bytes)
     cpus = a.cpus if a.cpus is not None else float(a.threads or a.jobs or 1)
     if not a.threads:
@@ -448,6 +451,10 @@ def sweep(a):
                          "merged again), or remove it to start again")
     known, done_before = out_shards.start(a.resume)
     persisted = {i: len(known.get(i, [])) for i in range(a.shards)}
+
+    # Ray only now: every check above is answered without it.
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     package = os.path.dirname(os.path.abspath(__file__))
     init = {"runtime_env": {"py_modules": [package]}, "logging_level": "WARNING",

@@ -767,6 +767,10 @@ TEST(CliTest, ServeBadSettings) {
                      "--request-timeout");
   expect_clean_error(test::run_cli({"serve", "-m", m, "--request-timeout", "nan"}),
                      "--request-timeout");
+  for (const char* bad : {"-1", "nan", "90000"}) {
+    expect_clean_error(test::run_cli({"serve", "-m", m, "--drain-timeout", bad}),
+                       "--drain-timeout must be a number of seconds in [0, 86400]");
+  }
   expect_clean_error(test::run_cli({"serve", "-m", m}), "tokenizer");  // nothing to chat with
   expect_clean_error(test::run_cli({"serve", "-m", "/nonexistent.gguf"}), "nonexistent");
 }

@@ -128,3 +128,26 @@ def test_module_imports_without_ray_or_the_extension(tmp_path):
     h = subprocess.run([sys.executable, "-m", "fasa.cluster", "sweep", "--help"],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
     assert h.returncode == 0 and "--shards" in h.stdout, h.stderr
+
+
+def test_bad_input_is_one_clear_error_before_ray(tmp_path, monkeypatch):
+    """Each refusal is a SystemExit naming the problem, before Ray is imported (venv-test has
+    no ray: reaching `import ray` would be a ModuleNotFoundError instead)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "T.jsonl").write_text("{}\n")
+    base = ["sweep", "-m", "m.gguf", "--policies", "full", "-o", "OUT"]
+    with pytest.raises(SystemExit, match="--shards must be at least 1"):
+        cluster.main(base + ["--shards", "0", "--tasks", "T.jsonl"])
+    with pytest.raises(SystemExit, match="cannot read --tasks 'none.jsonl'"):
+        cluster.main(base + ["--shards", "2", "--tasks", "none.jsonl"])
+    with pytest.raises(SystemExit, match="cannot read --calib 'none.json'"):
+        cluster.main(base + ["--shards", "2", "--tasks", "T.jsonl", "--calib", "none.json"])
+    earlier = cluster.OutShards("OUT", 2)
+    earlier.start(resume=False)
+    earlier.append(0, ["h\n"])  # an earlier sweep's lines
+    with pytest.raises(SystemExit, match="holds the shards of an earlier cluster sweep: add "
+                       "--resume"):
+        cluster.main(base + ["--shards", "2", "--tasks", "T.jsonl"])
+    with pytest.raises(SystemExit, match="shard-2 is not a shard of this sweep"):
+        (tmp_path / "OUT" / "shards" / "shard-2").mkdir()
+        cluster.main(base + ["--shards", "2", "--tasks", "T.jsonl", "--resume"])
