@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python package (python/) in the test venv: installs the test requirements when they
-# changed (--deps; needs PyPI), then `pip install ./python` when its sources or the engine's
-# changed since the last install (a stamp in the venv). The build folder stays in
+# changed (--deps; needs PyPI), then `pip install ./python` when its sources, the engine's or the
+# commit changed since the last install (a stamp in the venv). The build folder stays in
 # build/python, so a reinstall recompiles only what changed.
 #   scripts/python_package.sh [--deps] VENV
 set -euo pipefail
@@ -26,7 +26,11 @@ fi
   echo "python_package: no scikit-build-core in $venv (scripts/setup.sh installs it)" >&2
   exit 1
 }
-want=$(find python src cmake CMakeLists.txt -type f -not -path '*/__pycache__/*' | hash_of)
+# The commit too: the package records it in every results file (cmake/git_commit.cmake), so a
+# commit reinstalls it (only the version text is recompiled).
+want=$( { find python src cmake CMakeLists.txt -type f -not -path '*/__pycache__/*' | hash_of
+          git rev-parse HEAD 2>/dev/null || true
+          git status --porcelain --untracked-files=no 2>/dev/null || true; } | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$venv/.fasa-package" 2>/dev/null)" = "$want" ] && "$py" -c "import fasa._fasa" 2>/dev/null; then
   exit 0
 fi

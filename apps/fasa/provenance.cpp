@@ -6,18 +6,11 @@
 #include "fasa/core/sha256.h"
 #include "fasa/eval/task_json.h"
 
-#ifndef FASA_VERSION
-#define FASA_VERSION "dev"
-#endif
-
-const char* fasa_git_commit();  // generated at build time (cmake/git_commit.cmake)
+const char* fasa_version_text();  // generated at build time (cmake/git_commit.cmake)
 
 namespace fasa::cli {
 
-std::string version_text() {
-  const std::string commit = fasa_git_commit();
-  return std::string(FASA_VERSION) + (commit.empty() ? "" : " (" + commit + ")");
-}
+std::string version_text() { return fasa_version_text(); }
 
 std::string file_sha256(const std::string& path) {
   static std::mutex mu;

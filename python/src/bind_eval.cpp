@@ -14,9 +14,7 @@
 #include "fasa/kernels/kv_rows.h"
 #include "fasa/tokenizer/tokenizer.h"
 
-#ifndef FASA_VERSION
-#define FASA_VERSION "dev"
-#endif
+const char* fasa_version_text();  // generated at build time (cmake/git_commit.cmake)
 
 namespace fasa::py {
 
@@ -24,10 +22,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// The CLI's provenance fields (apps/fasa/provenance.h), from this build.
+// The CLI's provenance fields (apps/fasa/provenance.h), from this build: the same version text,
+// with the commit the package was built from.
 void add_provenance(Json& j, const PyModel& m, const std::string& spec, const Source* text,
                     const Source* tasks) {
-  j["fasa_version"] = std::string(FASA_VERSION) + " (python)";
+  j["fasa_version"] = fasa_version_text();
   j["model_sha256"] = model_identity(*m.model);
   if (text && text->is_file) j["text_sha256"] = sha256_hex(text->bytes);
   if (tasks && tasks->is_file) j["tasks_sha256"] = sha256_hex(tasks->bytes);

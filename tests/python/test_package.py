@@ -144,7 +144,8 @@ def test_streaming_callback_gets_the_text(model):
 
 def ppl_fields(j):
     keys = ("policy", "n_ctx", "n_decode", "n_chunks", "n_tokens", "n_scored", "ppl", "ppl_se",
-            "mean_nll", "chunk_ppl", "decode_rows_read_fraction", "model_sha256", "text_sha256")
+            "mean_nll", "chunk_ppl", "decode_rows_read_fraction", "model_sha256", "text_sha256",
+            "fasa_version")
     return {k: j[k] for k in keys}
 
 
@@ -153,6 +154,8 @@ def test_eval_ppl_equals_cli(model):
     out = json.loads(cli("eval", "ppl", "-m", str(SMOLLM2), "--text", str(TEXT), "--ctx", "128",
                          "--chunks", "2", "--json"))
     assert ppl_fields(py) == ppl_fields(out)
+    # The same build provenance as the CLI: its release and commit ("0.6.0 (a308dc3)").
+    assert py["fasa_version"] == cli("--version").strip()
     assert py["n_chunks"] == 2 and 1.0 < py["ppl"] < 1000.0
     # The text itself gives the same numbers (only the label and the file hash differ).
     same = fasa.eval_ppl(model, TEXT.read_text(encoding="utf-8"), n_ctx=128, chunks=2)
@@ -192,7 +195,8 @@ def test_eval_tasks_equals_cli(model, tmp_path):
     strip = lambda rs: [{k: v for k, v in r.items() if k not in drop} for r in rs]  # noqa: E731
     assert strip(py["results"]) == strip(out["results"])
     assert py["items"] == out["items"]
-    for k in ("n_ctx", "chat", "kv_type", "lossless", "tasks_sha256", "model_sha256"):
+    for k in ("n_ctx", "chat", "kv_type", "lossless", "tasks_sha256", "model_sha256",
+              "fasa_version"):
         assert py[k] == out[k], k
     assert len(py["items"]) == 6 and {r["policy"] for r in py["results"]} == set(policies)
     # Task dicts instead of a file: the same outputs.
