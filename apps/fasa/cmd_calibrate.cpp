@@ -3,7 +3,8 @@
 //  calibration.
 // `fasa calib show CALIB.json [--n-tip X] [--json]` — the dominant FCs per layer and head (and,
 // in files of version >= 3, Double Sparsity's heavy channels: 2 x n_tip key dims; in files of
-// version >= 4, --json also gives each head's compound set, its first n_tip FCs, and their CA).
+// version >= 4, each head's compound set, its first n_tip FCs, and their CA in --json, and the
+// default selector's sets, one per kv-head group, in both).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -119,10 +120,45 @@ void print_show_json(const Calibration& c, int n_tip) {
     layers.push_back(heads);
   }
   j["layers"] = layers;
+  if (c.has_compound()) {  // the default selector's sets (fc_sets=group): one per kv-head group
+    const int n = std::min(n_tip, c.n_compound);
+    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+    for (int l = 0; l < c.n_layers; ++l) {
+      if (!c.covers(l)) {
+        groups.push_back(nullptr);
+        continue;
+      }
+      nlohmann::ordered_json kv = nlohmann::ordered_json::array();
+      for (int g = 0; g < c.n_kv_heads; ++g) {
+        const int32_t* fcs = c.group_compound_fcs(l, g);
+        kv.push_back({{"compound", std::vector<int32_t>(fcs, fcs + n)},
+                      {"compound_ca", c.group_compound_cas(l, g)[n - 1]}});
+      }
+      groups.push_back(kv);
+    }
+    j["kv_groups"] = groups;
+  }
   std::printf("%s\n", j.dump().c_str());
 }
 
-// The same as text: a header, then one line per covered head.
+// The sets the default selector scores with (fcs=compound, fc_sets=group): one per kv-head
+// group, its first n_tip FCs in greedy order (at most the file's n_compound) and their CA.
+void print_group_sets_text(const Calibration& c, int n_tip) {
+  const int n = std::min(n_tip, c.n_compound);
+  std::printf(
+      "\nthe default selector's FC sets (fcs=compound, fc_sets=group), one per kv-head group: "
+      "the first %d of %d in greedy order, then their compound CA%s\n\n",
+      n, c.n_compound, n < n_tip ? "; the policy takes the other FCs by mean CA" : "");
+  for (int l : c.layers) {
+    for (int g = 0; g < c.n_kv_heads; ++g) {
+      std::printf("layer %2d group %2d", l, g);
+      for (int i = 0; i < n; ++i) std::printf(" %2d", c.group_compound_fcs(l, g)[i]);
+      std::printf("  CA %.2f\n", c.group_compound_cas(l, g)[n - 1]);
+    }
+  }
+}
+
+// The same as text: a header, then one line per covered head (and per kv-head group).
 void print_show_text(const Calibration& c, const std::string& path, int n_tip) {
   std::printf("calibration  %s (%s, FC layout %s, %d FCs per head)\n", path.c_str(),
               c.model_name.c_str(), fc_layout_name(c.fc_layout), c.n_fc());
@@ -168,6 +204,7 @@ void print_show_text(const Calibration& c, const std::string& path, int n_tip) {
       std::printf("\n");
     }
   }
+  if (c.has_compound()) print_group_sets_text(c, n_tip);
 }
 
 void run_show(const ShowArgs& a) {

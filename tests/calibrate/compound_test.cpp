@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "fasa/attention/calibration.h"
@@ -190,6 +191,27 @@ TEST(CompoundCalibration, SetsStartWithTheBestFcAndRoundTrip) {
   const auto head = nlohmann::json::parse(show.out)["layers"][1][2];
   EXPECT_EQ(head["compound"], std::vector<int32_t>(c.compound_fcs(1, 2), c.compound_fcs(1, 2) + 3));
   EXPECT_FLOAT_EQ(head["compound_ca"].get<float>(), c.compound_cas(1, 2)[2]);
+  // ... and the default selector's sets, one per kv-head group.
+  const auto group = nlohmann::json::parse(show.out)["kv_groups"][1][1];
+  EXPECT_EQ(group["compound"],
+            std::vector<int32_t>(c.group_compound_fcs(1, 1), c.group_compound_fcs(1, 1) + 3));
+  EXPECT_FLOAT_EQ(group["compound_ca"].get<float>(), c.group_compound_cas(1, 1)[2]);
+  // As text: the sets per group, at most the file's n_compound (4), saying so past it.
+  const auto text = test::run_cli({"calib", "show", path, "--n-tip", "3"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("the first 3 of 4 in greedy order, then their compound CA\n"),
+            std::string::npos)
+      << text.out;
+  const int32_t* g11 = c.group_compound_fcs(1, 1);
+  EXPECT_NE(text.out.find(fmt::format("layer  1 group  1 {:2} {:2} {:2}  CA {:.2f}\n", g11[0],
+                                      g11[1], g11[2], c.group_compound_cas(1, 1)[2])),
+            std::string::npos)
+      << text.out;
+  const auto wide = test::run_cli({"calib", "show", path, "--n-tip", "6"});
+  EXPECT_NE(wide.out.find("the first 4 of 4 in greedy order, then their compound CA; the policy "
+                          "takes the other FCs by mean CA"),
+            std::string::npos)
+      << wide.out;
   // --compound 0: no sets, a version 3 file.
   const Calibration none = calibrate_tiny(m, 0.0);
   EXPECT_FALSE(none.has_compound());
