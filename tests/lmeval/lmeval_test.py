@@ -10,6 +10,10 @@ YAML format, gives the scores `fasa eval tasks` computes for the same items:
   log-likelihood within a tolerance (the server scores a prompt in chunks of 32 tokens, fasa
   eval prefills the context then continues per choice: float sums in another order).
 
+With `local-chat-completions --apply_chat_template` (generation only: chat models give no
+log-likelihoods), the server applies the model's chat format, and the answers equal `fasa eval
+tasks --chat`'s.
+
 Both read the same JSONL files: lm-eval through `dataset_path: json` (no download), fasa
 directly. lm-eval tokenizes through the server (tokenizer_backend=remote: /tokenizer_info,
 /tokenize), so nothing is fetched from Hugging Face.
@@ -125,23 +129,29 @@ def write_tasks(d):
     return yaml_dir, both
 
 
-def lm_eval_command(port, yaml_dir, out_dir):
-    """The command docs/SERVER.md shows, with this test's port and directories."""
+def lm_eval_command(port, yaml_dir, out_dir, tasks=("fasa_gen", "fasa_mc"), chat=False):
+    """The commands docs/SERVER.md shows, with this test's port and directories: completions
+    with the server's tokenizer, or (chat) chat completions with --apply_chat_template."""
     bin_dir = os.path.dirname(sys.executable)
-    return [os.path.join(bin_dir, "lm_eval"), "--model", "local-completions",
-            "--model_args",
-            f"base_url=http://127.0.0.1:{port}/v1/completions,model={MODEL},"
-            "tokenizer_backend=remote,num_concurrent=1,max_retries=1",
-            "--include_path", yaml_dir, "--tasks", "fasa_gen,fasa_mc",
+    if chat:
+        model = ["--model", "local-chat-completions", "--model_args",
+                 f"base_url=http://127.0.0.1:{port}/v1/chat/completions,model={MODEL},"
+                 "num_concurrent=1,max_retries=1", "--apply_chat_template"]
+    else:
+        model = ["--model", "local-completions", "--model_args",
+                 f"base_url=http://127.0.0.1:{port}/v1/completions,model={MODEL},"
+                 "tokenizer_backend=remote,num_concurrent=1,max_retries=1"]
+    return [os.path.join(bin_dir, "lm_eval"), *model,
+            "--include_path", yaml_dir, "--tasks", ",".join(tasks),
             "--output_path", out_dir, "--log_samples"]
 
 
-def run_lm_eval(port, yaml_dir, d):
-    out_dir = os.path.join(d, "lm_eval_out")
+def run_lm_eval(port, yaml_dir, d, tasks=("fasa_gen", "fasa_mc"), chat=False):
+    out_dir = os.path.join(d, "lm_eval_chat" if chat else "lm_eval_out")
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
                HF_HOME=os.path.join(d, "hf"), HF_DATASETS_CACHE=os.path.join(d, "hf", "ds"))
-    p = subprocess.run(lm_eval_command(port, yaml_dir, out_dir), capture_output=True, text=True,
-                       env=env, timeout=LM_EVAL_TIMEOUT_S)
+    p = subprocess.run(lm_eval_command(port, yaml_dir, out_dir, tasks, chat),
+                       capture_output=True, text=True, env=env, timeout=LM_EVAL_TIMEOUT_S)
     if p.returncode != 0:
         raise RuntimeError(f"lm_eval exited with {p.returncode}:\n{p.stderr[-4000:]}")
     results = glob.glob(os.path.join(out_dir, "**", "results_*.json"), recursive=True)
@@ -150,7 +160,7 @@ def run_lm_eval(port, yaml_dir, d):
     with open(results[0]) as f:
         agg = json.load(f)["results"]
     samples = {}
-    for task in ("fasa_gen", "fasa_mc"):
+    for task in tasks:
         files = glob.glob(os.path.join(out_dir, "**", f"samples_{task}_*.jsonl"), recursive=True)
         if len(files) != 1:
             raise RuntimeError(f"expected one samples file of {task}, found {files}")
@@ -159,9 +169,9 @@ def run_lm_eval(port, yaml_dir, d):
     return agg, samples
 
 
-def run_fasa_eval(tasks_file):
+def run_fasa_eval(tasks_file, extra=()):
     cmd = [FASA, "eval", "tasks", "-m", MODEL, "--tasks", tasks_file, "--policy", "full",
-           "--json", "-t", "1"]
+           "--json", "-t", "1", *extra]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         raise RuntimeError(f"fasa eval tasks exited with {p.returncode}:\n{p.stderr}")
@@ -212,6 +222,25 @@ class LmEvalTest(unittest.TestCase):
         self.assertAlmostEqual(agg["fasa_mc"]["acc_norm,none"],
                                fasa["results"][0]["acc_norm_by_task"]["fasa_mc"], 12)
         # Not a vacuous comparison: the scores are neither all 0 nor all 1 somewhere.
+        scores = [it["score"] for it in items.values()]
+        self.assertTrue(0 < sum(scores) < len(scores), scores)
+
+    def test_chat_completions_equal_fasa_eval_chat(self):
+        """local-chat-completions with --apply_chat_template: lm-eval sends each prompt as a user
+        message and the server applies the model's chat format, so the answers equal `fasa eval
+        tasks --chat`'s."""
+        with tempfile.TemporaryDirectory() as d:
+            yaml_dir, _ = write_tasks(d)
+            gen_file = os.path.join(d, "gen.jsonl")
+            with Server(FASA, "--ctx", "512", "--parallel", "1") as srv:
+                _, samples = run_lm_eval(srv.port, yaml_dir, d, tasks=("fasa_gen",), chat=True)
+            _, items = run_fasa_eval(gen_file, extra=("--chat",))
+        gen = samples["fasa_gen"]
+        self.assertEqual(sorted(gen), sorted(items))
+        for gid, s in gen.items():
+            self.assertEqual(s["resps"][0][0], items[gid]["output"], gid)
+            self.assertEqual(float(s["exact_match"]), items[gid]["score"], gid)
+        # Not vacuous: some answers are right and some wrong.
         scores = [it["score"] for it in items.values()]
         self.assertTrue(0 < sum(scores) < len(scores), scores)
 

@@ -271,6 +271,7 @@ class ServerTest(unittest.TestCase):
         info = json.loads(body)
         self.assertRegex(info["eos_token"], r"^<\|\w+\|>$")  # SmolLM2-Instruct's: <|im_end|>
         self.assertEqual(info["model_max_length"], 512)
+        self.assertIn("<|im_start|>", info["chat_template"])  # the file's Jinja template
         status, _, body = self.srv.request("POST", "/tokenize",
                                            {"prompt": PROMPT, "add_special_tokens": False})
         self.assertEqual((status, json.loads(body)["tokens"]), (200, self.tokenize(PROMPT)))

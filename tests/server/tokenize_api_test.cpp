@@ -79,11 +79,13 @@ TEST(TokenizeApi, DetokenizeAnswersBothNames) {
 TEST(TokenizeApi, TokenizerInfoNamesTheSpecialTokens) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
   const Tokenizer& tok = smollm2_tokenizer(path);
-  const json info = json::parse(tokenizer_info_body(tok, 512));
+  const json info = json::parse(tokenizer_info_body(tok, 512, "{{ messages }}"));
   EXPECT_EQ(info["eos_token"], tok.token_text(tok.eos_id()));
   EXPECT_EQ(info["add_bos_token"], tok.adds_bos());
   EXPECT_EQ(info["model_max_length"], 512);
   EXPECT_TRUE(info["pad_token"].is_null());
+  EXPECT_EQ(info["chat_template"], "{{ messages }}");
+  EXPECT_TRUE(json::parse(tokenizer_info_body(tok, 512, ""))["chat_template"].is_null());
   if (tok.bos_id() < 0) {
     EXPECT_TRUE(info["bos_token"].is_null());
   } else {

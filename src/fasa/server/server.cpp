@@ -11,6 +11,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/process.h"
 #include "fasa/engine/prompt.h"
+#include "fasa/io/gguf.h"
 #include "fasa/server/tokenize_api.h"
 #include "fasa/tokenizer/tokenizer.h"
 
@@ -169,7 +170,8 @@ std::string ApiServer::route(const http::Request& req, http::ResponseWriter& w,
     if (endpoint == "/tokenizer_info") {
       send_json(w, 200,
                 tokenizer_info_body(model_->require_tokenizer(),
-                                    scheduler_->options().session.n_ctx));
+                                    scheduler_->options().session.n_ctx,
+                                    model_->file().get_string_or("tokenizer.chat_template", "")));
     } else if (endpoint == "/v1/models") {
       send_json(w, 200, render_models({config_.model_id}, started_));
     } else {

@@ -120,7 +120,7 @@ std::string detokenize_body(const Tokenizer& tok, std::string_view body) {
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string tokenizer_info_body(const Tokenizer& tok, int n_ctx) {
+std::string tokenizer_info_body(const Tokenizer& tok, int n_ctx, const std::string& chat_template) {
   auto text = [&tok](int32_t id) { return id < 0 ? json(nullptr) : json(tok.token_text(id)); };
   json out;
   out["eos_token"] = text(tok.eos_id());
@@ -128,6 +128,7 @@ std::string tokenizer_info_body(const Tokenizer& tok, int n_ctx) {
   out["pad_token"] = nullptr;
   out["add_bos_token"] = tok.adds_bos();
   out["model_max_length"] = n_ctx;
+  out["chat_template"] = chat_template.empty() ? json(nullptr) : json(chat_template);
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

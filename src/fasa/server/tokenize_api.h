@@ -8,7 +8,9 @@
 //               added when add_special_tokens and the model asks for one)
 //   /detokenize answers "prompt" too (the same text as "content")
 //   GET /tokenizer_info  ->  {"eos_token", "bos_token", "pad_token", "add_bos_token",
-//                             "model_max_length"}  (a token's vocabulary text, or null)
+//                             "model_max_length", "chat_template"}  (a token's vocabulary
+//                             text, or null; the file's Jinja template text, or null: clients
+//                             such as lm-eval's --apply_chat_template render it themselves)
 // Bad bodies are ApiError(400) naming the field; unknown fields are refused here (nothing
 // else sends them).
 #pragma once
@@ -22,7 +24,8 @@ namespace fasa::server {
 
 std::string tokenize_body(const Tokenizer& tok, std::string_view body);
 std::string detokenize_body(const Tokenizer& tok, std::string_view body);
-// `n_ctx`: the context a sequence has (model_max_length).
-std::string tokenizer_info_body(const Tokenizer& tok, int n_ctx);
+// `n_ctx`: the context a sequence has (model_max_length); `chat_template`: the model file's
+// tokenizer.chat_template ("" when it has none).
+std::string tokenizer_info_body(const Tokenizer& tok, int n_ctx, const std::string& chat_template);
 
 }  // namespace fasa::server
