@@ -98,13 +98,14 @@ void print_show_json(const Calibration& c, int n_tip) {
     j["rope_n_ctx"] = c.rope_n_ctx;
   }
   j["covered_layers"] = c.layers;
-  // Indexed by layer; null for a layer the file does not cover (a sliding-window layer).
-  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-  for (int l = 0; l < c.n_layers; ++l) {
-    if (!c.covers(l)) {
-      layers.push_back(nullptr);
-      continue;
-    }
+  // Arrays indexed by layer: `of(l)` for a covered layer, null for one the file does not cover
+  // (a sliding-window layer).
+  auto by_layer = [&c](const auto& of) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (int l = 0; l < c.n_layers; ++l) out.push_back(c.covers(l) ? of(l) : nullptr);
+    return out;
+  };
+  j["layers"] = by_layer([&](int l) {
     nlohmann::ordered_json heads = nlohmann::ordered_json::array();
     for (int h = 0; h < c.n_heads; ++h) {
       std::vector<int32_t> dom(c.rank(l, h), c.rank(l, h) + n_tip);
@@ -117,26 +118,19 @@ void print_show_json(const Calibration& c, int n_tip) {
       }
       heads.push_back(e);
     }
-    layers.push_back(heads);
-  }
-  j["layers"] = layers;
+    return heads;
+  });
   if (c.has_compound()) {  // the default selector's sets (fc_sets=group): one per kv-head group
     const int n = std::min(n_tip, c.n_compound);
-    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
-    for (int l = 0; l < c.n_layers; ++l) {
-      if (!c.covers(l)) {
-        groups.push_back(nullptr);
-        continue;
-      }
+    j["kv_groups"] = by_layer([&](int l) {
       nlohmann::ordered_json kv = nlohmann::ordered_json::array();
       for (int g = 0; g < c.n_kv_heads; ++g) {
         const int32_t* fcs = c.group_compound_fcs(l, g);
         kv.push_back({{"compound", std::vector<int32_t>(fcs, fcs + n)},
                       {"compound_ca", c.group_compound_cas(l, g)[n - 1]}});
       }
-      groups.push_back(kv);
-    }
-    j["kv_groups"] = groups;
+      return kv;
+    });
   }
   std::printf("%s\n", j.dump().c_str());
 }
