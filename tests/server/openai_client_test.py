@@ -329,6 +329,20 @@ class ServerTest(unittest.TestCase):
             for a, b in zip(lp.token_logprobs[len(ids):], gen.choices[0].logprobs.token_logprobs):
                 self.assertAlmostEqual(a, b, delta=2e-3)
         self.assertEqual(e.usage.completion_tokens, 0)
+        # A prompt that starts like a scored one takes its whole 32-token chunks (the scorer
+        # keeps scored prompts) and gives the same logprobs for them.
+        longer = ids * (64 // len(ids) + 1)
+        before = self.srv.metrics()
+        a = self.client.completions.create(model=MODEL, prompt=longer + [ids[0]], max_tokens=0,
+                                           echo=True, logprobs=1, temperature=0)
+        b = self.client.completions.create(model=MODEL, prompt=longer + [ids[1]], max_tokens=0,
+                                           echo=True, logprobs=1, temperature=0)
+        after = self.srv.metrics()
+        self.assertEqual(a.choices[0].logprobs.token_logprobs[:len(longer)],
+                         b.choices[0].logprobs.token_logprobs[:len(longer)])
+        self.assertEqual(after["fasa_echo_prompts_total"] - before["fasa_echo_prompts_total"], 2)
+        self.assertGreaterEqual(after["fasa_echo_cache_tokens_total"]
+                                - before["fasa_echo_cache_tokens_total"], 32)
         # Echo with generation: the prompt's text, then the answer's.
         both = self.client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=4,
                                               temperature=0, echo=True)

@@ -186,4 +186,19 @@ std::string render_metrics(const SchedulerStats& s, int parallel, const RequestC
   return o;
 }
 
+std::string render_echo_metrics(const PromptScorerStats& e) {
+  std::string o;
+  family(o, "fasa_echo_prompts_total", "counter", "Prompts scored for echo with logprobs.");
+  sample(o, "fasa_echo_prompts_total", e.lookups);
+  family(o, "fasa_echo_cache_hits_total", "counter",
+         "Scored prompts that took rows of an earlier one.");
+  sample(o, "fasa_echo_cache_hits_total", e.hits);
+  family(o, "fasa_echo_cache_tokens_total", "counter",
+         "Prompt tokens scored from an earlier prompt's rows (not evaluated).");
+  sample(o, "fasa_echo_cache_tokens_total", e.tokens_reused);
+  family(o, "fasa_echo_cache_bytes", "gauge", "Bytes the scored prompts kept hold.");
+  sample(o, "fasa_echo_cache_bytes", e.bytes);
+  return o;
+}
+
 }  // namespace fasa::server

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "fasa/server/prompt_scorer.h"
 #include "fasa/server/scheduler.h"
 
 namespace fasa::server {
@@ -55,5 +56,7 @@ struct ProcessMemory {
 
 std::string render_metrics(const SchedulerStats& s, int parallel, const RequestCounters& requests,
                            const ProcessMemory& mem);
+// The prompts scored for echo with logprobs (prompt_scorer.h): fasa_echo_* families.
+std::string render_echo_metrics(const PromptScorerStats& e);
 
 }  // namespace fasa::server

@@ -90,6 +90,8 @@ ApiServer::ApiServer(std::shared_ptr<const Model> model, const ServerConfig& con
   SessionOptions& so = config_.scheduler.session;
   so.n_ctx = resolve_context(model_->config(), so.n_ctx);
   scheduler_ = std::make_unique<Scheduler>(model_, config_.scheduler);
+  scorer_ = std::make_unique<PromptScorer>(model_, so, scheduler_->policy_context(),
+                                           config_.scheduler.prompt_cache_bytes);
   // The default policy must work before any request depends on it.
   try {
     choose_policy(config_.policy, PolicyRequest{}, scheduler_->policy_context());
@@ -178,7 +180,7 @@ std::string ApiServer::route(const http::Request& req, http::ResponseWriter& w,
       const ProcessMemory mem{current_rss_bytes(), peak_rss_bytes()};
       w.send(200, "text/plain; version=0.0.4",
              render_metrics(scheduler_->stats(), config_.scheduler.parallel, counters_, mem) +
-                 latency_.render());
+                 echo_metrics() + latency_.render());
     }
     return {};
   }
@@ -387,33 +389,21 @@ std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& 
   return note;
 }
 
-// The prompt's logprobs (echo): each token's under the model given the ones before it, from a
-// dense evaluation of the prompt (prefill is dense for every policy, so it is the policy's too).
-// The first token has none. One at a time: the logits of a chunk are [chunk, n_vocab].
+// The prompt's logprobs (echo): each token's under the model given the ones before it
+// (prompt_scorer.h: dense, and a prompt that starts like an earlier one evaluates only the
+// rest). The first token has none.
 std::vector<LogprobEntry> ApiServer::score_prompt(const std::vector<int32_t>& prompt, int top,
                                                   const LogprobRenderer& lp) {
-  std::lock_guard<std::mutex> lock(score_mu_);
-  SessionOptions so = config_.scheduler.session;
-  so.policy = "full";
-  so.n_ctx = static_cast<int>(prompt.size());
-  Session s(model_, so, scheduler_->policy_context());
-  const int n_vocab = model_->config().n_vocab;
-  const int n = static_cast<int>(prompt.size());
-  constexpr int kChunk = 32;
   std::vector<LogprobEntry> out(1);
   out[0].token = lp.tok.token_to_bytes(prompt[0]);
-  for (int i = 0; i + 1 < n; i += kChunk) {
-    const int m = std::min(kChunk, n - 1 - i);
-    const std::vector<float> logits =
-        s.eval_all(std::vector<int32_t>(prompt.begin() + i, prompt.begin() + i + m), m);
-    std::vector<TokenLogprob> t;
-    for (int j = 0; j < m; ++j) {
-      t.push_back(token_logprob(logits.data() + static_cast<size_t>(j) * n_vocab, n_vocab,
-                                prompt[i + j + 1], top));
-    }
-    lp.append(t, out);
-  }
+  std::lock_guard<std::mutex> lock(score_mu_);
+  lp.append(scorer_->score(prompt, top), out);
   return out;
+}
+
+std::string ApiServer::echo_metrics() {
+  std::lock_guard<std::mutex> lock(score_mu_);
+  return render_echo_metrics(scorer_->stats());
 }
 
 // What a request may only ask of this model: token ids (prompt, logit_bias) in its vocabulary;

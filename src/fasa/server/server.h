@@ -16,6 +16,7 @@
 #include "fasa/server/http.h"
 #include "fasa/server/metrics.h"
 #include "fasa/server/policy_choice.h"
+#include "fasa/server/prompt_scorer.h"
 #include "fasa/server/scheduler.h"
 
 namespace fasa::server {
@@ -64,6 +65,7 @@ class ApiServer {
   std::vector<LogprobEntry> score_prompt(const std::vector<int32_t>& prompt, int top,
                                          const LogprobRenderer& lp);
   GenOutcome outcome_of(Endpoint endpoint, const std::string& policy);
+  std::string echo_metrics();  // the scorer's families (metrics.h)
   bool authorized(const http::Request& req) const;
 
   std::shared_ptr<const Model> model_;
@@ -72,7 +74,8 @@ class ApiServer {
   std::unique_ptr<http::Server> http_;
   RequestCounters counters_;
   LatencyHistograms latency_;
-  std::mutex score_mu_;  // one prompt scored (echo with logprobs) at a time
+  std::mutex score_mu_;                   // one prompt scored (echo with logprobs) at a time
+  std::unique_ptr<PromptScorer> scorer_;  // under score_mu_
   std::atomic<uint64_t> next_id_{1};
   std::atomic<bool> stopping_{false};  // stop() was called: answers cut now are the server's doing
   int64_t started_ = 0;                // unix seconds, the models' "created"
