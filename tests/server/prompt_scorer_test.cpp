@@ -61,8 +61,8 @@ void check_model(bool hybrid) {
   for (const Case c : {Case{70, 20}, Case{64, 30}, Case{65, 40}, Case{33, 10}, Case{31, 50},
                        Case{100, 17}, Case{97, 0}, Case{100, 0}}) {
     const std::vector<int32_t> p = branch(a, c.shared, c.tail, 40 + c.tail, n_vocab);
-    const std::string what = (hybrid ? "hybrid " : "plain ") + std::to_string(c.shared) + "+" +
-                             std::to_string(c.tail);
+    const std::string what =
+        (hybrid ? "hybrid " : "plain ") + std::to_string(c.shared) + "+" + std::to_string(c.tail);
     const uint64_t before = kept.stats().tokens_reused;
     expect_same(kept.score(p, 2), alone(m, p, 2), what);
     if (!hybrid && c.shared >= 33) {

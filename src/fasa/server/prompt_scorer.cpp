@@ -8,8 +8,8 @@
 
 namespace fasa::server {
 
-PromptScorer::PromptScorer(std::shared_ptr<const Model> model, SessionOptions so,
-                           PolicyContext ctx, uint64_t budget_bytes)
+PromptScorer::PromptScorer(std::shared_ptr<const Model> model, SessionOptions so, PolicyContext ctx,
+                           uint64_t budget_bytes)
     : model_(std::move(model)), so_(std::move(so)), ctx_(std::move(ctx)), budget_(budget_bytes) {
   so_.policy = "full";
   so_.external_policy = nullptr;
@@ -26,9 +26,9 @@ int PromptScorer::usable(const Entry& e, const Session& s, const std::vector<int
   // prompt.size() - 1 rows.
   const int evaluated = e.rows->n_past();
   const int whole = evaluated / kChunk * kChunk;
-  const int p = std::min({static_cast<int>(common) - 1, whole,
-                          static_cast<int>(prompt.size()) - 1}) /
-                kChunk * kChunk;
+  const int p =
+      std::min({static_cast<int>(common) - 1, whole, static_cast<int>(prompt.size()) - 1}) /
+      kChunk * kChunk;
   if (p <= 0) return 0;
   return s.cache().can_copy_prefix(e.rows->cache(), p) ? p : 0;
 }

@@ -49,10 +49,10 @@ class PromptScorer {
 
  private:
   struct Entry {
-    std::vector<int32_t> tokens;          // [n] the prompt
-    int top = 0;                          // the alternatives its logprobs hold
-    std::unique_ptr<Session> rows;        // `full`, holding the n - 1 evaluated rows
-    std::vector<TokenLogprob> logprobs;   // [n - 1]
+    std::vector<int32_t> tokens;         // [n] the prompt
+    int top = 0;                         // the alternatives its logprobs hold
+    std::unique_ptr<Session> rows;       // `full`, holding the n - 1 evaluated rows
+    std::vector<TokenLogprob> logprobs;  // [n - 1]
     uint64_t bytes = 0;
   };
   // How many leading rows of e a prompt may take (a multiple of kChunk; 0: none).
