@@ -608,6 +608,29 @@ TEST(CliRealModel, BadPrompts) {
   expect_clean_error(run_cli({"run", "-m", "no-such-model", "-p", "x"}), "not a known model");
 }
 
+TEST(CliRealModel, EvalPplDecodeRecordsKvBytesPerToken) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  FASA_TEXT_OR_SKIP(text, "austen_emma.txt");
+  const auto r =
+      run_cli({"eval",     "ppl",      "-m",        path,       "--text", text,       "--ctx",
+               "64",       "--chunks", "1",         "--decode", "16",     "--policy", "streaming",
+               "--budget", "16",       "--compare", "full",     "--json", "-t",       "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out)["results"];
+  ASSERT_EQ(j.size(), 2u);
+  // SmolLM2: 30 layers x 3 kv heads, a K and a V row of 64 f16 each per token (768 B per layer
+  // and token, 23040 B over the layers). Streaming reads its 16 rows at every step.
+  EXPECT_EQ(j[0]["decode_kv_bytes_read_per_token"].get<double>(), 16.0 * 23040);
+  EXPECT_EQ(j[1]["decode_kv_bytes_read_per_token"], j[1]["dense_kv_bytes_read_per_token"]);
+  EXPECT_EQ(j[0]["dense_kv_bytes_read_per_token"], j[1]["dense_kv_bytes_read_per_token"]);
+  EXPECT_GT(j[1]["dense_kv_bytes_read_per_token"].get<double>(), 48.0 * 23040);  // >= 48 rows
+  // Without --decode there are no decode steps: no such fields.
+  const auto b = run_cli(
+      {"eval", "ppl", "-m", path, "--text", text, "--ctx", "64", "--chunks", "1", "--json"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_FALSE(nlohmann::json::parse(b.out).contains("decode_kv_bytes_read_per_token"));
+}
+
 TEST(CliRealModel, EvalPplJsonAndShortText) {
   FASA_MODEL_OR_SKIP(path, test::smollm2_path);
   FASA_TEXT_OR_SKIP(text, "austen_emma.txt");

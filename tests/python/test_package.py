@@ -170,6 +170,10 @@ def test_eval_ppl_decode_compare_equals_cli(model):
                          "--budget", "16", "--compare", "full", "--json"))
     assert [ppl_fields(j) for j in py["results"]] == [ppl_fields(j) for j in out["results"]]
     assert py["results"][0]["decode_rows_read_fraction"] < 1.0
+    for k in ("decode_kv_bytes_read_per_token", "dense_kv_bytes_read_per_token"):
+        assert [j[k] for j in py["results"]] == [j[k] for j in out["results"]], k
+    assert py["results"][0]["decode_kv_bytes_read_per_token"] < \
+        py["results"][1]["decode_kv_bytes_read_per_token"]
 
 
 TASKS = [

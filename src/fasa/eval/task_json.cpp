@@ -92,6 +92,11 @@ nlohmann::ordered_json ppl_result_json(const std::string& model_path, const std:
   j["chunk_ppl"] = r.chunk_ppl;
   // Over the policy-driven (global) layers: sliding-window layers always read their window.
   j["decode_rows_read_fraction"] = r.attn.global_read_fraction();
+  if (r.attn.decode_tokens > 0) {  // --decode: KV bytes per decoded token, as sweeps count them
+    const double n = static_cast<double>(r.attn.decode_tokens);
+    j["decode_kv_bytes_read_per_token"] = static_cast<double>(r.attn.bytes_read()) / n;
+    j["dense_kv_bytes_read_per_token"] = static_cast<double>(r.attn.dense_bytes) / n;
+  }
   j["seconds"] = r.seconds;
   j["threads"] = num_threads();
   j["peak_rss_bytes"] = peak_rss_bytes();
