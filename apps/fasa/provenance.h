@@ -10,6 +10,9 @@
 namespace fasa::cli {
 
 // "0.6.0 (<commit>[-dirty])": the release and the commit the binary was built from.
+// The kernels this process runs ("avx512, AMX on"): their bits differ between instruction sets
+// with AMX and without (AMX tiles for batched matmuls), so results record them.
+std::string kernels_text();
 std::string version_text();
 
 // sha256 of a file, hex; each path is hashed once per process.

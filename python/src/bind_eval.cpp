@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bindings.h"
+#include "fasa/core/amx.h"
+#include "fasa/core/isa.h"
 #include "fasa/core/sha256.h"
 #include "fasa/engine/lossless_options.h"
 #include "fasa/eval/perplexity.h"
@@ -27,6 +29,7 @@ using Json = nlohmann::ordered_json;
 void add_provenance(Json& j, const PyModel& m, const std::string& spec, const Source* text,
                     const Source* tasks) {
   j["fasa_version"] = fasa_version_text();
+  j["kernels"] = std::string(isa_name(active_isa())) + ", AMX " + amx_status();
   j["model_sha256"] = model_identity(*m.model);
   if (text && text->is_file) j["text_sha256"] = sha256_hex(text->bytes);
   if (tasks && tasks->is_file) j["tasks_sha256"] = sha256_hex(tasks->bytes);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fasa/core/isa.h"
 #include "fasa/core/sha256.h"
 #include "fasa/engine/prompt.h"
 #include "fasa/eval/sweep_checkpoint.h"
@@ -648,6 +649,11 @@ TEST(CliRealModel, EvalPplJsonAndShortText) {
   EXPECT_EQ(j["text_sha256"], "7c67b5985c6d0de1efaeb5d342d52cb82c38083c40e2295129e30e87ee690ebe");
   EXPECT_FALSE(j.contains("calib_sha256"));
   EXPECT_NE(j["fasa_version"].get<std::string>().find('('), std::string::npos) << j["fasa_version"];
+  // ... and the kernels that ran (dense bits differ with and without AMX tiles).
+  EXPECT_EQ(j["kernels"].get<std::string>().rfind(isa_name(active_isa()) + std::string(", AMX "),
+                                                  0),
+            0u)
+      << j["kernels"];
   const std::string short_text = temp_file("short.txt");
   std::ofstream(short_text) << "Too short.";
   expect_clean_error(run_cli({"eval", "ppl", "-m", path, "--text", short_text, "--ctx", "512"}),

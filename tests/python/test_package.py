@@ -145,7 +145,7 @@ def test_streaming_callback_gets_the_text(model):
 def ppl_fields(j):
     keys = ("policy", "n_ctx", "n_decode", "n_chunks", "n_tokens", "n_scored", "ppl", "ppl_se",
             "mean_nll", "chunk_ppl", "decode_rows_read_fraction", "model_sha256", "text_sha256",
-            "fasa_version")
+            "fasa_version", "kernels")
     return {k: j[k] for k in keys}
 
 
