@@ -5,13 +5,17 @@
 // server's default policy, the rest is the body. Contract: the parser returns or throws
 // ApiError 400 whose message error_json turns into a JSON body; a parsed request satisfies
 // api.h (max_tokens, at most 4 non-empty stops, known roles) and builds a sampler;
-// choose_policy returns or throws ApiError 400.
+// choose_policy returns or throws ApiError 400. Every response the server writes for the body
+// (the answer's headers, X-Fasa-Ignored-Fields with the unknown field names among them, and
+// every error) is one well-formed HTTP response with exactly the header lines it was given.
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
 #include "fasa/server/api.h"
 #include "fasa/server/http.h"
+#include "fasa/server/http_response.h"
 #include "fasa/server/policy_choice.h"
+#include "fasa/server/text_escape.h"
 #include "fuzz_util.h"
 
 namespace fasa::fuzz {
@@ -32,10 +36,39 @@ PolicyContext tiny_context() {
   return ctx;
 }
 
+// Header lines of a response (after its status line, before the empty line).
+size_t header_lines(std::string_view bytes) {
+  const std::string_view head = bytes.substr(0, bytes.find("\r\n\r\n"));
+  size_t n = 0;
+  for (size_t at = head.find("\r\n"); at != std::string_view::npos; at = head.find("\r\n", at + 2))
+    ++n;
+  return n;
+}
+
 void check_error(const ApiError& e) {
   FASA_FUZZ_EXPECT(e.status == 400);
   const std::string body = http::error_json(e.status, e.what(), "invalid_request_error");
   FASA_FUZZ_EXPECT(nlohmann::json::accept(body));
+  const std::string response = http::detail::error_response(e.status, e.what(), true);
+  FASA_FUZZ_EXPECT(http::detail::response_problem(response).empty());
+}
+
+// The answer's headers as server.cpp builds them, whole and streamed: never refused, one
+// response with exactly those lines.
+void check_answer_headers(const server::GenRequest& r) {
+  http::Headers headers;
+  if (!r.ignored.empty()) {
+    headers.emplace_back("X-Fasa-Ignored-Fields", server::ignored_fields_header(r.ignored));
+  }
+  const std::string whole =
+      http::detail::whole_response(200, "application/json", "{}", headers, true);
+  FASA_FUZZ_EXPECT(http::detail::response_problem(whole).empty());
+  FASA_FUZZ_EXPECT(header_lines(whole) == headers.size() + 3);
+  headers.emplace_back("Cache-Control", "no-cache");
+  const std::string stream = http::detail::response_head(200, "text/event-stream", headers, true) +
+                             "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+  FASA_FUZZ_EXPECT(http::detail::response_problem(stream).empty());
+  FASA_FUZZ_EXPECT(header_lines(stream) == headers.size() + 3);
 }
 
 void check_request(const server::GenRequest& r) {
@@ -69,6 +102,7 @@ void run(const uint8_t* data, size_t size) {
     return;
   }
   check_request(r);
+  check_answer_headers(r);
   static const PolicyContext ctx = tiny_context();
   server::PolicyDefaults defaults;
   defaults.spec = (data[0] & 2) ? "streaming:budget=64" : "full";

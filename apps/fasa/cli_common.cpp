@@ -13,6 +13,7 @@
 
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
+#include "fasa/core/input_file.h"
 #include "fasa/core/parallel.h"
 #include "fasa/hub/resolve.h"
 
@@ -20,18 +21,11 @@ namespace fasa::cli {
 
 std::string resolve_model_path(const std::string& model) { return hub::resolve_model_path(model); }
 
-std::shared_ptr<const Model> load_model(const std::string& model) {
-  return Model::load(resolve_model_path(model));
+std::shared_ptr<const Model> load_model(const std::string& model, bool verify) {
+  return Model::load(hub::resolve_model_path(model, verify));
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read '{}': {}", path, std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("error while reading '{}'", path);
-  return ss.str();
-}
+std::string read_text_file(const std::string& path) { return read_input_file(path, "text file"); }
 
 void apply_threads(int n_threads) {
   if (n_threads < 0) fail("--threads must be >= 0 (got {})", n_threads);

@@ -20,7 +20,9 @@ namespace fasa::cli {
 // (hub::resolve_model_path).
 // Throws fasa::Error saying what was tried (and to run `fasa pull NAME`).
 std::string resolve_model_path(const std::string& model);
-std::shared_ptr<const Model> load_model(const std::string& model);
+// verify: hash a pulled model again before loading it (`--verify`), not only when its size or
+// mtime changed.
+std::shared_ptr<const Model> load_model(const std::string& model, bool verify = false);
 
 // Reads a whole text file; throws fasa::Error naming the file.
 std::string read_text_file(const std::string& path);

@@ -22,6 +22,7 @@ struct PullArgs {
   bool list = false;
   bool json = false;
   bool quiet = false;
+  bool verify = false;
 };
 
 std::string human_size(uint64_t bytes) {
@@ -85,6 +86,7 @@ void run_pull(const PullArgs& args) {
   hub::PullOptions opts = hub::pull_options_from_env();
   opts.source = hub::parse_source(args.source);
   opts.progress = !args.quiet;
+  opts.verify = args.verify;
 
   if (args.list) {
     list_models(registry, opts, args.json);
@@ -123,6 +125,9 @@ void add_pull_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Machine-readable output (one JSON line for a pull)");
   cmd->add_flag("-q,--quiet", args->quiet, "No download progress bars");
+  cmd->add_flag("--verify", args->verify,
+                "Hash a cached model again even when its size and mtime are unchanged (a "
+                "damaged file is downloaded again)");
   cmd->footer(
       "Environment:\n"
       "  FASA_HOME          cache root (default ~/.cache/fasa); models go to $FASA_HOME/models\n"

@@ -46,6 +46,7 @@ struct RunArgs {
   std::string lossless = "off";
   std::string prompt_cache;  // --prompt-cache FILE: a saved prefilled prompt, read and written
   bool quiet = false;
+  bool verify = false;  // --verify: hash a pulled model before loading it
   SamplerParams sampler;
   int64_t seed = -1;  // -1: a random seed, printed so the run can be repeated
 };
@@ -83,12 +84,14 @@ void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Se
 // --prompt-cache FILE: starts `session` (fresh) from the prefix FILE saved, where the prompt
 // cache's rules allow (engine/prompt_cache.h: a decode-time policy takes the common prefix, a
 // prefill-aware one nothing, since the file holds no prefill statistics); returns the prompt
-// tokens reused. No file yet: 0 (this run writes it). A file of more tokens than this run's
-// context: a note, 0. Any other problem with the file is an error.
+// tokens reused. No file yet: 0 (this run writes it). A file of another model or KV type: an
+// error. A file of more tokens than this run's context: a note, 0 (this run rewrites it). Any
+// other problem with the file is an error.
 int start_from_prompt_file(const RunArgs& a, const std::shared_ptr<const Model>& model,
                            Session& session, const std::vector<int32_t>& prompt) {
   if (::access(a.prompt_cache.c_str(), F_OK) != 0) return 0;
   const PromptFileInfo info = peek_prompt_file(a.prompt_cache);
+  check_prompt_file_for(info, a.prompt_cache, session);  // before anything may overwrite it
   if (info.n_tokens > session.n_ctx()) {
     if (!a.quiet) {
       std::fprintf(stderr,
@@ -136,7 +139,7 @@ void run_run(RunArgs& a) {
   if (const int64_t bad = find_invalid_utf8(text); bad >= 0) {
     fail("prompt is not valid UTF-8 (byte offset {})", bad);
   }
-  auto model = load_model(a.model);
+  auto model = load_model(a.model, a.verify);
   const std::vector<int32_t> prompt = prompt_tokens(a, *model, text);
 
   SessionOptions so;
@@ -308,6 +311,9 @@ void add_run_command(CLI::App& app) {
                   "file of a prefilled prompt: reused where this prompt starts the same way, "
                   "then overwritten with this prompt's (created if missing)");
   cmd->add_flag("-q,--quiet", a->quiet, "no statistics on stderr");
+  cmd->add_flag("--verify", a->verify,
+                "hash the pulled model against the sha256 recorded when it was pulled before "
+                "loading it (otherwise only when its size or mtime changed)");
   cmd->callback([a, p, f, sys] {
     a->has_prompt = p->count() > 0;
     a->has_file = f->count() > 0;

@@ -1,5 +1,5 @@
 // `fasa serve -m MODEL [--host H] [--port P] [--ctx N] [--parallel N] [--queue N] [--threads T]
-//  [--api-key KEY] [--max-tokens N] [--max-body BYTES] [--model-id NAME] [--kv-type f16|f32]
+//  [--api-key KEY]... [--api-key-file FILE] [--prompt-cache-shared] [--max-tokens N] [--max-body BYTES] [--model-id NAME] [--kv-type f16|f32]
 //  [--max-conns N] [--max-conns-per-client N] [--request-timeout S] [--idle-timeout S]
 //  [--drain-timeout S] [policy flags]`
 // The OpenAI-compatible HTTP server (docs/SERVER.md). Runs until SIGINT or SIGTERM, then drains
@@ -16,6 +16,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "fasa/core/error.h"
+#include "fasa/core/input_file.h"
 #include "fasa/core/parallel.h"
 #include "fasa/server/server.h"
 
@@ -31,7 +32,9 @@ struct ServeArgs {
   int parallel = 4;
   int queue = 32;
   int threads = 0;
-  std::string api_key;
+  std::vector<std::string> api_keys;  // --api-key, repeatable
+  std::string api_key_file;           // one key per line
+  bool prompt_cache_shared = false;
   int max_tokens = 1024;
   size_t max_body = 1 << 20;
   std::string model_id;
@@ -87,13 +90,50 @@ void drain(server::ApiServer& srv, const char* signal_name, double seconds,
   std::fprintf(stderr, "fasa: drained: every answer given\n");
 }
 
+// The keys of --api-key, --api-key-file (a line each; blank lines and '#' comments skipped,
+// spaces around a key trimmed) and, when neither is given, $FASA_API_KEY.
+std::vector<std::string> api_keys_of(const ServeArgs& a) {
+  std::vector<std::string> keys;
+  for (const std::string& k : a.api_keys) {
+    if (k.empty()) fail("--api-key must not be empty");
+    keys.push_back(k);
+  }
+  if (!a.api_key_file.empty()) {
+    const std::string text = read_input_file(a.api_key_file, "API key file");
+    size_t n_file = 0;
+    for (size_t at = 0; at < text.size();) {
+      size_t end = text.find('\n', at);
+      if (end == std::string::npos) end = text.size();
+      std::string line = text.substr(at, end - at);
+      at = end + 1;
+      const size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
+      if (b == std::string::npos || line[b] == '#') continue;
+      line = line.substr(b, e - b + 1);
+      for (const char c : line) {
+        if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+          fail("--api-key-file '{}': a key holds a space or control byte", a.api_key_file);
+        }
+      }
+      keys.push_back(line);
+      ++n_file;
+    }
+    if (n_file == 0) fail("--api-key-file '{}' holds no key", a.api_key_file);
+  }
+  if (keys.empty()) {
+    if (const char* env = std::getenv("FASA_API_KEY"); env && env[0] != '\0') keys.push_back(env);
+  }
+  return keys;
+}
+
+// 127.0.0.0/8, ::1 and "localhost": reachable from this machine only.
+bool loopback_host(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
 void run_serve(const ServeArgs& a) {
   if (a.port < 0 || a.port > 65535) fail("--port must be in [0, 65535] (got {})", a.port);
   apply_threads(a.threads);
-  std::string api_key = a.api_key;
-  if (api_key.empty()) {
-    if (const char* env = std::getenv("FASA_API_KEY")) api_key = env;
-  }
+  const std::vector<std::string> api_keys = api_keys_of(a);
   server::ServerConfig cfg;
   cfg.http.host = a.host;
   cfg.http.port = a.port;
@@ -123,7 +163,8 @@ void run_serve(const ServeArgs& a) {
   cfg.policy.spec = def.spec();
   cfg.policy.calib = a.policy.calib;
   cfg.model_id = a.model_id.empty() ? model_id_of(a.model) : a.model_id;
-  cfg.api_key = api_key;
+  cfg.api_keys = api_keys;
+  cfg.prompt_cache_shared = a.prompt_cache_shared;
   cfg.max_tokens = a.max_tokens;
 
   // Block the stop signals before any thread starts, so every thread inherits the mask and
@@ -142,7 +183,17 @@ void run_serve(const ServeArgs& a) {
                "%d, policy %s, threads %d%s); Ctrl-C stops\n",
                cfg.model_id.c_str(), a.host.c_str(), srv.port(),
                resolve_context(model->config(), a.n_ctx), a.parallel, a.queue,
-               cfg.policy.spec.c_str(), num_threads(), api_key.empty() ? "" : ", API key set");
+               cfg.policy.spec.c_str(), num_threads(),
+               api_keys.empty()       ? ""
+               : api_keys.size() == 1 ? ", API key set"
+                                      : fmt::format(", {} API keys", api_keys.size()).c_str());
+  if (api_keys.empty() && !loopback_host(a.host)) {
+    std::fprintf(stderr,
+                 "fasa: warning: serving beyond loopback (%s) without an API key: anyone who "
+                 "can reach this address can use the server (set --api-key or "
+                 "--api-key-file)\n",
+                 a.host.c_str());
+  }
   std::fflush(stderr);
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -169,8 +220,16 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--queue", a->queue, "requests waiting for a slot; more get 503")
       ->capture_default_str();
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--api-key", a->api_key,
-                  "require 'Authorization: Bearer KEY' (or set FASA_API_KEY)");
+  cmd->add_option("--api-key", a->api_keys,
+                  "require 'Authorization: Bearer KEY' (repeatable: one key per tenant; or set "
+                  "FASA_API_KEY)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--api-key-file", a->api_key_file,
+                  "file of API keys, one per line ('#' comments), as --api-key");
+  cmd->add_flag("--prompt-cache-shared", a->prompt_cache_shared,
+                "one tenant: requests of every API key reuse each other's cached prompts "
+                "(default: only their own key's; a request's cache_salt always separates)");
   cmd->add_option("--max-tokens", a->max_tokens,
                   "the most tokens a request may generate, and the default")
       ->capture_default_str();

@@ -515,7 +515,7 @@ TEST(CliTest, TaskCommandsRejectBadInput) {
   expect_clean_error(run_cli({"eval", "tasks", "-m", model, "--tasks", bad}),
                      "cli_bad_tasks.jsonl:2: missing field \"task\"");
   expect_clean_error(run_cli({"eval", "tasks", "-m", model, "--tasks", "/nonexistent.jsonl"}),
-                     "cannot open task file");
+                     "cannot read task file");
   const std::string good = temp_file("cli_good_tasks.jsonl");
   std::ofstream(good)
       << R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})"

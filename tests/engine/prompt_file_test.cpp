@@ -123,7 +123,7 @@ TEST(PromptFile, BadFilesAreRefusedByName) {
   spit(bad, v2 + sha256_hex(v2));
   test::expect_error([&] { load(bad); }, "has version 2; this build reads version 1");
   test::expect_error([&] { load(dir + "no_such_prompt_cache.fasakv"); },
-                     "cannot open prompt cache");
+                     "cannot read prompt cache");
   test::expect_error([&] { load(good, options("full", KvType::F32)); }, "another KV type");
   SessionOptions small = options("full");
   small.n_ctx = 16;

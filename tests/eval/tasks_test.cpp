@@ -78,7 +78,7 @@ TEST(TaskFile, EveryBadLineNamesFileLineAndField) {
       "f.jsonl:2: unknown metric \"fuzzy\" (known: contains, exact, all, choice)");
   bad(ok, "f.jsonl:2: duplicate id \"a\"");
   expect_error([] { parse_tasks("\n  \n", "empty.jsonl"); }, "empty.jsonl: no tasks");
-  expect_error([] { load_tasks("/nonexistent/tasks.jsonl"); }, "cannot open task file");
+  expect_error([] { load_tasks("/nonexistent/tasks.jsonl"); }, "cannot read task file");
 }
 
 // Multiple-choice lines: choices and gold instead of answers and max_new_tokens (ignored if

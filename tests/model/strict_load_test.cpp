@@ -3,6 +3,8 @@
 // file's rope_freqs.weight used to be ignored).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "fasa/core/error.h"
 #include "fasa/model/model.h"
 #include "support/expect_error.h"
@@ -68,6 +70,17 @@ TEST(StrictLoad, KnownKeysAtUnsupportedValuesAreRefused) {
                 .find("'llama.rope.scaling.yarn_beta_fast' = 1 is "
                       "not supported"),
             std::string::npos);
+}
+
+// A float that is not finite never reaches the model: inf passed "> 1" before.
+TEST(StrictLoad, NonFiniteAndOutOfRangeFloatsAreRefusedByKey) {
+  for (const float base :
+       {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 1e30f}) {
+    test::TinySpec s;
+    s.rope_base = base;
+    const std::string err = load_error(write("rope_base.gguf", s));
+    EXPECT_NE(err.find("freq_base"), std::string::npos) << base << ": " << err;
+  }
 }
 
 TEST(StrictLoad, BadRopeFactorTablesAreRefused) {

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fasa/server/http_response.h"
 #include "support/expect_error.h"
 #include "support/http_client.h"
 
@@ -342,11 +343,94 @@ TEST(HttpServer, ReservedConnectionsAnswerOnlyReservedPaths) {
   EXPECT_TRUE(other_path.closed_by_server());
   EXPECT_TRUE(eventually([&] { return server->open_connections() == 1; }));
 
-  HttpClient reserve_holder(server->port());  // idle: holds the one reserved connection
+  // An idle holder of the reserve does not keep out a client that asks at once: it is shed.
+  HttpClient reserve_holder(server->port());
   EXPECT_TRUE(eventually([&] { return server->open_connections() == 2; }));
+  HttpClient asker(server->port());
+  asker.send("GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(asker.read_response().status, 200);
+  EXPECT_TRUE(reserve_holder.closed_by_server());
+}
+
+// A reserve whose connections are all answering (none idle to shed) refuses the next one.
+TEST(HttpServer, ABusyReserveRefusesWith503) {
+  ServerOptions opts;
+  opts.max_connections = 1;
+  opts.max_connections_per_client = 0;
+  opts.reserved_connections = 1;
+  opts.reserved_paths = {"/health", "/slow"};
+  opts.reserved_timeout_ms = 60000;
+  std::atomic<bool> release{false}, in_slow{false};
+  auto server = start_server(
+      [&](const Request& req, ResponseWriter& w) {
+        if (req.path == "/slow") {
+          in_slow = true;
+          eventually([&] { return release.load(); }, 10s);
+        }
+        echo(req, w);
+      },
+      opts);
+  HttpClient held(server->port());
+  held.send(kGet);
+  ASSERT_EQ(held.read_response().status, 200);
+  HttpClient slow(server->port(), 10s);
+  slow.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(eventually([&] { return in_slow.load(); }));
   HttpClient beyond(server->port());
   EXPECT_EQ(beyond.read_response().status, 503);
   EXPECT_TRUE(beyond.closed_by_server());
+  release = true;
+  EXPECT_EQ(slow.read_response().status, 200);
+}
+
+// Idle connections from many addresses (each under the per-client cap) fill every slot and the
+// reserve, and keep coming; a health probe that asks at once is still answered every time.
+TEST(HttpServer, IdleFloodsFromManyAddressesCannotHoldTheReserve) {
+  ServerOptions opts;
+  opts.max_connections = 4;
+  opts.max_connections_per_client = 2;
+  opts.reserved_connections = 2;
+  opts.reserved_paths = {"/health"};
+  opts.request_timeout_ms = 60000;
+  opts.reserved_timeout_ms = 60000;
+  auto server = start_server(echo, opts);
+  std::vector<std::unique_ptr<HttpClient>> flood;
+  auto open_idle = [&](int i) {
+    flood.push_back(
+        std::make_unique<HttpClient>(server->port(), kWait, fmt::format("127.0.0.{}", 2 + i % 50)));
+  };
+  for (int i = 0; i < 6; ++i) open_idle(i);
+  ASSERT_TRUE(eventually([&] { return server->open_connections() == 6; }));
+  for (int i = 0; i < 20; ++i) {
+    open_idle(6 + i);  // one more idle connection, with every slot and the reserve idle-held
+    HttpClient probe(server->port(), kWait, "127.0.0.200");
+    probe.send("GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    EXPECT_EQ(probe.read_response().status, 200) << "probe " << i;
+  }
+}
+
+// A handler's header holding CR LF (a client's bytes, say) is never written: the client gets
+// one well-formed 500 instead of a split response, whole or streamed, and the server goes on.
+TEST(HttpServer, AHeaderWithCrLfIsRefusedWithOneWellFormed500) {
+  auto server = start_server([](const Request& req, ResponseWriter& w) {
+    const fasa::http::Headers bad = {{"X-Name", "a\r\nAccess-Control-Allow-Origin: *"}};
+    if (req.path == "/stream") {
+      if (w.begin_stream(200, "text/event-stream", bad)) w.end_stream();
+      return;
+    }
+    w.send(200, "text/plain", "hi", bad);
+  });
+  for (const char* path : {"/whole", "/stream"}) {
+    HttpClient c(server->port());
+    c.send(fmt::format("GET {} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path));
+    const std::string bytes = c.read_until_close();
+    EXPECT_EQ(fasa::http::detail::response_problem(bytes), "") << bytes;
+    EXPECT_EQ(bytes.rfind("HTTP/1.1 500 ", 0), 0u) << bytes;
+    EXPECT_EQ(bytes.find("Access-Control"), std::string::npos) << bytes;
+  }
+  HttpClient after(server->port());
+  after.send(kGet);
+  EXPECT_EQ(after.read_response().status, 500);  // (this handler refuses every answer)
 }
 
 // A new connection that never sends a request holds its slot only for the request timeout, not

@@ -97,6 +97,13 @@ bool HttpClient::closed_by_server() {
   }
 }
 
+std::string HttpClient::read_until_close() {
+  const auto deadline = Clock::now() + timeout_;
+  while (fill(deadline) > 0) {
+  }
+  return take(buf_.size());
+}
+
 // Appends what arrives: > 0 bytes read, 0 at EOF, -1 on timeout or error.
 int HttpClient::fill(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());

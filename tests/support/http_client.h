@@ -32,6 +32,9 @@ class HttpClient {
   HttpResponse read_response();
   // True when the server closes the connection within the timeout with no further bytes.
   bool closed_by_server();
+  // Every byte the server sends until it closes the connection (what read_response() did not
+  // take yet included), unparsed; what came before the timeout if it does not close.
+  std::string read_until_close();
   void close();
 
  private:

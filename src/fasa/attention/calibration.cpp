@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
+#include "fasa/core/input_file.h"
 #include "fasa/io/atomic_file.h"
 #include "fasa/io/gguf.h"
 #include "fasa/io/json_read.h"
@@ -343,12 +344,7 @@ Calibration parse_calibration(std::string_view text, const std::string& source) 
 }
 
 Calibration load_calibration(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read calibration file '{}'", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("cannot read calibration file '{}'", path);
-  return parse_calibration(ss.str(), path);
+  return parse_calibration(read_input_file(path, "calibration file"), path);
 }
 
 void check_calibration(const Calibration& c, const PolicyContext& ctx, const std::string& path) {

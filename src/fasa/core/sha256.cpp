@@ -3,6 +3,8 @@
 // function, and the implementation the rest of the system already trusts.
 #include "fasa/core/sha256.h"
 
+#include <unistd.h>
+
 #include <openssl/err.h>
 #include <openssl/evp.h>
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "fasa/core/error.h"
+#include "fasa/core/input_file.h"
 
 namespace fasa {
 namespace {
@@ -76,8 +79,12 @@ std::string sha256_hex(std::string_view data) {
 }
 
 std::string sha256_file_hex(const std::filesystem::path& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) fail("cannot open '{}' for hashing: {}", path.string(), std::strerror(errno));
+  const int fd = open_input_file(path.string(), "file to hash");
+  std::unique_ptr<FILE, int (*)(FILE*)> f(::fdopen(fd, "rb"), &std::fclose);
+  if (!f) {
+    ::close(fd);
+    fail("cannot open '{}' for hashing: {}", path.string(), std::strerror(errno));
+  }
   std::vector<uint8_t> buf(size_t(1) << 20);
   Sha256 h;
   for (;;) {

@@ -51,12 +51,13 @@ int PromptCache::usable(const Entry& e, const Session& s,
   return s.cache().can_copy_prefix(e.rows->cache(), n) ? n : 0;
 }
 
-int PromptCache::start(Session& s, const std::vector<int32_t>& prompt) {
+int PromptCache::start(Session& s, const std::vector<int32_t>& prompt, const std::string& scope) {
   ++stats_.lookups;
   if (budget_ == 0 || s.n_past() != 0) return 0;
   auto best = entries_.end();
   int best_n = 0;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->scope != scope) continue;
     const int n = usable(*it, s, prompt);
     if (n > best_n) best = it, best_n = n;  // ties: the most recently used (first)
   }
@@ -72,15 +73,18 @@ int PromptCache::start(Session& s, const std::vector<int32_t>& prompt) {
   return best_n;
 }
 
-void PromptCache::insert(const Session& s, const std::vector<int32_t>& prompt) {
+void PromptCache::insert(const Session& s, const std::vector<int32_t>& prompt,
+                         const std::string& scope) {
   if (budget_ == 0 || prompt.empty() || s.n_past() != static_cast<int>(prompt.size())) return;
   if (s.cache().tiered() || s.cache().any_evicted() || s.options().external_policy) return;
   const bool wants = s.policy().wants_prefill_queries();
   for (const Entry& e : entries_) {
-    if (e.tokens == prompt && (e.state || !wants) && same_layout(*e.rows, s)) return;  // held
+    if (e.scope == scope && e.tokens == prompt && (e.state || !wants) && same_layout(*e.rows, s))
+      return;  // held
   }
   Entry e;
   e.tokens = prompt;
+  e.scope = scope;
   SessionOptions so = s.options();
   so.policy = "full";
   so.free_evicted_rows = false;
@@ -97,11 +101,13 @@ void PromptCache::insert(const Session& s, const std::vector<int32_t>& prompt) {
   keep(std::move(e));
 }
 
-void PromptCache::adopt(std::unique_ptr<Session> rows, std::vector<int32_t> tokens) {
+void PromptCache::adopt(std::unique_ptr<Session> rows, std::vector<int32_t> tokens,
+                        const std::string& scope) {
   FASA_CHECK(rows && rows->n_past() == static_cast<int>(tokens.size()) &&
              !rows->policy().wants_prefill_queries());
   Entry e;
   e.tokens = std::move(tokens);
+  e.scope = scope;
   e.rows = std::move(rows);
   e.bytes = e.rows->cache().used_bytes();
   keep(std::move(e));

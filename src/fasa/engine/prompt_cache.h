@@ -19,11 +19,16 @@
 //  - FASA-M's tiered cache is never copied: such sessions prefill everything.
 // Entries are bounded by a byte budget (their KV rows and statistics) and evicted least recently
 // used first. One thread uses a PromptCache (the server's engine thread).
+//
+// Every entry belongs to a scope (the server's tenant: its caller's API key and the request's
+// cache_salt): a session is given only prefixes of its own scope's entries, so neither the
+// answer's cached_tokens nor its time tells one scope what another sent. "" is one scope too.
 #pragma once
 
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fasa/attention/policy.h"
@@ -48,14 +53,15 @@ class PromptCache {
   // Gives `s` (a fresh session: nothing appended yet) the longest usable cached prefix of
   // `prompt`; returns its length (0: nothing reused, s unchanged). When it equals the prompt's
   // length, s.last_logits() are the prompt's and nothing is left to prefill.
-  int start(Session& s, const std::vector<int32_t>& prompt);
+  int start(Session& s, const std::vector<int32_t>& prompt, const std::string& scope = {});
   // Keeps s's state for `prompt`: call right after s prefilled all of it (s.n_past() ==
   // prompt.size()) and before any decode step. Does nothing for a tiered cache, a cache whose
   // rows were freed, a prompt an entry already holds, or an entry over the budget.
-  void insert(const Session& s, const std::vector<int32_t>& prompt);
+  void insert(const Session& s, const std::vector<int32_t>& prompt, const std::string& scope = {});
   // Takes `rows`, a `full` session holding exactly `tokens` (e.g. load_prompt_file's), as an
-  // entry without copying it (over the budget: dropped).
-  void adopt(std::unique_ptr<Session> rows, std::vector<int32_t> tokens);
+  // entry of `scope` without copying it (over the budget: dropped).
+  void adopt(std::unique_ptr<Session> rows, std::vector<int32_t> tokens,
+             const std::string& scope = {});
 
   const PromptCacheStats& stats() const { return stats_; }
   uint64_t budget_bytes() const { return budget_; }
@@ -63,6 +69,7 @@ class PromptCache {
  private:
   struct Entry {
     std::vector<int32_t> tokens;             // [n] the prompt
+    std::string scope;                       // whose prompt it is (only they may reuse it)
     std::unique_ptr<Session> rows;           // `full`, holding the n tokens' rows and logits
     std::unique_ptr<AttentionPolicy> state;  // prefill-aware policies: statistics, else null
     uint64_t bytes = 0;

@@ -1,11 +1,15 @@
 #include "fasa/engine/prompt_file.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string_view>
 
 #include "fasa/core/error.h"
+#include "fasa/core/input_file.h"
 #include "fasa/core/sha256.h"
 #include "fasa/io/atomic_file.h"
 
@@ -78,13 +82,7 @@ Header read_header(const std::string& path, Reader& r, bool with_layers) {
   return h;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open prompt cache {}", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail("cannot read prompt cache {}", path);
-  return bytes;
-}
+std::string read_file(const std::string& path) { return read_input_file(path, "prompt cache"); }
 
 }  // namespace
 
@@ -130,14 +128,30 @@ void save_prompt_file(const std::string& path, const Session& s,
 }
 
 PromptFileInfo peek_prompt_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open prompt cache {}", path);
+  const int fd = open_input_file(path, "prompt cache");
   std::string bytes(kFixedHeaderBytes, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  bytes.resize(static_cast<size_t>(in.gcount()));
+  size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(got);
   Reader r(path, bytes);
   const Header h = read_header(path, r, false);
-  return {static_cast<int>(h.n_tokens), h.model_sha256};
+  return {static_cast<int>(h.n_tokens), h.model_sha256, h.kv_type};
+}
+
+void check_prompt_file_for(const PromptFileInfo& info, const std::string& path, const Session& s) {
+  if (info.model_sha256 != s.policy_ctx().model_sha256()) {
+    fail("prompt cache {} was made with another model (sha256 {}...)", path,
+         info.model_sha256.substr(0, 12));
+  }
+  if (info.kv_type != static_cast<uint32_t>(s.cache().type())) {
+    fail("prompt cache {} holds another KV type: pass the --kv-type it was made with", path);
+  }
 }
 
 std::vector<int32_t> load_prompt_file(const std::string& path, Session& s) {
@@ -155,13 +169,7 @@ std::vector<int32_t> load_prompt_file(const std::string& path, Session& s) {
   const Header h = read_header(path, r, true);
   const KvCache& c = s.cache();
   const AttnShape& shape = c.shape();
-  if (h.model_sha256 != s.policy_ctx().model_sha256()) {
-    fail("prompt cache {} was made with another model (sha256 {}...)", path,
-         h.model_sha256.substr(0, 12));
-  }
-  if (h.kv_type != static_cast<uint32_t>(c.type())) {
-    fail("prompt cache {} holds another KV type: pass the --kv-type it was made with", path);
-  }
+  check_prompt_file_for({static_cast<int>(h.n_tokens), h.model_sha256, h.kv_type}, path, s);
   if (static_cast<int>(h.n_layers) != shape.n_layers ||
       static_cast<int>(h.n_kv_heads) != shape.n_kv_heads ||
       static_cast<int>(h.head_dim) != shape.head_dim || h.n_vocab != s.last_logits().size()) {

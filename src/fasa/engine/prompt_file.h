@@ -34,9 +34,14 @@ void save_prompt_file(const std::string& path, const Session& s,
 struct PromptFileInfo {
   int n_tokens = 0;
   std::string model_sha256;
+  uint32_t kv_type = 0;  // the KvType it holds
 };
 // Reads only the header of `path` (validated as load_prompt_file does, without the checksum).
 PromptFileInfo peek_prompt_file(const std::string& path);
+// Throws fasa::Error naming `path` when the file was made with another model or holds another
+// KV type than `s` (load_prompt_file's first checks, so a file that will not be used is never
+// overwritten by one of another model).
+void check_prompt_file_for(const PromptFileInfo& info, const std::string& path, const Session& s);
 
 // Restores `path` into `s`, a fresh session of the same model (Session::restore_prefix), and
 // returns the saved tokens. Throws fasa::Error naming the file for any problem listed above, or

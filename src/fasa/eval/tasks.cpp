@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
+#include "fasa/core/input_file.h"
 #include "fasa/io/json_read.h"
 
 namespace fasa {
@@ -129,11 +130,7 @@ std::vector<Task> parse_tasks(const std::string& text, const std::string& source
 }
 
 std::vector<Task> load_tasks(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("cannot open task file '{}'", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_tasks(ss.str(), path);
+  return parse_tasks(read_input_file(path, "task file"), path);
 }
 
 std::string task_to_json_line(const Task& t) {

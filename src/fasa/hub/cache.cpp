@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "fasa/core/error.h"
+#include "fasa/core/sha256.h"
 #include "fasa/io/atomic_file.h"
 
 namespace fs = std::filesystem;
@@ -72,6 +74,41 @@ bool marker_matches(const fs::path& file, std::string_view sha256) {
   const auto actual_size = fs::file_size(file, ec);
   if (ec) return false;
   return hash == sha256 && size == actual_size && mtime == mtime_ns(file);
+}
+
+std::string marker_sha256(const fs::path& file) {
+  std::ifstream in(marker_path(file));
+  std::string key, hash;
+  if (!in || !(in >> key >> hash) || key != "sha256" || !is_sha256_hex(hash)) return {};
+  return hash;
+}
+
+bool verify_model_file(const fs::path& file, std::string expected, bool full,
+                       std::string_view fix) {
+  if (expected.empty()) expected = marker_sha256(file);
+  if (expected.empty()) {
+    if (full) {
+      fail(
+          "cannot verify '{}': no {} beside it records its sha256 (only pulled models have "
+          "one)",
+          file.string(), marker_path(file).filename().string());
+    }
+    return false;
+  }
+  if (!full && marker_matches(file, expected)) return true;
+  std::fprintf(stderr, "fasa: verifying the sha256 of %s\n", file.c_str());
+  const std::string actual = sha256_file_hex(file);
+  if (actual != expected) {
+    fail(
+        "model file '{}' is damaged: its sha256 is {}, but {} was recorded when it was pulled; "
+        "{}",
+        file.string(), actual, expected, fix);
+  }
+  try {
+    write_marker(file, expected);
+  } catch (const Error&) {  // a read-only cache: checked again next time
+  }
+  return true;
 }
 
 void write_marker(const fs::path& file, std::string_view sha256) {

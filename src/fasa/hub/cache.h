@@ -21,6 +21,15 @@ std::filesystem::path marker_path(const std::filesystem::path& file);
 
 // True when the marker of `file` records `sha256` and the file's current size and mtime.
 bool marker_matches(const std::filesystem::path& file, std::string_view sha256);
+// The sha256 the marker of `file` records ("" when it has no readable marker).
+std::string marker_sha256(const std::filesystem::path& file);
+// Checks a model file before it is loaded. `expected`: the sha256 it must have ("": the one its
+// marker records; without a marker nothing is checked, and `full` is an error). Cheap when the
+// marker records `expected` with the file's current size and mtime, unless `full`: otherwise the
+// file is hashed again (`log` says so); a match refreshes the marker, a mismatch throws
+// fasa::Error naming the file, both hashes and `fix`. Returns whether it checked anything.
+bool verify_model_file(const std::filesystem::path& file, std::string expected, bool full,
+                       std::string_view fix);
 // Records that `file` (as it is now) has `sha256`. Written atomically.
 void write_marker(const std::filesystem::path& file, std::string_view sha256);
 // Removes the file and its marker (missing ones are fine).

@@ -31,6 +31,7 @@ struct PullOptions {
   std::string curl = "curl";
   int connect_timeout_s = 10;
   bool progress = true;  // curl and pip progress bars on stderr
+  bool verify = false;   // hash a cached file again even when its marker matches (--verify)
   // Status lines ("trying ...", "verifying ..."); default: stderr, prefixed "fasa: ".
   std::function<void(const std::string&)> log;
 };

@@ -8,6 +8,8 @@
 // it is checked against the bytes actually present.
 #include "fasa/io/gguf.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -451,7 +453,11 @@ int64_t GgufFile::get_int_or(std::string_view key, int64_t def) const {
 double GgufFile::get_float(std::string_view key) const {
   const GgufValue& v = require(*this, key);
   if (!is_float_type(v.type) && !is_int_type(v.type)) wrong_type(*this, key, v, "a number");
-  return scalar_to_double(v.scalar);
+  const double d = scalar_to_double(v.scalar);
+  // Every float the engine takes from a file is finite (inf or NaN in a hyper-parameter only
+  // ever makes garbage); ranges are the reader's (ModelConfig).
+  if (!std::isfinite(d)) fail("{}: metadata '{}' = {} is not a finite number", path_, key, d);
+  return d;
 }
 
 double GgufFile::get_float_or(std::string_view key, double def) const {
@@ -494,7 +500,13 @@ std::vector<float> GgufFile::get_float_array(std::string_view key) const {
   }
   std::vector<float> out;
   out.reserve(v.array.size());
-  for (const GgufScalar& s : v.array) out.push_back(static_cast<float>(scalar_to_double(s)));
+  for (const GgufScalar& s : v.array) {
+    const float f = static_cast<float>(scalar_to_double(s));
+    if (!std::isfinite(f)) {
+      fail("{}: metadata '{}'[{}] = {} is not a finite number", path_, key, out.size(), f);
+    }
+    out.push_back(f);
+  }
   return out;
 }
 

@@ -26,12 +26,18 @@ struct FdGuard {
 }  // namespace
 
 MmapFile::MmapFile(const std::string& path) {
-  FdGuard guard{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer (no effect on files).
+  FdGuard guard{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
   if (guard.fd < 0) fail("cannot open '{}': {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(guard.fd, &st) != 0) fail("cannot stat '{}': {}", path, std::strerror(errno));
   if (S_ISDIR(st.st_mode)) fail("cannot open '{}': is a directory, not a file", path);
-  if (!S_ISREG(st.st_mode)) fail("cannot open '{}': not a regular file", path);
+  if (!S_ISREG(st.st_mode)) {
+    fail("cannot open '{}': {}, not a regular file", path,
+         S_ISFIFO(st.st_mode)   ? "a FIFO"
+         : S_ISSOCK(st.st_mode) ? "a socket"
+                                : "a device");
+  }
   if (st.st_size <= 0) return;  // mmap of length 0 is invalid; leave empty
   if (static_cast<uint64_t>(st.st_size) > std::numeric_limits<size_t>::max()) {
     fail("cannot map '{}': file of {} bytes is too large for this address space", path,

@@ -46,6 +46,9 @@ bool known_arch(const std::string& arch, RopeLayout* layout) {
   return false;
 }
 
+// RoPE bases in real files reach 1e6-1e8; far larger ones only overflow the angle tables.
+constexpr float kMaxRopeBase = 1e12f;
+
 // Gemma 3's block and layer pattern. The values the metadata does not carry follow llama.cpp
 // (the reference the goldens come from): one global layer in every 6, local RoPE base 1e4, and
 // the attention scale of gemma_pytorch's config for each size (27B, 62 layers: 1/sqrt(d/heads)).
@@ -64,8 +67,9 @@ void read_gemma3(const GgufFile& f, const std::string& a, ModelConfig& c) {
     c.attn_scale = 1.0f / std::sqrt(static_cast<float>(query_scalar));
   }
   c.final_logit_softcap = static_cast<float>(f.get_float_or(a + "final_logit_softcapping", 0.0));
-  if (!(c.final_logit_softcap >= 0.0f)) {
-    fail("{}: '{}final_logit_softcapping' = {} must be >= 0", f.path(), a, c.final_logit_softcap);
+  if (!(c.final_logit_softcap >= 0.0f && c.final_logit_softcap <= 1e6f)) {
+    fail("{}: '{}final_logit_softcapping' = {} must be in [0, 1e6]", f.path(), a,
+         c.final_logit_softcap);
   }
   if (f.find(a + "attention.sliding_window") == nullptr) {
     fail("{}: missing metadata '{}attention.sliding_window' (gemma3 needs its window size)",
@@ -88,8 +92,8 @@ void read_gemma3(const GgufFile& f, const std::string& a, ModelConfig& c) {
     for (int l = 0; l < c.n_layers; ++l) c.layer_window[l] = l % period < period - 1 ? window : 0;
   }
   c.rope_base_local = static_cast<float>(f.get_float_or(a + "rope.freq_base_swa", 10000.0));
-  if (!(c.rope_base_local > 1.0f)) {
-    fail("{}: '{}rope.freq_base_swa' = {} must be > 1", f.path(), a, c.rope_base_local);
+  if (!(c.rope_base_local > 1.0f && c.rope_base_local <= kMaxRopeBase)) {
+    fail("{}: '{}rope.freq_base_swa' = {} must be in (1, 1e12]", f.path(), a, c.rope_base_local);
   }
 }
 
@@ -128,7 +132,9 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
     fail("{}: layer_norm_rms_epsilon {} is out of range", f.path(), c.rms_eps);
   }
   c.rope_base = static_cast<float>(f.get_float_or(a + "rope.freq_base", 10000.0));
-  if (!(c.rope_base > 1.0f)) fail("{}: rope.freq_base {} must be > 1", f.path(), c.rope_base);
+  if (!(c.rope_base > 1.0f && c.rope_base <= kMaxRopeBase)) {
+    fail("{}: rope.freq_base {} must be in (1, 1e12]", f.path(), c.rope_base);
+  }
   c.rope_dim = static_cast<int>(f.get_int_or(a + "rope.dimension_count", c.head_dim));
   if (c.rope_dim < 2 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
     fail("{}: rope.dimension_count {} must be even and <= head_dim {}", f.path(), c.rope_dim,

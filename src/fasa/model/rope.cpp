@@ -25,7 +25,7 @@ namespace {
 void require_default(const GgufFile& f, const std::string& key, double want, const char* why) {
   if (f.find(key) == nullptr) return;
   const double v = f.get_float(key);
-  if (std::fabs(v - want) > 1e-6 * std::max(1.0, std::fabs(want))) {
+  if (!(std::fabs(v - want) <= 1e-6 * std::max(1.0, std::fabs(want)))) {  // NaN too
     fail("{}: metadata '{}' = {} is not supported (only {}: {})", f.path(), key, v, want, why);
   }
 }

@@ -70,6 +70,9 @@ struct GenRequest {
   // Fields this server does not know, ignored (named in the X-Fasa-Ignored-Fields header and
   // the log): "foo", "messages[1].tool_calls", ...
   std::vector<std::string> ignored;
+  // "cache_salt" (vLLM's field): requests of different salts never share prompt-cache entries
+  // ("" when not given).
+  std::string cache_salt;
 };
 
 // Throw ApiError(400, ...) naming the field for: a body that is not a JSON object, malformed
@@ -101,9 +104,11 @@ struct GenOutcome {
   std::string finish_reason;  // "stop" | "length"
   int prompt_tokens = 0;
   int completion_tokens = 0;
-  int cached_tokens = 0;       // prompt tokens the prompt cache gave
-  std::string policy;          // the policy spec actually used
-  uint64_t kv_bytes_read = 0;  // K/V (and selection side data) bytes read at decode steps
+  int cached_tokens = 0;           // prompt tokens the prompt cache gave
+  std::string policy;              // the policy spec actually used
+  std::string calibration_file;    // a calibrated policy's calibration: file name and sha256
+  std::string calibration_sha256;  // ("" for others)
+  uint64_t kv_bytes_read = 0;      // K/V (and selection side data) bytes read at decode steps
   double kv_bytes_read_per_token = 0.0;
   std::string lossless = "off";  // the request's lossless setting, and its decoder's counts
   LosslessStats lossless_stats;

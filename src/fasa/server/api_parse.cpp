@@ -463,6 +463,12 @@ void set_fasa(const json& v, const char* name, Parsed& p) {
 
 void set_model(const json& v, const char* name, Parsed& p) { p.req.model = string_value(v, name); }
 void check_user(const json& v, const char* name, Parsed&) { string_value(v, name); }  // ignored
+// vLLM's field: prompts of different salts never share prompt-cache entries.
+void set_cache_salt(const json& v, const char* name, Parsed& p) {
+  p.req.cache_salt = string_value(v, name);
+  if (p.req.cache_salt.empty()) bad(name, "'cache_salt' must be a non-empty string");
+  if (p.req.cache_salt.size() > 256) bad(name, "'cache_salt' must be at most 256 bytes");
+}
 void set_stream(const json& v, const char* name, Parsed& p) { p.req.stream = bool_value(v, name); }
 // The ranges are SamplerParams::validate's (whose min_p excludes 1), so a request that parses
 // builds a sampler; temperature's upper bound is OpenAI's.
@@ -561,6 +567,7 @@ const Field kCommonFields[] = {
     {"stream_options", set_stream_options},
     {"n", set_n},
     {"user", check_user},
+    {"cache_salt", set_cache_salt},
     {"presence_penalty", set_presence},
     {"frequency_penalty", set_frequency},
     {"repetition_penalty", set_repetition},  // extension, as vLLM's server

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -118,6 +119,14 @@ struct Server::Impl {
   std::condition_variable all_ended;
   uint64_t next_id = 0;
   std::unordered_map<uint64_t, std::thread> running;
+  // Every open connection's socket and state, oldest first (ids grow): the acceptor sheds idle
+  // reserved ones. A socket is closed under `mu`, so a shed never reaches a reused descriptor.
+  struct Live {
+    int fd;
+    bool reserved;
+    std::shared_ptr<std::atomic<detail::ConnState>> state;
+  };
+  std::map<uint64_t, Live> live;
   std::vector<std::thread> ended;  // threads whose connection is over, not yet joined
   int reserved_open = 0;
   std::unordered_map<std::string, int> per_client;  // open connections by address (> 0 only)
@@ -134,7 +143,9 @@ struct Server::Impl {
   void accept_loop();
   void accept_one();
   void admit(int fd, std::string peer, Slot slot);
-  void connection_main(uint64_t id, int fd, const std::string& peer, Slot slot);
+  bool shed_idle_reserved();
+  void connection_main(uint64_t id, int fd, const std::string& peer, Slot slot,
+                       std::atomic<detail::ConnState>& state);
   void join_ended();
   void close_fds();
 };
@@ -190,7 +201,8 @@ void Server::Impl::accept_one() {
           peer.first, cap);
     } else if (open.load() - reserved_open < opts.max_connections) {
       admit(fd, peer_name(peer), slot);
-    } else if (reserved_open < opts.reserved_connections && !opts.reserved_paths.empty()) {
+    } else if (!opts.reserved_paths.empty() && opts.reserved_connections > 0 &&
+               (reserved_open < opts.reserved_connections || shed_idle_reserved())) {
       admit(fd, peer_name(peer), {slot.client, true});
     } else {
       status = 503;
@@ -201,31 +213,52 @@ void Server::Impl::accept_one() {
   if (status != 0) detail::refuse_connection(fd, status, message);
 }
 
+// Called with `mu` held, the reserve full: ends the oldest reserved connection that has read
+// none of a request yet, so that idle connections (from however many addresses) cannot keep
+// the reserve from a client that asks at once. Its slot stays counted until its thread ends, so
+// the reserve may briefly hold one more. False when none is idle.
+bool Server::Impl::shed_idle_reserved() {
+  for (auto& [id, c] : live) {
+    if (!c.reserved) continue;
+    auto idle = detail::ConnState::Idle;
+    if (c.state->compare_exchange_strong(idle, detail::ConnState::Shed)) {
+      ::shutdown(c.fd, SHUT_RDWR);  // its waits wake, its reads end
+      return true;
+    }
+  }
+  return false;
+}
+
 // Called with `mu` held.
 void Server::Impl::admit(int fd, std::string peer, Slot slot) {
   const uint64_t id = next_id++;
+  auto state = std::make_shared<std::atomic<detail::ConnState>>(detail::ConnState::Idle);
   try {
     // Created under the lock, so the thread finds itself in `running` when it ends.
-    running.emplace(id, std::thread([this, id, fd, slot, peer = std::move(peer)] {
-                      connection_main(id, fd, peer, slot);
+    running.emplace(id, std::thread([this, id, fd, slot, state, peer = std::move(peer)] {
+                      connection_main(id, fd, peer, slot, *state);
                     }));
   } catch (const std::system_error&) {
     detail::refuse_connection(fd, 503, "the server cannot start another connection thread");
     return;
   }
+  live.emplace(id, Live{fd, slot.reserved, state});
   ++open;
   ++per_client[slot.client];
   if (slot.reserved) ++reserved_open;
 }
 
-void Server::Impl::connection_main(uint64_t id, int fd, const std::string& peer, Slot slot) {
+void Server::Impl::connection_main(uint64_t id, int fd, const std::string& peer, Slot slot,
+                                   std::atomic<detail::ConnState>& state) {
   try {
-    detail::serve_connection(fd, peer, slot.reserved, context());
+    detail::serve_connection(fd, peer, slot.reserved, context(), state);
   } catch (const std::exception&) {
     // Out of memory mid-request: this connection is dropped (its socket closed), the server
     // goes on, and the bookkeeping below still runs so stop() never waits for it.
   }
   std::lock_guard lock(mu);
+  ::close(fd);
+  live.erase(id);
   --open;
   if (--per_client[slot.client] == 0) per_client.erase(slot.client);
   if (slot.reserved) --reserved_open;
@@ -327,6 +360,7 @@ const char* status_text(int status) {
     case 408: return "Request Timeout";
     case 411: return "Length Required";
     case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
     case 422: return "Unprocessable Content";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";

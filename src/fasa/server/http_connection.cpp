@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "fasa/server/http_parse.h"
+#include "fasa/server/http_response.h"
 
 namespace fasa::http::detail {
 
@@ -50,31 +51,6 @@ Wait wait_for(int fd, short events, Clock::time_point deadline, int wake_fd, int
   }
 }
 
-std::string response_head(int status, std::string_view content_type, const Headers& headers,
-                          bool keep_alive) {
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", status, status_text(status));
-  if (!content_type.empty()) out += fmt::format("Content-Type: {}\r\n", content_type);
-  for (const auto& [name, value] : headers) out += fmt::format("{}: {}\r\n", name, value);
-  out += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
-  return out;
-}
-
-std::string whole_response(int status, std::string_view content_type, std::string_view body,
-                           const Headers& headers, bool keep_alive) {
-  std::string out = response_head(status, content_type, headers, keep_alive);
-  if (status == 204) return out + "\r\n";  // RFC 9110 section 8.6: no Content-Length, no body
-  out += fmt::format("Content-Length: {}\r\n\r\n", body.size());
-  out += body;
-  return out;
-}
-
-std::string error_response(int status, std::string_view message, bool keep_alive,
-                           const Headers& headers = {}) {
-  const char* type = status < 500 ? "invalid_request_error" : "server_error";
-  return whole_response(status, "application/json", error_json(status, message, type), headers,
-                        keep_alive);
-}
-
 const Headers kRetrySoon = {{"Retry-After", "1"}};
 
 // Thrown when a connection ends without an answer: the client left or the server stops.
@@ -82,13 +58,14 @@ struct Disconnected {};
 
 class Connection {
  public:
-  Connection(int fd, std::string peer, bool reserved, const ConnectionContext& ctx)
+  Connection(int fd, std::string peer, bool reserved, const ConnectionContext& ctx,
+             std::atomic<ConnState>& state)
       : fd_(fd),
         peer_(std::move(peer)),
         reserved_(reserved),
         request_ms_(reserved ? ctx.opts.reserved_timeout_ms : ctx.opts.request_timeout_ms),
-        ctx_(ctx) {}
-  ~Connection() { ::close(fd_); }
+        ctx_(ctx),
+        state_(state) {}
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
@@ -113,6 +90,7 @@ class Connection {
   const bool reserved_;
   const int request_ms_;  // the time a request may take to arrive
   const ConnectionContext& ctx_;
+  std::atomic<ConnState>& state_;
   std::string buf_;  // received, not yet consumed bytes (the start of a pipelined next request)
 };
 
@@ -123,13 +101,17 @@ class Writer final : public ResponseWriter {
   Writer(Connection& conn, bool keep_alive, bool chunked, const std::atomic<bool>& draining)
       : conn_(conn), keep_alive_(keep_alive), chunked_(chunked), draining_(draining) {}
 
+  // A header with a control byte throws BadHeader before anything is written, so the handler's
+  // caller can still answer 500.
   void send(int status, std::string_view content_type, std::string_view body,
             const Headers& headers) override {
+    check_headers(content_type, headers);
     start(State::Sent);
     ok_ = conn_.send_all(whole_response(status, content_type, body, headers, keep_alive_));
   }
 
   bool begin_stream(int status, std::string_view content_type, const Headers& headers) override {
+    check_headers(content_type, headers);  // BadHeader before anything is written
     start(State::Streaming);
     // An HTTP/1.0 client knows no chunked encoding: its stream ends when the connection closes.
     if (!chunked_) keep_alive_ = false;
@@ -209,13 +191,18 @@ void Connection::serve() {
 
 // Waits for the first byte of the next request, skipping empty lines between requests. False
 // when none came before the deadline or the server drains (the connection is then closed
-// without an answer).
+// without an answer). Idle while it waits: the acceptor may shed it then (Disconnected).
 bool Connection::await_request(Clock::time_point deadline) {
+  ConnState busy = ConnState::Busy;
+  state_.compare_exchange_strong(busy, ConnState::Idle);
   for (;;) {
     buf_.erase(0, leading_newlines(buf_));
-    if (!buf_.empty()) return true;
+    if (!buf_.empty()) break;
     if (!read_more(deadline, /*idle=*/true)) return false;
   }
+  ConnState idle = ConnState::Idle;
+  if (!state_.compare_exchange_strong(idle, ConnState::Busy)) throw Disconnected{};  // shed
+  return true;
 }
 
 // Reads one request and answers it; false when the connection must close afterwards.
@@ -355,9 +342,9 @@ void Connection::drain_before_close() {
 
 }  // namespace
 
-void serve_connection(int fd, const std::string& peer, bool reserved,
-                      const ConnectionContext& ctx) {
-  Connection conn(fd, peer, reserved, ctx);
+void serve_connection(int fd, const std::string& peer, bool reserved, const ConnectionContext& ctx,
+                      std::atomic<ConnState>& state) {
+  Connection conn(fd, peer, reserved, ctx, state);
   conn.serve();
 }
 

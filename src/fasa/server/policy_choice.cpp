@@ -1,5 +1,7 @@
 #include "fasa/server/policy_choice.h"
 
+#include <filesystem>
+
 #include "fasa/core/error.h"
 
 namespace fasa::server {
@@ -15,6 +17,20 @@ std::string spec_of(const std::string& name, const PolicyOptions& opts) {
 }
 
 }  // namespace
+
+std::string shown_spec(const std::string& spec) {
+  std::string name;
+  PolicyOptions opts;
+  try {
+    parse_policy_spec(spec, &name, &opts);
+  } catch (const Error&) {
+    return spec;  // (only checked specs are shown)
+  }
+  const auto c = opts.find("calib");
+  if (c == opts.end()) return spec;
+  c->second = std::filesystem::path(c->second).filename().string();
+  return spec_of(name, opts);
+}
 
 std::string choose_policy(const PolicyDefaults& defaults, const PolicyRequest& request,
                           const PolicyContext& ctx) {

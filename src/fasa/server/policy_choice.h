@@ -23,4 +23,8 @@ struct PolicyDefaults {
 std::string choose_policy(const PolicyDefaults& defaults, const PolicyRequest& request,
                           const PolicyContext& ctx);
 
+// A spec as clients see it: a calib= file by its file name, never the server's path to it
+// ("fasa:budget=256,calib=/srv/c/emma.json" -> "fasa:budget=256,calib=emma.json").
+std::string shown_spec(const std::string& spec);
+
 }  // namespace fasa::server

@@ -33,13 +33,15 @@ int PromptScorer::usable(const Entry& e, const Session& s, const std::vector<int
   return s.cache().can_copy_prefix(e.rows->cache(), p) ? p : 0;
 }
 
-std::vector<TokenLogprob> PromptScorer::score(const std::vector<int32_t>& prompt, int top) {
+std::vector<TokenLogprob> PromptScorer::score(const std::vector<int32_t>& prompt, int top,
+                                              const std::string& scope) {
   FASA_CHECK(!prompt.empty());
   ++stats_.lookups;
   auto s = std::make_unique<Session>(model_, so_, ctx_);
   auto best = entries_.end();
   int p = 0;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->scope != scope) continue;
     const int n = usable(*it, *s, prompt, top);
     if (n > p) best = it, p = n;  // ties: the most recently used (first)
   }
@@ -65,6 +67,7 @@ std::vector<TokenLogprob> PromptScorer::score(const std::vector<int32_t>& prompt
   if (budget_ > 0 && n > 1) {
     Entry e;
     e.tokens = prompt;
+    e.scope = scope;
     e.top = top;
     e.logprobs = out;
     e.bytes = s->cache().used_bytes() + prompt.size() * sizeof(int32_t) +
@@ -77,7 +80,7 @@ std::vector<TokenLogprob> PromptScorer::score(const std::vector<int32_t>& prompt
 
 void PromptScorer::keep(Entry e) {
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {  // the same prompt: the newer
-    if (it->tokens == e.tokens && it->top == e.top) {
+    if (it->tokens == e.tokens && it->top == e.top && it->scope == e.scope) {
       stats_.bytes -= it->bytes;
       entries_.erase(it);
       break;

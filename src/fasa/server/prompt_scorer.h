@@ -11,12 +11,15 @@
 // prompt evaluated in whole chunks of kChunk are taken, up to a chunk boundary, and the new
 // prompt evaluates the same chunks after it as it would alone. Sessions have the server's
 // context (the same RoPE tables as its generations), so every entry has the same layout.
+// Entries belong to a scope (the caller's, engine/prompt_cache.h): a prompt reuses only its own
+// scope's, so how long scoring takes tells no one what another scope sent.
 // One thread at a time (the server holds a lock around score()).
 #pragma once
 
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fasa/engine/generate.h"
@@ -43,13 +46,15 @@ class PromptScorer {
 
   // [prompt.size() - 1]: entry i is prompt[i + 1]'s logprob given prompt[0..i], with the `top`
   // most likely tokens (token_logprob). prompt: at least one token, fewer than the context.
-  std::vector<TokenLogprob> score(const std::vector<int32_t>& prompt, int top);
+  std::vector<TokenLogprob> score(const std::vector<int32_t>& prompt, int top,
+                                  const std::string& scope = {});
 
   const PromptScorerStats& stats() const { return stats_; }
 
  private:
   struct Entry {
     std::vector<int32_t> tokens;         // [n] the prompt
+    std::string scope;                   // whose prompt it is
     int top = 0;                         // the alternatives its logprobs hold
     std::unique_ptr<Session> rows;       // `full`, holding the n - 1 evaluated rows
     std::vector<TokenLogprob> logprobs;  // [n - 1]

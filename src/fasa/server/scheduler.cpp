@@ -182,7 +182,7 @@ void Scheduler::admit(std::vector<Active>& active) {
       Active a;
       a.session = std::make_unique<Session>(model_, so, policy_ctx_);
       a.gen = std::make_unique<Generation>(model_->require_tokenizer(), job->gen);
-      a.cached = prompt_cache_.start(*a.session, job->prompt);
+      a.cached = prompt_cache_.start(*a.session, job->prompt, job->cache_scope);
       a.fed = static_cast<size_t>(a.cached);
       a.job = std::move(job);
       active.push_back(std::move(a));
@@ -289,7 +289,7 @@ int Scheduler::sample(std::vector<Active>& active, const std::vector<size_t>& sa
       a.prompt_in = true;
       try {
         if (a.cached < static_cast<int>(a.job->prompt.size())) {
-          prompt_cache_.insert(s, a.job->prompt);
+          prompt_cache_.insert(s, a.job->prompt, a.job->cache_scope);
         }
       } catch (const std::exception&) {  // (no memory for a copy): the job goes on uncached
       }

@@ -41,11 +41,12 @@ struct JobResult {
 class Job {
  public:
   Job(std::vector<int32_t> prompt, GenerateOptions gen, std::string policy,
-      LosslessOptions lossless = {})
+      LosslessOptions lossless = {}, std::string cache_scope = {})
       : prompt(std::move(prompt)),
         gen(std::move(gen)),
         policy(std::move(policy)),
-        lossless(lossless) {}
+        lossless(lossless),
+        cache_scope(std::move(cache_scope)) {}
 
   const std::vector<int32_t> prompt;
   const GenerateOptions gen;
@@ -53,6 +54,9 @@ class Job {
   // k >= 1: the policy drafts and full attention verifies (engine/lossless.h). Such a job's
   // decode runs outside the shared batch: one verification per engine step, after the batch.
   const LosslessOptions lossless;
+  // Whose prompt this is (engine/prompt_cache.h): the job reuses and leaves prompt-cache entries
+  // of this scope only.
+  const std::string cache_scope;
 
   // What the engine produced since the last wait(): new text, and whether the job ended (then
   // either error is set or result() is final).

@@ -1,17 +1,21 @@
 #include "fasa/server/server.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <random>
 
 #include <fmt/format.h>
 
 #include "fasa/core/error.h"
 #include "fasa/core/process.h"
+#include "fasa/core/sha256.h"
 #include "fasa/engine/prompt.h"
 #include "fasa/io/gguf.h"
+#include "fasa/server/text_escape.h"
 #include "fasa/server/tokenize_api.h"
 #include "fasa/tokenizer/tokenizer.h"
 
@@ -27,14 +31,16 @@ class StatusRecorder : public http::ResponseWriter {
  public:
   explicit StatusRecorder(http::ResponseWriter& w) : w_(w) {}
   int status = 0;
+  // The status is recorded once the writer took the answer (a refused header throws first).
   void send(int s, std::string_view type, std::string_view body,
             const http::Headers& headers) override {
-    status = s;
     w_.send(s, type, body, headers);
+    status = s;
   }
   bool begin_stream(int s, std::string_view type, const http::Headers& headers) override {
+    const bool ok = w_.begin_stream(s, type, headers);
     status = s;
-    return w_.begin_stream(s, type, headers);
+    return ok;
   }
   bool write_chunk(std::string_view data) override { return w_.write_chunk(data); }
   void end_stream() override { w_.end_stream(); }
@@ -58,6 +64,49 @@ void send_error(http::ResponseWriter& w, int status, const std::string& message,
 }
 
 int64_t unix_now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// The request log's bounds: a path and a note (policy, fields, an error quoting the client).
+constexpr size_t kLogPathBytes = 256;
+constexpr size_t kLogNoteBytes = 1024;
+
+bool ascii_iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[i]);
+    if (std::tolower(x) != std::tolower(y)) return false;
+  }
+  return true;
+}
+
+// The credentials of "Authorization: Bearer KEY" (the scheme in any case, RFC 9110 section
+// 11.1), or "" when the header is another scheme or absent.
+std::string bearer_token(const std::string* header) {
+  if (header == nullptr) return {};
+  const std::string_view h = *header;
+  const size_t space = h.find(' ');
+  if (space == std::string_view::npos || !ascii_iequals(h.substr(0, space), "bearer")) return {};
+  std::string_view token = h.substr(space);
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  return std::string(token);
+}
+
+// A JSON body's media type: application/json, parameters allowed (RFC 9110 section 8.3.1).
+bool json_content_type(const std::string* header) {
+  if (header == nullptr) return false;
+  std::string_view type = std::string_view(*header).substr(0, header->find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  return ascii_iequals(type, "application/json");
+}
+
+// `message` with every mention of the calibration's path replaced by its file name.
+std::string without_path(std::string message, const std::string& path, const std::string& name) {
+  if (path.empty() || path == name) return message;
+  for (size_t at = message.find(path); at != std::string::npos;
+       at = message.find(path, at + name.size())) {
+    message.replace(at, path.size(), name);
+  }
+  return message;
+}
 
 }  // namespace
 
@@ -87,6 +136,13 @@ bool equal_constant_time(const std::string& a, const std::string& b) {
 ApiServer::ApiServer(std::shared_ptr<const Model> model, const ServerConfig& config)
     : model_(std::move(model)), config_(config), started_(unix_now()) {
   if (config_.max_tokens < 1) fail("--max-tokens must be >= 1 (got {})", config_.max_tokens);
+  for (const std::string& key : config_.api_keys) {
+    if (key.empty()) fail("an API key must not be empty");
+  }
+  if (!config_.policy.calib.empty()) {  // answers name it by file name and sha256, not path
+    calib_name_ = std::filesystem::path(config_.policy.calib).filename().string();
+    calib_sha256_ = sha256_file_hex(config_.policy.calib);
+  }
   SessionOptions& so = config_.scheduler.session;
   so.n_ctx = resolve_context(model_->config(), so.n_ctx);
   scheduler_ = std::make_unique<Scheduler>(model_, config_.scheduler);
@@ -115,13 +171,20 @@ void ApiServer::stop() {
   if (http_) http_->stop();
 }
 
-bool ApiServer::authorized(const http::Request& req) const {
-  if (config_.api_key.empty()) return true;
-  const std::string* h = req.header("authorization");
-  const std::string prefix = "Bearer ";
-  const std::string given =
-      h && h->compare(0, prefix.size(), prefix) == 0 ? h->substr(prefix.size()) : std::string();
-  return equal_constant_time(given, config_.api_key);
+int ApiServer::caller(const http::Request& req) const {
+  if (config_.api_keys.empty()) return kNoKeys;
+  const std::string given = bearer_token(req.header("authorization"));
+  int found = -1;
+  for (size_t i = 0; i < config_.api_keys.size(); ++i) {  // every key compared, whatever matched
+    if (equal_constant_time(given, config_.api_keys[i]) && found < 0) found = static_cast<int>(i);
+  }
+  return given.empty() ? -1 : found;
+}
+
+std::string ApiServer::cache_scope(int caller, const std::string& salt) const {
+  std::string scope = config_.prompt_cache_shared || caller < 0 ? "" : fmt::format("key{}", caller);
+  if (!salt.empty()) scope += "\x1f" + salt;  // (no key index contains the separator)
+  return scope;
 }
 
 void ApiServer::handle(const http::Request& req, http::ResponseWriter& w) {
@@ -146,10 +209,13 @@ void ApiServer::handle(const http::Request& req, http::ResponseWriter& w) {
   }
   counters_.add(endpoint, rec.status);
   if (config_.log_requests && endpoint != "/health" && endpoint != "/metrics") {
+    // One line whatever the client sent: its bytes escaped and bounded.
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "fasa serve: %s %s %s %d %.3f s%s%s\n", req.peer.c_str(),
-                 req.method.c_str(), req.path.c_str(), rec.status, s, note.empty() ? "" : " ",
-                 note.c_str());
+    const std::string line =
+        fmt::format("fasa serve: {} {} {} {} {:.3f} s{}{}\n", req.peer, log_text(req.method, 32),
+                    log_text(req.path, kLogPathBytes), rec.status, s, note.empty() ? "" : " ",
+                    log_text(without_path(note, config_.policy.calib, calib_name_), kLogNoteBytes));
+    std::fputs(line.c_str(), stderr);
   }
 }
 
@@ -162,7 +228,8 @@ std::string ApiServer::route(const http::Request& req, http::ResponseWriter& w,
     return {};
   }
   if (endpoint == "other") throw ApiError(404, fmt::format("no such endpoint: {}", req.path));
-  if (!authorized(req)) {
+  const int who = caller(req);
+  if (who == -1) {
     send_error(w, 401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
                {{"WWW-Authenticate", "Bearer"}});
     return {};
@@ -185,6 +252,13 @@ std::string ApiServer::route(const http::Request& req, http::ResponseWriter& w,
     return {};
   }
   if (!post) throw ApiError(405, fmt::format("use POST for {}", endpoint));
+  // A web page may POST text/plain to any address without asking (a CORS "simple request"):
+  // a JSON body must say it is one.
+  if (!json_content_type(req.header("content-type"))) {
+    throw ApiError(415, fmt::format("the body of POST {} must be JSON: send 'Content-Type: "
+                                    "application/json'",
+                                    endpoint));
+  }
   if (endpoint == "/tokenize" || endpoint == "/detokenize") {
     const Tokenizer& tok = model_->require_tokenizer();
     send_json(w, 200,
@@ -192,7 +266,8 @@ std::string ApiServer::route(const http::Request& req, http::ResponseWriter& w,
                                       : detokenize_body(tok, req.body));
     return {};
   }
-  return generate(req, w, endpoint == "/v1/completions" ? Endpoint::Completions : Endpoint::Chat);
+  return generate(req, w, endpoint == "/v1/completions" ? Endpoint::Completions : Endpoint::Chat,
+                  who);
 }
 
 namespace {
@@ -309,32 +384,42 @@ void check_lossless_policy(const std::string& spec, const PolicyOptions& extra =
 }  // namespace
 
 std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& w,
-                                Endpoint endpoint) {
+                                Endpoint endpoint, int who) {
   const GenRequest r = checked_request(req, endpoint);
+  const std::string scope = cache_scope(who, r.cache_salt);
   std::vector<int32_t> prompt = prompt_tokens(r, endpoint);
   check_against_model(r);
   const GenerateOptions go = generate_options(r, prompt);
   // The request's own fields first, so that the conflict is named before, say, a missing
   // calibration; then the spec the server chose (its default policy may be FASA-M).
   if (r.lossless.k > 0) check_lossless_policy(r.fasa.policy, r.fasa.options);
-  const std::string policy = choose_policy(config_.policy, r.fasa, scheduler_->policy_context());
+  std::string policy;
+  try {
+    policy = choose_policy(config_.policy, r.fasa, scheduler_->policy_context());
+  } catch (const ApiError& e) {  // the server's files are named by their file names only
+    throw ApiError(e.status, without_path(e.what(), config_.policy.calib, calib_name_), e.param);
+  }
   if (r.lossless.k > 0) check_lossless_policy(policy);
   http::Headers headers;
   std::string note = fmt::format("prompt={} n={} policy={}", prompt.size(), r.n, policy);
   if (!r.ignored.empty()) {
+    headers.emplace_back("X-Fasa-Ignored-Fields", ignored_fields_header(r.ignored));
     std::string list;
     for (const std::string& f : r.ignored) list += (list.empty() ? "" : ", ") + f;
-    headers.emplace_back("X-Fasa-Ignored-Fields", list);
     note += " ignored=[" + list + "]";
   }
   const LogprobRenderer lp{model_->require_tokenizer()};
-  GenOutcome base = outcome_of(endpoint, policy);
+  GenOutcome base = outcome_of(endpoint, shown_spec(policy));
+  if (policy.find("calib=") != std::string::npos && !calib_name_.empty()) {
+    base.calibration_file = calib_name_;
+    base.calibration_sha256 = calib_sha256_;
+  }
   base.lossless = lossless_name(r.lossless);
   base.has_logprobs = r.logprobs >= 0;
   base.prompt_tokens = static_cast<int>(prompt.size());
   if (r.echo) {  // the prompt's text (and its logprobs) come first
     base.text = r.prompt_is_ids ? lp.tok.decode(prompt) : r.prompt;
-    if (r.logprobs >= 0) base.logprobs = score_prompt(prompt, r.logprobs, lp);
+    if (r.logprobs >= 0) base.logprobs = score_prompt(prompt, r.logprobs, lp, scope);
   }
   if (r.max_tokens == 0) {  // echo only: the prompt scored, nothing generated
     base.finish_reason = "length";
@@ -346,7 +431,7 @@ std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& 
   for (int i = 0; i < r.n; ++i) {
     GenerateOptions gi = go;
     gi.sampler.seed = r.seed ? *r.seed + static_cast<uint64_t>(i) : std::random_device{}();
-    jobs.push_back(std::make_shared<Job>(prompt, std::move(gi), policy, r.lossless));
+    jobs.push_back(std::make_shared<Job>(prompt, std::move(gi), policy, r.lossless, scope));
     if (!scheduler_->submit(jobs.back())) {
       for (const auto& job : jobs) job->cancel();
       http::Headers busy = headers;
@@ -393,11 +478,12 @@ std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& 
 // (prompt_scorer.h: dense, and a prompt that starts like an earlier one evaluates only the
 // rest). The first token has none.
 std::vector<LogprobEntry> ApiServer::score_prompt(const std::vector<int32_t>& prompt, int top,
-                                                  const LogprobRenderer& lp) {
+                                                  const LogprobRenderer& lp,
+                                                  const std::string& scope) {
   std::vector<LogprobEntry> out(1);
   out[0].token = lp.tok.token_to_bytes(prompt[0]);
   std::lock_guard<std::mutex> lock(score_mu_);
-  lp.append(scorer_->score(prompt, top), out);
+  lp.append(scorer_->score(prompt, top, scope), out);
   return out;
 }
 

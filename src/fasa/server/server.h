@@ -25,9 +25,13 @@ struct ServerConfig {
   http::ServerOptions http;
   SchedulerOptions scheduler;
   PolicyDefaults policy;
-  std::string model_id;   // the name clients use ("model" field); others are refused with 404
-  std::string api_key;    // "" = no authentication
-  int max_tokens = 1024;  // the most tokens a request may ask for, and the default
+  std::string model_id;  // the name clients use ("model" field); others are refused with 404
+  // Bearer keys a caller must send one of (none: no authentication). Each key is a tenant of
+  // its own: prompt-cache entries are reused only by requests with the same key (and the same
+  // cache_salt), unless prompt_cache_shared.
+  std::vector<std::string> api_keys;
+  bool prompt_cache_shared = false;  // one tenant: every key reuses every entry of its salt
+  int max_tokens = 1024;             // the most tokens a request may ask for, and the default
   // One stderr line per request (peer, method, path, status, seconds, tokens, policy, ignored
   // fields); /health and /metrics are not logged.
   bool log_requests = true;
@@ -57,16 +61,23 @@ class ApiServer {
   // Each returns a note for the request's log line.
   std::string route(const http::Request& req, http::ResponseWriter& w, const std::string& endpoint);
   // A completion request, step by step: check, tokenize, submit, answer (server.cpp).
-  std::string generate(const http::Request& req, http::ResponseWriter& w, Endpoint endpoint);
+  // `who`: caller()'s answer for the request.
+  std::string generate(const http::Request& req, http::ResponseWriter& w, Endpoint endpoint,
+                       int who);
   GenRequest checked_request(const http::Request& req, Endpoint endpoint) const;
   std::vector<int32_t> prompt_tokens(const GenRequest& r, Endpoint endpoint) const;
   void check_against_model(const GenRequest& r) const;
   GenerateOptions generate_options(const GenRequest& r, const std::vector<int32_t>& prompt) const;
   std::vector<LogprobEntry> score_prompt(const std::vector<int32_t>& prompt, int top,
-                                         const LogprobRenderer& lp);
+                                         const LogprobRenderer& lp, const std::string& scope);
   GenOutcome outcome_of(Endpoint endpoint, const std::string& policy);
   std::string echo_metrics();  // the scorer's families (metrics.h)
-  bool authorized(const http::Request& req) const;
+  // Which API key the request carries: its index, kNoKeys when the server has none, -1 when
+  // the request has none of them.
+  static constexpr int kNoKeys = -2;
+  int caller(const http::Request& req) const;
+  // The prompt-cache scope of a caller and a request's cache_salt (engine/prompt_cache.h).
+  std::string cache_scope(int caller, const std::string& salt) const;
 
   std::shared_ptr<const Model> model_;
   ServerConfig config_;
@@ -79,6 +90,7 @@ class ApiServer {
   std::atomic<uint64_t> next_id_{1};
   std::atomic<bool> stopping_{false};  // stop() was called: answers cut now are the server's doing
   int64_t started_ = 0;                // unix seconds, the models' "created"
+  std::string calib_name_, calib_sha256_;  // --calib as answers show it
 };
 
 // Constant-time comparison (the API key): the time taken depends on the lengths only.
