@@ -164,7 +164,7 @@ TEST(CliTest, Gemma3KeysAndTensors) {
   bad = s;
   bad.rope_base_local = 0.5f;
   expect_clean_error(run_cli({"inspect", tiny("cli_gemma3_base.gguf", bad)}),
-                     "'gemma3.rope.freq_base_swa' = 0.5 must be > 1");
+                     "'gemma3.rope.freq_base_swa' = 0.5 must be in (1, 1e12]");
 }
 
 TEST(CliTest, MissingTensor) {

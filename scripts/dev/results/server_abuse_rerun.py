@@ -103,20 +103,16 @@ def health_under_idle_flood(port, seconds, addresses=20, per_address=10):
                 except OSError:
                     break
             time.sleep(0.02)
-            for s in list(socks):  # closed by the server (timeout, shed, refused): reopen
+            for s in list(socks):  # closed or answered by the server (timeout, shed, refused)
                 s.setblocking(False)
                 try:
-                    if s.recv(4096) == b"":
-                        s.close()
-                        socks.remove(s)
+                    s.recv(4096)  # bytes or EOF: this one is done
                 except BlockingIOError:
-                    pass
+                    continue  # still idle: keep it
                 except OSError:
-                    s.close()
-                    socks.remove(s)
-                else:
-                    s.close()
-                    socks.remove(s)
+                    pass
+                s.close()
+                socks.remove(s)
         for s in socks:
             s.close()
     threads = [threading.Thread(target=flood, args=(i,)) for i in range(addresses)]

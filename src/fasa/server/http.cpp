@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -93,6 +94,17 @@ std::pair<std::string, int> peer_of(const sockaddr_storage& ss) {
   return {ip, ntohs(a->sin_port)};
 }
 
+// How long a reserved connection is safe from being shed by a new connection that has sent
+// nothing yet: ample for a connection thread to read a request that is already on its way.
+constexpr std::chrono::milliseconds kShedGrace{100};
+
+// True when the client of a freshly accepted socket has sent bytes already (a request on its
+// way, as a health probe sends at once); never waits.
+bool request_waiting(int fd) {
+  char byte = 0;
+  return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 std::string peer_name(const std::pair<std::string, int>& p) {
   return p.first.find(':') != std::string::npos ? fmt::format("[{}]:{}", p.first, p.second)
                                                 : fmt::format("{}:{}", p.first, p.second);
@@ -124,6 +136,7 @@ struct Server::Impl {
   struct Live {
     int fd;
     bool reserved;
+    std::chrono::steady_clock::time_point admitted;
     std::shared_ptr<std::atomic<detail::ConnState>> state;
   };
   std::map<uint64_t, Live> live;
@@ -143,7 +156,7 @@ struct Server::Impl {
   void accept_loop();
   void accept_one();
   void admit(int fd, std::string peer, Slot slot);
-  bool shed_idle_reserved();
+  bool shed_idle_reserved(bool asking);
   void connection_main(uint64_t id, int fd, const std::string& peer, Slot slot,
                        std::atomic<detail::ConnState>& state);
   void join_ended();
@@ -202,7 +215,8 @@ void Server::Impl::accept_one() {
     } else if (open.load() - reserved_open < opts.max_connections) {
       admit(fd, peer_name(peer), slot);
     } else if (!opts.reserved_paths.empty() && opts.reserved_connections > 0 &&
-               (reserved_open < opts.reserved_connections || shed_idle_reserved())) {
+               (reserved_open < opts.reserved_connections ||
+                shed_idle_reserved(request_waiting(fd)))) {
       admit(fd, peer_name(peer), {slot.client, true});
     } else {
       status = 503;
@@ -215,11 +229,16 @@ void Server::Impl::accept_one() {
 
 // Called with `mu` held, the reserve full: ends the oldest reserved connection that has read
 // none of a request yet, so that idle connections (from however many addresses) cannot keep
-// the reserve from a client that asks at once. Its slot stays counted until its thread ends, so
-// the reserve may briefly hold one more. False when none is idle.
-bool Server::Impl::shed_idle_reserved() {
+// the reserve from a client that asks at once. `asking`: the new connection's request is
+// waiting already (a probe); then any idle one may go. Otherwise (it may be one more idle
+// connection) only one idle for kShedGrace may, so that connections arriving in a flood cannot
+// end a probe's before its thread has read the request. A shed connection stays counted until
+// its thread ends, so the reserve may briefly hold more. False when none may go.
+bool Server::Impl::shed_idle_reserved(bool asking) {
+  const auto now = std::chrono::steady_clock::now();
   for (auto& [id, c] : live) {
     if (!c.reserved) continue;
+    if (!asking && now - c.admitted < kShedGrace) break;  // (oldest first: the rest are younger)
     auto idle = detail::ConnState::Idle;
     if (c.state->compare_exchange_strong(idle, detail::ConnState::Shed)) {
       ::shutdown(c.fd, SHUT_RDWR);  // its waits wake, its reads end
@@ -242,7 +261,7 @@ void Server::Impl::admit(int fd, std::string peer, Slot slot) {
     detail::refuse_connection(fd, 503, "the server cannot start another connection thread");
     return;
   }
-  live.emplace(id, Live{fd, slot.reserved, state});
+  live.emplace(id, Live{fd, slot.reserved, std::chrono::steady_clock::now(), state});
   ++open;
   ++per_client[slot.client];
   if (slot.reserved) ++reserved_open;
