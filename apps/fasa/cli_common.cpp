@@ -7,14 +7,18 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "fasa/attention/calibration_store.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/input_file.h"
 #include "fasa/core/parallel.h"
+#include "fasa/engine/session.h"
+#include "fasa/eval/task_json.h"
 #include "fasa/hub/resolve.h"
 
 namespace fasa::cli {
@@ -57,6 +61,25 @@ std::string human_bytes(uint64_t n) {
     ++u;
   }
   return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.2f} {}", v, units[u]);
+}
+
+std::string resolved_spec(const std::string& spec, const std::shared_ptr<const Model>& model,
+                          bool quiet) {
+  const std::string out = with_stored_calibration(spec, policy_context(model));
+  const std::string calib = spec_calibration(out);
+  static std::set<std::string> told;  // one line per calibration file
+  if (!quiet && !calib.empty() && told.insert(calib).second) {
+    std::fprintf(stderr, "fasa: calibration: %s %s\n",
+                 is_stored_calibration(calib) ? "stored" : "file", calib.c_str());
+  }
+  return out;
+}
+
+std::vector<std::string> resolved_specs(const std::vector<std::string>& specs,
+                                        const std::shared_ptr<const Model>& model, bool quiet) {
+  std::vector<std::string> out;
+  for (const std::string& s : specs) out.push_back(resolved_spec(s, model, quiet));
+  return out;
 }
 
 std::string PolicyArgs::spec() const {

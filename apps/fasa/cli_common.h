@@ -46,6 +46,16 @@ std::function<void(int, int)> progress_printer(const char* what);
 // the policy spec "name:key=value,..." (see attention/policy.h).
 // Commands that compare policies in one run (bench, eval recall) also take `--compare SPEC`
 // (repeatable): more complete policy specs, run side by side with the first.
+// The spec a command runs with `model`: a calibrated policy given no calib= (or calib=auto)
+// takes the calibration stored for the model file (attention/calibration_store.h). Says on
+// stderr, once per file, which calibration a calibrated policy uses ("fasa: calibration:
+// stored PATH" or "file PATH"), unless `quiet`.
+std::string resolved_spec(const std::string& spec, const std::shared_ptr<const Model>& model,
+                          bool quiet = false);
+std::vector<std::string> resolved_specs(const std::vector<std::string>& specs,
+                                        const std::shared_ptr<const Model>& model,
+                                        bool quiet = false);
+
 struct PolicyArgs {
   std::string policy = "full";
   std::string calib, budget, n_tip, gqa, dense_layers, sink, recent, variant, offload_dir;

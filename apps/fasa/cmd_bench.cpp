@@ -653,9 +653,9 @@ void run_bench(BenchArgs& a) {
   const std::vector<Test>& tests = plan.tests;
   const std::vector<int>& depths = plan.depths;
   const bool synthetic = a.depth_fill == "synthetic";
-  const std::vector<std::string> specs = bench_policy_specs(a.policy);
   apply_threads(a.threads);
   auto model = load_model(a.model);
+  const std::vector<std::string> specs = resolved_specs(bench_policy_specs(a.policy), model);
   const ModelConfig& c = model->config();
   int longest = 0;
   for (const Test& t : tests) longest = std::max(longest, t.n);

@@ -1,19 +1,25 @@
-// `fasa calibrate -m MODEL --text FILE -o CALIB.json [--tokens N] [--samples S] [--steps D]
+// `fasa calibrate -m MODEL --text FILE [-o CALIB.json] [--tokens N] [--samples S] [--steps D]
 //  [--k K] [--compound X] [--fc-layout rope|adjacent] [--threads T]` — FASA's offline
-//  calibration.
+//  calibration; without -o it is stored for the model file (attention/calibration_store.h).
+// `fasa calib list [--json]` — the stored calibrations.
 // `fasa calib show CALIB.json [--n-tip X] [--json]` — the dominant FCs per layer and head (and,
 // in files of version >= 3, Double Sparsity's heavy channels: 2 x n_tip key dims; in files of
 // version >= 4, each head's compound set, its first n_tip FCs, and their CA in --json, and the
 // default selector's sets, one per kv-head group, in both).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <memory>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "fasa/attention/calibration_store.h"
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/calibrate/heatmap.h"
 #include "fasa/core/error.h"
@@ -35,34 +41,103 @@ struct CalibrateArgs {
   CalibrateOptions opts;
 };
 
+// "12 s" / "3 min 05 s": an ETA a person reads.
+std::string duration_text(double s) {
+  if (s < 60) return fmt::format("{:.0f} s", s);
+  return fmt::format("{} min {:02d} s", static_cast<int>(s / 60), static_cast<int>(s) % 60);
+}
+
+// Without -o: the model's store entry (calibration_store.h), its folder made now.
+std::string output_path(const CalibrateArgs& a, const Model& model) {
+  if (!a.out.empty()) return a.out;
+  const std::filesystem::path p = stored_calibration_path(model_identity(model), a.text);
+  std::error_code ec;
+  std::filesystem::create_directories(p.parent_path(), ec);
+  if (ec)
+    fail("cannot create the calibration store {}: {}", p.parent_path().string(), ec.message());
+  return p.string();
+}
+
 void run_calibrate(const CalibrateArgs& a) {
   apply_threads(a.threads);
   CalibrateArgs args = a;
   args.opts.fc_layout = parse_fc_layout(a.fc_layout);
-  // Inputs and output are checked before any work: the output's temporary file is created now
-  // (a missing or read-only directory fails here), and replaces -o only once all is written.
-  AtomicFile out(a.out);
+  // Inputs and output are checked before any work: the output's temporary file is created
+  // before the calibration starts (a missing or read-only directory fails there), and replaces
+  // the output only once all is written.
+  std::unique_ptr<AtomicFile> out;
+  if (!a.out.empty()) out = std::make_unique<AtomicFile>(a.out);
   const std::string text = read_text_file(a.text);
   if (const int64_t bad = find_invalid_utf8(text); bad >= 0) {
     fail("calibration text '{}' is not valid UTF-8 (byte offset {})", a.text, bad);
   }
   auto model = load_model(a.model);
+  const std::string path = output_path(a, *model);
+  if (!out) out = std::make_unique<AtomicFile>(path);
   const auto tokens = model->require_tokenizer().encode(text, true, false);
   std::fprintf(stderr,
                "fasa: calibrating on %s (%zu tokens): %d samples x (%d prefill + %d "
                "decode steps), K = %d, FC layout %s\n",
                a.text.c_str(), tokens.size(), args.opts.samples, args.opts.tokens, args.opts.steps,
                args.opts.k, a.fc_layout.c_str());
-  Calibration c = calibrate(model, tokens, args.opts, [](int done, int total) {
-    std::fprintf(stderr, "\rfasa: sample %d/%d", done, total);
-    if (done == total) std::fprintf(stderr, "\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  Calibration c = calibrate(model, tokens, args.opts, [t0](int done, int total) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "\rfasa: sample %d/%d, %s, about %s left   ", done, total,
+                 duration_text(s).c_str(), duration_text(s / done * (total - done)).c_str());
+    if (done == total) std::fprintf(stderr, "\nfasa: compound CA sets...\n");
   });
   const std::string name = a.text.substr(a.text.find_last_of('/') + 1);
   c.text_name = name;
   c.text_sha256 = sha256_hex(text);
-  out.write(calibration_json(c));
-  out.commit();
-  std::printf("%s\n", a.out.c_str());
+  out->write(calibration_json(c));
+  out->commit();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "fasa: calibration %s in %s%s\n", path.c_str(), duration_text(s).c_str(),
+               a.out.empty() ? " (stored: calib=auto and policies without calib= use it)" : "");
+  std::printf("%s\n", path.c_str());
+}
+
+struct ListArgs {
+  bool json = false;
+};
+
+// `fasa calib list`: the stored calibrations, one line each (or a JSON array).
+void run_list(const ListArgs& a) {
+  const std::vector<StoredCalibration> all = list_stored_calibrations();
+  if (a.json) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const StoredCalibration& s : all) {
+      nlohmann::ordered_json e = {{"path", s.path},
+                                  {"model_sha256", s.model_sha256},
+                                  {"model", s.model_name},
+                                  {"text", s.text_name},
+                                  {"text_sha256", s.text_sha256},
+                                  {"version", s.version},
+                                  {"k", s.k},
+                                  {"samples", s.samples},
+                                  {"tokens", s.tokens},
+                                  {"steps", s.steps},
+                                  {"n_compound", s.n_compound},
+                                  {"mtime", s.mtime_s}};
+      if (!s.error.empty()) e["error"] = s.error;
+      out.push_back(e);
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+  std::printf("%-14s %-28s %-28s %-16s %-3s %s\n", "MODEL SHA256", "MODEL", "TEXT", "DATE", "V",
+              "PATH");
+  for (const StoredCalibration& s : all) {
+    char date[32] = "?";
+    const std::time_t t = static_cast<std::time_t>(s.mtime_s);
+    std::tm tm{};
+    if (gmtime_r(&t, &tm)) std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", &tm);
+    std::printf("%-14s %-28s %-28s %-16s %-3d %s%s\n", s.model_sha256.substr(0, 12).c_str(),
+                s.model_name.substr(0, 28).c_str(), s.text_name.substr(0, 28).c_str(), date,
+                s.version, s.path.c_str(), s.error.empty() ? "" : ("  (" + s.error + ")").c_str());
+  }
+  std::printf("store: %s\n", calibration_store_dir().c_str());
 }
 
 struct ShowArgs {
@@ -223,7 +298,9 @@ void add_calibrate_command(CLI::App& app) {
       app.add_subcommand("calibrate", "FASA calibration: rank each head's frequency chunks");
   cmd->add_option("-m,--model", a->model, "GGUF path or pulled model name")->required();
   cmd->add_option("--text", a->text, "calibration text (UTF-8)")->required();
-  cmd->add_option("-o,--output", a->out, "calibration JSON to write")->required();
+  cmd->add_option("-o,--output", a->out,
+                  "calibration JSON to write (default: stored for this model file under "
+                  "$FASA_HOME/calibrations, where calib=auto finds it)");
   cmd->add_option("--tokens", a->opts.tokens, "dense prefill per sample")->capture_default_str();
   cmd->add_option("--samples", a->opts.samples, "samples (windows of the text)")
       ->capture_default_str();
@@ -238,7 +315,7 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
   cmd->callback([a] { run_calibrate(*a); });
 
-  auto* calib = app.add_subcommand("calib", "inspect calibration files");
+  auto* calib = app.add_subcommand("calib", "inspect calibration files, list the stored ones");
   calib->require_subcommand(1);
   auto s = std::make_shared<ShowArgs>();
   auto* show = calib->add_subcommand("show", "dominant FCs per layer and head");
@@ -249,6 +326,10 @@ void add_calibrate_command(CLI::App& app) {
   show->add_option("--image", s->image,
                    "also write a layer x FC heatmap of mean CA as SVG (FILE.svg)");
   show->callback([s] { run_show(*s); });
+  auto l = std::make_shared<ListArgs>();
+  auto* list = calib->add_subcommand("list", "the stored calibrations (model, text, date)");
+  list->add_flag("--json", l->json, "print a JSON array");
+  list->callback([l] { run_list(*l); });
 }
 
 }  // namespace fasa::cli

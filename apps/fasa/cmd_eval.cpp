@@ -55,8 +55,8 @@ void run_ppl(const PplArgs& a) {
   o.n_decode = a.n_decode;
   o.batch = a.batch;
   o.kv_type = parse_kv_type(a.kv_type);
-  o.policy = a.policy.spec();
-  o.compare = a.policy.compare;
+  o.policy = resolved_spec(a.policy.spec(), model);
+  o.compare = resolved_specs(a.policy.compare, model);
   const std::vector<PplResult> rs = perplexity_all(model, tokens, o, [&](int done, int total) {
     std::fprintf(stderr, "\rfasa: chunk %d/%d", done, total);
     if (done == total) std::fprintf(stderr, "\n");
@@ -154,8 +154,8 @@ void run_recall(const RecallArgs& a) {
   RecallOptions o;
   o.n_ctx = a.n_ctx;
   o.steps = a.steps;
-  o.policy = a.policy.spec();
-  o.compare = a.policy.compare;
+  o.policy = resolved_spec(a.policy.spec(), model);
+  o.compare = resolved_specs(a.policy.compare, model);
   o.kv_type = parse_kv_type(a.kv_type);
   const std::vector<RecallResult> rs =
       evaluate_recall_all(model, tokens, o, [](int done, int total) {

@@ -145,7 +145,7 @@ void run_run(RunArgs& a) {
   SessionOptions so;
   so.n_ctx = context_size(a, *model, prompt.size());
   so.kv_type = parse_kv_type(a.kv_type);
-  so.policy = a.policy.spec();
+  so.policy = resolved_spec(a.policy.spec(), model, a.quiet);
   Session session(model, so);
   if (static_cast<int>(prompt.size()) > session.n_ctx()) {
     fail("prompt is {} tokens, longer than the context of {} tokens (raise --ctx, up to {})",
@@ -236,11 +236,11 @@ void print_kv_reads(const RunArgs& a, Session& session) {
                    "fasa: policy %s read %.1f%% of the cached K/V rows of the %d global layers "
                    "at decode steps; the %d sliding-window layers read their window (up to %d "
                    "rows)\n",
-                   a.policy.spec().c_str(), 100.0 * st.global_read_fraction(), n_global,
+                   session.options().policy.c_str(), 100.0 * st.global_read_fraction(), n_global,
                    sh.n_layers - n_global, window);
     } else {
       std::fprintf(stderr, "fasa: policy %s read %.1f%% of the cached K/V rows at decode steps\n",
-                   a.policy.spec().c_str(), 100.0 * st.slots_read / st.slots_visible);
+                   session.options().policy.c_str(), 100.0 * st.slots_read / st.slots_visible);
     }
     const double per_tok = static_cast<double>(st.bytes_read()) / st.decode_tokens;
     const std::string window_part =

@@ -15,6 +15,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "fasa/attention/calibration_store.h"
 #include "fasa/core/error.h"
 #include "fasa/core/input_file.h"
 #include "fasa/core/parallel.h"
@@ -176,6 +177,15 @@ void run_serve(const ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   auto model = load_model(a.model);
+  // No --calib: the calibration stored for this model file, if any, serves calibrated policies.
+  cfg.policy.spec = resolved_spec(cfg.policy.spec, model);
+  if (cfg.policy.calib.empty()) {
+    cfg.policy.calib = find_stored_calibration(model->sha256());
+    if (!cfg.policy.calib.empty()) {
+      std::fprintf(stderr, "fasa: calibration for calibrated policies requests pick: stored %s\n",
+                   cfg.policy.calib.c_str());
+    }
+  }
   server::ApiServer srv(model, cfg);
   srv.start();
   std::fprintf(stderr,

@@ -9,6 +9,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "fasa/attention/calibration_store.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/core/sha256.h"
@@ -130,12 +131,13 @@ void make_out_dir(const std::string& dir) {
   if (ec || !std::filesystem::is_directory(dir)) fail("cannot create output directory '{}'", dir);
 }
 
-void run_sweep(const SweepArgs& a) {
-  apply_threads(a.run.threads);
+void run_sweep(const SweepArgs& args) {
+  apply_threads(args.run.threads);
+  SweepArgs a = args;
   const ShardSpec shard = a.shard.empty() ? ShardSpec{} : parse_shard(a.shard);
   std::vector<std::string> policies = a.policies;
   policies.insert(policies.end(), a.specs.begin(), a.specs.end());
-  const std::vector<SweepEntry> entries = sweep_entries(policies, a.budgets, a.calib);
+  std::vector<SweepEntry> entries = sweep_entries(policies, a.budgets, a.calib);
   const std::vector<Task> tasks = load_tasks(a.tasks);
   make_out_dir(a.out_dir);
   const std::filesystem::path dir(a.out_dir);
@@ -146,6 +148,13 @@ void run_sweep(const SweepArgs& a) {
         a.out_dir);
   }
   auto model = load_model(a.model);
+  if (a.calib.empty()) {  // no --calib: calibrated policies take the model's stored one
+    a.calib = find_stored_calibration(model->sha256());
+    if (!a.calib.empty()) {
+      entries = sweep_entries(policies, a.budgets, a.calib);
+      std::fprintf(stderr, "fasa: calibration: stored %s\n", a.calib.c_str());
+    }
+  }
   SweepMeta m = sweep_meta(a, *model);
   TaskRunOptions o;
   o.policies.clear();  // (the default is {"full"})

@@ -84,7 +84,7 @@ void run_tasks_cmd(const TasksArgs& a) {
   const std::vector<Task> tasks = load_tasks(a.tasks);
   auto model = load_model(a.model);
   TaskRunOptions o;
-  o.policies = a.policy.specs();
+  o.policies = resolved_specs(a.policy.specs(), model);
   o.jobs = a.run.jobs;
   o.chat = a.run.chat;
   o.n_ctx = a.run.n_ctx;

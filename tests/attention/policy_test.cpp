@@ -1371,7 +1371,7 @@ TEST(FasaPolicy, SubsetOfFcsMatchesBruteForceTipAndFac) {
 
 TEST(DoubleSparsityPolicy, BadOptionsAreClearErrors) {
   const std::string d = "double-sparsity:calib=" + ds_calib_path();
-  expect_policy_error("double-sparsity:budget=8", "needs a calibration file");
+  expect_policy_error("double-sparsity:budget=8", "needs a calibration");
   expect_policy_error(d, "needs a budget");
   expect_policy_error(d + ",budget=8,channels=0", "channels must be in [1, head_dim = 16]");
   expect_policy_error(d + ",budget=8,channels=17", "channels must be in [1, head_dim = 16]");

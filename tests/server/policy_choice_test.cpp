@@ -54,8 +54,10 @@ TEST(PolicyChoiceTest, TheServersCalibrationGoesToCalibratedPoliciesOnly) {
             std::string::npos);
   // ... streaming does not (it has no calib option, which would be an error).
   EXPECT_EQ(choose_policy(d, {"streaming", {{"budget", "8"}}}, ctx), "streaming:budget=8");
-  // Without a server calibration, fasa's own message says what is missing.
-  EXPECT_NE(error_of({}, {"fasa", {}}, ctx).find("calib"), std::string::npos);
+  // Without a server calibration (and none stored for the model), fasa's own message says what
+  // is missing.
+  EXPECT_NE(error_of({}, {"fasa", {{"budget", "8"}}}, ctx).find("needs a calibration"),
+            std::string::npos);
 }
 
 TEST(PolicyChoiceTest, BadChoicesAreClientErrors) {

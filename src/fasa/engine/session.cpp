@@ -41,17 +41,8 @@ PolicyContext policy_context(std::shared_ptr<const Model> model) {
   ctx.arch = c.arch;
   ctx.rope_layout = c.rope_layout;
   ctx.rope_dim = c.rope_dim;
-  // Hashing the file takes a while; every policy made from this context shares one result,
-  // computed once even when several threads ask at the same time (the server's requests).
-  struct Memo {
-    std::once_flag once;
-    std::string hex;
-  };
-  auto memo = std::make_shared<Memo>();
-  ctx.model_sha256 = [model, memo] {
-    std::call_once(memo->once, [&] { memo->hex = sha256_file_hex(model->file().path()); });
-    return memo->hex;
-  };
+  // Hashing the file takes a while: the model hashes it once for every context and policy.
+  ctx.model_sha256 = [model] { return model->sha256(); };
   return ctx;
 }
 

@@ -1,7 +1,6 @@
 #include "fasa/hub/cache.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 #include <sstream>
 
 #include "fasa/core/error.h"
+#include "fasa/core/fasa_home.h"
 #include "fasa/core/sha256.h"
 #include "fasa/io/atomic_file.h"
 
@@ -41,19 +41,7 @@ void fsync_path(const fs::path& p, bool directory) {
 
 }  // namespace
 
-fs::path default_home() {
-  if (const char* env = std::getenv("FASA_HOME"); env != nullptr && env[0] != '\0') {
-    return fs::absolute(env).lexically_normal();
-  }
-  const char* home = std::getenv("HOME");
-  if (home == nullptr || home[0] == '\0') {
-    const passwd* pw = getpwuid(getuid());
-    if (pw == nullptr || pw->pw_dir == nullptr)
-      fail("cannot find the home directory; set FASA_HOME");
-    home = pw->pw_dir;
-  }
-  return (fs::absolute(home) / ".cache" / "fasa").lexically_normal();
-}
+fs::path default_home() { return fasa_home(); }
 
 fs::path marker_path(const fs::path& file) {
   fs::path m = file;

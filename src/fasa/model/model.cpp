@@ -331,6 +331,11 @@ void Model::make_rope_tables() {
   }
 }
 
-std::string model_identity(const Model& model) { return sha256_file_hex(model.file().path()); }
+const std::string& Model::sha256() const {
+  std::call_once(sha256_->once, [this] { sha256_->hex = sha256_file_hex(file_->path()); });
+  return sha256_->hex;
+}
+
+std::string model_identity(const Model& model) { return model.sha256(); }
 
 }  // namespace fasa

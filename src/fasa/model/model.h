@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,6 +84,8 @@ class Model {
   // Matrices repacked at load: their count, and "on (N matrices, X MiB)" or "off (why)".
   int repacked_matrices() const { return static_cast<int>(repacked_.size()); }
   std::string repack_status() const;
+  // sha256 of the file, hashed once (the first caller waits; later ones get the same string).
+  const std::string& sha256() const;
 
  private:
   Model() = default;
@@ -103,9 +106,14 @@ class Model {
   RopeTable rope_short_;    // global layers; the only table unless the file has LongRoPE factors
   RopeTable rope_long_;     // global layers of a run past the original context (LongRoPE)
   RopeTable rope_local_;    // sliding-window layers
+  struct Sha256Memo {
+    std::once_flag once;
+    std::string hex;
+  };
+  std::unique_ptr<Sha256Memo> sha256_ = std::make_unique<Sha256Memo>();
 };
 
-// sha256 of the model file: the identity calibrations and results are bound to.
+// sha256 of the model file (Model::sha256): the identity calibrations and results are bound to.
 std::string model_identity(const Model& model);
 
 }  // namespace fasa

@@ -9,7 +9,7 @@
 // |q_c * k_c| over the calibration queries, each paired with its own token's key, both after RoPE
 // (the authors' offline calibration ranks channels by that statistic of the post-RoPE q and k).
 // Options:
-//   calib=PATH (required; a calibration of format version >= 3)   budget=B (required)
+//   calib=PATH|auto (a calibration of format version >= 3; auto: the stored one)   budget=B (required)
 //   channels=R (heavy channels per head; default 2 x FASA's default n_tip FCs, so both policies
 //     read the same key bytes per token: one FC is a pair of dims, so n_tip FCs = 2 n_tip dims)
 //   gqa=shared|per-head (shared)   dense_layers=L1+L2|none (default 0, as for `fasa`)
@@ -24,6 +24,7 @@
 #include <cmath>
 
 #include "fasa/attention/calibration.h"
+#include "fasa/attention/calibration_store.h"
 #include "fasa/attention/policies/channel_subset.h"
 #include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
@@ -47,12 +48,10 @@ const OptionTable& double_sparsity_options() {
         {
             {.key = "calib",
              .type = OptionType::Text,
-             .value = "PATH",
-             .fallback = nullptr,
-             .help =
-                 "calibration file from `fasa calibrate` (format version 3), made for this model",
-             .missing = "needs a calibration file (calib=PATH; make one with `fasa calibrate`, the "
-                        "same run that calibrates fasa)"},
+             .value = "PATH|auto",
+             .fallback = "auto",
+             .help = "calibration file from `fasa calibrate` (format version 3), made for this "
+                     "model; auto: the newest one stored for this model file"},
             kBudgetRow,
             {.key = "channels",
              .type = OptionType::Count,
@@ -73,7 +72,7 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
                                                              const PolicyOptions& opts) {
   const int hd = ctx.shape.head_dim;
   const ParsedOptions p(double_sparsity_options(), opts, ctx.shape);
-  const std::string calib_path = p.text("calib");
+  const std::string calib_path = resolve_calibration(p.text("calib"), ctx, "double-sparsity");
   ChannelSubsetOptions o;
   o.budget = p.budget("budget");
   o.per_head = p.text("gqa") == "per-head";

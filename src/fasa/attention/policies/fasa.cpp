@@ -2,7 +2,8 @@
 // token with the calibrated dominant frequency chunks of each query head, reading only a packed
 // copy of those key dims; FAC then attends exactly over the top-B slots (full K/V rows, original
 // positions). Options:
-//   calib=PATH (required)  budget=B (required; < 1: fraction of the context)
+//   calib=PATH|auto (auto: the stored one, calibration_store.h)  budget=B (required; < 1:
+//   fraction of the context)
 //   n_tip=X (FCs per head, count or fraction; default 0.25)   gqa=shared|per-head (shared)
 //   dense_layers=L1+L2|none (default 0)   sink=S (0)   recent=R (0)
 //   variant=c|m (c)   offload_dir=DIR (variant m; default /var/tmp)
@@ -57,6 +58,7 @@
 #include <vector>
 
 #include "fasa/attention/calibration.h"
+#include "fasa/attention/calibration_store.h"
 #include "fasa/attention/policies/channel_subset.h"
 #include "fasa/attention/policies/fasa_fcs.h"
 #include "fasa/attention/policies/option_table.h"
@@ -170,10 +172,10 @@ const OptionTable& fasa_options() {
         {
             {.key = "calib",
              .type = OptionType::Text,
-             .value = "PATH",
-             .fallback = nullptr,
-             .help = "calibration file from `fasa calibrate`, made for this model file",
-             .missing = "needs a calibration file (calib=PATH; make one with `fasa calibrate`)"},
+             .value = "PATH|auto",
+             .fallback = "auto",
+             .help = "calibration file from `fasa calibrate`, made for this model file; auto: "
+                     "the newest one stored for this model file (`fasa calib list`)"},
             kBudgetRow,
             {.key = "n_tip",
              .type = OptionType::Number,
@@ -225,7 +227,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   const ParsedOptions p(fasa_options(), opts, ctx.shape);
   for (const PaperValue& v : kPaperMethod) chosen_value(p, v.key);  // conflicts fail first
   ChannelSubsetOptions sel;
-  const std::string calib_path = p.text("calib");
+  const std::string calib_path = resolve_calibration(p.text("calib"), ctx, "fasa");
   sel.budget = p.budget("budget");
   sel.per_head = p.text("gqa") == "per-head";
   sel.dense_layers = p.layers("dense_layers");

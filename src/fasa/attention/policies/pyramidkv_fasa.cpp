@@ -3,7 +3,7 @@
 // usual), and FASA-C (fasa.cpp) then selects `budget` of the kept slots per step: TIP scores the
 // kept slots only (AttnQuery::candidates). Options: keep=K (required), window, kernel, beta and
 // recompress go to pyramidkv (keep as its budget; gqa=shared there, one kept list per kv head);
-// every other option goes to fasa (calib and budget required; variant=c only, as PyramidKV's
+// every other option goes to fasa (budget required; variant=c only, as PyramidKV's
 // votes read whole keys from RAM). When PyramidKV keeps every slot (keep covering the context)
 // this is plain fasa, bit for bit.
 #include <vector>
