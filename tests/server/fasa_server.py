@@ -74,6 +74,7 @@ class Server:
         h = dict(headers or {})
         if isinstance(body, dict):
             body = json.dumps(body)
+        if body is not None:  # a JSON body says so (the server answers 415 otherwise)
             h.setdefault("Content-Type", "application/json")
         conn.request(method, path, body=body, headers=h)
         r = conn.getresponse()

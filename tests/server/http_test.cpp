@@ -346,6 +346,7 @@ TEST(HttpServer, ReservedConnectionsAnswerOnlyReservedPaths) {
   // An idle holder of the reserve does not keep out a client that asks at once: it is shed.
   HttpClient reserve_holder(server->port());
   EXPECT_TRUE(eventually([&] { return server->open_connections() == 2; }));
+  std::this_thread::sleep_for(150ms);  // past the grace in which a silent newcomer sheds nothing
   HttpClient asker(server->port());
   asker.send("GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(asker.read_response().status, 200);

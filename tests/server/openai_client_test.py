@@ -177,6 +177,8 @@ class ServerTest(unittest.TestCase):
         c = "/v1/completions"
         self.expect(400, "not valid JSON (at byte", "POST", c, "{\"prompt\": ")
         self.expect(400, "object", "POST", c, "[1, 2]")
+        self.expect(415, "Content-Type: application/json", "POST", c, '{"prompt": "x"}',
+                    {"Content-Type": "text/plain"})
         self.expect(400, "json_schema", "POST", c,
                     {"prompt": "x", "response_format": {"type": "json_schema"}})
         self.expect(400, "logit_bias", "POST", c, {"prompt": "x", "logit_bias": {"99999999": 1}})
