@@ -80,12 +80,19 @@ void run_calibrate(const CalibrateArgs& a) {
                "decode steps), K = %d, FC layout %s\n",
                a.text.c_str(), tokens.size(), args.opts.samples, args.opts.tokens, args.opts.steps,
                args.opts.k, a.fc_layout.c_str());
+  // One line per phase, rewritten as it goes: units done, time in the phase, the time left at
+  // the phase's pace so far.
   const auto t0 = std::chrono::steady_clock::now();
-  Calibration c = calibrate(model, tokens, args.opts, [t0](int done, int total) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "\rfasa: sample %d/%d, %s, about %s left   ", done, total,
-                 duration_text(s).c_str(), duration_text(s / done * (total - done)).c_str());
-    if (done == total) std::fprintf(stderr, "\nfasa: compound CA sets...\n");
+  auto phase_start = t0;
+  Calibration c = calibrate(model, tokens, args.opts, [&](const CalibrateProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - phase_start).count();
+    std::fprintf(stderr, "\rfasa: %s %d/%d, %s, about %s left   ", p.phase, p.done, p.total,
+                 duration_text(s).c_str(), duration_text(s / p.done * (p.total - p.done)).c_str());
+    if (p.done == p.total) {
+      std::fprintf(stderr, "\n");
+      phase_start = now;
+    }
   });
   const std::string name = a.text.substr(a.text.find_last_of('/') + 1);
   c.text_name = name;

@@ -154,7 +154,8 @@ Calibration calibration_header(const Model& model, const CalibrateOptions& o, in
 }  // namespace
 
 Calibration calibrate(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& tokens,
-                      const CalibrateOptions& o, const std::function<void(int, int)>& progress) {
+                      const CalibrateOptions& o,
+                      const std::function<void(const CalibrateProgress&)>& progress) {
   const ModelConfig& mc = model->config();
   const AttnShape shape{mc.n_layers, mc.n_heads, mc.n_kv_heads, mc.head_dim, mc.layer_window};
   const int64_t n_text = static_cast<int64_t>(tokens.size());
@@ -183,13 +184,17 @@ Calibration calibrate(const std::shared_ptr<const Model>& model, const std::vect
     session.prefill(std::vector<int32_t>(begin, begin + o.tokens));
     for (int i = 0; i < o.steps; ++i) session.decode(begin[o.tokens + i]);
     if (recorder) recorder->end_sample(session.cache());
-    if (progress) progress(s + 1, o.samples);
+    if (progress) progress({"sample", s + 1, o.samples});
   }
   c.layers = observer.layers();
   c.mean_ca = observer.means();
   c.channel_importance = observer.channel_means();
   c.rank_all();
-  if (recorder) recorder->fill(c, n_compound);
+  if (recorder) {
+    recorder->fill(c, n_compound, [&progress](int done, int total) {
+      if (progress) progress({"compound set", done, total});
+    });
+  }
   return c;
 }
 

@@ -27,9 +27,19 @@ struct CalibrateOptions {
   double compound = 0.25;
 };
 
-// `progress(done, total)` after each sample (may be null). Throws fasa::Error when the text is
-// too short or an option is out of range.
+// Where a calibration run is: `done` of `total` units of its phase, "sample" (the prefills and
+// decode steps over the text) then "compound set" (the greedy's jobs, one per query head and
+// one per kv head of each covered layer).
+struct CalibrateProgress {
+  const char* phase = "sample";
+  int done = 0, total = 0;
+};
+
+// `progress` after each sample and each compound-set job (may be null; calls never overlap,
+// but those of the second phase come from the worker threads). Throws fasa::Error when the
+// text is too short or an option is out of range.
 Calibration calibrate(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& tokens,
-                      const CalibrateOptions& opts, const std::function<void(int, int)>& progress);
+                      const CalibrateOptions& opts,
+                      const std::function<void(const CalibrateProgress&)>& progress);
 
 }  // namespace fasa

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <limits>
 
 #include "fasa/kernels/topk.h"
 
@@ -19,44 +18,7 @@ struct QueryState {
   std::vector<char> in_full_top;  // [n] 1 where the slot is in the full logits' top-K
   std::vector<float> alpha;       // [n_fc, n] per-FC logits
   std::vector<float> sum;         // [n] summed logits of the FCs chosen so far
-  // This step's candidates (prune): the only slots that can be among the kk best of sum + the
-  // logits of any FC not chosen yet, ascending; their sums and full-top marks.
-  std::vector<int32_t> cand;    // [m]
-  std::vector<float> cand_sum;  // [m]
-  std::vector<char> cand_top;   // [m]
 };
-
-// Before a step: a slot whose score with the best unchosen FC (its upper bound) is below L, the
-// kk-th best of the scores with the worst unchosen FC (lower bounds), is below kk slots
-// whatever FC is added (float addition is monotonic: every bound holds after rounding), so it
-// is never among the kk best, never ties with the kk-th and cannot change a hit count. Dropping
-// those leaves every agreement exactly as over all n slots. buf: scratch.
-void prune(QueryState& s, const std::vector<char>& chosen, std::vector<float>& buf) {
-  s.cand.clear();
-  s.cand_sum.clear();
-  s.cand_top.clear();
-  if (s.kk <= 0) return;
-  std::vector<float> hi(s.n, -std::numeric_limits<float>::infinity());  // [n] max unchosen logit
-  std::vector<float> lo(s.n, std::numeric_limits<float>::infinity());   // [n] min unchosen logit
-  for (size_t i = 0; i < chosen.size(); ++i) {
-    if (chosen[i]) continue;
-    const float* a = s.alpha.data() + i * static_cast<size_t>(s.n);
-    for (int t = 0; t < s.n; ++t) {
-      hi[t] = std::max(hi[t], a[t]);
-      lo[t] = std::min(lo[t], a[t]);
-    }
-  }
-  buf.resize(s.n);
-  for (int t = 0; t < s.n; ++t) buf[t] = s.sum[t] + lo[t];
-  std::nth_element(buf.begin(), buf.begin() + (s.kk - 1), buf.end(), std::greater<float>());
-  const float floor = buf[s.kk - 1];
-  for (int t = 0; t < s.n; ++t) {
-    if (s.sum[t] + hi[t] < floor) continue;
-    s.cand.push_back(t);
-    s.cand_sum.push_back(s.sum[t]);
-    s.cand_top.push_back(s.in_full_top[t]);
-  }
-}
 
 QueryState prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>& fcs, int k) {
   QueryState s;
@@ -98,16 +60,14 @@ int top_k_hits(const float* score, int n, int kk, const char* in_full_top,
   return hits;
 }
 
-// CA of the chosen set plus FC i for one query, over this step's candidate slots (prune).
-// tmp, buf: scratch.
+// CA of the chosen set plus FC i for one query. tmp, buf: scratch.
 double agreement_with(const QueryState& s, int i, std::vector<float>& tmp,
                       std::vector<float>& buf) {
   if (s.kk <= 0) return 0.0;
-  const int m = static_cast<int>(s.cand.size());
-  tmp.resize(m);
+  tmp.resize(s.n);
   const float* a = s.alpha.data() + static_cast<size_t>(i) * s.n;
-  for (int j = 0; j < m; ++j) tmp[j] = s.cand_sum[j] + a[s.cand[j]];
-  return static_cast<double>(top_k_hits(tmp.data(), m, s.kk, s.cand_top.data(), buf)) / s.kk;
+  for (int t = 0; t < s.n; ++t) tmp[t] = s.sum[t] + a[t];
+  return static_cast<double>(top_k_hits(tmp.data(), s.n, s.kk, s.in_full_top.data(), buf)) / s.kk;
 }
 
 }  // namespace
@@ -123,7 +83,6 @@ CompoundSet greedy_compound_fcs(const std::vector<CaQuery>& queries, int head_di
   std::vector<char> chosen(n_fc, 0);
   std::vector<float> tmp, buf;
   for (int step = 0; step < n_max; ++step) {
-    for (QueryState& s : states) prune(s, chosen, buf);
     int best = -1;
     double best_sum = -1.0;
     for (int i = 0; i < n_fc; ++i) {
@@ -135,7 +94,6 @@ CompoundSet greedy_compound_fcs(const std::vector<CaQuery>& queries, int head_di
         best_sum = sum;
       }
     }
-    if (best < 0) break;  // (never: some FC is unchosen while step < n_max <= n_fc)
     chosen[best] = 1;
     for (QueryState& s : states) {
       const float* a = s.alpha.data() + static_cast<size_t>(best) * s.n;

@@ -26,9 +26,7 @@ struct CompoundSet {
 // Starts empty; each step adds the FC (not yet chosen) that maximizes the mean over `queries` of
 // compound_agreement(q, keys, S ∪ {i}) (K = min(k, n) per query), ties (means within 1e-9 / n_queries) to the lower FC id; the
 // summed score adds the FCs in the order chosen (exactly compound_agreement's sum for that
-// order). n_max is clamped to [0, n_fc]. Each step first drops, per query, the slots that no
-// unchosen FC can bring into its top-K (exact: the results are those over every slot), so the
-// top-Ks run over far fewer slots. Cost: O(n_max · n_fc · Σ n) plus a top-K per
+// order). n_max is clamped to [0, n_fc]. Cost: O(n_max · n_fc · Σ n) plus a top-K per
 // (step, candidate, query).
 CompoundSet greedy_compound_fcs(const std::vector<CaQuery>& queries, int head_dim,
                                 const std::vector<FcDims>& fcs, int k, int n_max);

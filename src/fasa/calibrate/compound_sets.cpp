@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "fasa/calibrate/compound_greedy.h"
 #include "fasa/core/error.h"
@@ -34,7 +35,8 @@ void CompoundRecorder::end_sample(const KvCache& cache) {
   max_visible_.push_back(n);
 }
 
-void CompoundRecorder::fill(Calibration& c, int n_compound) const {
+void CompoundRecorder::fill(Calibration& c, int n_compound,
+                            const std::function<void(int, int)>& progress) const {
   const int n_fc = c.n_fc(), hd = shape_.head_dim, ng = shape_.n_group();
   const int n_global = static_cast<int>(layers_.size());
   n_compound = std::clamp(n_compound, 1, n_fc);
@@ -70,11 +72,21 @@ void CompoundRecorder::fill(Calibration& c, int n_compound) const {
     std::copy(set.ca.begin(), set.ca.end(),
               (heads ? c.compound_ca : c.group_compound_ca).begin() + j * n_compound);
   };
+  const int n_jobs = static_cast<int>(queries_.size() + n_groups);
+  std::mutex mu;
+  int done = 0;
+  auto finished = [&] {
+    if (!progress) return;
+    std::lock_guard<std::mutex> lock(mu);
+    progress(++done, n_jobs);
+  };
   parallel_for(static_cast<int64_t>(queries_.size()), [&](int64_t j) {
     run(true, static_cast<int>(j / shape_.n_heads), static_cast<int>(j % shape_.n_heads), j);
+    finished();
   });
   parallel_for(static_cast<int64_t>(n_groups), [&](int64_t j) {
     run(false, static_cast<int>(j / shape_.n_kv_heads), static_cast<int>(j % shape_.n_kv_heads), j);
+    finished();
   });
 }
 

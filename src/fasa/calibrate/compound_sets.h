@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "fasa/attention/calibration.h"
@@ -19,8 +20,10 @@ class CompoundRecorder {
   // The current sample ends: keeps its keys (the cache's n_used slots, f32) for its queries.
   void end_sample(const KvCache& cache);
   // Sets c.n_compound (n_compound FCs per set, clamped to [1, n_fc]) and the four compound
-  // arrays; runs (layer, head) and (layer, kv head) jobs in parallel.
-  void fill(Calibration& c, int n_compound) const;
+  // arrays; runs (layer, head) and (layer, kv head) jobs in parallel. `progress(done, total)`
+  // after each job (may be null; called under a lock, from the worker that finished it).
+  void fill(Calibration& c, int n_compound,
+            const std::function<void(int, int)>& progress = nullptr) const;
 
  private:
   struct Queries {
