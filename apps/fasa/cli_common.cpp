@@ -70,9 +70,13 @@ std::string resolved_spec(const std::string& spec, const std::shared_ptr<const M
   const std::string out = with_stored_calibration(spec, policy_context(model));
   const std::string calib = spec_calibration(out);
   static std::set<std::string> told;  // one line per calibration file
-  if (calib.empty()) return out;
-  ::close(open_input_file(calib, "calibration file"));  // an unreadable one fails here, alone
-  if (!quiet && told.insert(calib).second) {
+  if (calib.empty() || quiet) return out;
+  try {  // a file that cannot be read gets no line: the policy's own error follows, in its order
+    ::close(open_input_file(calib, "calibration file"));
+  } catch (const Error&) {
+    return out;
+  }
+  if (told.insert(calib).second) {
     std::fprintf(stderr, "fasa: calibration: %s %s\n",
                  is_stored_calibration(calib) ? "stored" : "file", calib.c_str());
   }
