@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/attention/calibration.h"
+#include "fasa/attention/compound_greedy.h"
 #include "fasa/attention/frequency_chunks.h"
 #include "fasa/calibrate/calibrator.h"
-#include "fasa/calibrate/compound_greedy.h"
 #include "fasa/core/error.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"

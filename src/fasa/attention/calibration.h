@@ -14,7 +14,7 @@
 // same `fasa calibrate` run on the same text. Older files load without it (FASA does not need
 // it; `double-sparsity` asks for a new calibration).
 //
-// Version 4 adds compound Contextual Agreement sets (calibrate/compound_greedy.h): per (layer,
+// Version 4 adds compound Contextual Agreement sets (attention/compound_greedy.h): per (layer,
 // query head) and per (layer, kv head) the first n_compound FCs chosen greedily for the agreement
 // of their summed logits with the full head (a kv head's over its group's queries together), and
 // the mean compound CA of each prefix. Older files load without them (`fcs=compound`,

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fasa/attention/compound_sets.h"
 #include "fasa/attention/policy.h"
-#include "fasa/calibrate/compound_sets.h"
 #include "fasa/core/error.h"
 #include "fasa/core/workspace.h"
 #include "fasa/engine/session.h"

@@ -21,7 +21,7 @@ struct CalibrateOptions {
   int tokens = 1024;  // dense prefill per sample (the context the queries see)
   int steps = 32;     // teacher-forced decode steps (queries) per sample
   FcLayout fc_layout = FcLayout::Rope;
-  // Compound CA sets (calibrate/compound_greedy.h): FCs per set, a count or a fraction < 1 of
+  // Compound CA sets (attention/compound_greedy.h): FCs per set, a count or a fraction < 1 of
   // the FCs (rounded, at least 1); 0 skips them (the file is then version 3). The default covers
   // the default n_tip (0.25); the greedy's cost grows with it (about 1.7x at 0.5).
   double compound = 0.25;

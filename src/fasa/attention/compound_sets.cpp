@@ -1,10 +1,10 @@
-#include "fasa/calibrate/compound_sets.h"
+#include "fasa/attention/compound_sets.h"
 
 #include <algorithm>
 #include <cstring>
 #include <mutex>
 
-#include "fasa/calibrate/compound_greedy.h"
+#include "fasa/attention/compound_greedy.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 

@@ -1,4 +1,4 @@
-#include "fasa/calibrate/compound_greedy.h"
+#include "fasa/attention/compound_greedy.h"
 
 #include <algorithm>
 #include <functional>
