@@ -1,13 +1,12 @@
 #include "cli_common.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -71,11 +70,9 @@ std::string resolved_spec(const std::string& spec, const std::shared_ptr<const M
   const std::string calib = spec_calibration(out);
   static std::set<std::string> told;  // one line per calibration file
   if (calib.empty() || quiet) return out;
-  try {  // a file that cannot be read gets no line: the policy's own error follows, in its order
-    ::close(open_input_file(calib, "calibration file"));
-  } catch (const Error&) {
-    return out;
-  }
+  // A file that is missing or not a regular file gets no line: the policy's own error follows.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(calib, ec)) return out;
   if (told.insert(calib).second) {
     std::fprintf(stderr, "fasa: calibration: %s %s\n",
                  is_stored_calibration(calib) ? "stored" : "file", calib.c_str());

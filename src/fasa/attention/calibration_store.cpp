@@ -94,9 +94,7 @@ std::string with_stored_calibration(const std::string& spec, const PolicyContext
   const std::string found = find_stored_calibration(ctx.model_sha256());
   if (found.empty()) return spec;
   opts["calib"] = found;
-  std::string out = name;
-  for (const auto& [k, v] : opts) out += (out.size() == name.size() ? ":" : ",") + k + "=" + v;
-  return out;
+  return policy_spec(name, opts);
 }
 
 std::vector<StoredCalibration> list_stored_calibrations() {

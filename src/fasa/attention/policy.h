@@ -172,5 +172,7 @@ bool policy_takes_calibration(const std::string& name);
 
 // Parses "name" or "name:key=value,key=value" into a name and options.
 void parse_policy_spec(const std::string& spec, std::string* name, PolicyOptions* opts);
+// The inverse: "name" or "name:key=value,..." (the options in key order).
+std::string policy_spec(const std::string& name, const PolicyOptions& opts);
 
 }  // namespace fasa

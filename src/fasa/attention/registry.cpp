@@ -160,6 +160,14 @@ double parse_budget(const std::string& policy, const std::string& value) {
   return b;
 }
 
+std::string policy_spec(const std::string& name, const PolicyOptions& opts) {
+  std::string s = name;
+  for (const auto& [key, value] : opts) {
+    s.append(s.size() == name.size() ? ":" : ",").append(key).append("=").append(value);
+  }
+  return s;
+}
+
 void parse_policy_spec(const std::string& spec, std::string* name, PolicyOptions* opts) {
   const size_t colon = spec.find(':');
   *name = spec.substr(0, colon);

@@ -26,7 +26,7 @@ std::string marker_sha256(const std::filesystem::path& file);
 // Checks a model file before it is loaded. `expected`: the sha256 it must have ("": the one its
 // marker records; without a marker nothing is checked, and `full` is an error). Cheap when the
 // marker records `expected` with the file's current size and mtime, unless `full`: otherwise the
-// file is hashed again (`log` says so); a match refreshes the marker, a mismatch throws
+// file is hashed again (a line on stderr says so); a match refreshes the marker, a mismatch throws
 // fasa::Error naming the file, both hashes and `fix`. Returns whether it checked anything.
 bool verify_model_file(const std::filesystem::path& file, std::string expected, bool full,
                        std::string_view fix);

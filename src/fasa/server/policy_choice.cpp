@@ -6,18 +6,6 @@
 
 namespace fasa::server {
 
-namespace {
-
-std::string spec_of(const std::string& name, const PolicyOptions& opts) {
-  std::string s = name;
-  for (const auto& [key, value] : opts) {
-    s.append(s.size() == name.size() ? ":" : ",").append(key).append("=").append(value);
-  }
-  return s;
-}
-
-}  // namespace
-
 std::string shown_spec(const std::string& spec) {
   std::string name;
   PolicyOptions opts;
@@ -29,7 +17,7 @@ std::string shown_spec(const std::string& spec) {
   const auto c = opts.find("calib");
   if (c == opts.end()) return spec;
   c->second = std::filesystem::path(c->second).filename().string();
-  return spec_of(name, opts);
+  return policy_spec(name, opts);
 }
 
 std::string choose_policy(const PolicyDefaults& defaults, const PolicyRequest& request,
@@ -63,7 +51,7 @@ std::string choose_policy(const PolicyDefaults& defaults, const PolicyRequest& r
   } catch (const Error& e) {
     throw ApiError(400, e.what(), "fasa");
   }
-  return spec_of(name, opts);
+  return policy_spec(name, opts);
 }
 
 }  // namespace fasa::server
