@@ -122,6 +122,96 @@ TEST(CompoundGreedy, MatchesBruteForceReference) {
   EXPECT_TRUE(greedy_compound_fcs(d.queries, hd, fcs, 4, 0).fcs.empty());
 }
 
+// Queries of a long context sharing one key array (as online calibration's window does): query
+// j sees the first n - j keys, so K is small against n and the sampled threshold is used.
+Data shared_keys(int n_queries, int n, int head_dim, uint32_t seed, bool integer) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  auto normal = [&] { return integer ? std::round(gauss(rng) * 1.5f) : gauss(rng); };
+  Data d;
+  d.keys.emplace_back(static_cast<size_t>(n) * head_dim);
+  for (int t = 0; t < n; ++t) {
+    for (int c = 0; c < head_dim; ++c) {
+      d.keys[0][t * head_dim + c] = normal() * (integer ? 1.0f : 1.0f + 0.3f * (c / 2));
+    }
+  }
+  for (int j = 0; j < n_queries; ++j) {
+    d.q.emplace_back(head_dim);
+    for (auto& x : d.q.back()) x = normal();
+  }
+  for (int j = 0; j < n_queries; ++j) d.queries.push_back({d.q[j].data(), d.keys[0].data(), n - j});
+  return d;
+}
+
+TEST(CompoundGreedy, LongContextsMatchTheReferenceAndGiveEachFcsOwnAgreement) {
+  const int hd = 16, n = 3000;
+  const auto fcs = fc_dims(RopeLayout::Neox, FcLayout::Rope, hd, hd);
+  for (uint32_t seed : {11u, 12u, 13u}) {
+    const Data d = shared_keys(4, n, hd, seed, /*integer=*/seed == 13u);
+    for (int k : {40, 1000}) {  // 40 <= n / 8: the sampled threshold; 1000: every slot
+      std::vector<float> single;
+      const CompoundSet got = greedy_compound_fcs(d.queries, hd, fcs, k, 3, &single);
+      const CompoundSet want = brute_force(d, hd, fcs, k, 3);
+      EXPECT_EQ(got.fcs, want.fcs) << "seed " << seed << " k " << k;
+      ASSERT_EQ(got.ca.size(), want.ca.size());
+      for (size_t s = 0; s < got.ca.size(); ++s) EXPECT_NEAR(got.ca[s], want.ca[s], 1e-6);
+      ASSERT_EQ(single.size(), d.queries.size() * fcs.size());
+      std::vector<float> ca(fcs.size());
+      for (size_t j = 0; j < d.queries.size(); ++j) {
+        const CaQuery& cq = d.queries[j];
+        fc_agreement(cq.q, cq.keys, cq.n, hd, fcs, k, ca.data());
+        for (size_t i = 0; i < fcs.size(); ++i) {
+          EXPECT_FLOAT_EQ(single[j * fcs.size() + i], ca[i]) << "query " << j << " fc " << i;
+        }
+      }
+    }
+  }
+  // single_ca alone (no set asked for) still measures every FC.
+  const Data d = shared_keys(2, 1500, hd, 21, false);
+  std::vector<float> single;
+  EXPECT_TRUE(greedy_compound_fcs(d.queries, hd, fcs, 32, 0, &single).fcs.empty());
+  EXPECT_EQ(single.size(), 2 * fcs.size());
+  EXPECT_GT(*std::max_element(single.begin(), single.end()), 0.0f);
+}
+
+// Sampled greedy: with the whole key set (keys >= n, no pruning) it is the exact greedy; with a
+// sample and pruning it stays close to it on long contexts.
+TEST(CompoundGreedySampled, EveryKeyIsTheExactGreedyAndASampleStaysClose) {
+  const int hd = 16;
+  const auto fcs = fc_dims(RopeLayout::Neox, FcLayout::Rope, hd, hd);
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const Data d = random_queries(5, hd, seed, /*integer=*/seed == 3u);
+    for (int k : {4, 16}) {
+      std::vector<float> single, want_single;
+      const CompoundSet got =
+          greedy_compound_fcs_sampled(d.queries, hd, fcs, k, 4, GreedySampling{1000, 0}, &single);
+      const CompoundSet want = greedy_compound_fcs(d.queries, hd, fcs, k, 4, &want_single);
+      EXPECT_EQ(got.fcs, want.fcs) << "seed " << seed << " k " << k;
+      EXPECT_EQ(got.ca, want.ca);
+      EXPECT_EQ(single, want_single);
+      // keys = 0 means exact too.
+      EXPECT_EQ(greedy_compound_fcs_sampled(d.queries, hd, fcs, k, 4, GreedySampling{}).fcs,
+                want.fcs);
+    }
+  }
+  // Long contexts: 512 sampled keys of 6000, the candidates pruned to 4 after the first step.
+  const Data d = shared_keys(6, 6000, hd, 31, false);
+  std::vector<float> single, exact_single;
+  const CompoundSet exact = greedy_compound_fcs(d.queries, hd, fcs, 256, 3, &exact_single);
+  const CompoundSet got =
+      greedy_compound_fcs_sampled(d.queries, hd, fcs, 256, 3, GreedySampling{512, 4}, &single);
+  ASSERT_EQ(got.fcs.size(), 3u);
+  EXPECT_EQ(got.fcs[0], exact.fcs[0]);  // the clearly best FC alone
+  double err = 0.0;
+  for (size_t i = 0; i < single.size(); ++i) err += std::fabs(single[i] - exact_single[i]);
+  EXPECT_LT(err / single.size(), 0.05) << "mean |estimated - exact| single-FC CA";
+  for (size_t s = 0; s < got.ca.size(); ++s) EXPECT_NEAR(got.ca[s], exact.ca[s], 0.1) << s;
+  // Pruning never leaves fewer candidates than steps.
+  EXPECT_EQ(greedy_compound_fcs_sampled(d.queries, hd, fcs, 256, 6, GreedySampling{512, 2})
+                .fcs.size(),
+            6u);
+}
+
 std::shared_ptr<const Model> tiny(const std::string& name) {
   const std::string path = ::testing::TempDir() + "/" + name;
   test::TinySpec s;

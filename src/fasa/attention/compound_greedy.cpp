@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
+#include "fasa/core/error.h"
 #include "fasa/kernels/topk.h"
 
 namespace fasa {
@@ -10,18 +12,36 @@ namespace fasa {
 namespace {
 
 constexpr double kTie = 1e-9;  // summed agreements closer than this are a tie (lower FC wins)
+constexpr int kSample = 256;   // scores sampled to bound the K-th best (top_k_hits)
+constexpr int kMinFilterN = 1024;
 
-// What the greedy keeps per query: the full head's top-K as a mask, every FC's logits and the
-// running sum of the chosen FCs' logits.
+// Keys shared by several queries, dims-major, so that one FC's logits over every slot read two
+// contiguous rows: dim d of slot t is t_keys[d * n + t].
+struct KeyBlock {
+  int n = 0;                  // slots held (the most any of its queries sees)
+  std::vector<float> t_keys;  // [head_dim, n]
+};
+
+// What the greedy keeps per query: the full head's top-K as a mask and the running sum of the
+// chosen FCs' logits.
 struct QueryState {
+  const float* q = nullptr;  // [head_dim]
+  const KeyBlock* keys = nullptr;
   int n = 0, kk = 0;
   std::vector<char> in_full_top;  // [n] 1 where the slot is in the full logits' top-K
-  std::vector<float> alpha;       // [n_fc, n] per-FC logits
   std::vector<float> sum;         // [n] summed logits of the FCs chosen so far
 };
 
-QueryState prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>& fcs, int k) {
+// Scratch of one greedy run.
+struct Scratch {
+  std::vector<float> v, sample, vals;  // [n], [kSample], [m]
+  std::vector<int32_t> idx;            // [n]
+};
+
+QueryState prepare(const CaQuery& cq, const KeyBlock& kb, int head_dim, int k) {
   QueryState s;
+  s.q = cq.q;
+  s.keys = &kb;
   s.n = cq.n;
   s.kk = std::min(k, cq.n);
   std::vector<float> full(cq.n);  // [n]
@@ -35,69 +55,130 @@ QueryState prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>& f
   top_k_indices(full.data(), cq.n, s.kk, top);
   s.in_full_top.assign(cq.n, 0);
   for (int32_t t : top) s.in_full_top[t] = 1;
-  s.alpha.resize(fcs.size() * static_cast<size_t>(cq.n));
-  fc_logits(cq.q, cq.keys, cq.n, head_dim, fcs, s.alpha.data());
   s.sum.assign(cq.n, 0.0f);
   return s;
 }
 
-// How many of the kk best of score[0..n) (ties: the lower index, as top_k_indices ranks) are
-// in the full head's top-K. One nth_element over the values finds the kk-th best value; the
-// slots above it are in, and of those equal to it the lowest-indexed fill the rest.
-// buf: scratch [n]
-int top_k_hits(const float* score, int n, int kk, const char* in_full_top,
-               std::vector<float>& buf) {
-  buf.assign(score, score + n);
-  std::nth_element(buf.begin(), buf.begin() + (kk - 1), buf.end(), std::greater<float>());
-  const float kth = buf[kk - 1];
+// Of the candidates idx[0..m) (ascending; they hold every slot of the kk best of v), how many
+// of the kk best (ties: the lower index, as top_k_indices ranks) are in the full top-K.
+int hits_among(const float* v, const int32_t* idx, int m, int kk, const char* in_full_top,
+               std::vector<float>& vals) {
+  vals.resize(m);
+  for (int j = 0; j < m; ++j) vals[j] = v[idx[j]];
+  std::nth_element(vals.begin(), vals.begin() + (kk - 1), vals.end(), std::greater<float>());
+  const float kth = vals[kk - 1];
   int above = 0;
-  for (int t = 0; t < n; ++t) above += score[t] > kth;
+  for (int j = 0; j < m; ++j) above += v[idx[j]] > kth;
   int ties_left = kk - above, hits = 0;
-  for (int t = 0; t < n; ++t) {
-    const bool in = score[t] > kth || (score[t] == kth && ties_left-- > 0);
-    hits += in && in_full_top[t];
+  for (int j = 0; j < m; ++j) {
+    const float x = v[idx[j]];
+    const bool in = x > kth || (x == kth && ties_left-- > 0);
+    hits += in && in_full_top[idx[j]];
   }
   return hits;
 }
 
-// CA of the chosen set plus FC i for one query. tmp, buf: scratch.
-double agreement_with(const QueryState& s, int i, std::vector<float>& tmp,
-                      std::vector<float>& buf) {
-  if (s.kk <= 0) return 0.0;
-  tmp.resize(s.n);
-  const float* a = s.alpha.data() + static_cast<size_t>(i) * s.n;
-  for (int t = 0; t < s.n; ++t) tmp[t] = s.sum[t] + a[t];
-  return static_cast<double>(top_k_hits(tmp.data(), s.n, s.kk, s.in_full_top.data(), buf)) / s.kk;
+// How many of the kk best of v[0..n) are in the full head's top-K. For kk much smaller than n
+// (online calibration: 256 of thousands) a threshold from an evenly spaced sample keeps the
+// slots at or above it in one branch-free pass, and the K-th best is found among those. Exact:
+// when at least kk values are >= the threshold, the kk-th best is too, so every winner, ties
+// included, is a candidate; otherwise (an unlucky sample) every slot is.
+int top_k_hits(const float* v, int n, int kk, const char* in_full_top, Scratch& s) {
+  s.idx.resize(n);
+  int32_t* idx = s.idx.data();
+  if (n >= kMinFilterN && kk <= n / 8) {
+    s.sample.resize(kSample);
+    for (int i = 0; i < kSample; ++i) s.sample[i] = v[static_cast<int64_t>(i) * n / kSample];
+    const int r = std::min(kSample - 1, static_cast<int>(int64_t{kk} * kSample * 3 / (2 * n)) + 8);
+    std::nth_element(s.sample.begin(), s.sample.begin() + r, s.sample.end(), std::greater<float>());
+    const float tau = s.sample[r];
+    int m = 0;
+    for (int t = 0; t < n; ++t) {
+      idx[m] = t;
+      m += v[t] >= tau ? 1 : 0;
+    }
+    if (m >= kk) return hits_among(v, idx, m, kk, in_full_top, s.vals);
+  }
+  for (int t = 0; t < n; ++t) idx[t] = t;
+  return hits_among(v, idx, n, kk, in_full_top, s.vals);
+}
+
+// Hits of the chosen set plus FC i (dims a, b) for one query.
+int hits_with(const QueryState& s, int a, int b, Scratch& sc) {
+  if (s.kk <= 0) return 0;
+  sc.v.resize(s.n);
+  float* v = sc.v.data();
+  const float qa = s.q[a], qb = s.q[b];
+  const float* ka = s.keys->t_keys.data() + static_cast<size_t>(a) * s.keys->n;
+  const float* kb = s.keys->t_keys.data() + static_cast<size_t>(b) * s.keys->n;
+  const float* sum = s.sum.data();
+  // The same roundings as fc_logits then the sum: (q_a k_a + q_b k_b), added to the sum.
+  for (int t = 0; t < s.n; ++t) v[t] = sum[t] + (qa * ka[t] + qb * kb[t]);
+  return top_k_hits(v, s.n, s.kk, s.in_full_top.data(), sc);
 }
 
 }  // namespace
 
 CompoundSet greedy_compound_fcs(const std::vector<CaQuery>& queries, int head_dim,
-                                const std::vector<FcDims>& fcs, int k, int n_max) {
+                                const std::vector<FcDims>& fcs, int k, int n_max,
+                                std::vector<float>* single_ca) {
   const int n_fc = static_cast<int>(fcs.size());
   n_max = std::clamp(n_max, 0, n_fc);
+  // One dims-major copy of each distinct key array, as long as its longest query needs.
+  std::map<const float*, KeyBlock> blocks;
+  for (const CaQuery& cq : queries) {
+    KeyBlock& kb = blocks[cq.keys];
+    kb.n = std::max(kb.n, cq.n);
+  }
+  for (auto& [src, kb] : blocks) {
+    kb.t_keys.resize(static_cast<size_t>(head_dim) * kb.n);
+    for (int t = 0; t < kb.n; ++t) {
+      for (int d = 0; d < head_dim; ++d) {
+        kb.t_keys[static_cast<size_t>(d) * kb.n + t] = src[static_cast<size_t>(t) * head_dim + d];
+      }
+    }
+  }
   std::vector<QueryState> states;
   states.reserve(queries.size());
-  for (const CaQuery& cq : queries) states.push_back(prepare(cq, head_dim, fcs, k));
+  for (const CaQuery& cq : queries) {
+    states.push_back(prepare(cq, blocks.at(cq.keys), head_dim, k));
+  }
+  if (single_ca) single_ca->assign(queries.size() * n_fc, 0.0f);
   CompoundSet out;
   std::vector<char> chosen(n_fc, 0);
-  std::vector<float> tmp, buf;
-  for (int step = 0; step < n_max; ++step) {
+  std::vector<double> step_sum(n_fc);  // [n_fc] this step's summed agreement per candidate
+  Scratch sc;
+  // Step 0 measures every FC alone, which is also each query's single-FC CA.
+  const int steps = single_ca ? std::max(n_max, 1) : n_max;
+  for (int step = 0; step < steps; ++step) {
+    std::fill(step_sum.begin(), step_sum.end(), 0.0);
+    for (size_t j = 0; j < states.size(); ++j) {
+      const QueryState& s = states[j];
+      for (int i = 0; i < n_fc; ++i) {
+        if (chosen[i]) continue;
+        const double ca =
+            s.kk > 0 ? static_cast<double>(hits_with(s, fcs[i].a, fcs[i].b, sc)) / s.kk : 0.0;
+        step_sum[i] += ca;
+        if (step == 0 && single_ca) (*single_ca)[j * n_fc + i] = static_cast<float>(ca);
+      }
+    }
+    if (step >= n_max) break;
     int best = -1;
     double best_sum = -1.0;
     for (int i = 0; i < n_fc; ++i) {
       if (chosen[i]) continue;
-      double sum = 0.0;
-      for (const QueryState& s : states) sum += agreement_with(s, i, tmp, buf);
-      if (sum > best_sum + kTie) {  // a sum of doubles: equal agreements may differ by rounding
+      if (step_sum[i] > best_sum + kTie) {  // a sum of doubles: equal agreements may differ
         best = i;
-        best_sum = sum;
+        best_sum = step_sum[i];
       }
     }
+    FASA_CHECK(best >= 0);
     chosen[best] = 1;
     for (QueryState& s : states) {
-      const float* a = s.alpha.data() + static_cast<size_t>(best) * s.n;
-      for (int t = 0; t < s.n; ++t) s.sum[t] += a[t];
+      const float qa = s.q[fcs[best].a], qb = s.q[fcs[best].b];
+      const float* ka = s.keys->t_keys.data() + static_cast<size_t>(fcs[best].a) * s.keys->n;
+      const float* kb = s.keys->t_keys.data() + static_cast<size_t>(fcs[best].b) * s.keys->n;
+      for (int t = 0; t < s.n; ++t) s.sum[t] += qa * ka[t] + qb * kb[t];
     }
     out.fcs.push_back(best);
     out.ca.push_back(

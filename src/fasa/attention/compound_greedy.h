@@ -24,11 +24,39 @@ struct CompoundSet {
 };
 
 // Starts empty; each step adds the FC (not yet chosen) that maximizes the mean over `queries` of
-// compound_agreement(q, keys, S ∪ {i}) (K = min(k, n) per query), ties (means within 1e-9 / n_queries) to the lower FC id; the
-// summed score adds the FCs in the order chosen (exactly compound_agreement's sum for that
-// order). n_max is clamped to [0, n_fc]. Cost: O(n_max · n_fc · Σ n) plus a top-K per
-// (step, candidate, query).
+// compound_agreement(q, keys, S ∪ {i}) (K = min(k, n) per query), ties (means within
+// 1e-9 / n_queries) to the lower FC id; the summed score adds the FCs in the order chosen
+// (exactly compound_agreement's sum for that order). n_max is clamped to [0, n_fc].
+// single_ca: null, or set to [n_queries, n_fc] each query's CA of every FC alone (fc_agreement's
+// ca), which the first step measures anyway.
+// Cost: O(n_max · n_fc · Σ n). Queries that share a key array (same `keys` pointer) share one
+// dims-major copy of it (as many rows as the longest of them sees), so one FC's logits read two contiguous rows; the
+// K-th best of each candidate's summed score is found among the slots above a sampled threshold
+// when K is small against n (exact either way).
 CompoundSet greedy_compound_fcs(const std::vector<CaQuery>& queries, int head_dim,
-                                const std::vector<FcDims>& fcs, int k, int n_max);
+                                const std::vector<FcDims>& fcs, int k, int n_max,
+                                std::vector<float>* single_ca = nullptr);
+
+// The greedy made cheap enough to run at a decode step (online calibration): the same steps, with
+// two approximations that each become exact at their limit.
+struct GreedySampling {
+  // Each candidate's K-th best summed score is estimated from `keys` evenly spaced keys of the
+  // query (slots floor(i n / keys)): the r-th best of them, r = max(1, round(K keys / n)); a
+  // slot of the full head's top-K counts as agreeing when its score is >= that estimate (at
+  // most K count). So each candidate reads keys + K scores per query instead of n, whatever n.
+  // 0, or keys >= n: exact (greedy_compound_fcs's top-K with its ties).
+  int keys = 0;
+  // After the first step only the max(fcs, n_max) FCs of highest summed single CA stay
+  // candidates (ties: the lower FC id); 0: every FC, as greedy_compound_fcs.
+  int fcs = 0;
+};
+
+// greedy_compound_fcs with `sampling` (same results when both are 0, or keys >= every n and
+// fcs = 0). single_ca as there (the estimate's, when sampled).
+// Memory: per query (K + sampling.keys) x n_fc floats of per-FC logits.
+CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int head_dim,
+                                        const std::vector<FcDims>& fcs, int k, int n_max,
+                                        const GreedySampling& sampling,
+                                        std::vector<float>* single_ca = nullptr);
 
 }  // namespace fasa

@@ -1,0 +1,200 @@
+// greedy_compound_fcs_sampled (compound_greedy.h): the compound CA greedy over a fixed sample of
+// each query's keys, with the candidates pruned after the first step.
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+#include "fasa/attention/compound_greedy.h"
+#include "fasa/core/error.h"
+#include "fasa/kernels/attend.h"
+#include "fasa/kernels/topk.h"
+
+namespace fasa {
+
+namespace {
+
+constexpr double kTie = 1e-9;  // as greedy_compound_fcs: summed agreements this close tie
+
+// One query's per-FC logits over the keys the greedy reads: its full top-K and its sample.
+struct SampledQuery {
+  int kk = 0;                       // K = min(k, n)
+  int r = 0;                        // the sample's rank that estimates the K-th best
+  bool exact = false;               // the sample is every key: the K-th best and its ties are exact
+  int s = 0;                        // sampled keys
+  std::vector<char> sample_in_top;  // [s] exact only: 1 where the key is in the full top-K
+  std::vector<float> alpha_top;     // [n_fc, kk] per-FC logits of the full top-K's keys
+  std::vector<float> alpha_sample;  // [n_fc, s] per-FC logits of the sampled keys
+  std::vector<float> sum_top;       // [kk] summed logits of the FCs chosen so far
+  std::vector<float> sum_sample;    // [s]
+};
+
+// slots: the keys to read. alpha: [n_fc, slots.size()] of q's per-FC logits on them.
+void logits_of(const CaQuery& cq, int head_dim, const std::vector<FcDims>& fcs,
+               const std::vector<int32_t>& slots, std::vector<float>& alpha) {
+  const size_t m = slots.size();
+  alpha.resize(fcs.size() * m);
+  for (size_t f = 0; f < fcs.size(); ++f) {
+    const float qa = cq.q[fcs[f].a], qb = cq.q[fcs[f].b];
+    for (size_t j = 0; j < m; ++j) {
+      const float* kr = cq.keys + static_cast<size_t>(slots[j]) * head_dim;
+      alpha[f * m + j] = qa * kr[fcs[f].a] + qb * kr[fcs[f].b];  // fc_logits' rounding
+    }
+  }
+}
+
+SampledQuery prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>& fcs, int k,
+                     int sample) {
+  SampledQuery s;
+  s.kk = std::min(k, cq.n);
+  s.exact = sample <= 0 || sample >= cq.n;
+  std::vector<float> full(cq.n);  // [n]
+  if (s.exact) {  // greedy_compound_fcs's sums, so that both rank the same at near-ties
+    for (int t = 0; t < cq.n; ++t) {
+      const float* kr = cq.keys + static_cast<size_t>(t) * head_dim;
+      float x = 0.0f;
+      for (int i = 0; i < head_dim; ++i) x += cq.q[i] * kr[i];
+      full[t] = x;
+    }
+  } else {
+    qk_scores(cq.q, KvRows{cq.keys, nullptr, KvType::F32, head_dim}, nullptr, cq.n, full.data());
+  }
+  std::vector<int32_t> top;  // [kk] ascending
+  top_k_indices(full.data(), cq.n, s.kk, top);
+  std::vector<int32_t> slots;  // [s] ascending
+  if (s.exact) {
+    slots.resize(cq.n);
+    std::iota(slots.begin(), slots.end(), 0);
+    s.sample_in_top.assign(cq.n, 0);
+    for (int32_t t : top) s.sample_in_top[t] = 1;
+    s.r = s.kk;
+  } else {
+    for (int i = 0; i < sample; ++i)
+      slots.push_back(static_cast<int32_t>(int64_t{i} * cq.n / sample));
+    s.r = std::max(1, static_cast<int>(std::lround(static_cast<double>(s.kk) * sample / cq.n)));
+    logits_of(cq, head_dim, fcs, top, s.alpha_top);
+    s.sum_top.assign(s.kk, 0.0f);
+  }
+  s.s = static_cast<int>(slots.size());
+  logits_of(cq, head_dim, fcs, slots, s.alpha_sample);
+  s.sum_sample.assign(s.s, 0.0f);
+  return s;
+}
+
+// The r-th largest of v[0..n) (1 <= r <= n). For r much smaller than n a bound from every 8th
+// value keeps the values at or above it in one branch-free pass, and the r-th largest is found
+// among those (exact: when at least r values pass, the r-th largest is one of them); otherwise
+// among all. buf: scratch.
+float rth_largest(const float* v, int n, int r, std::vector<float>& buf) {
+  constexpr int kStride = 8;
+  buf.resize(n);
+  float* b = buf.data();
+  if (n >= 16 * kStride && r * 4 <= n) {
+    const int m = n / kStride, rm = std::min(m, r / kStride + 3);  // a rank below r's
+    for (int i = 0; i < m; ++i) b[i] = v[i * kStride];
+    std::nth_element(b, b + (rm - 1), b + m, std::greater<float>());
+    const float bound = b[rm - 1];
+    int kept = 0;
+    for (int j = 0; j < n; ++j) {
+      b[kept] = v[j];
+      kept += v[j] >= bound ? 1 : 0;
+    }
+    if (kept >= r) {
+      std::nth_element(b, b + (r - 1), b + kept, std::greater<float>());
+      return b[r - 1];
+    }
+  }
+  std::copy(v, v + n, b);
+  std::nth_element(b, b + (r - 1), b + n, std::greater<float>());
+  return b[r - 1];
+}
+
+// How many of the full top-K agree with the chosen set plus FC f. v, buf: scratch.
+int hits_with(const SampledQuery& s, int f, std::vector<float>& v, std::vector<float>& buf) {
+  if (s.kk <= 0) return 0;
+  v.resize(s.s);
+  const float* a = s.alpha_sample.data() + static_cast<size_t>(f) * s.s;
+  for (int j = 0; j < s.s; ++j) v[j] = s.sum_sample[j] + a[j];
+  int hits = 0;
+  if (s.exact) {  // top_k_indices' ranking: above tau, then the lowest-indexed ties
+    buf.assign(v.begin(), v.end());
+    std::nth_element(buf.begin(), buf.begin() + (s.r - 1), buf.end(), std::greater<float>());
+    const float tau = buf[s.r - 1];
+    int above = 0;
+    for (int j = 0; j < s.s; ++j) above += v[j] > tau;
+    int ties_left = s.kk - above;
+    for (int j = 0; j < s.s; ++j) {
+      const bool in = v[j] > tau || (v[j] == tau && ties_left-- > 0);
+      hits += in && s.sample_in_top[j];
+    }
+    return hits;
+  }
+  const float tau = rth_largest(v.data(), s.s, s.r, buf);
+  const float* at = s.alpha_top.data() + static_cast<size_t>(f) * s.kk;
+  for (int j = 0; j < s.kk; ++j) hits += s.sum_top[j] + at[j] >= tau;
+  return std::min(hits, s.kk);
+}
+
+void add_chosen(SampledQuery& s, int f) {
+  const float* a = s.alpha_sample.data() + static_cast<size_t>(f) * s.s;
+  for (int j = 0; j < s.s; ++j) s.sum_sample[j] += a[j];
+  if (s.exact) return;
+  const float* at = s.alpha_top.data() + static_cast<size_t>(f) * s.kk;
+  for (int j = 0; j < s.kk; ++j) s.sum_top[j] += at[j];
+}
+
+}  // namespace
+
+CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int head_dim,
+                                        const std::vector<FcDims>& fcs, int k, int n_max,
+                                        const GreedySampling& sampling,
+                                        std::vector<float>* single_ca) {
+  const int n_fc = static_cast<int>(fcs.size());
+  n_max = std::clamp(n_max, 0, n_fc);
+  std::vector<SampledQuery> states;
+  states.reserve(queries.size());
+  for (const CaQuery& cq : queries) states.push_back(prepare(cq, head_dim, fcs, k, sampling.keys));
+  if (single_ca) single_ca->assign(queries.size() * n_fc, 0.0f);
+  std::vector<char> candidate(n_fc, 1);  // [n_fc] still a candidate (not chosen, not pruned)
+  std::vector<double> step_sum(n_fc);    // [n_fc] this step's summed agreement per candidate
+  std::vector<float> v, buf;
+  CompoundSet out;
+  const int steps = single_ca ? std::max(n_max, 1) : n_max;
+  for (int step = 0; step < steps; ++step) {
+    std::fill(step_sum.begin(), step_sum.end(), 0.0);
+    for (size_t j = 0; j < states.size(); ++j) {
+      const SampledQuery& s = states[j];
+      for (int f = 0; f < n_fc; ++f) {
+        if (!candidate[f]) continue;
+        const double ca = s.kk > 0 ? static_cast<double>(hits_with(s, f, v, buf)) / s.kk : 0.0;
+        step_sum[f] += ca;
+        if (step == 0 && single_ca) (*single_ca)[j * n_fc + f] = static_cast<float>(ca);
+      }
+    }
+    if (step >= n_max) break;
+    const int keep = std::max(sampling.fcs, n_max);      // enough candidates for every step
+    if (step == 0 && sampling.fcs > 0 && keep < n_fc) {  // the best by single CA stay
+      std::vector<int32_t> order(n_fc);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int32_t a, int32_t b) { return step_sum[a] > step_sum[b]; });
+      for (int i = keep; i < n_fc; ++i) candidate[order[i]] = 0;
+    }
+    int best = -1;
+    double best_sum = -1.0;
+    for (int f = 0; f < n_fc; ++f) {
+      if (candidate[f] && step_sum[f] > best_sum + kTie) {
+        best = f;
+        best_sum = step_sum[f];
+      }
+    }
+    FASA_CHECK(best >= 0);
+    candidate[best] = 0;
+    for (SampledQuery& s : states) add_chosen(s, best);
+    out.fcs.push_back(best);
+    out.ca.push_back(
+        states.empty() ? 0.0f : static_cast<float>(best_sum / static_cast<double>(states.size())));
+  }
+  return out;
+}
+
+}  // namespace fasa
