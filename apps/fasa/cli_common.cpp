@@ -70,6 +70,18 @@ std::string resolved_spec(const std::string& spec, const std::shared_ptr<const M
   const std::string calib = spec_calibration(out);
   static std::set<std::string> told;  // one line per calibration file
   if (calib.empty() || quiet) return out;
+  if (calib == "online") {
+    std::string name;
+    PolicyOptions opts;
+    parse_policy_spec(out, &name, &opts);
+    const auto w = opts.find("calib_window");
+    const bool asked = spec_calibration(spec) == "online";  // not auto finding none stored
+    const std::string line =
+        fmt::format("fasa: calibration: online (window {}{})", w == opts.end() ? "16" : w->second,
+                    asked ? "" : "; none stored for this model file");
+    if (told.insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
+    return out;
+  }
   // A file that is missing or not a regular file gets no line: the policy's own error follows.
   std::error_code ec;
   if (!std::filesystem::is_regular_file(calib, ec)) return out;
@@ -78,6 +90,27 @@ std::string resolved_spec(const std::string& spec, const std::shared_ptr<const M
                  is_stored_calibration(calib) ? "stored" : "file", calib.c_str());
   }
   return out;
+}
+
+std::string online_calibration_text(const OnlineCalibrationInfo& oc, double prefill_ms) {
+  if (!oc.done) {
+    return fmt::format("calibration: online, not made yet (it is made at the first decode step{})",
+                       oc.queries == 0 && oc.window_bytes == 0 ? "" : " with a full window");
+  }
+  if (oc.reused) {
+    return "calibration: online, reused with the copied prefix (made once for that prompt)";
+  }
+  const std::string share =
+      prefill_ms > 0.0 && !oc.from_decode
+          ? fmt::format(", {:.1f}% of the prefill's time", 100.0 * oc.seconds * 1000.0 / prefill_ms)
+          : std::string();
+  return fmt::format(
+      "calibration: online from the queries of the {} {} per layer, made in {:.3f} s{}; they "
+      "took {} until then",
+      oc.queries,
+      oc.from_decode ? "first decode steps (attended densely; no prefill was seen)"
+                     : "last prompt positions",
+      oc.seconds, share, human_bytes(oc.window_bytes));
 }
 
 std::vector<std::string> resolved_specs(const std::vector<std::string>& specs,

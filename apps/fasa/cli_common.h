@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fasa/attention/kv_cache.h"
+#include "fasa/attention/policy.h"
 #include "fasa/core/process.h"  // peak_rss_bytes, used by most commands
 #include "fasa/engine/lossless.h"
 #include "fasa/model/model.h"
@@ -47,14 +48,19 @@ std::function<void(int, int)> progress_printer(const char* what);
 // Commands that compare policies in one run (bench, eval recall) also take `--compare SPEC`
 // (repeatable): more complete policy specs, run side by side with the first.
 // The spec a command runs with `model`: a calibrated policy given no calib= (or calib=auto)
-// takes the calibration stored for the model file (attention/calibration_store.h). Says on
-// stderr, once per file, which calibration a calibrated policy uses ("fasa: calibration:
-// stored PATH" or "file PATH"), unless `quiet`.
+// takes the calibration stored for the model file (attention/calibration_store.h), or
+// calib=online when none is stored. Says on stderr, once per file, which calibration a
+// calibrated policy uses ("fasa: calibration: stored PATH", "file PATH" or "online (window
+// W...)"), unless `quiet`.
 std::string resolved_spec(const std::string& spec, const std::shared_ptr<const Model>& model,
                           bool quiet = false);
 std::vector<std::string> resolved_specs(const std::vector<std::string>& specs,
                                         const std::shared_ptr<const Model>& model,
                                         bool quiet = false);
+
+// What an online-calibrated policy did, in one line (no "fasa: " prefix, no newline): from which
+// queries, in how long, and that time's share of the prefill (prefill_ms; 0: not said).
+std::string online_calibration_text(const OnlineCalibrationInfo& oc, double prefill_ms);
 
 struct PolicyArgs {
   std::string policy = "full";

@@ -681,7 +681,7 @@ void run_bench(BenchArgs& a) {
   for (const std::string& spec : specs) {
     so.policy = spec;
     sessions.push_back(std::make_unique<Session>(model, so));
-    if (synthetic && max_depth > 0 && sessions.back()->policy().wants_prefill_queries()) {
+    if (synthetic && max_depth > 0 && sessions.back()->policy().needs_prefill_queries()) {
       fail(
           "--depth-fill synthetic: policy '{}' learns from the prefill queries, which a "
           "synthetic fill does not make; use --depth-fill prefill",

@@ -110,6 +110,7 @@ int start_from_prompt_file(const RunArgs& a, const std::shared_ptr<const Model>&
   return cache.start(session, prompt);
 }
 void print_kv_reads(const RunArgs& a, Session& session);
+void print_summary(Session& session, const GenerateResult& r);
 
 // The prompt's tokens: the text as given, or one user turn (after the system text, if any) in
 // the model's chat format.
@@ -221,6 +222,28 @@ void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Se
     std::fprintf(stderr, "fasa: KV by layer type: %s\n", by_type.c_str());
   }
   print_kv_reads(a, session);
+  if (const OnlineCalibrationInfo* oc = session.policy().online_calibration()) {
+    std::fprintf(stderr, "fasa: %s\n", online_calibration_text(*oc, r.prefill_ms).c_str());
+  }
+  print_summary(session, r);
+}
+
+// One line a user reads first: the policy's KV bytes per generated token against full
+// attention's, and the decode speed.
+void print_summary(Session& session, const GenerateResult& r) {
+  const AttnStats& st = session.attn_stats();
+  const int n_gen = static_cast<int>(r.tokens.size());
+  if (st.decode_tokens == 0 || st.dense_bytes == 0 || n_gen == 0) return;
+  std::string name;
+  PolicyOptions opts;
+  parse_policy_spec(session.options().policy, &name, &opts);
+  std::fprintf(stderr,
+               "fasa: summary: %s read %.1f%% of full attention's KV bytes per generated token "
+               "(%s instead of %s), decoding %.1f tokens/s\n",
+               name.c_str(), 100.0 * st.bytes_read() / st.dense_bytes,
+               human_bytes(st.bytes_read() / st.decode_tokens).c_str(),
+               human_bytes(st.dense_bytes / st.decode_tokens).c_str(),
+               n_gen * 1000.0 / std::max(r.decode_ms, 1e-9));
 }
 
 // The share of K/V rows the policy read, the bytes per decoded token, and the file tier's reads.

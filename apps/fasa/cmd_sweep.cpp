@@ -46,7 +46,7 @@ SweepMeta sweep_meta(const SweepArgs& a, const Model& model) {
   m.model = model.file().path();
   m.model_sha256 = sha256_file_hex(m.model);
   m.calib = a.calib;
-  if (!a.calib.empty()) m.calib_sha256 = sha256_file_hex(a.calib);
+  if (!a.calib.empty() && a.calib != "online") m.calib_sha256 = sha256_file_hex(a.calib);
   m.tasks_file = a.tasks;
   m.tasks_sha256 = sha256_file_hex(a.tasks);
   m.version = version_text();
@@ -150,8 +150,11 @@ void run_sweep(const SweepArgs& args) {
   auto model = load_model(a.model);
   if (a.calib.empty()) {  // no --calib: calibrated policies take the model's stored one
     a.calib = find_stored_calibration(model->sha256());
-    if (!a.calib.empty()) {
-      entries = sweep_entries(policies, a.budgets, a.calib);
+    entries = sweep_entries(policies, a.budgets, a.calib.empty() ? "online" : a.calib);
+    if (a.calib.empty()) {
+      a.calib = "online";
+      std::fprintf(stderr, "fasa: calibration: online (none stored for this model file)\n");
+    } else {
       std::fprintf(stderr, "fasa: calibration: stored %s\n", a.calib.c_str());
     }
   }

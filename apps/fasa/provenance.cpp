@@ -33,11 +33,7 @@ void add_provenance(nlohmann::ordered_json& j, const std::string& model_path,
   j["model_sha256"] = file_sha256(model_path);
   if (!text_path.empty()) j["text_sha256"] = file_sha256(text_path);
   if (!tasks_path.empty()) j["tasks_sha256"] = file_sha256(tasks_path);
-  const std::string calib = policy_spec.empty() ? std::string() : spec_calibration(policy_spec);
-  if (!calib.empty()) {
-    j["calib"] = calib;
-    j["calib_sha256"] = file_sha256(calib);
-  }
+  if (!policy_spec.empty()) add_calibration_json(j, policy_spec, true);
 }
 
 }  // namespace fasa::cli

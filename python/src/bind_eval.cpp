@@ -33,11 +33,7 @@ void add_provenance(Json& j, const PyModel& m, const std::string& spec, const So
   j["model_sha256"] = model_identity(*m.model);
   if (text && text->is_file) j["text_sha256"] = sha256_hex(text->bytes);
   if (tasks && tasks->is_file) j["tasks_sha256"] = sha256_hex(tasks->bytes);
-  const std::string calib = spec.empty() ? std::string() : spec_calibration(spec);
-  if (!calib.empty()) {
-    j["calib"] = calib;
-    j["calib_sha256"] = sha256_file_hex(calib);
-  }
+  if (!spec.empty()) add_calibration_json(j, spec, true);
 }
 
 Json ppl_json(const PyModel& m, const Source& text, const PplOptions& o, const std::string& kv,

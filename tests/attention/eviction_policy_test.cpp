@@ -739,7 +739,10 @@ TEST(EvictionPolicyOptions, BadOptionsAreErrors) {
   EXPECT_NE(message(pf + ",keep=16,beta=0").find("beta must be"), std::string::npos);
   EXPECT_NE(message(pf + ",keep=16,speed=2").find("policy 'fasa' has no option 'speed'"),
             std::string::npos);
-  EXPECT_NE(message("pyramidkv+fasa:budget=4,keep=16").find("calibration"), std::string::npos);
+  EXPECT_NE(message("pyramidkv+fasa:budget=4,keep=16,calib=/nonexistent.json").find("nonexistent"),
+            std::string::npos);
+  EXPECT_NE(message("pyramidkv+fasa:budget=4,keep=16,calib=online,variant=m").find("FASA-C only"),
+            std::string::npos);
   EXPECT_NE(message("snapkv+fasa:budget=4")
                 .find("combination 'snapkv+fasa' is not supported "
                       "(supported: pyramidkv+fasa)"),

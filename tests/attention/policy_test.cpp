@@ -375,6 +375,8 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
             ",budget=30,gqa=per-head,sink=4",
         "double-sparsity:calib=" + calib + ",budget=64,dense_layers=none",
         "double-sparsity:calib=" + calib + ",budget=30,gqa=per-head,channels=2",
+        std::string("fasa:calib=online,budget=64,dense_layers=none"),
+        std::string("double-sparsity:calib=online,budget=64,dense_layers=none"),
         std::string("snapkv:budget=30,window=4,gqa=per-head"), std::string("h2o:budget=30")}) {
     so.policy = p;
     Session s(model, so);
@@ -399,7 +401,9 @@ TEST(PolicyInvariants, BudgetCoveringTheCacheIsFullAttention) {
         std::string("pyramidkv:budget=30,window=4"), std::string("h2o:budget=30,gqa=per-head"),
         "pyramidkv+fasa:fcs=calibrated,fc_sets=head,calib=" + calib +
             ",budget=64,keep=30,window=4,"
-            "dense_layers=none"}) {
+            "dense_layers=none",
+        std::string("fasa:calib=online,budget=64,dense_layers=none"),
+        std::string("pyramidkv+fasa:calib=online,budget=64,keep=30,window=4,dense_layers=none")}) {
     so.policy = p;
     Session s(model, so);
     EXPECT_EQ(prefill_then_decode(s), want_pd) << p;
@@ -1371,7 +1375,9 @@ TEST(FasaPolicy, SubsetOfFcsMatchesBruteForceTipAndFac) {
 
 TEST(DoubleSparsityPolicy, BadOptionsAreClearErrors) {
   const std::string d = "double-sparsity:calib=" + ds_calib_path();
-  expect_policy_error("double-sparsity:budget=8", "needs a calibration");
+  expect_policy_error("double-sparsity:budget=8,calib=/nonexistent.json", "nonexistent.json");
+  // No calibration given and none stored: the channel statistic is measured online.
+  EXPECT_NE(policy_from("double-sparsity:budget=8")->online_calibration(), nullptr);
   expect_policy_error(d, "needs a budget");
   expect_policy_error(d + ",budget=8,channels=0", "channels must be in [1, head_dim = 16]");
   expect_policy_error(d + ",budget=8,channels=17", "channels must be in [1, head_dim = 16]");
@@ -1404,8 +1410,8 @@ TEST(PolicyOptionsTest, BadOptionsAreErrors) {
   EXPECT_THROW(policy_from("full:budget=8"), Error);
   EXPECT_THROW(policy_from("nope"), Error);
   const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path();
-  EXPECT_THROW(policy_from("fasa:budget=8"), Error);  // no calibration
-  EXPECT_THROW(policy_from(c), Error);                // no budget
+  EXPECT_NE(policy_from("fasa:budget=8")->online_calibration(), nullptr);  // none: online
+  EXPECT_THROW(policy_from(c), Error);                                     // no budget
   EXPECT_THROW(policy_from("fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=/"
                            "nonexistent.json,budget=8"),
                Error);

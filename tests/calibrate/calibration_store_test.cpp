@@ -58,16 +58,17 @@ TEST(CalibrationStore, PathsNewestFirstAndSpecs) {
   EXPECT_EQ(resolve_calibration("/x.json", ctx, "fasa"), "/x.json");
   PolicyContext other;
   other.model_sha256 = [] { return std::string(64, 'b'); };
-  try {
-    resolve_calibration("auto", other, "fasa");
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("none is stored for this model file (sha256 bbbbbbbbbbbb"),
-              std::string::npos)
-        << e.what();
-    EXPECT_NE(std::string(e.what()).find("fasa calibrate -m MODEL --text FILE"), std::string::npos);
-  }
-  EXPECT_EQ(with_stored_calibration("fasa:budget=8", other), "fasa:budget=8");
+  // Nothing stored for the model: auto is online calibration.
+  EXPECT_EQ(resolve_calibration("auto", other, "fasa"), "online");
+  EXPECT_EQ(resolve_calibration("online", ctx, "fasa"), "online");
+  EXPECT_EQ(with_stored_calibration("fasa:budget=8", other), "fasa:budget=8,calib=online");
+  EXPECT_EQ(with_stored_calibration("fasa:calib=online,budget=8", ctx),
+            "fasa:calib=online,budget=8");
+  EXPECT_EQ(calibration_kind("fasa:calib=online,budget=8"), "online");
+  EXPECT_EQ(calibration_kind("fasa:budget=8,calib=" + newer.string()), "stored");
+  EXPECT_EQ(calibration_kind("fasa:calib=/x.json,budget=8"), "file");
+  EXPECT_EQ(calibration_kind("fasa:budget=8"), "");
+  EXPECT_EQ(calibration_kind("quest:budget=8"), "");
 }
 
 // The whole flow on a tiny model: calibrate without -o, list, run without calib=.
@@ -86,9 +87,17 @@ TEST(CalibrationStore, CalibrateWithoutOutputStoresListsAndServesPolicies) {
   }
   const std::vector<std::string> run = {"run",    "-m", model,      "-p",   "abcdefgh", "-n", "2",
                                         "--temp", "0",  "--policy", "fasa", "--budget", "4"};
+  // Nothing stored: FASA calibrates online on the prompt and says so.
   const test::CliRun before = test::run_cli(run, env);
-  EXPECT_EQ(before.exit_code, 1);
-  EXPECT_NE(before.err.find("none is stored for this model file"), std::string::npos) << before.err;
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_NE(before.err.find(
+                "fasa: calibration: online (window 16; none stored for this model file)"),
+            std::string::npos)
+      << before.err;
+  EXPECT_NE(before.err.find("fasa: calibration: online from the queries of the 8 last prompt"),
+            std::string::npos)
+      << before.err;
+  EXPECT_NE(before.err.find("fasa: summary: fasa read "), std::string::npos) << before.err;
 
   const test::CliRun cal = test::run_cli({"calibrate", "-m", model, "--text", text, "--tokens",
                                           "40", "--samples", "2", "--steps", "3", "--k", "8"},

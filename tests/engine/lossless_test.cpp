@@ -44,7 +44,11 @@ std::vector<std::string> policy_specs(const std::string& calib) {
           "snapkv:budget=8,window=4",
           "pyramidkv:budget=8,window=2",
           "h2o:budget=6",
-          "pyramidkv+fasa:keep=12,window=2," + c.substr(5) + ",budget=4,dense_layers=none"};
+          "pyramidkv+fasa:keep=12,window=2," + c.substr(5) + ",budget=4,dense_layers=none",
+          "fasa:calib=online,calib_window=4,budget=4,dense_layers=none",
+          "double-sparsity:calib=online,budget=4,channels=4,dense_layers=none",
+          "pyramidkv+fasa:keep=12,window=2,calib=online,calib_window=4,budget=4,"
+          "dense_layers=none"};
 }
 
 SessionOptions session_options(const std::string& policy) {
@@ -169,7 +173,11 @@ void expect_rollback_restores(const std::shared_ptr<const Model>& model,
       decode_all(a, drafts, &ignored);
       a.rollback();
       ASSERT_EQ(a.n_past(), b.n_past()) << p;
-      EXPECT_EQ(a.policy().resident_bytes(), b.policy().resident_bytes()) << p;
+      // An online calibration made while drafting stays (online_calibrated.h): `a` then holds the
+      // real policy's side data where `b` still holds its query window, until b decodes too.
+      if (p.find("calib=online") == std::string::npos) {
+        EXPECT_EQ(a.policy().resident_bytes(), b.policy().resident_bytes()) << p;
+      }
       ASSERT_EQ(decode_all(a, next, &res_a), decode_all(b, next, &res_b))
           << p << " round " << round;
       EXPECT_EQ(res_a, res_b) << p;

@@ -235,7 +235,7 @@ TEST(SchedulerTest, FullQueueRefusesAndBadPolicyFailsOnlyItsJob) {
   auto running = std::make_shared<Job>(prompt, greedy(400), "full");
   ASSERT_TRUE(sched.submit(running));
   ASSERT_TRUE(eventually([&] { return sched.stats().active == 1; }));
-  auto bad = std::make_shared<Job>(prompt, greedy(4), "fasa:budget=8");  // no calibration
+  auto bad = std::make_shared<Job>(prompt, greedy(4), "fasa:budget=8,calib=/nonexistent.json");
   ASSERT_TRUE(sched.submit(bad));  // the queue's one place (the slot is taken)
   EXPECT_FALSE(sched.submit(std::make_shared<Job>(prompt, greedy(4), "full")));
   EXPECT_EQ(sched.stats().queued, 1);

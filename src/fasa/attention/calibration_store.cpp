@@ -66,21 +66,14 @@ bool is_stored_calibration(const std::string& path) {
 
 std::string resolve_calibration(const std::string& value, const PolicyContext& ctx,
                                 const std::string& policy) {
-  if (value != "auto") return value;
-  if (!ctx.model_sha256) {
-    fail("policy '{}' needs a calibration file (calib=PATH; make one with `fasa calibrate`)",
-         policy);
+  if (value == "online") return value;
+  if (value != "auto") {
+    if (value.empty()) fail("policy '{}': calib= needs a file, auto or online", policy);
+    return value;
   }
-  const std::string sha = ctx.model_sha256();
-  const std::string found = find_stored_calibration(sha);
-  if (found.empty()) {
-    fail(
-        "policy '{}' needs a calibration, and none is stored for this model file (sha256 "
-        "{}...) in {}: make one with `fasa calibrate -m MODEL --text FILE` (it is stored "
-        "there), or give calib=PATH",
-        policy, sha.substr(0, 12), (calibration_store_dir() / sha).string());
-  }
-  return found;
+  if (!ctx.model_sha256) return "online";
+  const std::string found = find_stored_calibration(ctx.model_sha256());
+  return found.empty() ? "online" : found;
 }
 
 std::string with_stored_calibration(const std::string& spec, const PolicyContext& ctx) {
@@ -90,11 +83,18 @@ std::string with_stored_calibration(const std::string& spec, const PolicyContext
   if (!policy_takes_calibration(name)) return spec;
   const auto it = opts.find("calib");
   if (it != opts.end() && it->second != "auto") return spec;
-  if (!ctx.model_sha256) return spec;
-  const std::string found = find_stored_calibration(ctx.model_sha256());
-  if (found.empty()) return spec;
-  opts["calib"] = found;
+  opts["calib"] = resolve_calibration("auto", ctx, name);
   return policy_spec(name, opts);
+}
+
+std::string calibration_kind(const std::string& spec) {
+  std::string name;
+  PolicyOptions opts;
+  parse_policy_spec(spec, &name, &opts);
+  const auto it = opts.find("calib");
+  if (it == opts.end() || it->second.empty() || it->second == "auto") return {};
+  if (it->second == "online") return it->second;
+  return is_stored_calibration(it->second) ? "stored" : "file";
 }
 
 std::vector<StoredCalibration> list_stored_calibrations() {

@@ -1,7 +1,7 @@
 // Calibrations kept per model: `fasa calibrate` without -o writes
 //   $FASA_HOME/calibrations/<model sha256>/<text name>.json
 // and a calibrated policy (fasa, double-sparsity, pyramidkv+fasa) given no calib=, or
-// calib=auto, takes the newest one stored for its model file. `fasa calib list` lists them.
+// calib=auto, takes the newest one stored for its model file, or calibrates online when none is. `fasa calib list` lists them.
 #pragma once
 
 #include <cstdint>
@@ -24,16 +24,21 @@ std::string find_stored_calibration(const std::string& model_sha256);
 // True when `path` lies in the store (a stored calibration rather than a file given by path).
 bool is_stored_calibration(const std::string& path);
 
-// What a policy's calib= value names: a path as given; "auto" the model's stored calibration.
-// Throws fasa::Error for "auto" when none is stored (naming the store and how to make one).
-// `policy`: the policy's name, for the message.
+// What a policy's calib= value names: a path as given; "online" itself (the policy calibrates
+// on its prompt, online_calibrated.h); "auto" the model's newest stored calibration, or
+// "online" when none is stored (or the context cannot name the model file). `policy`: the
+// policy's name, for the message (an empty value is an error).
 std::string resolve_calibration(const std::string& value, const PolicyContext& ctx,
                                 const std::string& policy);
 
 // A policy spec with calib=auto (or, for a policy that takes a calibration, no calib= at all)
-// replaced by the stored calibration's path; other specs unchanged. A calibrated policy with
-// nothing stored keeps its spec (the policy's own error names what to do).
+// replaced by what auto resolves to (the stored calibration's path, or online); other specs
+// unchanged.
 std::string with_stored_calibration(const std::string& spec, const PolicyContext& ctx);
+
+// How a policy spec's policy is calibrated: "online", "stored" (a file in the store), "file"
+// (any other path), or "" (no calib=, or calib=auto not yet resolved).
+std::string calibration_kind(const std::string& spec);
 
 struct StoredCalibration {
   std::string path;

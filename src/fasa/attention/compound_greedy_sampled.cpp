@@ -1,5 +1,5 @@
 // greedy_compound_fcs_sampled (compound_greedy.h): the compound CA greedy over a fixed sample of
-// each query's keys, with the candidates pruned after the first step.
+// each query's keys.
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -154,7 +154,7 @@ CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int
   states.reserve(queries.size());
   for (const CaQuery& cq : queries) states.push_back(prepare(cq, head_dim, fcs, k, sampling.keys));
   if (single_ca) single_ca->assign(queries.size() * n_fc, 0.0f);
-  std::vector<char> candidate(n_fc, 1);  // [n_fc] still a candidate (not chosen, not pruned)
+  std::vector<char> candidate(n_fc, 1);  // [n_fc] not chosen yet
   std::vector<double> step_sum(n_fc);    // [n_fc] this step's summed agreement per candidate
   std::vector<float> v, buf;
   CompoundSet out;
@@ -171,14 +171,6 @@ CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int
       }
     }
     if (step >= n_max) break;
-    const int keep = std::max(sampling.fcs, n_max);      // enough candidates for every step
-    if (step == 0 && sampling.fcs > 0 && keep < n_fc) {  // the best by single CA stay
-      std::vector<int32_t> order(n_fc);
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int32_t a, int32_t b) { return step_sum[a] > step_sum[b]; });
-      for (int i = keep; i < n_fc; ++i) candidate[order[i]] = 0;
-    }
     int best = -1;
     double best_sum = -1.0;
     for (int f = 0; f < n_fc; ++f) {

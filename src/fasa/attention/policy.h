@@ -80,6 +80,17 @@ int resolve_budget(double budget, int n_visible);
 // Parses a budget option ("256", "0.1"); throws fasa::Error when not a positive number.
 double parse_budget(const std::string& policy, const std::string& value);
 
+// What an online-calibrated policy (calib=online) did: reported by run, bench, eval and serve.
+struct OnlineCalibrationInfo {
+  int window = 0;             // queries per global layer it calibrates from (calib_window)
+  bool done = false;          // the calibration is made (at the first decode step that could)
+  bool reused = false;        // taken from a copied prefix (prompt cache, a shared prefill)
+  bool from_decode = false;   // from decode-step queries: no prefill was seen
+  int queries = 0;            // queries per layer it was made from
+  double seconds = 0.0;       // time to make it (0 when reused)
+  uint64_t window_bytes = 0;  // memory the kept queries took
+};
+
 class AttentionPolicy {
  public:
   virtual ~AttentionPolicy() = default;
@@ -150,6 +161,13 @@ class AttentionPolicy {
   virtual const AttentionPolicy* prefill_state_source(std::string_view name) const {
     return name == this->name() ? this : nullptr;
   }
+  // A policy that wants prefill queries but can do without them returns false: a prefix that
+  // comes without them (a saved prompt cache, a synthetic fill, a copy of another policy's
+  // session) is then not refused, and the policy makes do (calib=online calibrates from its
+  // first decode steps instead).
+  virtual bool needs_prefill_queries() const { return wants_prefill_queries(); }
+  // Online calibration (calib=online): what the policy did so far; null for every other policy.
+  virtual const OnlineCalibrationInfo* online_calibration() const { return nullptr; }
 };
 
 using PolicyOptions = std::map<std::string, std::string>;  // "key=value" knobs from the user

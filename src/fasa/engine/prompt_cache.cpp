@@ -43,7 +43,7 @@ int PromptCache::usable(const Entry& e, const Session& s,
   const int chunk = s.options().prefill_chunk;
   int n = whole ? len : std::min({common, len - 2, full_rows(n_entry, chunk)}) / chunk * chunk;
   if (n <= 0) return 0;
-  if (s.policy().wants_prefill_queries()) {
+  if (s.policy().needs_prefill_queries()) {
     // Every prefill query of the entry went into its statistics: all of it or nothing.
     if (n != n_entry || !e.state) return 0;
     if (!e.state->prefill_state_source(s.policy().name())) return 0;

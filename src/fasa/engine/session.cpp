@@ -111,22 +111,25 @@ void Session::copy_prefix_from(const Session& src) {
 void Session::copy_prefix_from(const Session& src, int n, const AttentionPolicy* state) {
   if (src.model_ != model_) fail("cannot copy a prefix between sessions of different models");
   const bool wants = active_policy_->wants_prefill_queries();
+  const bool needs = active_policy_->needs_prefill_queries();
   const AttentionPolicy* source =
       wants && state ? state->prefill_state_source(active_policy_->name()) : nullptr;
-  if (wants && !source) {
+  // A policy that can do without (calib=online) takes a whole prefill's statistics or none.
+  if (!needs && n != src.n_past()) source = nullptr;
+  if (needs && !source) {
     fail(
         "policy '{}' learns from the prefill queries, which a copy of a '{}' session's cache "
         "does not carry: prefill it itself, or copy from a '{}' session",
         active_policy_->name(), state ? state->name() : src.active_policy_->name(),
         active_policy_->name());
   }
-  if (wants && n != src.n_past()) {
+  if (needs && n != src.n_past()) {
     fail("policy '{}' learns from every prefill query: it can take all {} tokens or none, not {}",
          active_policy_->name(), src.n_past(), n);
   }
   cache_.check_copy_prefix(src.cache_, n);
   // First, so that a refusal (a source that has decoded already) leaves this session unchanged.
-  if (wants) active_policy_->copy_prefill_state_from(*source);
+  if (source) active_policy_->copy_prefill_state_from(*source);
   cache_.copy_prefix_from(src.cache_, n);
   WorkspaceScope bind(scratch_.work);
   for (int l : shape_.global_layers()) {  // as forward: sliding-window layers are no policy's
@@ -139,7 +142,7 @@ void Session::restore_prefix(int n, const std::function<void(KvCache&)>& write,
                              const std::vector<float>& logits) {
   if (n_past() != 0) fail("a saved prefix goes into an empty session ({} tokens held)", n_past());
   if (cache_.tiered()) fail("a tiered (FASA-M) KV cache cannot take a saved prefix");
-  if (active_policy_->wants_prefill_queries()) {
+  if (active_policy_->needs_prefill_queries()) {
     fail("policy '{}' learns from the prefill queries, which a saved prefix does not hold",
          active_policy_->name());
   }
@@ -156,7 +159,7 @@ void Session::restore_prefix(int n, const std::function<void(KvCache&)>& write,
 }
 
 bool Session::can_copy_prefix_from(const Session& src) const {
-  return !active_policy_->wants_prefill_queries() ||
+  return !active_policy_->needs_prefill_queries() ||
          src.active_policy_->prefill_state_source(active_policy_->name()) != nullptr;
 }
 

@@ -6,6 +6,7 @@
 
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
+#include "fasa/core/parallel.h"
 #include "fasa/core/workspace.h"
 #include "fasa/engine/session.h"
 #include "fasa/eval/perplexity.h"
@@ -38,6 +39,10 @@ class SelectionProbe final : public AttentionPolicy {
   // The inner policy's name, so that prefix copies between probes follow its rules.
   std::string_view name() const override { return inner_->name(); }
   bool wants_prefill_queries() const override { return inner_->wants_prefill_queries(); }
+  bool needs_prefill_queries() const override { return inner_->needs_prefill_queries(); }
+  const OnlineCalibrationInfo* online_calibration() const override {
+    return inner_->online_calibration();
+  }
   void on_prefill_queries(const KvCache& c, int layer, int first, int n, const float* q) override {
     inner_->on_prefill_queries(c, layer, first, n, q);
   }
@@ -55,6 +60,17 @@ class SelectionProbe final : public AttentionPolicy {
 
   void select(const AttnQuery& q, Selection& out) override {
     inner_->select(q, out);
+    measure(q, out);
+  }
+  // The inner policy's own layer call (online calibration makes its calibration there).
+  void select_layer(const AttnQuery* qs, int n, Selection* outs) override {
+    inner_->select_layer(qs, n, outs);
+    parallel_for(n, [&](int64_t g) { measure(qs[g], outs[g]); });
+  }
+
+ private:
+  // Recall and mass of one group's selection against the exact top-k (concurrent per group).
+  void measure(const AttnQuery& q, const Selection& out) {
     const int n = q.n_visible, hd = shape_.head_dim;
     const int k = budget_ > 0.0 ? resolve_budget(budget_, n) : n;
     last_budget_ = k;
@@ -77,6 +93,8 @@ class SelectionProbe final : public AttentionPolicy {
     }
   }
 
+  // Read by recall_of below.
+ public:
   std::unique_ptr<AttentionPolicy> inner_;
   AttnShape shape_;
   double budget_;

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "fasa/attention/calibration_store.h"
 #include "fasa/attention/policy.h"
 #include "fasa/core/parallel.h"
 #include "fasa/core/process.h"
@@ -18,6 +19,16 @@ std::string spec_calibration(const std::string& spec) {
   parse_policy_spec(spec, &name, &opts);
   const auto it = opts.find("calib");
   return it == opts.end() ? std::string() : it->second;
+}
+
+void add_calibration_json(nlohmann::ordered_json& j, const std::string& spec, bool path) {
+  const std::string kind = calibration_kind(spec);
+  if (kind.empty()) return;
+  j["calibration"] = kind;
+  if (kind == "online") return;
+  const std::string calib = spec_calibration(spec);
+  if (path) j["calib"] = calib;
+  j["calib_sha256"] = sha256_file_hex(calib);
 }
 
 nlohmann::ordered_json kind_means_json(const TaskScoreTable& t, size_t p) {
@@ -48,8 +59,7 @@ nlohmann::ordered_json task_results_json(const std::vector<Task>& tasks, const T
   for (size_t p = 0; p < r.policies.size(); ++p) {
     nlohmann::ordered_json e;
     e["policy"] = r.policies[p];
-    const std::string calib = spec_calibration(r.policies[p]);
-    if (!calib.empty()) e["calib_sha256"] = sha256_file_hex(calib);
+    add_calibration_json(e, r.policies[p], false);
     e["score"] = t.overall[p];
     e["mean_of_kinds"] = t.kind_average[p];
     e["partial"] = pc.overall[p];

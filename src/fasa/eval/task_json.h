@@ -18,8 +18,12 @@ namespace fasa {
 // Choice tasks' mean acc_norm per kind for policy p (an empty object when there are none).
 nlohmann::ordered_json acc_norm_by_kind(const std::vector<Task>& tasks, const TaskRunResult& r,
                                         size_t p);
-// The calibration file a policy spec names ("fasa:calib=c.json,budget=256" -> "c.json"), or "".
+// The calibration a policy spec names ("fasa:calib=c.json,budget=256" -> "c.json"; "online",
+// "auto"), or "" when it names none.
 std::string spec_calibration(const std::string& spec);
+// A result's calibration fields for a policy spec: "calibration" (calibration_kind), and for a
+// file its sha256 ("calib_sha256") and, with `path`, its path ("calib"). Nothing for "".
+void add_calibration_json(nlohmann::ordered_json& j, const std::string& spec, bool path);
 
 // {kind: policy p's mean} of a score table, kinds in its order (by_task, partial_by_task).
 nlohmann::ordered_json kind_means_json(const TaskScoreTable& t, size_t p);

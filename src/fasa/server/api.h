@@ -106,6 +106,7 @@ struct GenOutcome {
   int completion_tokens = 0;
   int cached_tokens = 0;           // prompt tokens the prompt cache gave
   std::string policy;              // the policy spec actually used
+  std::string calibration_kind;    // a calibrated policy's: online, stored or file ("" others)
   std::string calibration_file;    // a calibrated policy's calibration: file name and sha256
   std::string calibration_sha256;  // ("" for others)
   uint64_t kv_bytes_read = 0;      // K/V (and selection side data) bytes read at decode steps

@@ -56,8 +56,12 @@ ojson fasa_stats(const std::vector<GenOutcome>& cs) {
   }
   ojson f;
   f["policy"] = o.policy;
-  if (!o.calibration_file.empty()) {
-    f["calibration"] = {{"file", o.calibration_file}, {"sha256", o.calibration_sha256}};
+  if (!o.calibration_kind.empty()) {
+    f["calibration"] = {{"kind", o.calibration_kind}};
+    if (!o.calibration_file.empty()) {
+      f["calibration"]["file"] = o.calibration_file;
+      f["calibration"]["sha256"] = o.calibration_sha256;
+    }
   }
   f["kv_bytes_read"] = bytes;
   f["kv_bytes_read_per_token"] = tokens > 0 ? bytes / tokens : 0.0;

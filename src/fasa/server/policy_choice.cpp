@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "fasa/attention/calibration_store.h"
 #include "fasa/core/error.h"
 
 namespace fasa::server {
@@ -47,6 +48,10 @@ std::string choose_policy(const PolicyDefaults& defaults, const PolicyRequest& r
   for (const auto& [key, value] : req_opts) opts[key] = value;
   for (const auto& [key, value] : request.options) opts[key] = value;
   try {
+    // calib=auto (or none) said as what it is: the stored calibration, or online.
+    if (policy_takes_calibration(name) && (!opts.count("calib") || opts["calib"] == "auto")) {
+      opts["calib"] = resolve_calibration("auto", ctx, name);
+    }
     make_policy(name, ctx, opts);
   } catch (const Error& e) {
     throw ApiError(400, e.what(), "fasa");

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "fasa/attention/calibration_store.h"
 #include "fasa/core/error.h"
 #include "fasa/core/process.h"
 #include "fasa/core/sha256.h"
@@ -139,7 +140,8 @@ ApiServer::ApiServer(std::shared_ptr<const Model> model, const ServerConfig& con
   for (const std::string& key : config_.api_keys) {
     if (key.empty()) fail("an API key must not be empty");
   }
-  if (!config_.policy.calib.empty()) {  // answers name it by file name and sha256, not path
+  const std::string& calib = config_.policy.calib;
+  if (!calib.empty() && calib != "online" && calib != "auto") {  // named by file name and sha256
     calib_name_ = std::filesystem::path(config_.policy.calib).filename().string();
     calib_sha256_ = sha256_file_hex(config_.policy.calib);
   }
@@ -410,7 +412,8 @@ std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& 
   }
   const LogprobRenderer lp{model_->require_tokenizer()};
   GenOutcome base = outcome_of(endpoint, shown_spec(policy));
-  if (policy.find("calib=") != std::string::npos && !calib_name_.empty()) {
+  base.calibration_kind = calibration_kind(policy);
+  if (base.calibration_kind != "online" && !base.calibration_kind.empty() && !calib_name_.empty()) {
     base.calibration_file = calib_name_;
     base.calibration_sha256 = calib_sha256_;
   }

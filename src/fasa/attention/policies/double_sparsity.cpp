@@ -9,7 +9,9 @@
 // |q_c * k_c| over the calibration queries, each paired with its own token's key, both after RoPE
 // (the authors' offline calibration ranks channels by that statistic of the post-RoPE q and k).
 // Options:
-//   calib=PATH|auto (a calibration of format version >= 3; auto: the stored one)   budget=B (required)
+//   calib=PATH|auto|online (a calibration of format version >= 3; auto: the stored one, else
+//   online: the channel statistic measured on the prompt itself, online_calibrated.h)
+//   calib_window=W (online; 16)   budget=B (required)
 //   channels=R (heavy channels per head; default 2 x FASA's default n_tip FCs, so both policies
 //     read the same key bytes per token: one FC is a pair of dims, so n_tip FCs = 2 n_tip dims)
 //   gqa=shared|per-head (shared)   dense_layers=L1+L2|none (default 0, as for `fasa`)
@@ -26,6 +28,7 @@
 #include "fasa/attention/calibration.h"
 #include "fasa/attention/calibration_store.h"
 #include "fasa/attention/policies/channel_subset.h"
+#include "fasa/attention/policies/online_calibrated.h"
 #include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
@@ -46,12 +49,8 @@ const OptionTable& double_sparsity_options() {
   static const OptionTable
       t{"double-sparsity",
         {
-            {.key = "calib",
-             .type = OptionType::Text,
-             .value = "PATH|auto",
-             .fallback = "auto",
-             .help = "calibration file from `fasa calibrate` (format version 3), made for this "
-                     "model; auto: the newest one stored for this model file"},
+            kCalibRow,
+            kCalibWindowRow,
             kBudgetRow,
             {.key = "channels",
              .type = OptionType::Count,
@@ -85,6 +84,25 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
            opts.at("channels"));
     }
   }
+  auto make = [ctx, o, channels](const Calibration& c) -> std::unique_ptr<AttentionPolicy> {
+    std::vector<std::vector<int>> head_dims;  // [n_global * n_heads][channels], heaviest first
+    for (int l : ctx.shape.global_layers()) {
+      for (int h = 0; h < ctx.shape.n_heads; ++h) {
+        head_dims.push_back(c.heavy_channels(l, h, channels));
+      }
+    }
+    return make_channel_subset_policy("double-sparsity", ctx, o, head_dims);
+  };
+  if (calib_path == "online") {
+    OnlineCalibrationSpec spec;
+    spec.window = p.count("calib_window");
+    spec.agreement = false;  // channel importance only
+    return make_online_calibrated_policy("double-sparsity", ctx, spec, make);
+  }
+  if (p.given("calib_window")) {
+    fail("policy 'double-sparsity': calib_window applies to calib=online only (calib is '{}')",
+         calib_path);
+  }
   const Calibration c = load_calibration(calib_path);
   check_calibration(c, ctx, calib_path);
   if (!c.has_channel_importance()) {
@@ -94,13 +112,7 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
         "both fasa and double-sparsity)",
         calib_path);
   }
-  std::vector<std::vector<int>> head_dims;  // [n_global * n_heads][channels], heaviest first
-  for (int l : ctx.shape.global_layers()) {
-    for (int h = 0; h < ctx.shape.n_heads; ++h) {
-      head_dims.push_back(c.heavy_channels(l, h, channels));
-    }
-  }
-  return make_channel_subset_policy("double-sparsity", ctx, std::move(o), head_dims);
+  return make(c);
 }
 
 }  // namespace fasa

@@ -2,8 +2,10 @@
 // token with the calibrated dominant frequency chunks of each query head, reading only a packed
 // copy of those key dims; FAC then attends exactly over the top-B slots (full K/V rows, original
 // positions). Options:
-//   calib=PATH|auto (auto: the stored one, calibration_store.h)  budget=B (required; < 1:
-//   fraction of the context)
+//   calib=PATH|auto|online (auto, the default: the stored one, calibration_store.h, else online;
+//   online: calibrated on the prompt itself, online_calibrated.h)   calib_window=W (online: the
+//   prompt positions whose queries calibrate; default 16)
+//   budget=B (required; < 1: fraction of the context)
 //   n_tip=X (FCs per head, count or fraction; default 0.25)   gqa=shared|per-head (shared)
 //   dense_layers=L1+L2|none (default 0)   sink=S (0)   recent=R (0)
 //   variant=c|m (c)   offload_dir=DIR (variant m; default /var/tmp)
@@ -61,6 +63,7 @@
 #include "fasa/attention/calibration_store.h"
 #include "fasa/attention/policies/channel_subset.h"
 #include "fasa/attention/policies/fasa_fcs.h"
+#include "fasa/attention/policies/online_calibrated.h"
 #include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
@@ -170,12 +173,8 @@ const OptionTable& fasa_options() {
   static const OptionTable
       t{"fasa",
         {
-            {.key = "calib",
-             .type = OptionType::Text,
-             .value = "PATH|auto",
-             .fallback = "auto",
-             .help = "calibration file from `fasa calibrate`, made for this model file; auto: "
-                     "the newest one stored for this model file (`fasa calib list`)"},
+            kCalibRow,
+            kCalibWindowRow,
             kBudgetRow,
             {.key = "n_tip",
              .type = OptionType::Number,
@@ -227,7 +226,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   const ParsedOptions p(fasa_options(), opts, ctx.shape);
   for (const PaperValue& v : kPaperMethod) chosen_value(p, v.key);  // conflicts fail first
   ChannelSubsetOptions sel;
-  const std::string calib_path = resolve_calibration(p.text("calib"), ctx, "fasa");
+  const std::string calib = resolve_calibration(p.text("calib"), ctx, "fasa");
   sel.budget = p.budget("budget");
   sel.per_head = p.text("gqa") == "per-head";
   sel.dense_layers = p.layers("dense_layers");
@@ -242,18 +241,48 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   sel.mean_value =
       chosen_value(p, "mean_value") == "on" && (p.given("mean_value") || !sel.variant_m);
   check_variant_options(p, sel);
-  const Calibration c = load_calibration(calib_path);
-  check_calibration(c, ctx, calib_path);
   FcChoice ch;
   ch.fcs = chosen_value(p, "fcs");
   ch.per_group = chosen_value(p, "fc_sets") == "group";
-  ch.n_tip = n_tip_count(p.number("n_tip"), c.n_fc());
+  const double n_tip = p.number("n_tip");
   const bool calibrated_budget = chosen_value(p, "layer_budget") == "calibrated";
-  check_calibration_serves(c, ch, p.given("fcs"), calibrated_budget, calib_path);
-  if (calibrated_budget) {
-    sel.layer_weight = calibrated_layer_weights(ctx.shape, c, ch.n_tip, sel.dense_layers);
+  const bool fcs_given = p.given("fcs");
+  const bool online = calib == "online";
+  const std::string label = online ? "online" : calib;  // how errors name the calibration
+  // The policy for a calibration (a file's, or the one made online).
+  auto make = [ctx, sel, ch, n_tip, calibrated_budget, fcs_given,
+               label](const Calibration& c) -> std::unique_ptr<AttentionPolicy> {
+    FcChoice chc = ch;
+    chc.n_tip = n_tip_count(n_tip, c.n_fc());
+    check_calibration_serves(c, chc, fcs_given, calibrated_budget, label);
+    ChannelSubsetOptions o = sel;
+    if (calibrated_budget) {
+      o.layer_weight = calibrated_layer_weights(ctx.shape, c, chc.n_tip, o.dense_layers);
+    }
+    return make_channel_subset_policy("fasa", ctx, std::move(o), fasa_head_dims(ctx.shape, chc, c));
+  };
+  if (!online) {
+    if (p.given("calib_window")) {
+      fail("policy 'fasa': calib_window applies to calib=online only (calib is '{}')", calib);
+    }
+    const Calibration c = load_calibration(calib);
+    check_calibration(c, ctx, calib);
+    return make(c);
   }
-  return make_channel_subset_policy("fasa", ctx, std::move(sel), fasa_head_dims(ctx.shape, ch, c));
+  if (sel.variant_m) {
+    fail(
+        "policy 'fasa': calib=online does not serve variant m (the tiered cache fixes the key "
+        "dims kept in RAM before the prefill that calibrates): give a calibration file or "
+        "calib=auto with one stored (`fasa calibrate`)");
+  }
+  OnlineCalibrationSpec spec;
+  spec.window = p.count("calib_window");
+  const int n_fc = static_cast<int>(
+      fc_dims(ctx.rope_layout, FcLayout::Rope, ctx.shape.head_dim, ctx.rope_dim).size());
+  const bool compound = ch.fcs == "compound" || calibrated_budget;
+  spec.n_compound = compound ? n_tip_count(n_tip, n_fc) : 0;
+  spec.head_sets = (ch.fcs == "compound" && !ch.per_group) || calibrated_budget;
+  return make_online_calibrated_policy("fasa", ctx, spec, make);
 }
 
 }  // namespace fasa

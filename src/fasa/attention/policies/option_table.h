@@ -73,6 +73,23 @@ struct OptionTable {
 
 // The values of one spec, typed by the table. Getters take a key of the table (of the getter's
 // type); an absent key gives the parsed default.
+// The calibration rows of the calibrated policies (fasa, double-sparsity, pyramidkv+fasa).
+inline const PolicyOption kCalibRow{
+    "calib", OptionType::Text, "PATH|auto|online", "auto",
+    "a calibration file from `fasa calibrate` made for this model file; auto: the newest one "
+    "stored for this model file (`fasa calib list`), else online; online: calibrate on the "
+    "prompt itself"};
+inline const PolicyOption kCalibWindowRow{.key = "calib_window",
+                                          .type = OptionType::Whole,
+                                          .value = "W",
+                                          .fallback = "16",
+                                          .help =
+                                              "calib=online: the queries of the last W prompt "
+                                              "positions calibrate (of the first "
+                                              "W decode steps where no prefill is seen)",
+                                          .lo = 1,
+                                          .hi = 4096};
+
 class ParsedOptions {
  public:
   ParsedOptions(const OptionTable& table, const PolicyOptions& opts, const AttnShape& shape);

@@ -25,9 +25,13 @@ class EvictThenSelect final : public AttentionPolicy {
     evict_->on_append(c, layer, first, n);
     pick_->on_append(c, layer, first, n);
   }
-  bool wants_prefill_queries() const override { return evict_->wants_prefill_queries(); }
+  bool wants_prefill_queries() const override { return true; }  // PyramidKV's votes
   void on_prefill_queries(const KvCache& c, int layer, int first, int n, const float* q) override {
     evict_->on_prefill_queries(c, layer, first, n, q);
+    if (pick_->wants_prefill_queries()) pick_->on_prefill_queries(c, layer, first, n, q);
+  }
+  const OnlineCalibrationInfo* online_calibration() const override {
+    return pick_->online_calibration();
   }
   void copy_prefill_state_from(const AttentionPolicy& src) override {
     const auto* s = dynamic_cast<const EvictThenSelect*>(&src);
@@ -35,6 +39,7 @@ class EvictThenSelect final : public AttentionPolicy {
       fail("policy 'pyramidkv+fasa' cannot take the prefill state of policy '{}'", src.name());
     }
     evict_->copy_prefill_state_from(*s->evict_);
+    pick_->copy_prefill_state_from(*s->pick_);  // fasa's online calibration, if any
   }
   void save_point() override {
     evict_->save_point();

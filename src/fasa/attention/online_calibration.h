@@ -1,0 +1,66 @@
+// Online calibration (calib=online): a Calibration made from the prompt being answered instead of
+// a calibration text. The policy keeps the post-RoPE queries of the last `window` positions it
+// saw (the prompt's last positions during the dense prefill, or its first decode steps where no
+// prefill was seen) per global layer; calibrate_online then measures, against every key each of
+// them saw in the cache, what `fasa calibrate` measures from its decode steps: each FC's
+// Contextual Agreement per (layer, query head), Double Sparsity's channel importance (each query
+// with its own token's key) and the greedy compound CA sets per kv-head group (and, if asked, per
+// query head). The result serves fasa_head_dims and heavy_channels exactly as a file would.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fasa/attention/calibration.h"
+#include "fasa/attention/policy.h"
+
+namespace fasa {
+
+struct OnlineCalibrationSpec {
+  int window = 16;         // queries kept per global layer
+  int k = 256;             // CA's top-K (min(k, n) per query), as fasa calibrate's --k
+  bool agreement = true;   // measure each FC's CA (false: channel importance only)
+  int n_compound = 0;      // FCs per compound set; 0: no compound sets (needs agreement)
+  bool head_sets = false;  // per-query-head compound sets too (fc_sets=head, layer_budget)
+  // The greedy's key sample (GreedySampling::keys; 0: every key, the exact greedy).
+  int key_sample = 256;
+};
+
+// The last `window` queries of each global layer, with the slot each was the query of (it saw
+// the keys of slots [0, slot]).
+class QueryWindow {
+ public:
+  QueryWindow(const AttnShape& shape, int window);
+  // Queries of slots first_slot.. of global layer `layer_row` (its index in global_layers()).
+  // q: [n_tok, n_heads, head_dim]. Keeps the newest `window`.
+  void add(int layer_row, int first_slot, int n_tok, const float* q);
+  // Every global layer holds `window` queries.
+  bool full() const;
+  // Queries held by global layer `layer_row`.
+  int size(int layer_row) const { return static_cast<int>(slots_[layer_row].size()); }
+  int window() const { return window_; }
+  // Query j (oldest first) of (layer_row, head): [head_dim]; its slot.
+  const float* query(int layer_row, int j, int head) const;
+  int slot(int layer_row, int j) const { return slots_[layer_row][j]; }
+  // Bytes held.
+  uint64_t bytes() const;
+  void clear();
+  // Drops the queries of slots >= n (a lossless rollback).
+  void truncate(int n);
+
+ private:
+  AttnShape shape_;
+  int window_;
+  std::vector<std::vector<float>> q_;        // [n_global][held, n_heads, head_dim]
+  std::vector<std::vector<int32_t>> slots_;  // [n_global][held]
+};
+
+// Measures the calibration of every global layer from the window's queries and the cache's keys
+// (any KvType; rows read as f32). Runs (layer, kv head) jobs in parallel (parallel_for: call it
+// from a serial context). The header (shape, FCs, RoPE layout, k) is ctx's; model_sha256 and the
+// text fields are empty, n_samples = 1, steps = the queries per layer. Throws fasa::Error when a
+// layer holds no query.
+Calibration calibrate_online(const PolicyContext& ctx, const OnlineCalibrationSpec& spec,
+                             const QueryWindow& w, const KvCache& cache);
+
+}  // namespace fasa
