@@ -101,6 +101,10 @@ struct Measure {
   double prefetch_read_per_token = 0.0;  // of disk_read: background reads (FASA-M prefetch)
   double prefetch_hit_share = 0.0;       // prefetched rows a decode step then used
   double dense_fallback_share = 0.0;     // decode steps the policy attended densely (break-even)
+  // calib=online (last repetition): the calibration's time at the test's first decode step, and
+  // the time the depth's prefill took (tg's t/s leave the calibration out: it is reported here).
+  double calib_s = -1.0;  // < 0: no online calibration was made
+  double fill_s = 0.0;
   uint64_t kv_ram = 0;   // KV resident in RAM after the test: cache + policy side data
   uint64_t kv_file = 0;  // KV resident in the file tier
   uint64_t kv_global = 0, kv_window = 0;  // cache bytes of global / sliding-window layers
@@ -373,7 +377,7 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
       Session& session = *sessions[p];
       Measure& m = group[p];
       session.reset();
-      fill_context(session, depth, synthetic, tok);
+      const double fill_s = seconds_of([&] { fill_context(session, depth, synthetic, tok); });
       const ParallelStats par0 = parallel_stats();
       if (!t.gen) {
         m.tps.push_back(t.n / seconds_of([&] { session.prefill(pp); }));
@@ -381,8 +385,16 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
         continue;
       }
       so.policy = specs[p];
-      m.tps.push_back(lo.k > 0 ? lossless_tps(session, t, lo, m)
-                               : decode_tps(session, t, depth, synthetic, tok, model, so));
+      double tps = lo.k > 0 ? lossless_tps(session, t, lo, m)
+                            : decode_tps(session, t, depth, synthetic, tok, model, so);
+      m.calib_s = -1.0;
+      const OnlineCalibrationInfo* oc = session.policy().online_calibration();
+      if (oc && oc->done && !oc->reused && t.batch == 1) {  // a one-time cost, reported apart
+        m.calib_s = oc->seconds;
+        m.fill_s = fill_s;
+        tps = t.n / std::max(t.n / tps - oc->seconds, 1e-9);
+      }
+      m.tps.push_back(tps);
       m.par = parallel_stats() - par0;
       const AttnStats& st = session.attn_stats();
       const double toks = static_cast<double>(std::max<uint64_t>(st.decode_tokens, 1));
@@ -504,6 +516,11 @@ class Report {
     j["disk_prefetch_bytes_per_token"] = m.prefetch_read_per_token;
     j["disk_prefetch_hit_share"] = m.prefetch_hit_share;
     j["dense_fallback_share"] = m.dense_fallback_share;
+    if (m.calib_s >= 0.0) {
+      j["online_calibration_s"] = m.calib_s;
+      j["depth_prefill_s"] = m.fill_s;
+      j["online_calibration_share_of_prefill"] = m.fill_s > 0.0 ? m.calib_s / m.fill_s : 0.0;
+    }
     j["lossless"] = a_.lossless;
     if (m.lossless.tokens > 0) {
       j["lossless_acceptance"] = m.lossless.acceptance();
@@ -556,6 +573,11 @@ class Report {
                       100.0 * m.lossless.acceptance(), m.lossless.tokens_per_verification());
     }
     if (!m.same_as_first) policy += " **tokens differ from full's**";
+    if (m.calib_s >= 0.0) {
+      policy +=
+          fmt::format(" (online calibration {:.3f} s = {:.1f}% of the depth's prefill, {:.2f} s)",
+                      m.calib_s, 100.0 * m.calib_s / std::max(m.fill_s, 1e-12), m.fill_s);
+    }
     std::printf("| %s | %s | %.2f ± %.2f | %.2f | %s | %s | %s | %s |%s\n", policy.c_str(),
                 test.c_str(), m.mean(), m.stddev(), m.mean() / std::max(base.mean(), 1e-12),
                 bytes(m.kv_read_per_token).c_str(), ram.c_str(),

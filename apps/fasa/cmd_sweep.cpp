@@ -148,7 +148,11 @@ void run_sweep(const SweepArgs& args) {
         a.out_dir);
   }
   auto model = load_model(a.model);
-  if (a.calib.empty()) {  // no --calib: calibrated policies take the model's stored one
+  bool calibrated = false;  // some policy takes a calibration
+  for (const std::string& spec : policies) {
+    calibrated |= policy_takes_calibration(spec.substr(0, spec.find(':')));
+  }
+  if (a.calib.empty() && calibrated) {  // no --calib: the model's stored one, else online
     a.calib = find_stored_calibration(model->sha256());
     entries = sweep_entries(policies, a.budgets, a.calib.empty() ? "online" : a.calib);
     if (a.calib.empty()) {
