@@ -52,7 +52,8 @@ struct GreedySampling {
 
 // greedy_compound_fcs with `sampling` (the same results when keys is 0 or >= every query's n).
 // single_ca as there (the estimate's, when sampled).
-// Memory: per query (K + sampling.keys) x n_fc floats of per-FC logits.
+// Memory: per query (K + sampling.keys) x n_fc floats of per-FC logits. The queries are split
+// over the threads (parallel_for; serial inside another parallel region), with the same result.
 CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int head_dim,
                                         const std::vector<FcDims>& fcs, int k, int n_max,
                                         const GreedySampling& sampling,

@@ -6,6 +6,7 @@
 
 #include "fasa/attention/compound_greedy.h"
 #include "fasa/core/error.h"
+#include "fasa/core/parallel.h"
 #include "fasa/kernels/attend.h"
 #include "fasa/kernels/topk.h"
 
@@ -149,26 +150,35 @@ CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int
                                         const GreedySampling& sampling,
                                         std::vector<float>* single_ca) {
   const int n_fc = static_cast<int>(fcs.size());
+  const int64_t n_q = static_cast<int64_t>(queries.size());
   n_max = std::clamp(n_max, 0, n_fc);
-  std::vector<SampledQuery> states;
-  states.reserve(queries.size());
-  for (const CaQuery& cq : queries) states.push_back(prepare(cq, head_dim, fcs, k, sampling.keys));
+  std::vector<SampledQuery> states(n_q);
+  parallel_for(n_q, [&](int64_t j) {
+    states[j] = prepare(queries[j], head_dim, fcs, k, sampling.keys);
+  });
   if (single_ca) single_ca->assign(queries.size() * n_fc, 0.0f);
   std::vector<char> candidate(n_fc, 1);  // [n_fc] not chosen yet
-  std::vector<double> step_sum(n_fc);    // [n_fc] this step's summed agreement per candidate
-  std::vector<float> v, buf;
+  std::vector<double> ca(n_q * n_fc);    // [n_q, n_fc] this step's agreement per query
+  std::vector<double> step_sum(n_fc);    // [n_fc] summed over the queries, in their order
   CompoundSet out;
   const int steps = single_ca ? std::max(n_max, 1) : n_max;
   for (int step = 0; step < steps; ++step) {
-    std::fill(step_sum.begin(), step_sum.end(), 0.0);
-    for (size_t j = 0; j < states.size(); ++j) {
+    parallel_for(n_q, [&](int64_t j) {  // each query its own row: the same bits on any threads
       const SampledQuery& s = states[j];
+      std::vector<float> v, buf;
       for (int f = 0; f < n_fc; ++f) {
         if (!candidate[f]) continue;
-        const double ca = s.kk > 0 ? static_cast<double>(hits_with(s, f, v, buf)) / s.kk : 0.0;
-        step_sum[f] += ca;
-        if (step == 0 && single_ca) (*single_ca)[j * n_fc + f] = static_cast<float>(ca);
+        ca[j * n_fc + f] = s.kk > 0 ? static_cast<double>(hits_with(s, f, v, buf)) / s.kk : 0.0;
       }
+    });
+    std::fill(step_sum.begin(), step_sum.end(), 0.0);
+    for (int64_t j = 0; j < n_q; ++j) {
+      for (int f = 0; f < n_fc; ++f) {
+        if (candidate[f]) step_sum[f] += ca[j * n_fc + f];
+      }
+    }
+    if (step == 0 && single_ca) {
+      for (size_t i = 0; i < ca.size(); ++i) (*single_ca)[i] = static_cast<float>(ca[i]);
     }
     if (step >= n_max) break;
     int best = -1;
@@ -181,10 +191,9 @@ CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int
     }
     FASA_CHECK(best >= 0);
     candidate[best] = 0;
-    for (SampledQuery& s : states) add_chosen(s, best);
+    parallel_for(n_q, [&](int64_t j) { add_chosen(states[j], best); });
     out.fcs.push_back(best);
-    out.ca.push_back(
-        states.empty() ? 0.0f : static_cast<float>(best_sum / static_cast<double>(states.size())));
+    out.ca.push_back(n_q == 0 ? 0.0f : static_cast<float>(best_sum / static_cast<double>(n_q)));
   }
   return out;
 }

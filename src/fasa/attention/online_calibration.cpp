@@ -105,9 +105,9 @@ const float* keys_f32(const KvCache& cache, int layer, int kv_head, int n,
   const auto* rows = static_cast<const uint8_t*>(cache.k_rows(layer, kv_head));
   if (cache.type() == KvType::F32) return reinterpret_cast<const float*>(rows);
   buf.resize(static_cast<size_t>(n) * hd);
-  for (int t = 0; t < n; ++t) {
+  parallel_for(n, [&](int64_t t) {
     kv_row_to_f32(rows + t * cache.row_bytes(), cache.type(), hd, buf.data() + t * hd);
-  }
+  });
   return buf.data();
 }
 
@@ -165,10 +165,11 @@ Calibration calibrate_online(const PolicyContext& ctx, const OnlineCalibrationSp
     if (w.size(r) == 0) fail("online calibration: layer {} saw no query", c.layers[r]);
   }
   c.tokens_per_sample = w.slot(0, w.size(0) - 1) + 1;
-  parallel_for(static_cast<int64_t>(n_global) * c.n_kv_heads, [&](int64_t job) {
-    calibrate_group(c, spec, w, cache, static_cast<int>(job / c.n_kv_heads),
-                    static_cast<int>(job % c.n_kv_heads));
-  });
+  // One (layer, kv head) after another: the greedy splits each group's queries over the threads
+  // (a model with few global layers and kv heads still keeps every thread busy).
+  for (int r = 0; r < n_global; ++r) {
+    for (int g = 0; g < c.n_kv_heads; ++g) calibrate_group(c, spec, w, cache, r, g);
+  }
   c.rank_all();
   return c;
 }

@@ -56,8 +56,8 @@ class QueryWindow {
 };
 
 // Measures the calibration of every global layer from the window's queries and the cache's keys
-// (any KvType; rows read as f32). Runs (layer, kv head) jobs in parallel (parallel_for: call it
-// from a serial context). The header (shape, FCs, RoPE layout, k) is ctx's; model_sha256 and the
+// (any KvType; rows read as f32). Each (layer, kv head) splits its queries over the threads
+// (parallel_for: call it from a serial context to use them). The header (shape, FCs, RoPE layout, k) is ctx's; model_sha256 and the
 // text fields are empty, n_samples = 1, steps = the queries per layer. Throws fasa::Error when a
 // layer holds no query.
 Calibration calibrate_online(const PolicyContext& ctx, const OnlineCalibrationSpec& spec,
