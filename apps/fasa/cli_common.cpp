@@ -77,7 +77,7 @@ std::string resolved_spec(const std::string& spec, const std::shared_ptr<const M
     const auto w = opts.find("calib_window");
     const bool asked = spec_calibration(spec) == "online";  // not auto finding none stored
     const std::string line =
-        fmt::format("fasa: calibration: online (window {}{})", w == opts.end() ? "16" : w->second,
+        fmt::format("fasa: calibration: online (window {}{})", w == opts.end() ? "32" : w->second,
                     asked ? "" : "; none stored for this model file");
     if (told.insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
     return out;

@@ -309,6 +309,14 @@ TEST(OnlineCalibrated, BadOptionsAreClearErrors) {
   test::expect_error(make("fasa", {{"calib", "online"}, {"budget", "8"}, {"calib_window", "0"}}),
                      "calib_window must be a whole number in [1, 4096]");
   test::expect_error(make("fasa", {{"calib", ""}, {"budget", "8"}}), "calib");
+  test::expect_error(make("fasa",
+                          {{"calib", "/nonexistent.json"}, {"budget", "8"}, {"calib_keys", "64"}}),
+                     "calib_keys applies to calib=online only");
+  test::expect_error(make("fasa", {{"calib", "online"}, {"budget", "8"}, {"calib_keys", "-1"}}),
+                     "calib_keys must be a whole number");
+  test::expect_error(make("double-sparsity",
+                          {{"calib", "online"}, {"budget", "8"}, {"calib_keys", "64"}}),
+                     "has no option 'calib_keys'");
 }
 
 }  // namespace

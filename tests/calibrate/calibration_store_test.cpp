@@ -91,7 +91,7 @@ TEST(CalibrationStore, CalibrateWithoutOutputStoresListsAndServesPolicies) {
   const test::CliRun before = test::run_cli(run, env);
   ASSERT_EQ(before.exit_code, 0) << before.err;
   EXPECT_NE(before.err.find(
-                "fasa: calibration: online (window 16; none stored for this model file)"),
+                "fasa: calibration: online (window 32; none stored for this model file)"),
             std::string::npos)
       << before.err;
   EXPECT_NE(before.err.find("fasa: calibration: online from the queries of the 8 last prompt"),

@@ -235,6 +235,7 @@ TEST(ApiHardening, TheCalibrationIsShownByFileNameAndSha256NeverItsPath) {
   EXPECT_NE(f["policy"].get<std::string>().find("calib=api_hardening_calib.json"),
             std::string::npos)
       << f;
+  EXPECT_EQ(f["calibration"]["kind"], "file");
   EXPECT_EQ(f["calibration"]["file"], "api_hardening_calib.json");
   EXPECT_EQ(f["calibration"]["sha256"], sha256_file_hex(calib));
   // A request's policy error that names the calibration names it by file name too.
@@ -247,6 +248,27 @@ TEST(ApiHardening, TheCalibrationIsShownByFileNameAndSha256NeverItsPath) {
                            R"({"prompt": "ab", "max_tokens": 1, "fasa": {"policy": "full"}})"));
   ASSERT_EQ(plain.status, 200);
   EXPECT_FALSE(json::parse(plain.body)["fasa"].contains("calibration"));
+}
+
+// No --calib and none stored: a calibrated policy calibrates online on the request's prompt,
+// and the answer says so.
+TEST(ApiHardening, WithoutACalibrationFasaCalibratesOnlineAndSaysSo) {
+  ServerConfig cfg = config();
+  cfg.policy.spec = "fasa:budget=4,dense_layers=none,calib=online";
+  ApiServer srv(tiny(), cfg);
+  srv.start();
+  const HttpResponse r = ask(srv.port(), post("/v1/completions",
+                                              R"({"prompt": "abcdefghijklmnopqrstuvwxyz",
+                                                  "max_tokens": 3, "fasa": {"budget": 4}})"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json f = json::parse(r.body)["fasa"];
+  EXPECT_NE(f["policy"].get<std::string>().find("calib=online"), std::string::npos) << f;
+  EXPECT_EQ(f["calibration"], json({{"kind", "online"}})) << f;
+  const HttpResponse ds =
+      ask(srv.port(), post("/v1/completions", R"({"prompt": "abcdefghij", "max_tokens": 2,
+                                              "fasa": {"policy": "double-sparsity", "budget": 4}})"));
+  ASSERT_EQ(ds.status, 200) << ds.body;
+  EXPECT_EQ(json::parse(ds.body)["fasa"]["calibration"]["kind"], "online") << ds.body;
 }
 
 }  // namespace

@@ -46,8 +46,11 @@ struct GreedySampling {
   // most K count). So each candidate reads keys + K scores per query instead of n, whatever n.
   // 0, or keys >= n: exact (greedy_compound_fcs's top-K with its ties).
   int keys = 0;
-  // (Pruning the candidates after the first step to the FCs of best single CA, 1.5 n_max of
-  // them, cost online FASA 0.04 of its recall: the greedy picks FCs weak on their own.)
+  // With keys in use: the agreement is counted over `top_keys` of the full head's top-K (every
+  // (K / top_keys)-th by slot) instead of all K of them, as a share of those; 0: all K.
+  int top_keys = 0;
+  // (Pruning the candidates after the first step to the 1.5 n_max FCs of best single CA lowered
+  // online FASA's held-in recall: the greedy also picks FCs that are weak on their own.)
 };
 
 // greedy_compound_fcs with `sampling` (the same results when keys is 0 or >= every query's n).

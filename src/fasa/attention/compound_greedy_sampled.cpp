@@ -19,13 +19,14 @@ constexpr double kTie = 1e-9;  // as greedy_compound_fcs: summed agreements this
 // One query's per-FC logits over the keys the greedy reads: its full top-K and its sample.
 struct SampledQuery {
   int kk = 0;                       // K = min(k, n)
+  int nt = 0;                       // top-K keys tracked: kk, or a sample of them
   int r = 0;                        // the sample's rank that estimates the K-th best
   bool exact = false;               // the sample is every key: the K-th best and its ties are exact
   int s = 0;                        // sampled keys
   std::vector<char> sample_in_top;  // [s] exact only: 1 where the key is in the full top-K
-  std::vector<float> alpha_top;     // [n_fc, kk] per-FC logits of the full top-K's keys
+  std::vector<float> alpha_top;     // [n_fc, nt] per-FC logits of the tracked top-K keys
   std::vector<float> alpha_sample;  // [n_fc, s] per-FC logits of the sampled keys
-  std::vector<float> sum_top;       // [kk] summed logits of the FCs chosen so far
+  std::vector<float> sum_top;       // [nt] summed logits of the FCs chosen so far
   std::vector<float> sum_sample;    // [s]
 };
 
@@ -44,7 +45,7 @@ void logits_of(const CaQuery& cq, int head_dim, const std::vector<FcDims>& fcs,
 }
 
 SampledQuery prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>& fcs, int k,
-                     int sample) {
+                     int sample, int top_sample) {
   SampledQuery s;
   s.kk = std::min(k, cq.n);
   s.exact = sample <= 0 || sample >= cq.n;
@@ -68,12 +69,19 @@ SampledQuery prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>&
     s.sample_in_top.assign(cq.n, 0);
     for (int32_t t : top) s.sample_in_top[t] = 1;
     s.r = s.kk;
+    s.nt = s.kk;
   } else {
     for (int i = 0; i < sample; ++i)
       slots.push_back(static_cast<int32_t>(int64_t{i} * cq.n / sample));
     s.r = std::max(1, static_cast<int>(std::lround(static_cast<double>(s.kk) * sample / cq.n)));
+    if (top_sample > 0 && top_sample < s.kk) {  // every (kk / top_sample)-th, by slot
+      std::vector<int32_t> every;
+      for (int i = 0; i < top_sample; ++i) every.push_back(top[int64_t{i} * s.kk / top_sample]);
+      top.swap(every);
+    }
+    s.nt = static_cast<int>(top.size());
     logits_of(cq, head_dim, fcs, top, s.alpha_top);
-    s.sum_top.assign(s.kk, 0.0f);
+    s.sum_top.assign(s.nt, 0.0f);
   }
   s.s = static_cast<int>(slots.size());
   logits_of(cq, head_dim, fcs, slots, s.alpha_sample);
@@ -130,17 +138,17 @@ int hits_with(const SampledQuery& s, int f, std::vector<float>& v, std::vector<f
     return hits;
   }
   const float tau = rth_largest(v.data(), s.s, s.r, buf);
-  const float* at = s.alpha_top.data() + static_cast<size_t>(f) * s.kk;
-  for (int j = 0; j < s.kk; ++j) hits += s.sum_top[j] + at[j] >= tau;
-  return std::min(hits, s.kk);
+  const float* at = s.alpha_top.data() + static_cast<size_t>(f) * s.nt;
+  for (int j = 0; j < s.nt; ++j) hits += s.sum_top[j] + at[j] >= tau;
+  return std::min(hits, s.nt);
 }
 
 void add_chosen(SampledQuery& s, int f) {
   const float* a = s.alpha_sample.data() + static_cast<size_t>(f) * s.s;
   for (int j = 0; j < s.s; ++j) s.sum_sample[j] += a[j];
   if (s.exact) return;
-  const float* at = s.alpha_top.data() + static_cast<size_t>(f) * s.kk;
-  for (int j = 0; j < s.kk; ++j) s.sum_top[j] += at[j];
+  const float* at = s.alpha_top.data() + static_cast<size_t>(f) * s.nt;
+  for (int j = 0; j < s.nt; ++j) s.sum_top[j] += at[j];
 }
 
 }  // namespace
@@ -154,7 +162,7 @@ CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int
   n_max = std::clamp(n_max, 0, n_fc);
   std::vector<SampledQuery> states(n_q);
   parallel_for(n_q, [&](int64_t j) {
-    states[j] = prepare(queries[j], head_dim, fcs, k, sampling.keys);
+    states[j] = prepare(queries[j], head_dim, fcs, k, sampling.keys, sampling.top_keys);
   });
   if (single_ca) single_ca->assign(queries.size() * n_fc, 0.0f);
   std::vector<char> candidate(n_fc, 1);  // [n_fc] not chosen yet
@@ -168,7 +176,7 @@ CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int
       std::vector<float> v, buf;
       for (int f = 0; f < n_fc; ++f) {
         if (!candidate[f]) continue;
-        ca[j * n_fc + f] = s.kk > 0 ? static_cast<double>(hits_with(s, f, v, buf)) / s.kk : 0.0;
+        ca[j * n_fc + f] = s.kk > 0 ? static_cast<double>(hits_with(s, f, v, buf)) / s.nt : 0.0;
       }
     });
     std::fill(step_sum.begin(), step_sum.end(), 0.0);

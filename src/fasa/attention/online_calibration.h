@@ -17,13 +17,15 @@
 namespace fasa {
 
 struct OnlineCalibrationSpec {
-  int window = 16;         // queries kept per global layer
+  int window = 32;         // queries kept per global layer
   int k = 256;             // CA's top-K (min(k, n) per query), as fasa calibrate's --k
   bool agreement = true;   // measure each FC's CA (false: channel importance only)
   int n_compound = 0;      // FCs per compound set; 0: no compound sets (needs agreement)
   bool head_sets = false;  // per-query-head compound sets too (fc_sets=head, layer_budget)
-  // The greedy's key sample (GreedySampling::keys; 0: every key, the exact greedy).
-  int key_sample = 256;
+  // The greedy's key sample (GreedySampling::keys; 0: every key, the exact greedy), and the
+  // full head's top-K keys it counts agreement over (GreedySampling::top_keys; 0: all K).
+  int key_sample = 512;
+  int top_sample = 64;
 };
 
 // The last `window` queries of each global layer, with the slot each was the query of (it saw

@@ -11,7 +11,7 @@
 // Options:
 //   calib=PATH|auto|online (a calibration of format version >= 3; auto: the stored one, else
 //   online: the channel statistic measured on the prompt itself, online_calibrated.h)
-//   calib_window=W (online; 16)   budget=B (required)
+//   calib_window=W (online; 32)   budget=B (required)
 //   channels=R (heavy channels per head; default 2 x FASA's default n_tip FCs, so both policies
 //     read the same key bytes per token: one FC is a pair of dims, so n_tip FCs = 2 n_tip dims)
 //   gqa=shared|per-head (shared)   dense_layers=L1+L2|none (default 0, as for `fasa`)

@@ -4,7 +4,8 @@
 // positions). Options:
 //   calib=PATH|auto|online (auto, the default: the stored one, calibration_store.h, else online;
 //   online: calibrated on the prompt itself, online_calibrated.h)   calib_window=W (online: the
-//   prompt positions whose queries calibrate; default 16)
+//   prompt positions whose queries calibrate; default 32)   calib_keys=S (online: the keys
+//   the compound greedy samples per query; default 512, 0: every key)
 //   budget=B (required; < 1: fraction of the context)
 //   n_tip=X (FCs per head, count or fraction; default 0.25)   gqa=shared|per-head (shared)
 //   dense_layers=L1+L2|none (default 0)   sink=S (0)   recent=R (0)
@@ -175,6 +176,7 @@ const OptionTable& fasa_options() {
         {
             kCalibRow,
             kCalibWindowRow,
+            kCalibKeysRow,
             kBudgetRow,
             {.key = "n_tip",
              .type = OptionType::Number,
@@ -262,8 +264,10 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
     return make_channel_subset_policy("fasa", ctx, std::move(o), fasa_head_dims(ctx.shape, chc, c));
   };
   if (!online) {
-    if (p.given("calib_window")) {
-      fail("policy 'fasa': calib_window applies to calib=online only (calib is '{}')", calib);
+    for (const char* key : {"calib_window", "calib_keys"}) {
+      if (p.given(key)) {
+        fail("policy 'fasa': {} applies to calib=online only (calib is '{}')", key, calib);
+      }
     }
     const Calibration c = load_calibration(calib);
     check_calibration(c, ctx, calib);
@@ -277,6 +281,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   }
   OnlineCalibrationSpec spec;
   spec.window = p.count("calib_window");
+  spec.key_sample = p.count("calib_keys");
   const int n_fc = static_cast<int>(
       fc_dims(ctx.rope_layout, FcLayout::Rope, ctx.shape.head_dim, ctx.rope_dim).size());
   const bool compound = ch.fcs == "compound" || calibrated_budget;

@@ -82,13 +82,23 @@ inline const PolicyOption kCalibRow{
 inline const PolicyOption kCalibWindowRow{.key = "calib_window",
                                           .type = OptionType::Whole,
                                           .value = "W",
-                                          .fallback = "16",
+                                          .fallback = "32",
                                           .help =
                                               "calib=online: the queries of the last W prompt "
                                               "positions calibrate (of the first "
                                               "W decode steps where no prefill is seen)",
                                           .lo = 1,
                                           .hi = 4096};
+inline const PolicyOption
+    kCalibKeysRow{.key = "calib_keys",
+                  .type = OptionType::Whole,
+                  .value = "S",
+                  .fallback = "512",
+                  .help =
+                      "calib=online: keys per query the compound greedy samples to estimate each "
+                      "candidate's K-th best score (0: every key, exact)",
+                  .lo = 0,
+                  .hi = 1 << 20};
 
 class ParsedOptions {
  public:
