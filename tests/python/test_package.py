@@ -68,7 +68,9 @@ def test_config(model):
 
 
 @pytest.mark.parametrize(
-    "policy,chat", [("full", False), ("full", True), ("streaming:budget=8,sinks=2", False)]
+    "policy,chat",
+    [("full", False), ("full", True), ("streaming:budget=8,sinks=2", False),
+     ("fasa:calib=online,calib_window=4,budget=4,dense_layers=none", False)],
 )
 def test_greedy_generate_equals_cli_run(model, policy, chat):
     prompt = "Write one sentence about the sea." if chat else "The capital of France is"
@@ -160,6 +162,14 @@ def test_eval_ppl_equals_cli(model):
     # The text itself gives the same numbers (only the label and the file hash differ).
     same = fasa.eval_ppl(model, TEXT.read_text(encoding="utf-8"), n_ctx=128, chunks=2)
     assert same["ppl"] == py["ppl"] and same["text"] == "<text>" and "text_sha256" not in same
+
+
+def test_online_calibration_is_recorded(model):
+    # No calibration file: FASA calibrates on the text itself, and the result says so.
+    r = fasa.eval_ppl(model, str(TEXT), n_ctx=96, chunks=1, decode=16,
+                      policy="fasa:calib=online,budget=16")
+    assert r["calibration"] == "online" and "calib_sha256" not in r
+    assert 1.0 < r["ppl"] < 1000.0
 
 
 def test_eval_ppl_decode_compare_equals_cli(model):
