@@ -87,8 +87,9 @@ void run_calibrate(const CalibrateArgs& a) {
   Calibration c = calibrate(model, tokens, args.opts, [&](const CalibrateProgress& p) {
     const auto now = std::chrono::steady_clock::now();
     const double s = std::chrono::duration<double>(now - phase_start).count();
+    const double share = p.share > 0.0 ? p.share : static_cast<double>(p.done) / p.total;
     std::fprintf(stderr, "\rfasa: %s %d/%d, %s, about %s left   ", p.phase, p.done, p.total,
-                 duration_text(s).c_str(), duration_text(s / p.done * (p.total - p.done)).c_str());
+                 duration_text(s).c_str(), duration_text(s / share * (1.0 - share)).c_str());
     if (p.done == p.total) {
       std::fprintf(stderr, "\n");
       phase_start = now;

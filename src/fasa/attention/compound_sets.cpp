@@ -36,7 +36,7 @@ void CompoundRecorder::end_sample(const KvCache& cache) {
 }
 
 void CompoundRecorder::fill(Calibration& c, int n_compound,
-                            const std::function<void(int, int)>& progress) const {
+                            const std::function<void(int, int, double)>& progress) const {
   const int n_fc = c.n_fc(), hd = shape_.head_dim, ng = shape_.n_group();
   const int n_global = static_cast<int>(layers_.size());
   n_compound = std::clamp(n_compound, 1, n_fc);
@@ -73,20 +73,33 @@ void CompoundRecorder::fill(Calibration& c, int n_compound,
               (heads ? c.compound_ca : c.group_compound_ca).begin() + j * n_compound);
   };
   const int n_jobs = static_cast<int>(queries_.size() + n_groups);
+  // The work: each job's queries (a head's, or its group's), about what its greedy costs.
+  auto head_queries = [&](int r, int h) {
+    return static_cast<double>(queries_[static_cast<size_t>(r) * shape_.n_heads + h].sample.size());
+  };
+  double total_work = 0.0;
+  for (size_t j = 0; j < queries_.size(); ++j) total_work += 2.0 * queries_[j].sample.size();
   std::mutex mu;
   int done = 0;
-  auto finished = [&] {
+  double work_done = 0.0;
+  auto finished = [&](double work) {
     if (!progress) return;
     std::lock_guard<std::mutex> lock(mu);
-    progress(++done, n_jobs);
+    work_done += work;
+    progress(++done, n_jobs, total_work > 0.0 ? std::min(work_done / total_work, 1.0) : 1.0);
   };
   parallel_for(static_cast<int64_t>(queries_.size()), [&](int64_t j) {
-    run(true, static_cast<int>(j / shape_.n_heads), static_cast<int>(j % shape_.n_heads), j);
-    finished();
+    const int r = static_cast<int>(j / shape_.n_heads), h = static_cast<int>(j % shape_.n_heads);
+    run(true, r, h, j);
+    finished(head_queries(r, h));
   });
   parallel_for(static_cast<int64_t>(n_groups), [&](int64_t j) {
-    run(false, static_cast<int>(j / shape_.n_kv_heads), static_cast<int>(j % shape_.n_kv_heads), j);
-    finished();
+    const int r = static_cast<int>(j / shape_.n_kv_heads),
+              g = static_cast<int>(j % shape_.n_kv_heads);
+    run(false, r, g, j);
+    double work = 0.0;
+    for (int h = g * ng; h < (g + 1) * ng; ++h) work += head_queries(r, h);
+    finished(work);
   });
 }
 

@@ -20,10 +20,12 @@ class CompoundRecorder {
   // The current sample ends: keeps its keys (the cache's n_used slots, f32) for its queries.
   void end_sample(const KvCache& cache);
   // Sets c.n_compound (n_compound FCs per set, clamped to [1, n_fc]) and the four compound
-  // arrays; runs (layer, head) and (layer, kv head) jobs in parallel. `progress(done, total)`
-  // after each job (may be null; called under a lock, from the worker that finished it).
+  // arrays; runs (layer, head) and (layer, kv head) jobs in parallel. `progress(done, total,
+  // share)` after each job, share = the jobs done's part of the work (each job weighs its query
+  // count: a kv head's job has its group's queries); may be null; called under a lock, from the
+  // worker that finished it.
   void fill(Calibration& c, int n_compound,
-            const std::function<void(int, int)>& progress = nullptr) const;
+            const std::function<void(int, int, double)>& progress = nullptr) const;
 
  private:
   struct Queries {

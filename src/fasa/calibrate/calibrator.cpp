@@ -191,8 +191,8 @@ Calibration calibrate(const std::shared_ptr<const Model>& model, const std::vect
   c.channel_importance = observer.channel_means();
   c.rank_all();
   if (recorder) {
-    recorder->fill(c, n_compound, [&progress](int done, int total) {
-      if (progress) progress({"compound set", done, total});
+    recorder->fill(c, n_compound, [&progress](int done, int total, double share) {
+      if (progress) progress({"compound set", done, total, share});
     });
   }
   return c;

@@ -33,6 +33,7 @@ struct CalibrateOptions {
 struct CalibrateProgress {
   const char* phase = "sample";
   int done = 0, total = 0;
+  double share = 0.0;  // of the phase's work done (compound sets: weighted by their queries)
 };
 
 // `progress` after each sample and each compound-set job (may be null; calls never overlap,
