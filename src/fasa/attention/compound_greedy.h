@@ -44,7 +44,8 @@ struct GreedySampling {
   // query (slots floor(i n / keys)): the r-th best of them, r = max(1, round(K keys / n)); a
   // slot of the full head's top-K counts as agreeing when its score is >= that estimate (at
   // most K count). So each candidate reads keys + K scores per query instead of n, whatever n.
-  // 0, or keys >= n: exact (greedy_compound_fcs's top-K with its ties).
+  // 0, or keys >= every query's n: greedy_compound_fcs itself. A query of at most `keys` keys
+  // among longer ones samples every key (then only ties can differ from the exact count).
   int keys = 0;
   // With keys in use: the agreement is counted over `top_keys` of the full head's top-K (every
   // (K / top_keys)-th by slot) instead of all K of them, as a share of those; 0: all K.
@@ -53,10 +54,10 @@ struct GreedySampling {
   // online FASA's held-in recall: the greedy also picks FCs that are weak on their own.)
 };
 
-// greedy_compound_fcs with `sampling` (the same results when keys is 0 or >= every query's n).
-// single_ca as there (the estimate's, when sampled).
-// Memory: per query (K + sampling.keys) x n_fc floats of per-FC logits. The queries are split
-// over the threads (parallel_for; serial inside another parallel region), with the same result.
+// greedy_compound_fcs with `sampling` (which it calls when no query needs a sample). single_ca
+// as there (the estimate's, when sampled). Memory: per query (K + sampling.keys) x n_fc floats
+// of per-FC logits. The sampled queries are split over the threads (parallel_for; serial inside
+// another parallel region), with the same result.
 CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int head_dim,
                                         const std::vector<FcDims>& fcs, int k, int n_max,
                                         const GreedySampling& sampling,

@@ -2,7 +2,6 @@
 // each query's keys.
 #include <algorithm>
 #include <functional>
-#include <numeric>
 
 #include "fasa/attention/compound_greedy.h"
 #include "fasa/core/error.h"
@@ -21,9 +20,7 @@ struct SampledQuery {
   int kk = 0;                       // K = min(k, n)
   int nt = 0;                       // top-K keys tracked: kk, or a sample of them
   int r = 0;                        // the sample's rank that estimates the K-th best
-  bool exact = false;               // the sample is every key: the K-th best and its ties are exact
-  int s = 0;                        // sampled keys
-  std::vector<char> sample_in_top;  // [s] exact only: 1 where the key is in the full top-K
+  int s = 0;                        // sampled keys: min(sample, n)
   std::vector<float> alpha_top;     // [n_fc, nt] per-FC logits of the tracked top-K keys
   std::vector<float> alpha_sample;  // [n_fc, s] per-FC logits of the sampled keys
   std::vector<float> sum_top;       // [nt] summed logits of the FCs chosen so far
@@ -48,42 +45,22 @@ SampledQuery prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>&
                      int sample, int top_sample) {
   SampledQuery s;
   s.kk = std::min(k, cq.n);
-  s.exact = sample <= 0 || sample >= cq.n;
   std::vector<float> full(cq.n);  // [n]
-  if (s.exact) {  // greedy_compound_fcs's sums, so that both rank the same at near-ties
-    for (int t = 0; t < cq.n; ++t) {
-      const float* kr = cq.keys + static_cast<size_t>(t) * head_dim;
-      float x = 0.0f;
-      for (int i = 0; i < head_dim; ++i) x += cq.q[i] * kr[i];
-      full[t] = x;
-    }
-  } else {
-    qk_scores(cq.q, KvRows{cq.keys, nullptr, KvType::F32, head_dim}, nullptr, cq.n, full.data());
-  }
+  qk_scores(cq.q, KvRows{cq.keys, nullptr, KvType::F32, head_dim}, nullptr, cq.n, full.data());
   std::vector<int32_t> top;  // [kk] ascending
   top_k_indices(full.data(), cq.n, s.kk, top);
-  std::vector<int32_t> slots;  // [s] ascending
-  if (s.exact) {
-    slots.resize(cq.n);
-    std::iota(slots.begin(), slots.end(), 0);
-    s.sample_in_top.assign(cq.n, 0);
-    for (int32_t t : top) s.sample_in_top[t] = 1;
-    s.r = s.kk;
-    s.nt = s.kk;
-  } else {
-    for (int i = 0; i < sample; ++i)
-      slots.push_back(static_cast<int32_t>(int64_t{i} * cq.n / sample));
-    s.r = std::max(1, static_cast<int>(std::lround(static_cast<double>(s.kk) * sample / cq.n)));
-    if (top_sample > 0 && top_sample < s.kk) {  // every (kk / top_sample)-th, by slot
-      std::vector<int32_t> every;
-      for (int i = 0; i < top_sample; ++i) every.push_back(top[int64_t{i} * s.kk / top_sample]);
-      top.swap(every);
-    }
-    s.nt = static_cast<int>(top.size());
-    logits_of(cq, head_dim, fcs, top, s.alpha_top);
-    s.sum_top.assign(s.nt, 0.0f);
+  s.s = std::min(sample, cq.n);  // a context of fewer keys: every key (then r = K)
+  std::vector<int32_t> slots;    // [s] ascending
+  for (int i = 0; i < s.s; ++i) slots.push_back(static_cast<int32_t>(int64_t{i} * cq.n / s.s));
+  s.r = std::max(1, static_cast<int>(std::lround(static_cast<double>(s.kk) * s.s / cq.n)));
+  if (top_sample > 0 && top_sample < s.kk) {  // every (kk / top_sample)-th, by slot
+    std::vector<int32_t> every;
+    for (int i = 0; i < top_sample; ++i) every.push_back(top[int64_t{i} * s.kk / top_sample]);
+    top.swap(every);
   }
-  s.s = static_cast<int>(slots.size());
+  s.nt = static_cast<int>(top.size());
+  logits_of(cq, head_dim, fcs, top, s.alpha_top);
+  s.sum_top.assign(s.nt, 0.0f);
   logits_of(cq, head_dim, fcs, slots, s.alpha_sample);
   s.sum_sample.assign(s.s, 0.0f);
   return s;
@@ -124,19 +101,6 @@ int hits_with(const SampledQuery& s, int f, std::vector<float>& v, std::vector<f
   const float* a = s.alpha_sample.data() + static_cast<size_t>(f) * s.s;
   for (int j = 0; j < s.s; ++j) v[j] = s.sum_sample[j] + a[j];
   int hits = 0;
-  if (s.exact) {  // top_k_indices' ranking: above tau, then the lowest-indexed ties
-    buf.assign(v.begin(), v.end());
-    std::nth_element(buf.begin(), buf.begin() + (s.r - 1), buf.end(), std::greater<float>());
-    const float tau = buf[s.r - 1];
-    int above = 0;
-    for (int j = 0; j < s.s; ++j) above += v[j] > tau;
-    int ties_left = s.kk - above;
-    for (int j = 0; j < s.s; ++j) {
-      const bool in = v[j] > tau || (v[j] == tau && ties_left-- > 0);
-      hits += in && s.sample_in_top[j];
-    }
-    return hits;
-  }
   const float tau = rth_largest(v.data(), s.s, s.r, buf);
   const float* at = s.alpha_top.data() + static_cast<size_t>(f) * s.nt;
   for (int j = 0; j < s.nt; ++j) hits += s.sum_top[j] + at[j] >= tau;
@@ -146,7 +110,6 @@ int hits_with(const SampledQuery& s, int f, std::vector<float>& v, std::vector<f
 void add_chosen(SampledQuery& s, int f) {
   const float* a = s.alpha_sample.data() + static_cast<size_t>(f) * s.s;
   for (int j = 0; j < s.s; ++j) s.sum_sample[j] += a[j];
-  if (s.exact) return;
   const float* at = s.alpha_top.data() + static_cast<size_t>(f) * s.nt;
   for (int j = 0; j < s.nt; ++j) s.sum_top[j] += at[j];
 }
@@ -157,6 +120,9 @@ CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int
                                         const std::vector<FcDims>& fcs, int k, int n_max,
                                         const GreedySampling& sampling,
                                         std::vector<float>* single_ca) {
+  bool sampled = false;  // some query sees more keys than the sample
+  for (const CaQuery& cq : queries) sampled |= sampling.keys > 0 && cq.n > sampling.keys;
+  if (!sampled) return greedy_compound_fcs(queries, head_dim, fcs, k, n_max, single_ca);
   const int n_fc = static_cast<int>(fcs.size());
   const int64_t n_q = static_cast<int64_t>(queries.size());
   n_max = std::clamp(n_max, 0, n_fc);
