@@ -234,9 +234,7 @@ void print_summary(Session& session, const GenerateResult& r) {
   const AttnStats& st = session.attn_stats();
   const int n_gen = static_cast<int>(r.tokens.size());
   if (st.decode_tokens == 0 || st.dense_bytes == 0 || n_gen == 0) return;
-  std::string name;
-  PolicyOptions opts;
-  parse_policy_spec(session.options().policy, &name, &opts);
+  const std::string name(session.policy().name());
   const OnlineCalibrationInfo* oc = session.policy().online_calibration();
   const double calib_ms = oc && oc->done && !oc->reused ? oc->seconds * 1000.0 : 0.0;
   const std::string after =
