@@ -83,7 +83,8 @@ void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Se
 
 // --prompt-cache FILE: starts `session` (fresh) from the prefix FILE saved, where the prompt
 // cache's rules allow (engine/prompt_cache.h: a decode-time policy takes the common prefix, a
-// prefill-aware one nothing, since the file holds no prefill statistics); returns the prompt
+// prefill-aware one nothing, since the file holds no prefill statistics, except calib=online,
+// which is shown the prompt queries the file saved with the prefix); returns the prompt
 // tokens reused. No file yet: 0 (this run writes it). A file of another model or KV type: an
 // error. A file of more tokens than this run's context: a note, 0 (this run rewrites it). Any
 // other problem with the file is an error.
@@ -104,10 +105,13 @@ int start_from_prompt_file(const RunArgs& a, const std::shared_ptr<const Model>&
   SessionOptions full = session.options();
   full.policy = "full";
   auto src = std::make_unique<Session>(model, full, session.policy_ctx());
-  std::vector<int32_t> saved = load_prompt_file(a.prompt_cache, *src);
+  std::unique_ptr<QueryWindow> queries;  // an online-calibrated policy's, if it saved them
+  std::vector<int32_t> saved = load_prompt_file(a.prompt_cache, *src, &queries);
   PromptCache cache(UINT64_MAX);
   cache.adopt(std::move(src), std::move(saved));
-  return cache.start(session, prompt);
+  const int reused = cache.start(session, prompt);
+  if (queries && reused > 0) session.replay_prefill_queries(*queries, reused);
+  return reused;
 }
 void print_kv_reads(const RunArgs& a, Session& session);
 void print_summary(Session& session, const GenerateResult& r);

@@ -31,6 +31,8 @@ SessionOptions options(const std::string& policy, KvType kv = KvType::F16) {
   return test::tiny_session(policy, 128, kv);
 }
 
+void put_u32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
+
 void spit(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
@@ -84,6 +86,65 @@ void expect_round_trip(const std::shared_ptr<const Model>& model, const std::str
   }
 }
 
+// An online-calibrated policy's file keeps the prompt queries it calibrates from: a run that
+// reuses the prefix (all of it, or its whole chunks before a new tail) calibrates from the
+// prompt, not from its decode steps, and generates what an uncached run does; a file saved
+// under `full` has none, and the policy then calibrates from its first decode steps.
+void expect_online_calibration_kept(const std::shared_ptr<const Model>& model,
+                                    const std::string& name) {
+  test::ThreadsGuard one(1);
+  const int n_vocab = model->config().n_vocab;
+  const std::string policy = "fasa:calib=online,calib_window=8,budget=6,dense_layers=none";
+  const auto first = test::random_prompt(60, n_vocab, 5);
+  const std::string file = ::testing::TempDir() + "/" + name;
+  auto longer = first;
+  const auto q = test::random_prompt(9, n_vocab, 6);
+  longer.insert(longer.end(), q.begin(), q.end());
+  for (const std::string& saved_by : {policy, std::string("full")}) {
+    Session a(model, options(saved_by));
+    a.prefill(first);
+    save_prompt_file(file, a, first);
+    for (const auto& prompt : {first, longer}) {
+      Session want_s(model, options(policy));
+      const GenerateResult want = generate(want_s, prompt, test::greedy_options(10), nullptr);
+      ASSERT_FALSE(want_s.policy().online_calibration()->from_decode);
+      Session s(model, options(policy));
+      auto src = std::make_unique<Session>(model, options("full"));
+      std::unique_ptr<QueryWindow> queries;
+      auto saved = load_prompt_file(file, *src, &queries);
+      EXPECT_EQ(queries != nullptr, saved_by != "full");
+      PromptCache cache(UINT64_MAX);
+      cache.adopt(std::move(src), std::move(saved));
+      const int reused = cache.start(s, prompt);
+      EXPECT_EQ(reused, prompt.size() == first.size() ? 60 : 48);
+      if (queries) s.replay_prefill_queries(*queries, reused);
+      if (reused < static_cast<int>(prompt.size())) {
+        s.prefill(std::vector<int32_t>(prompt.begin() + reused, prompt.end()));
+      }
+      const GenerateResult got = generate_from_prefilled(s, test::greedy_options(10), nullptr);
+      const OnlineCalibrationInfo* oc = s.policy().online_calibration();
+      ASSERT_TRUE(oc && oc->done) << saved_by;
+      // From the prompt: the saved queries, or (the longer prompt) the tail's prefill, which
+      // fills the window of 8 without them.
+      const bool from_prompt = saved_by != "full" || prompt.size() - reused >= 8;
+      EXPECT_EQ(oc->from_decode, !from_prompt) << saved_by << " " << prompt.size();
+      if (from_prompt) {
+        EXPECT_EQ(got.tokens, want.tokens) << saved_by << " " << prompt.size();
+      }
+    }
+  }
+}
+
+TEST(PromptFile, KeepsTheOnlineCalibrationsPromptQueries) {
+  expect_online_calibration_kept(test::tiny_byte_model("prompt_file_online.gguf", false),
+                                 "prompt_file_online.fasakv");
+}
+
+TEST(PromptFile, KeepsTheOnlineCalibrationsPromptQueriesOnAHybridModel) {
+  expect_online_calibration_kept(test::tiny_byte_model("prompt_file_online_hybrid.gguf", true),
+                                 "prompt_file_online_hybrid.fasakv");
+}
+
 TEST(PromptFile, RoundTripsAndRunsOnAsUncached) {
   expect_round_trip(test::tiny_byte_model("prompt_file.gguf", false), "prompt_file.fasakv");
 }
@@ -118,10 +179,24 @@ TEST(PromptFile, BadFilesAreRefusedByName) {
   spit(bad, bytes.substr(0, bytes.size() - 100));
   test::expect_error([&] { load(bad); }, "checksum mismatch");
   // Another version, with a checksum that fits: the version is named.
-  std::string v2 = bytes.substr(0, bytes.size() - 64);
-  v2[8] = 2;
-  spit(bad, v2 + sha256_hex(v2));
-  test::expect_error([&] { load(bad); }, "has version 2; this build reads version 1");
+  std::string v3 = bytes.substr(0, bytes.size() - 64);
+  v3[8] = 3;
+  spit(bad, v3 + sha256_hex(v3));
+  test::expect_error([&] { load(bad); }, "has version 3; this build reads versions 1 and 2");
+  // Version 1 (no queries section: this file's is one u32 0) is still read.
+  std::string v1 = bytes.substr(0, bytes.size() - 64 - 4);
+  v1[8] = 1;
+  spit(bad, v1 + sha256_hex(v1));
+  {
+    Session s(model, options("full"));
+    EXPECT_EQ(load_prompt_file(bad, s), tokens);
+  }
+  // Queries of another shape (a checksum that fits): refused as damaged.
+  std::string q = bytes.substr(0, bytes.size() - 64 - 4);
+  put_u32(q, 7);
+  put_u32(q, 1);
+  spit(bad, q + sha256_hex(q));
+  test::expect_error([&] { load(bad); }, "its queries are not the model's shape");
   test::expect_error([&] { load(dir + "no_such_prompt_cache.fasakv"); },
                      "cannot read prompt cache");
   test::expect_error([&] { load(good, options("full", KvType::F32)); }, "another KV type");

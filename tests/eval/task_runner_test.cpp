@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
+#include "fasa/core/sha256.h"
 #include "fasa/engine/generate.h"
 #include "fasa/engine/session.h"
 #include "fasa/eval/line_plot.h"
@@ -134,6 +136,25 @@ TEST(Sweep, ScoreTableAndReports) {
   TaskRunResult shifted = f.r;
   shifted.policies.insert(shifted.policies.begin(), "full");
   expect_error([&] { sweep_json(m, f.tasks, f.entries, shifted); }, "do not match");
+  // Each row records its calibration: a policy given calib=online besides --calib's file (the
+  // file's rows: its sha256).
+  {
+    const std::string calib = ::testing::TempDir() + "/sweep_row_calib.json";
+    std::ofstream(calib) << "{}";
+    Fake c;
+    c.entries = sweep_entries({"full", "fasa", "fasa:calib=online"}, {"64"}, calib);
+    c.r.policies.clear();
+    for (const auto& e : c.entries) c.r.policies.push_back(e.spec);
+    m.calib = calib;
+    const auto jc = nlohmann::json::parse(sweep_json(m, c.tasks, c.entries, c.r));
+    m.calib.clear();
+    EXPECT_FALSE(jc["results"][0].contains("calibration"));
+    EXPECT_EQ(jc["results"][1]["calibration"], "file");
+    EXPECT_EQ(jc["results"][1]["calib_sha256"], sha256_file_hex(calib));
+    EXPECT_EQ(jc["results"][2]["calibration"], "online");
+    EXPECT_FALSE(jc["results"][2].contains("calib_sha256"));
+    EXPECT_EQ(jc["results"][2]["spec"], "fasa:budget=64,calib=online");
+  }
   const auto plots = sweep_plots(f.tasks, f.entries, f.r);
   ASSERT_EQ(plots.size(), 4u);
   EXPECT_EQ(plots[0].first, "score_vs_budget.svg");

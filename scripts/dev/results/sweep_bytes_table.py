@@ -13,9 +13,10 @@ rows = {}
 
 
 def name(spec):
-    """The spec without its budget and calibration: one row per policy setting."""
+    """The spec without its budget and calibration file (calib=online stays): one row per setting."""
     pol, _, opts = spec.partition(":")
-    kept = [o for o in opts.split(",") if o and not o.startswith(("budget=", "calib="))]
+    kept = [o for o in opts.split(",")
+            if o and not o.startswith("budget=") and not (o.startswith("calib=") and o != "calib=online")]
     return pol + (":" + ",".join(kept) if kept else "")
 
 

@@ -81,6 +81,7 @@ int resolve_budget(double budget, int n_visible);
 double parse_budget(const std::string& policy, const std::string& value);
 
 // What an online-calibrated policy (calib=online) did: reported by run, bench, eval and serve.
+class QueryWindow;  // online_calibration.h
 struct OnlineCalibrationInfo {
   int window = 0;             // queries per global layer it calibrates from (calib_window)
   bool done = false;          // the calibration is made (at the first decode step that could)
@@ -89,6 +90,9 @@ struct OnlineCalibrationInfo {
   int queries = 0;            // queries per layer it was made from
   double seconds = 0.0;       // time to make it (0 when reused)
   uint64_t window_bytes = 0;  // memory the kept queries took
+  // The prompt queries it keeps to calibrate from, until it has calibrated (null after, and
+  // while it collects decode-step queries): what a prompt-cache file saves with the rows.
+  const QueryWindow* prompt_queries = nullptr;
 };
 
 class AttentionPolicy {

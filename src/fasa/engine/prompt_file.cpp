@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -18,7 +19,7 @@ namespace fasa {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'A', 'S', 'A', 'P', 'R', 'C', '1'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the prompt queries after the logits
 constexpr size_t kHexBytes = 64;
 constexpr size_t kFixedHeaderBytes = sizeof(kMagic) + 7 * 4 + kHexBytes;  // up to the layers
 
@@ -48,6 +49,7 @@ class Reader {
 };
 
 struct Header {
+  uint32_t version = 0;
   uint32_t kv_type = 0, n_layers = 0, n_kv_heads = 0, head_dim = 0, n_vocab = 0, n_tokens = 0;
   std::string model_sha256;
   std::vector<uint32_t> rows, ring;  // [n_layers]
@@ -59,10 +61,12 @@ Header read_header(const std::string& path, Reader& r, bool with_layers) {
     fail("{} is not a fasa prompt cache (no FASAPRC1 header)", path);
   }
   const uint32_t version = r.u32();
-  if (version != kVersion) {
-    fail("prompt cache {} has version {}; this build reads version {}", path, version, kVersion);
+  if (version != 1 && version != kVersion) {
+    fail("prompt cache {} has version {}; this build reads versions 1 and {}", path, version,
+         kVersion);
   }
   Header h;
+  h.version = version;
   h.kv_type = r.u32();
   h.n_layers = r.u32();
   h.n_kv_heads = r.u32();
@@ -83,6 +87,69 @@ Header read_header(const std::string& path, Reader& r, bool with_layers) {
 }
 
 std::string read_file(const std::string& path) { return read_input_file(path, "prompt cache"); }
+
+// The prompt queries s's policy keeps (none: one u32 0).
+void put_queries(std::string& out, const Session& s) {
+  const OnlineCalibrationInfo* oc = s.policy().online_calibration();
+  const QueryWindow* w = oc ? oc->prompt_queries : nullptr;
+  const AttnShape& shape = s.cache().shape();
+  const int n_global = static_cast<int>(shape.global_layers().size());
+  if (!w || w->size(0) == 0) {
+    put_u32(out, 0);
+    return;
+  }
+  put_u32(out, static_cast<uint32_t>(n_global));
+  put_u32(out, static_cast<uint32_t>(shape.n_heads));
+  const size_t per = static_cast<size_t>(shape.n_heads) * shape.head_dim;  // one query row
+  for (int r = 0; r < n_global; ++r) {
+    put_u32(out, static_cast<uint32_t>(w->size(r)));
+    for (int j = 0; j < w->size(r); ++j) put_u32(out, static_cast<uint32_t>(w->slot(r, j)));
+    for (int j = 0; j < w->size(r); ++j) {
+      out.append(reinterpret_cast<const char*>(w->query(r, j, 0)), per * sizeof(float));
+    }
+  }
+}
+
+// Reads the queries section (version 2) into *out (null: none saved), checked against the
+// model's shape and the file's n_tokens.
+void read_queries(const std::string& path, Reader& r, const Header& h, const AttnShape& shape,
+                  std::unique_ptr<QueryWindow>* out) {
+  const uint32_t n_layers = r.u32();
+  if (n_layers == 0) return;
+  const std::vector<int> global = shape.global_layers();
+  if (n_layers != global.size() || r.u32() != static_cast<uint32_t>(shape.n_heads)) {
+    fail("prompt cache {}: damaged (its queries are not the model's shape)", path);
+  }
+  const size_t per = static_cast<size_t>(shape.n_heads) * shape.head_dim;
+  std::vector<uint32_t> held(n_layers);
+  std::vector<std::vector<int32_t>> slots(n_layers);
+  std::vector<const char*> q(n_layers);
+  uint32_t most = 1;
+  for (uint32_t l = 0; l < n_layers; ++l) {
+    held[l] = r.u32();
+    if (held[l] > h.n_tokens) fail("prompt cache {}: damaged (queries of layer {})", path, l);
+    slots[l].resize(held[l]);
+    for (uint32_t j = 0; j < held[l]; ++j) {
+      slots[l][j] = static_cast<int32_t>(r.u32());
+      if (slots[l][j] < 0 || static_cast<uint32_t>(slots[l][j]) >= h.n_tokens ||
+          (j > 0 && slots[l][j] <= slots[l][j - 1])) {
+        fail("prompt cache {}: damaged (query slots of layer {})", path, l);
+      }
+    }
+    q[l] = r.take(held[l] * per * sizeof(float));
+    most = std::max(most, held[l]);
+  }
+  if (!out) return;
+  auto w = std::make_unique<QueryWindow>(shape, static_cast<int>(most));
+  std::vector<float> row(per);
+  for (uint32_t l = 0; l < n_layers; ++l) {
+    for (uint32_t j = 0; j < held[l]; ++j) {
+      std::memcpy(row.data(), q[l] + j * per * sizeof(float), per * sizeof(float));
+      w->add(static_cast<int>(l), slots[l][j], 1, row.data());
+    }
+  }
+  *out = std::move(w);
+}
 
 }  // namespace
 
@@ -121,6 +188,7 @@ void save_prompt_file(const std::string& path, const Session& s,
   }
   out.append(reinterpret_cast<const char*>(s.last_logits().data()),
              s.last_logits().size() * sizeof(float));
+  put_queries(out, s);
   out += sha256_hex(out);
   AtomicFile f(path);
   f.write(out);
@@ -154,7 +222,9 @@ void check_prompt_file_for(const PromptFileInfo& info, const std::string& path, 
   }
 }
 
-std::vector<int32_t> load_prompt_file(const std::string& path, Session& s) {
+std::vector<int32_t> load_prompt_file(const std::string& path, Session& s,
+                                      std::unique_ptr<QueryWindow>* queries) {
+  if (queries) queries->reset();
   const std::string bytes = read_file(path);
   if (bytes.size() < kHexBytes ||
       sha256_hex(std::string_view(bytes).substr(0, bytes.size() - kHexBytes)) !=
@@ -213,6 +283,7 @@ std::vector<int32_t> load_prompt_file(const std::string& path, Session& s) {
   }
   std::vector<float> logits(h.n_vocab);
   std::memcpy(logits.data(), r.take(sizeof(float) * h.n_vocab), sizeof(float) * h.n_vocab);
+  if (h.version >= 2) read_queries(path, r, h, shape, queries);
   if (r.at() != bytes.size() - kHexBytes) fail("prompt cache {}: trailing bytes (damaged)", path);
   s.restore_prefix(
       n,

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "fasa/attention/online_calibration.h"
 #include "fasa/core/error.h"
 #include "fasa/core/sha256.h"
 #include "fasa/io/gguf.h"
@@ -156,6 +157,20 @@ void Session::restore_prefix(int n, const std::function<void(KvCache&)>& write,
   WorkspaceScope bind(scratch_.work);
   for (int l : shape_.global_layers()) active_policy_->on_append(cache_, l, 0, n);
   logits_ = logits;
+}
+
+void Session::replay_prefill_queries(const QueryWindow& w, int n) {
+  AttentionPolicy& p = *active_policy_;
+  if (!p.wants_prefill_queries() || p.needs_prefill_queries()) return;
+  const std::vector<int> layers = shape_.global_layers();
+  for (size_t r = 0; r < layers.size(); ++r) {
+    for (int j = 0; j < w.size(static_cast<int>(r)); ++j) {
+      const int slot = w.slot(static_cast<int>(r), j);
+      if (slot < n && slot < n_past()) {
+        p.on_prefill_queries(cache_, layers[r], slot, 1, w.query(static_cast<int>(r), j, 0));
+      }
+    }
+  }
 }
 
 bool Session::can_copy_prefix_from(const Session& src) const {

@@ -140,6 +140,11 @@ class Session {
   // a policy that learns from the prefill queries (a saved prefix has none to show it).
   void restore_prefix(int n, const std::function<void(KvCache&)>& write,
                       const std::vector<float>& logits);
+  // Shows a policy that learns from prefill queries but can do without them (calib=online:
+  // wants_prefill_queries and not needs_prefill_queries) the saved queries `w` of slots < n, as
+  // the prefill of a prefix this session took (copy_prefix_from, restore_prefix) would have:
+  // a prompt-cache file's (engine/prompt_file.h). Any other policy: nothing.
+  void replay_prefill_queries(const QueryWindow& w, int n);
 
   // Lossless decoding (engine/lossless.h): the policy drafts with decode steps, then they are
   // taken back and the tokens verified with full attention.

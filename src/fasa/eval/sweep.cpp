@@ -67,20 +67,16 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& policies,
 namespace {
 
 // One setting's line of "results": its scores, and what it read.
-nlohmann::ordered_json result_json(const SweepMeta& meta, const SweepEntry& entry,
+nlohmann::ordered_json result_json(const SweepEntry& entry,
                                    const TaskScoreTable& t, const TaskScoreTable& partial,
                                    const SweepRowStats& st, size_t p) {
   nlohmann::ordered_json e;
   e["policy"] = entry.name;
   e["budget"] = entry.budget;
   e["spec"] = entry.spec;
-  // A policy given its own calibration (spec calib=, besides --calib) records that file's hash.
-  std::string name;
-  PolicyOptions opts;
-  parse_policy_spec(entry.spec, &name, &opts);
-  if (const auto c = opts.find("calib"); c != opts.end() && c->second != meta.calib) {
-    e["calib_sha256"] = sha256_file_hex(c->second);
-  }
+  // Which calibration the row ran with ("online", "stored" or "file"), and a file's sha256:
+  // a policy may carry its own calibration besides --calib.
+  add_calibration_json(e, entry.spec, false);
   e["score"] = t.kind_average[p];
   e["score_ci95"] = {st.score - st.score_ci95, st.score + st.score_ci95};
   e["score_all_tasks"] = t.overall[p];
@@ -156,7 +152,7 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
   const std::vector<int> ref = sweep_references(entries);
   j["results"] = nlohmann::ordered_json::array();
   for (size_t p = 0; p < entries.size(); ++p) {
-    nlohmann::ordered_json e = result_json(meta, entries[p], t, partial, st[p], p);
+    nlohmann::ordered_json e = result_json(entries[p], t, partial, st[p], p);
     if (ref[p] >= 0) {
       e["reference"] = entries[ref[p]].spec;
       e["score_vs_reference"] =

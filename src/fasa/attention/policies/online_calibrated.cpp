@@ -31,6 +31,7 @@ class OnlineCalibrated final : public AttentionPolicy {
         window_(ctx.shape, spec.window) {
     for (size_t r = 0; r < layers_.size(); ++r) row_of_[layers_[r]] = static_cast<int>(r);
     info_.window = spec.window;
+    info_.prompt_queries = &window_;
   }
 
   std::string_view name() const override { return name_; }
@@ -69,6 +70,7 @@ class OnlineCalibrated final : public AttentionPolicy {
     // No prefill seen: keep this decode step's queries (every head of the layer, contiguous
     // from the first group's) and attend densely.
     collecting_ = true;
+    info_.prompt_queries = nullptr;
     window_.add(row_of_[qs[0].layer], qs[0].n_visible - 1, 1, qs[0].q);
     for (int g = 0; g < n; ++g) outs[g].set_all();
   }
@@ -119,6 +121,7 @@ class OnlineCalibrated final : public AttentionPolicy {
       shared_->calib = calib;
     }
     info_.done = true;
+    info_.prompt_queries = nullptr;
     info_.from_decode = collecting_;
     info_.queries = window_.size(0);
     inner_ = make_(*calib);
