@@ -1,12 +1,12 @@
 // greedy_compound_fcs_sampled (compound_greedy.h): the compound CA greedy over a fixed sample of
 // each query's keys.
 #include <algorithm>
-#include <functional>
 
 #include "fasa/attention/compound_greedy.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/kernels/attend.h"
+#include "fasa/kernels/select.h"
 #include "fasa/kernels/topk.h"
 
 namespace fasa {
@@ -66,42 +66,14 @@ SampledQuery prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>&
   return s;
 }
 
-// The r-th largest of v[0..n) (1 <= r <= n). For r much smaller than n a bound from every 8th
-// value keeps the values at or above it in one branch-free pass, and the r-th largest is found
-// among those (exact: when at least r values pass, the r-th largest is one of them); otherwise
-// among all. buf: scratch.
-float rth_largest(const float* v, int n, int r, std::vector<float>& buf) {
-  constexpr int kStride = 8;
-  buf.resize(n);
-  float* b = buf.data();
-  if (n >= 16 * kStride && r * 4 <= n) {
-    const int m = n / kStride, rm = std::min(m, r / kStride + 3);  // a rank below r's
-    for (int i = 0; i < m; ++i) b[i] = v[i * kStride];
-    std::nth_element(b, b + (rm - 1), b + m, std::greater<float>());
-    const float bound = b[rm - 1];
-    int kept = 0;
-    for (int j = 0; j < n; ++j) {
-      b[kept] = v[j];
-      kept += v[j] >= bound ? 1 : 0;
-    }
-    if (kept >= r) {
-      std::nth_element(b, b + (r - 1), b + kept, std::greater<float>());
-      return b[r - 1];
-    }
-  }
-  std::copy(v, v + n, b);
-  std::nth_element(b, b + (r - 1), b + n, std::greater<float>());
-  return b[r - 1];
-}
-
-// How many of the full top-K agree with the chosen set plus FC f. v, buf: scratch.
-int hits_with(const SampledQuery& s, int f, std::vector<float>& v, std::vector<float>& buf) {
+// How many of the full top-K agree with the chosen set plus FC f. scratch: [2 s + 16].
+int hits_with(const SampledQuery& s, int f, std::vector<float>& scratch) {
   if (s.kk <= 0) return 0;
-  v.resize(s.s);
+  scratch.resize(2 * static_cast<size_t>(s.s) + 16);
   const float* a = s.alpha_sample.data() + static_cast<size_t>(f) * s.s;
-  for (int j = 0; j < s.s; ++j) v[j] = s.sum_sample[j] + a[j];
+  // The r-th best sampled score of the set plus f estimates its K-th best over every key.
+  const float tau = sum_rth_largest(s.sum_sample.data(), a, s.s, s.r, scratch.data());
   int hits = 0;
-  const float tau = rth_largest(v.data(), s.s, s.r, buf);
   const float* at = s.alpha_top.data() + static_cast<size_t>(f) * s.nt;
   for (int j = 0; j < s.nt; ++j) hits += s.sum_top[j] + at[j] >= tau;
   return std::min(hits, s.nt);
@@ -139,10 +111,10 @@ CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int
   for (int step = 0; step < steps; ++step) {
     parallel_for(n_q, [&](int64_t j) {  // each query its own row: the same bits on any threads
       const SampledQuery& s = states[j];
-      std::vector<float> v, buf;
+      std::vector<float> scratch;
       for (int f = 0; f < n_fc; ++f) {
         if (!candidate[f]) continue;
-        ca[j * n_fc + f] = s.kk > 0 ? static_cast<double>(hits_with(s, f, v, buf)) / s.nt : 0.0;
+        ca[j * n_fc + f] = s.kk > 0 ? static_cast<double>(hits_with(s, f, scratch)) / s.nt : 0.0;
       }
     });
     std::fill(step_sum.begin(), step_sum.end(), 0.0);

@@ -17,6 +17,7 @@
 #include "fasa/kernels/matmul_q8.h"
 #include "fasa/kernels/matmul_q8k.h"
 #include "fasa/kernels/ops.h"
+#include "fasa/kernels/select.h"
 #include "fasa/kernels/tip.h"
 
 // All public kernels, and those of namespace detail.
@@ -27,6 +28,7 @@
   FASA_MATMUL_Q8K_KERNELS(X) \
   FASA_MATMUL_AMX_KERNELS(X) \
   FASA_OPS_KERNELS(X)        \
+  FASA_SELECT_KERNELS(X)     \
   FASA_TIP_KERNELS(X)        \
   FASA_ATTEND_KERNELS(X)     \
   FASA_BANDWIDTH_KERNELS(X)
