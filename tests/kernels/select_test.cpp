@@ -1,4 +1,4 @@
-// sum_rth_largest (kernels/select.h) against the scalar reference, std::nth_element over the
+// sum_rth_largest and rth_largest (kernels/select.h) against the scalar reference, std::nth_element over the
 // sums, on every instruction set: random values, heavy ties, +-0 and -inf, every path (the
 // bound from every 8th key, the fallback when too few keys pass it, short arrays).
 #include "fasa/kernels/select.h"
@@ -69,6 +69,9 @@ TEST(SumRthLargest, MatchesNthElementOnEveryIsa) {
           std::vector<float> scratch(2 * n + 16);
           const float got = sum_rth_largest(a.data(), b.data(), n, r, scratch.data());
           EXPECT_EQ(got, want) << isa_name(isa) << " n=" << n << " kind=" << kind << " r=" << r;
+          std::vector<float> v(n);
+          for (int i = 0; i < n; ++i) v[i] = a[i] + b[i];
+          EXPECT_EQ(bits(rth_largest(v.data(), n, r, scratch.data())), bits(got));
           got_bits.push_back(bits(got));
         }
         for (size_t i = 1; i < got_bits.size(); ++i) EXPECT_EQ(got_bits[i], got_bits[0]);

@@ -1,10 +1,10 @@
 #include "fasa/attention/compound_greedy.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 
 #include "fasa/core/error.h"
+#include "fasa/kernels/select.h"
 #include "fasa/kernels/topk.h"
 
 namespace fasa {
@@ -12,8 +12,6 @@ namespace fasa {
 namespace {
 
 constexpr double kTie = 1e-9;  // summed agreements closer than this are a tie (lower FC wins)
-constexpr int kSample = 256;   // scores sampled to bound the K-th best (top_k_hits)
-constexpr int kMinFilterN = 1024;
 
 // Keys shared by several queries, dims-major, so that one FC's logits over every slot read two
 // contiguous rows: dim d of slot t is t_keys[d * n + t].
@@ -34,8 +32,7 @@ struct QueryState {
 
 // Scratch of one greedy run.
 struct Scratch {
-  std::vector<float> v, sample, vals;  // [n], [kSample], [m]
-  std::vector<int32_t> idx;            // [n]
+  std::vector<float> v, vals;  // [n], [2 n + 16] (rth_largest's scratch)
 };
 
 QueryState prepare(const CaQuery& cq, const KeyBlock& kb, int head_dim, int k) {
@@ -59,48 +56,30 @@ QueryState prepare(const CaQuery& cq, const KeyBlock& kb, int head_dim, int k) {
   return s;
 }
 
-// Of the candidates idx[0..m) (ascending; they hold every slot of the kk best of v), how many
-// of the kk best (ties: the lower index, as top_k_indices ranks) are in the full top-K.
-int hits_among(const float* v, const int32_t* idx, int m, int kk, const char* in_full_top,
-               std::vector<float>& vals) {
-  vals.resize(m);
-  for (int j = 0; j < m; ++j) vals[j] = v[idx[j]];
-  std::nth_element(vals.begin(), vals.begin() + (kk - 1), vals.end(), std::greater<float>());
-  const float kth = vals[kk - 1];
-  int above = 0;
-  for (int j = 0; j < m; ++j) above += v[idx[j]] > kth;
-  int ties_left = kk - above, hits = 0;
-  for (int j = 0; j < m; ++j) {
-    const float x = v[idx[j]];
-    const bool in = x > kth || (x == kth && ties_left-- > 0);
-    hits += in && in_full_top[idx[j]];
+// How many of the kk best of v[0..n) (ties: the lower index, as top_k_indices ranks) are in the
+// full head's top-K. The kk-th best value by rth_largest (kernels/select.h), then one pass
+// counts the values above it and those equal to it; only when more values equal it than the
+// kk best can hold does a second pass take the equal ones by index.
+int top_k_hits(const float* v, int n, int kk, const char* in_full_top, Scratch& s) {
+  s.vals.resize(2 * static_cast<size_t>(n) + 16);
+  const float kth = rth_largest(v, n, kk, s.vals.data());
+  int above = 0, hits = 0, equal = 0, equal_hits = 0;
+  for (int t = 0; t < n; ++t) {
+    const bool gt = v[t] > kth, eq = v[t] == kth;
+    above += gt;
+    hits += gt && in_full_top[t];
+    equal += eq;
+    equal_hits += eq && in_full_top[t];
+  }
+  int ties_left = kk - above;  // >= 1: the kk-th best itself
+  if (equal <= ties_left) return hits + equal_hits;
+  for (int t = 0; t < n && ties_left > 0; ++t) {
+    if (v[t] == kth) {
+      --ties_left;
+      hits += in_full_top[t];
+    }
   }
   return hits;
-}
-
-// How many of the kk best of v[0..n) are in the full head's top-K. For kk much smaller than n
-// (online calibration: 256 of thousands) a threshold from an evenly spaced sample keeps the
-// slots at or above it in one branch-free pass, and the K-th best is found among those. Exact:
-// when at least kk values are >= the threshold, the kk-th best is too, so every winner, ties
-// included, is a candidate; otherwise (an unlucky sample) every slot is.
-int top_k_hits(const float* v, int n, int kk, const char* in_full_top, Scratch& s) {
-  s.idx.resize(n);
-  int32_t* idx = s.idx.data();
-  if (n >= kMinFilterN && kk <= n / 8) {
-    s.sample.resize(kSample);
-    for (int i = 0; i < kSample; ++i) s.sample[i] = v[static_cast<int64_t>(i) * n / kSample];
-    const int r = std::min(kSample - 1, static_cast<int>(int64_t{kk} * kSample * 3 / (2 * n)) + 8);
-    std::nth_element(s.sample.begin(), s.sample.begin() + r, s.sample.end(), std::greater<float>());
-    const float tau = s.sample[r];
-    int m = 0;
-    for (int t = 0; t < n; ++t) {
-      idx[m] = t;
-      m += v[t] >= tau ? 1 : 0;
-    }
-    if (m >= kk) return hits_among(v, idx, m, kk, in_full_top, s.vals);
-  }
-  for (int t = 0; t < n; ++t) idx[t] = t;
-  return hits_among(v, idx, n, kk, in_full_top, s.vals);
 }
 
 // Hits of the chosen set plus FC i (dims a, b) for one query.

@@ -9,6 +9,7 @@
 //   the few keys that can be it (vector compress-store on AVX-512); its upper half is then found
 //   bit by bit (the largest t with at least r keys >= t: 16 vectorized counts), its lower half
 //   likewise among the keys that share the upper half.
+// rth_largest: the same for v[i] alone.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,8 @@ namespace fasa {
 
 #define FASA_SELECT_KERNELS(X)                                                                \
   X(float, sum_rth_largest, (const float* a, const float* b, int64_t n, int64_t r, float* scratch), \
-    (a, b, n, r, scratch))
+    (a, b, n, r, scratch))                                                                   \
+  X(float, rth_largest, (const float* v, int64_t n, int64_t r, float* scratch), (v, n, r, scratch))
 FASA_SELECT_KERNELS(FASA_DECLARE_KERNEL)
 
 }  // namespace fasa

@@ -97,17 +97,18 @@ uint32_t rth_largest_key(const uint32_t* k, int64_t n, int64_t r, uint32_t* smal
   return extend(small, ns, r - above, hi, 15, 0);  // its rank among them: r - above
 }
 
-// keys[i] = key_of(a[i] + b[i]) for the i with that key >= bound (all when bound = 0), in order;
-// returns how many.
-int64_t sum_keys_ge(const float* a, const float* b, int64_t n, uint32_t bound, uint32_t* keys) {
+// keys[i] = key_of(a[i] + b[i]) (of a[i] alone without kSum) for the i with that key >= bound
+// (all when bound = 0), in order; returns how many.
+template <bool kSum>
+int64_t keys_ge(const float* a, const float* b, int64_t n, uint32_t bound, uint32_t* keys) {
   int64_t kept = 0, i = 0;
 #if FASA_AVX512
   const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
   const __m512i vb = _mm512_set1_epi32(static_cast<int>(bound));
   for (; i < n; i += 16) {
     const __mmask16 live = tail_mask(n - i);
-    const __m512 s = _mm512_add_ps(_mm512_maskz_loadu_ps(live, a + i),
-                                   _mm512_maskz_loadu_ps(live, b + i));
+    __m512 s = _mm512_maskz_loadu_ps(live, a + i);
+    if constexpr (kSum) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(live, b + i));
     const __m512i u = _mm512_castps_si512(s);
     const __mmask16 neg = _mm512_test_epi32_mask(u, sign);
     const __m512i key = _mm512_mask_xor_epi32(_mm512_or_si512(u, sign), neg, u,
@@ -118,29 +119,44 @@ int64_t sum_keys_ge(const float* a, const float* b, int64_t n, uint32_t bound, u
   }
 #endif
   for (; i < n; ++i) {
-    keys[kept] = key_of(a[i] + b[i]);
+    if constexpr (kSum) {
+      keys[kept] = key_of(a[i] + b[i]);
+    } else {
+      keys[kept] = key_of(a[i]);
+    }
     kept += keys[kept] >= bound ? 1 : 0;
   }
   return kept;
 }
 
-}  // namespace
-
-float sum_rth_largest(const float* a, const float* b, int64_t n, int64_t r, float* scratch) {
+template <bool kSum>
+float rth_largest_of(const float* a, const float* b, int64_t n, int64_t r, float* scratch) {
   uint32_t* keys = reinterpret_cast<uint32_t*>(scratch);  // [n + 16]
   uint32_t* small = keys + n + 16;                        // [n]
   constexpr int64_t kStride = 8;
   if (n >= 16 * kStride && r * 4 <= n) {
-    // The upper half of a rank below r's among every 8th sum bounds the r-th largest from
+    // The upper half of a rank below r's among every 8th value bounds the r-th largest from
     // below when at least r keys pass it (then the r-th largest is among them).
     const int64_t m = n / kStride, rm = std::min(m, r / kStride + 3);
-    for (int64_t i = 0; i < m; ++i) small[i] = key_of(a[i * kStride] + b[i * kStride]);
+    for (int64_t i = 0; i < m; ++i) {
+      small[i] = key_of(kSum ? a[i * kStride] + b[i * kStride] : a[i * kStride]);
+    }
     const uint32_t bound = extend(small, m, rm, 0, 31, 16);
-    const int64_t kept = sum_keys_ge(a, b, n, bound, keys);
+    const int64_t kept = keys_ge<kSum>(a, b, n, bound, keys);
     if (kept >= r) return value_of(rth_largest_key(keys, kept, r, small));
   }
-  sum_keys_ge(a, b, n, 0, keys);
+  keys_ge<kSum>(a, b, n, 0, keys);
   return value_of(rth_largest_key(keys, n, r, small));
+}
+
+}  // namespace
+
+float sum_rth_largest(const float* a, const float* b, int64_t n, int64_t r, float* scratch) {
+  return rth_largest_of<true>(a, b, n, r, scratch);
+}
+
+float rth_largest(const float* v, int64_t n, int64_t r, float* scratch) {
+  return rth_largest_of<false>(v, nullptr, n, r, scratch);
 }
 
 #if FASA_AVX512
