@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Online calibration's cost against the prefill it follows, in one run per model (fasa bench:
 # the depth's prefill from a real text, then tg16 whose first decode step calibrates): the
-# default (calib_window 32, calib_keys 512) and a cheaper setting (16, 256).
+# default (calib_window 32, calib_keys 512) and a cheaper setting (16, 256); QWEN=1 adds
+# Qwen2.5-Coder-1.5B at 8192 (the default only; its prefill takes minutes).
 # Usage: FASA=build/fasa docs/results/online_calibration/cost_bench.sh OUT_DIR
 set -euo pipefail
 FASA=${FASA:-build/fasa}
@@ -17,3 +18,8 @@ text="$HOME/.cache/fasa/texts/austen_persuasion.txt"
   --compare fasa:calib=online,budget=256 \
   --compare fasa:calib=online,calib_window=16,calib_keys=256,budget=256 \
   -o jsonl > "$out/cost_gemma3.jsonl" 2> "$out/cost_gemma3.log"
+if [ -n "${QWEN:-}" ]; then
+  "$FASA" bench -m qwen2.5-coder-1.5b -p 0 -n 16 -d 8192 -r 1 --text "$text" \
+    --policy fasa:calib=online,budget=256 \
+    -o jsonl > "$out/cost_qwen.jsonl" 2> "$out/cost_qwen.log"
+fi

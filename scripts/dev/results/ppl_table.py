@@ -14,7 +14,7 @@ for path in sys.argv[1:]:
 
 def short(policy):
     parts = [p for p in policy.split(":", 1)[-1].split(",")
-             if not p.startswith(("calib=", "budget="))]
+             if not p.startswith("budget=") and not (p.startswith("calib=") and p != "calib=online")]
     return policy.split(":")[0] + (" " + ",".join(parts) if parts else "")
 
 

@@ -42,14 +42,18 @@ void logits_of(const CaQuery& cq, int head_dim, const std::vector<FcDims>& fcs,
 }
 
 SampledQuery prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>& fcs, int k,
-                     int sample, int top_sample) {
+                     const GreedySampling& sampling) {
+  const int top_sample = sampling.top_keys;
   SampledQuery s;
   s.kk = std::min(k, cq.n);
   std::vector<float> full(cq.n);  // [n]
   qk_scores(cq.q, KvRows{cq.keys, nullptr, KvType::F32, head_dim}, nullptr, cq.n, full.data());
   std::vector<int32_t> top;  // [kk] ascending
   top_k_indices(full.data(), cq.n, s.kk, top);
-  s.s = std::min(sample, cq.n);  // a context of fewer keys: every key (then r = K)
+  // Enough keys that the K-th best is the min_rank-th of the sample; a context of fewer keys:
+  // every key (then r = K).
+  const int64_t grown = s.kk > 0 ? (int64_t{sampling.min_rank} * cq.n + s.kk - 1) / s.kk : 0;
+  s.s = static_cast<int>(std::min<int64_t>(std::max<int64_t>(sampling.keys, grown), cq.n));
   std::vector<int32_t> slots;    // [s] ascending
   for (int i = 0; i < s.s; ++i) slots.push_back(static_cast<int32_t>(int64_t{i} * cq.n / s.s));
   s.r = std::max(1, static_cast<int>(std::lround(static_cast<double>(s.kk) * s.s / cq.n)));
@@ -100,7 +104,7 @@ CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int
   n_max = std::clamp(n_max, 0, n_fc);
   std::vector<SampledQuery> states(n_q);
   parallel_for(n_q, [&](int64_t j) {
-    states[j] = prepare(queries[j], head_dim, fcs, k, sampling.keys, sampling.top_keys);
+    states[j] = prepare(queries[j], head_dim, fcs, k, sampling);
   });
   if (single_ca) single_ca->assign(queries.size() * n_fc, 0.0f);
   std::vector<char> candidate(n_fc, 1);  // [n_fc] not chosen yet
