@@ -54,7 +54,7 @@ SampledQuery prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>&
   // every key (then r = K).
   const int64_t grown = s.kk > 0 ? (int64_t{sampling.min_rank} * cq.n + s.kk - 1) / s.kk : 0;
   s.s = static_cast<int>(std::min<int64_t>(std::max<int64_t>(sampling.keys, grown), cq.n));
-  std::vector<int32_t> slots;    // [s] ascending
+  std::vector<int32_t> slots;  // [s] ascending
   for (int i = 0; i < s.s; ++i) slots.push_back(static_cast<int32_t>(int64_t{i} * cq.n / s.s));
   s.r = std::max(1, static_cast<int>(std::lround(static_cast<double>(s.kk) * s.s / cq.n)));
   if (top_sample > 0 && top_sample < s.kk) {  // every (kk / top_sample)-th, by slot
@@ -103,9 +103,8 @@ CompoundSet greedy_compound_fcs_sampled(const std::vector<CaQuery>& queries, int
   const int64_t n_q = static_cast<int64_t>(queries.size());
   n_max = std::clamp(n_max, 0, n_fc);
   std::vector<SampledQuery> states(n_q);
-  parallel_for(n_q, [&](int64_t j) {
-    states[j] = prepare(queries[j], head_dim, fcs, k, sampling);
-  });
+  parallel_for(n_q,
+               [&](int64_t j) { states[j] = prepare(queries[j], head_dim, fcs, k, sampling); });
   if (single_ca) single_ca->assign(queries.size() * n_fc, 0.0f);
   std::vector<char> candidate(n_fc, 1);  // [n_fc] not chosen yet
   std::vector<double> ca(n_q * n_fc);    // [n_q, n_fc] this step's agreement per query

@@ -67,9 +67,9 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& policies,
 namespace {
 
 // One setting's line of "results": its scores, and what it read.
-nlohmann::ordered_json result_json(const SweepEntry& entry,
-                                   const TaskScoreTable& t, const TaskScoreTable& partial,
-                                   const SweepRowStats& st, size_t p) {
+nlohmann::ordered_json result_json(const SweepEntry& entry, const TaskScoreTable& t,
+                                   const TaskScoreTable& partial, const SweepRowStats& st,
+                                   size_t p) {
   nlohmann::ordered_json e;
   e["policy"] = entry.name;
   e["budget"] = entry.budget;

@@ -18,9 +18,9 @@
 
 namespace fasa {
 
-#define FASA_SELECT_KERNELS(X)                                                                \
-  X(float, sum_rth_largest, (const float* a, const float* b, int64_t n, int64_t r, float* scratch), \
-    (a, b, n, r, scratch))                                                                   \
+#define FASA_SELECT_KERNELS(X)                                                                     \
+  X(float, sum_rth_largest,                                                                        \
+    (const float* a, const float* b, int64_t n, int64_t r, float* scratch), (a, b, n, r, scratch)) \
   X(float, rth_largest, (const float* v, int64_t n, int64_t r, float* scratch), (v, n, r, scratch))
 FASA_SELECT_KERNELS(FASA_DECLARE_KERNEL)
 
