@@ -206,14 +206,6 @@ TEST(CompoundGreedySampled, EveryKeyIsTheExactGreedyAndASampleStaysClose) {
   for (size_t i = 0; i < single.size(); ++i) err += std::fabs(single[i] - exact_single[i]);
   EXPECT_LT(err / single.size(), 0.05) << "mean |estimated - exact| single-FC CA";
   for (size_t s = 0; s < got.ca.size(); ++s) EXPECT_NEAR(got.ca[s], exact.ca[s], 0.1) << s;
-  // min_rank grows a long query's sample: 64 keys, but the K-th best at least the 256th of the
-  // sample, i.e. every key of 6000 here: the exact greedy.
-  std::vector<float> grown_single;
-  const CompoundSet grown = greedy_compound_fcs_sampled(d.queries, hd, fcs, 256, 3,
-                                                        GreedySampling{64, 0, 256}, &grown_single);
-  EXPECT_EQ(grown.fcs, exact.fcs);
-  EXPECT_EQ(grown.ca, exact.ca);
-  EXPECT_EQ(grown_single, exact_single);
 }
 
 std::shared_ptr<const Model> tiny(const std::string& name) {

@@ -50,10 +50,6 @@ struct GreedySampling {
   // With keys in use: the agreement is counted over `top_keys` of the full head's top-K (every
   // (K / top_keys)-th by slot) instead of all K of them, as a share of those; 0: all K.
   int top_keys = 0;
-  // With keys in use: a long query samples more keys, enough that the K-th best is estimated
-  // by at least the min_rank-th best of the sample (keys grows to ceil(min_rank n / K)); the
-  // estimate's rank noise shrinks as 1 / sqrt(r). 0: `keys` whatever n.
-  int min_rank = 0;
   // (Pruning the candidates after the first step to the 1.5 n_max FCs of best single CA lowered
   // online FASA's held-in recall: the greedy also picks FCs that are weak on their own.)
 };

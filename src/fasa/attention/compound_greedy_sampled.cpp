@@ -50,11 +50,8 @@ SampledQuery prepare(const CaQuery& cq, int head_dim, const std::vector<FcDims>&
   qk_scores(cq.q, KvRows{cq.keys, nullptr, KvType::F32, head_dim}, nullptr, cq.n, full.data());
   std::vector<int32_t> top;  // [kk] ascending
   top_k_indices(full.data(), cq.n, s.kk, top);
-  // Enough keys that the K-th best is the min_rank-th of the sample; a context of fewer keys:
-  // every key (then r = K).
-  const int64_t grown = s.kk > 0 ? (int64_t{sampling.min_rank} * cq.n + s.kk - 1) / s.kk : 0;
-  s.s = static_cast<int>(std::min<int64_t>(std::max<int64_t>(sampling.keys, grown), cq.n));
-  std::vector<int32_t> slots;  // [s] ascending
+  s.s = std::min(sampling.keys, cq.n);  // a context of fewer keys: every key (then r = K)
+  std::vector<int32_t> slots;           // [s] ascending
   for (int i = 0; i < s.s; ++i) slots.push_back(static_cast<int32_t>(int64_t{i} * cq.n / s.s));
   s.r = std::max(1, static_cast<int>(std::lround(static_cast<double>(s.kk) * s.s / cq.n)));
   if (top_sample > 0 && top_sample < s.kk) {  // every (kk / top_sample)-th, by slot

@@ -132,7 +132,7 @@ void calibrate_group(Calibration& c, const OnlineCalibrationSpec& spec, const Qu
   }
   if (!spec.agreement) return;
   std::vector<float> single;  // [n_group * m, n_fc]
-  const GreedySampling sampling{spec.key_sample, spec.top_sample, spec.min_rank};
+  const GreedySampling sampling{spec.key_sample, spec.top_sample};
   const CompoundSet set =
       greedy_compound_fcs_sampled(qs, hd, c.fcs, c.k, c.n_compound, sampling, &single);
   const size_t at = (static_cast<size_t>(r) * c.n_kv_heads + g) * c.n_compound;

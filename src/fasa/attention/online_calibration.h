@@ -26,9 +26,6 @@ struct OnlineCalibrationSpec {
   // full head's top-K keys it counts agreement over (GreedySampling::top_keys; 0: all K).
   int key_sample = 512;
   int top_sample = 64;
-  // GreedySampling::min_rank: a long context samples more keys, so that the K-th best is
-  // estimated by at least the min_rank-th best of the sample.
-  int min_rank = 0;
 };
 
 // The last `window` queries of each global layer, with the slot each was the query of (it saw
