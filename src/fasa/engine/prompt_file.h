@@ -18,9 +18,9 @@
 //     u32 held, i32 slots[held] (ascending, < n_tokens), f32 q[held, n_heads, head_dim]
 //   char[64] sha256 of every byte before it (lowercase hex)
 //
-// Version 1 (no queries) is read too. Loading refuses, with one fasa::Error naming the file, anything that is not such a file, a
-// damaged or cut-short one, another version, another model, another KV type, or ring sizes that
-// differ where the rings wrapped.
+// Version 1 (no queries) is read too. Loading refuses, with one fasa::Error naming the file,
+// anything that is not such a file, a damaged or cut-short one, another version, another model,
+// another KV type, or ring sizes that differ where the rings wrapped.
 #pragma once
 
 #include <cstdint>

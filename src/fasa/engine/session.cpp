@@ -162,13 +162,11 @@ void Session::restore_prefix(int n, const std::function<void(KvCache&)>& write,
 void Session::replay_prefill_queries(const QueryWindow& w, int n) {
   AttentionPolicy& p = *active_policy_;
   if (!p.wants_prefill_queries() || p.needs_prefill_queries()) return;
-  const std::vector<int> layers = shape_.global_layers();
-  for (size_t r = 0; r < layers.size(); ++r) {
-    for (int j = 0; j < w.size(static_cast<int>(r)); ++j) {
-      const int slot = w.slot(static_cast<int>(r), j);
-      if (slot < n && slot < n_past()) {
-        p.on_prefill_queries(cache_, layers[r], slot, 1, w.query(static_cast<int>(r), j, 0));
-      }
+  const int upto = std::min(n, n_past());  // the slots this session holds
+  for (size_t r = 0; r < global_layers_.size(); ++r) {
+    const int row = static_cast<int>(r);
+    for (int j = 0; j < w.size(row) && w.slot(row, j) < upto; ++j) {  // slots ascend
+      p.on_prefill_queries(cache_, global_layers_[r], w.slot(row, j), 1, w.query(row, j, 0));
     }
   }
 }
