@@ -75,9 +75,12 @@ std::string resolved_spec(const std::string& spec, const std::shared_ptr<const M
     PolicyOptions opts;
     parse_policy_spec(out, &name, &opts);
     const auto w = opts.find("calib_window");
+    const auto sp = opts.find("calib_spread");
     const bool asked = spec_calibration(spec) == "online";  // not auto finding none stored
     const std::string line =
-        fmt::format("fasa: calibration: online (window {}{})", w == opts.end() ? "32" : w->second,
+        fmt::format("fasa: calibration: online (window {}{}{})", w == opts.end() ? "32" : w->second,
+                    sp == opts.end() || sp->second == "0" ? ""
+                                                          : fmt::format(", spread {}", sp->second),
                     asked ? "" : "; none stored for this model file");
     if (told.insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
     return out;
@@ -104,13 +107,23 @@ std::string online_calibration_text(const OnlineCalibrationInfo& oc, double pref
       prefill_ms > 0.0 && !oc.from_decode
           ? fmt::format(", {:.1f}% of the prefill's time", 100.0 * oc.seconds * 1000.0 / prefill_ms)
           : std::string();
+  const int spread = oc.from_decode ? 0 : std::max(0, oc.queries - oc.window);
+  const std::string where =
+      oc.from_decode
+          ? fmt::format("{} first decode steps (attended densely; no prefill was seen)", oc.queries)
+      : spread > 0 ? fmt::format(
+                         "{} last prompt positions and {} earlier ones spread over the "
+                         "prompt",
+                         oc.queries - spread, spread)
+                   : fmt::format("{} last prompt positions", oc.queries);
+  const std::string refreshed =
+      oc.refreshes > 0 ? fmt::format("; made again {} times from the newest queries, in {:.3f} s",
+                                     oc.refreshes, oc.refresh_seconds)
+                       : std::string();
   return fmt::format(
-      "calibration: online from the queries of the {} {} per layer, made in {:.3f} s{}; they "
-      "took {} until then",
-      oc.queries,
-      oc.from_decode ? "first decode steps (attended densely; no prefill was seen)"
-                     : "last prompt positions",
-      oc.seconds, share, human_bytes(oc.window_bytes));
+      "calibration: online from the queries of the {} per layer, made in {:.3f} s{}; they took {} "
+      "until then{}",
+      where, oc.seconds, share, human_bytes(oc.window_bytes), refreshed);
 }
 
 std::vector<std::string> resolved_specs(const std::vector<std::string>& specs,

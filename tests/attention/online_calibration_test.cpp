@@ -50,6 +50,42 @@ TEST(QueryWindow, KeepsTheNewestQueriesOfEachLayerAndTruncates) {
   EXPECT_EQ(w.size(1), 0);
 }
 
+// With spread P: the newest W queries and, of the older ones, the slots that are multiples of
+// the smallest power-of-two stride with at most P multiples in [0, newest]; whatever the chunks,
+// and a window fed only another's held queries (a prompt-cache file's) holds the same ones.
+TEST(QueryWindow, SpreadKeepsEvenlySpacedOlderQueriesWhateverTheChunks) {
+  const AttnShape sh = shape_of(1, 1, 1, 2);
+  const int n = 100, W = 4, P = 8;
+  std::vector<float> q(2 * n);  // [n tokens, 1 head, 2]
+  for (int t = 0; t < n; ++t) q[2 * t] = q[2 * t + 1] = static_cast<float>(t);
+  // newest slot 99: stride 16 (100 / 16 + 1 = 7 <= 8 multiples; stride 8 has 13)
+  std::vector<int> want = {0, 16, 32, 48, 64, 80, 96, 97, 98, 99};
+  auto held = [](const QueryWindow& w) {
+    std::vector<int> s;
+    for (int j = 0; j < w.size(0); ++j) {
+      s.push_back(w.slot(0, j));
+      EXPECT_EQ(w.query(0, j, 0)[1], static_cast<float>(w.slot(0, j)));  // its own row
+    }
+    return s;
+  };
+  for (int chunk : {1, 3, 7, 32, 100}) {
+    QueryWindow w(sh, W, P);
+    for (int t = 0; t < n; t += chunk) w.add(0, t, std::min(chunk, n - t), q.data() + 2 * t);
+    EXPECT_EQ(held(w), want) << "chunk " << chunk;
+    EXPECT_TRUE(w.full());
+  }
+  QueryWindow all(sh, W, P);
+  all.add(0, 0, 60, q.data());  // a prefix: newest 59, stride 8
+  EXPECT_EQ(held(all), (std::vector<int>{0, 8, 16, 24, 32, 40, 48, 56, 57, 58, 59}));
+  QueryWindow replay(sh, W, P);  // its held queries only, then the rest of the prompt
+  for (int j = 0; j < all.size(0); ++j) replay.add(0, all.slot(0, j), 1, all.query(0, j, 0));
+  replay.add(0, 60, n - 60, q.data() + 120);
+  EXPECT_EQ(held(replay), want);
+  QueryWindow none(sh, W);  // spread 0: the newest W only
+  none.add(0, 0, n, q.data());
+  EXPECT_EQ(held(none), (std::vector<int>{96, 97, 98, 99}));
+}
+
 // A cache of random keys and a window of random queries: the calibration equals the definitions
 // computed plainly (exact greedy, key_sample 0), for f32 and for f16 rows (read as f32).
 TEST(OnlineCalibration, MeasuresTheDefinitionsOnTheCachesKeys) {
@@ -135,7 +171,7 @@ TEST(OnlineCalibration, MeasuresTheDefinitionsOnTheCachesKeys) {
 // Keeps a dense prefill's last queries, as the online policy does.
 class WindowRecorder final : public AttentionPolicy {
  public:
-  WindowRecorder(const AttnShape& sh, int w) : sh_(sh), win(sh, w) {}
+  WindowRecorder(const AttnShape& sh, int w, int spread = 0) : sh_(sh), win(sh, w, spread) {}
   std::string_view name() const override { return "recorder"; }
   void select(const AttnQuery&, Selection& out) override { out.set_all(); }
   bool wants_prefill_queries() const override { return true; }
@@ -157,8 +193,9 @@ std::vector<float> prefill_then_decode(Session& s, const std::vector<int32_t>& p
 }
 
 // calib=online is, bit for bit, the policy made from a calibration file holding what
-// calibrate_online measures on the same prefill: for fasa's default selector, fasa with the
-// paper's selector and per-query-head sets, and double-sparsity.
+// calibrate_online measures on the same prefill: for fasa's default selector (with and without
+// queries spread over the prompt), fasa with the paper's selector and per-query-head sets, and
+// double-sparsity.
 TEST(OnlineCalibrated, EqualsThePolicyOfTheSameCalibrationSavedToAFile) {
   test::ThreadsGuard one(1);
   auto model = test::tiny_byte_model("online_tiny.gguf", false);
@@ -166,14 +203,19 @@ TEST(OnlineCalibrated, EqualsThePolicyOfTheSameCalibrationSavedToAFile) {
   const auto prompt = test::random_prompt(60, model->config().n_vocab, 7);
   const auto next = test::random_prompt(6, model->config().n_vocab, 8);
   SessionOptions so = test::tiny_session("full", 128);
-  WindowRecorder rec(ctx.shape, 8);
+  WindowRecorder rec(ctx.shape, 8), spread(ctx.shape, 8, 6);
   so.external_policy = &rec;
   Session dense(model, so);
   dense.prefill(prompt);
+  so.external_policy = &spread;
+  Session dense2(model, so);
+  dense2.prefill(prompt);
   so.external_policy = nullptr;
   struct Case {
     std::string online, file_spec;
     OnlineCalibrationSpec spec;
+    const QueryWindow* win = nullptr;
+    int queries = 8;
   };
   OnlineCalibrationSpec group;  // fasa's default: group sets of n_tip = 0.25 of 8 FCs
   group.window = 8;
@@ -182,19 +224,24 @@ TEST(OnlineCalibrated, EqualsThePolicyOfTheSameCalibrationSavedToAFile) {
   OnlineCalibrationSpec heads = group;
   heads.head_sets = false;
   heads.n_compound = 0;
+  OnlineCalibrationSpec spread_spec = group;
+  spread_spec.spread = 6;
   OnlineCalibrationSpec ds = group;
   ds.n_compound = 0;
   ds.agreement = false;
   const std::vector<Case> cases = {
       {"fasa:calib=online,calib_window=8,budget=6,dense_layers=none",
        "fasa:budget=6,dense_layers=none", group},
+      // prompt slots 0..59: the last 8 (52..59) and stride 16's 0, 16, 32, 48
+      {"fasa:calib=online,calib_window=8,calib_spread=6,budget=6,dense_layers=none",
+       "fasa:budget=6,dense_layers=none", spread_spec, &spread.win, 12},
       {"fasa:calib=online,calib_window=8,budget=6,method=paper,gqa=per-head,dense_layers=none",
        "fasa:budget=6,method=paper,gqa=per-head,dense_layers=none", heads},
       {"double-sparsity:calib=online,calib_window=8,budget=6,channels=4,dense_layers=none",
        "double-sparsity:budget=6,channels=4,dense_layers=none", ds},
   };
   for (const Case& cs : cases) {
-    Calibration c = calibrate_online(ctx, cs.spec, rec.win, dense.cache());
+    Calibration c = calibrate_online(ctx, cs.spec, cs.win ? *cs.win : rec.win, dense.cache());
     c.model_sha256 = ctx.model_sha256();
     const std::string path = ::testing::TempDir() + "/online_as_file.json";
     save_calibration(c, path);
@@ -209,10 +256,91 @@ TEST(OnlineCalibrated, EqualsThePolicyOfTheSameCalibrationSavedToAFile) {
     EXPECT_TRUE(info->done);
     EXPECT_FALSE(info->from_decode);
     EXPECT_FALSE(info->reused);
-    EXPECT_EQ(info->queries, 8);
+    EXPECT_EQ(info->queries, cs.queries);
     EXPECT_EQ(info->window, 8);
     EXPECT_LT(from_file.attn_stats().slots_read, from_file.attn_stats().slots_visible);
   }
+}
+
+// Delegates to an online-calibrated policy and keeps every query it is shown (prefill and
+// decode), as a window of `w`.
+class QueryTap final : public AttentionPolicy {
+ public:
+  QueryTap(std::unique_ptr<AttentionPolicy> inner, const AttnShape& sh, int w)
+      : inner_(std::move(inner)), win(sh, w) {}
+  std::string_view name() const override { return inner_->name(); }
+  const OnlineCalibrationInfo* online_calibration() const override {
+    return inner_->online_calibration();
+  }
+  bool wants_prefill_queries() const override { return true; }
+  bool needs_prefill_queries() const override { return false; }
+  void on_prefill_queries(const KvCache& c, int layer, int first, int n, const float* q) override {
+    win.add(layer, first, n, q);
+    inner_->on_prefill_queries(c, layer, first, n, q);
+  }
+  void on_append(const KvCache& c, int layer, int first, int n) override {
+    inner_->on_append(c, layer, first, n);
+  }
+  void select(const AttnQuery& q, Selection& out) override { inner_->select(q, out); }
+  void select_layer(const AttnQuery* qs, int n, Selection* outs) override {
+    win.add(qs[0].layer, qs[0].n_visible - 1, 1, qs[0].q);
+    inner_->select_layer(qs, n, outs);
+  }
+  std::unique_ptr<AttentionPolicy> inner_;
+  QueryWindow win;
+};
+
+// calib_refresh=R: the policy decodes as without refresh until its R-th step after calibrating;
+// there it is, bit for bit, the policy of the calibration made from the newest W queries
+// (decode steps' ones) on the same cache; and it counts its refreshes.
+TEST(OnlineCalibrated, RefreshesFromTheNewestQueriesEveryRSteps) {
+  test::ThreadsGuard one(1);
+  auto model = test::tiny_byte_model("online_tiny4.gguf", false);
+  const PolicyContext ctx = policy_context(model);
+  const auto prompt = test::random_prompt(50, model->config().n_vocab, 3);
+  const auto next = test::random_prompt(12, model->config().n_vocab, 4);
+  const int R = 5, W = 4;
+  PolicyOptions opts = {{"calib", "online"},
+                        {"calib_window", "4"},
+                        {"calib_refresh", "5"},
+                        {"budget", "6"},
+                        {"dense_layers", "none"}};
+  QueryTap tap(make_policy("fasa", ctx, opts), ctx.shape, W);
+  SessionOptions so = test::tiny_session("full", 128);
+  so.external_policy = &tap;
+  Session a(model, so);
+  Session plain(model,
+                test::tiny_session("fasa:calib=online,calib_window=4,budget=6,dense_layers=none",
+                                   128));
+  a.prefill(prompt);
+  plain.prefill(prompt);
+  OnlineCalibrationSpec spec;  // fasa's default selector, as the policy builds it
+  spec.window = W;
+  spec.n_compound = 2;
+  spec.head_sets = true;
+  for (size_t i = 0; i < next.size(); ++i) {
+    if (i == static_cast<size_t>(R)) {
+      // Step R refreshes from the newest W queries it has seen: decode steps 1..4.
+      Calibration c = calibrate_online(ctx, spec, tap.win, a.cache());
+      c.model_sha256 = ctx.model_sha256();
+      const std::string path = ::testing::TempDir() + "/online_refreshed.json";
+      save_calibration(c, path);
+      Session ref(model, test::tiny_session("fasa:budget=6,dense_layers=none,calib=" + path, 128));
+      ref.copy_prefix_from(a);
+      const auto want = ref.decode(next[i]);
+      EXPECT_EQ(a.decode(next[i]), want);
+      plain.decode(next[i]);
+      EXPECT_EQ(tap.online_calibration()->refreshes, 1);
+      continue;
+    }
+    const auto got = a.decode(next[i]);
+    const auto want = plain.decode(next[i]);
+    if (i < static_cast<size_t>(R)) EXPECT_EQ(got, want) << i;  // no refresh yet
+  }
+  const OnlineCalibrationInfo* info = tap.online_calibration();
+  EXPECT_EQ(info->refreshes, 2);  // steps 5 and 10
+  EXPECT_GT(info->refresh_seconds, 0.0);
+  EXPECT_EQ(plain.policy().online_calibration()->refreshes, 0);
 }
 
 // Without a prefill to watch (a synthetic fill, a restored prefix) the policy attends densely
@@ -317,6 +445,14 @@ TEST(OnlineCalibrated, BadOptionsAreClearErrors) {
   test::expect_error(make("double-sparsity",
                           {{"calib", "online"}, {"budget", "8"}, {"calib_keys", "64"}}),
                      "has no option 'calib_keys'");
+  for (const char* policy : {"fasa", "double-sparsity"}) {
+    test::expect_error(make(policy, {{"calib", "/nonexistent.json"},
+                                     {"budget", "8"},
+                                     {"calib_spread", "16"}}),
+                       "calib_spread applies to calib=online only");
+    test::expect_error(make(policy, {{"calib", "online"}, {"budget", "8"}, {"calib_spread", "x"}}),
+                       "calib_spread must be a whole number");
+  }
 }
 
 }  // namespace

@@ -89,12 +89,14 @@ void expect_round_trip(const std::shared_ptr<const Model>& model, const std::str
 // An online-calibrated policy's file keeps the prompt queries it calibrates from: a run that
 // reuses the prefix (all of it, or its whole chunks before a new tail) calibrates from the
 // prompt, not from its decode steps, and generates what an uncached run does; a file saved
-// under `full` has none, and the policy then calibrates from its first decode steps.
+// under `full` has none, and the policy then calibrates from its first decode steps (or from
+// the new tail alone, which with queries spread over the prompt is not the uncached calibration).
 void expect_online_calibration_kept(const std::shared_ptr<const Model>& model,
-                                    const std::string& name) {
+                                    const std::string& name, const std::string& spread = "0") {
   test::ThreadsGuard one(1);
   const int n_vocab = model->config().n_vocab;
-  const std::string policy = "fasa:calib=online,calib_window=8,budget=6,dense_layers=none";
+  const std::string policy =
+      "fasa:calib=online,calib_window=8,calib_spread=" + spread + ",budget=6,dense_layers=none";
   const auto first = test::random_prompt(60, n_vocab, 5);
   const std::string file = ::testing::TempDir() + "/" + name;
   auto longer = first;
@@ -128,7 +130,7 @@ void expect_online_calibration_kept(const std::shared_ptr<const Model>& model,
       // fills the window of 8 without them.
       const bool from_prompt = saved_by != "full" || prompt.size() - reused >= 8;
       EXPECT_EQ(oc->from_decode, !from_prompt) << saved_by << " " << prompt.size();
-      if (from_prompt) {
+      if (saved_by != "full" || (from_prompt && spread == "0")) {
         EXPECT_EQ(got.tokens, want.tokens) << saved_by << " " << prompt.size();
       }
     }
@@ -138,6 +140,11 @@ void expect_online_calibration_kept(const std::shared_ptr<const Model>& model,
 TEST(PromptFile, KeepsTheOnlineCalibrationsPromptQueries) {
   expect_online_calibration_kept(test::tiny_byte_model("prompt_file_online.gguf", false),
                                  "prompt_file_online.fasakv");
+}
+
+TEST(PromptFile, KeepsTheOnlineCalibrationsSpreadPromptQueries) {
+  expect_online_calibration_kept(test::tiny_byte_model("prompt_file_online_spread.gguf", false),
+                                 "prompt_file_online_spread.fasakv", "5");
 }
 
 TEST(PromptFile, KeepsTheOnlineCalibrationsPromptQueriesOnAHybridModel) {

@@ -9,27 +9,47 @@
 
 namespace fasa {
 
-QueryWindow::QueryWindow(const AttnShape& shape, int window)
+QueryWindow::QueryWindow(const AttnShape& shape, int window, int spread)
     : shape_(shape),
       window_(window),
+      spread_(spread),
       q_(shape.global_layers().size()),
       slots_(shape.global_layers().size()) {
-  FASA_CHECK(window >= 1);
+  FASA_CHECK(window >= 1 && spread >= 0);
+}
+
+bool QueryWindow::keeps_old(int slot, int newest) const {
+  if (spread_ == 0) return false;
+  int64_t stride = 1;  // multiples of it in [0, newest]: newest / stride + 1
+  while (newest / stride + 1 > spread_) stride *= 2;
+  return slot % stride == 0;
 }
 
 void QueryWindow::add(int layer_row, int first_slot, int n_tok, const float* q) {
+  if (n_tok <= 0) return;
   const size_t per = static_cast<size_t>(shape_.n_heads) * shape_.head_dim;  // one query row
-  const int take = std::min(n_tok, window_);
-  const int skip = n_tok - take;  // older rows of this chunk that would be dropped anyway
   std::vector<float>& qs = q_[layer_row];
   std::vector<int32_t>& slots = slots_[layer_row];
-  qs.insert(qs.end(), q + skip * per, q + n_tok * per);
-  for (int t = skip; t < n_tok; ++t) slots.push_back(first_slot + t);
-  const int drop = static_cast<int>(slots.size()) - window_;
-  if (drop > 0) {
-    qs.erase(qs.begin(), qs.begin() + drop * per);
-    slots.erase(slots.begin(), slots.begin() + drop);
+  const int newest = first_slot + n_tok - 1;
+  // This chunk's rows that are kept: the newest `window` and the spread ones before them.
+  for (int t = 0; t < n_tok; ++t) {
+    if (t < n_tok - window_ && !keeps_old(first_slot + t, newest)) continue;
+    qs.insert(qs.end(), q + t * per, q + (t + 1) * per);
+    slots.push_back(first_slot + t);
   }
+  // Rows held before that are now older than the newest `window`: keep the spread ones.
+  const size_t old = slots.size() > static_cast<size_t>(window_) ? slots.size() - window_ : 0;
+  size_t w = 0;  // rows kept so far, compacted in place
+  for (size_t j = 0; j < slots.size(); ++j) {
+    if (j < old && !keeps_old(slots[j], newest)) continue;
+    if (w != j) {
+      slots[w] = slots[j];
+      std::copy(qs.begin() + j * per, qs.begin() + (j + 1) * per, qs.begin() + w * per);
+    }
+    ++w;
+  }
+  slots.resize(w);
+  qs.resize(w * per);
 }
 
 bool QueryWindow::full() const {
@@ -83,7 +103,7 @@ Calibration online_header(const PolicyContext& ctx, const OnlineCalibrationSpec&
   c.fcs = fc_dims(ctx.rope_layout, FcLayout::Rope, sh.head_dim, ctx.rope_dim);
   c.k = spec.k;
   c.n_samples = 1;
-  c.steps = w.window();
+  c.steps = w.size(0);
   c.text_name = "online";
   c.layers = sh.global_layers();
   const size_t heads = c.layers.size() * sh.n_heads;

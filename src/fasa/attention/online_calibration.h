@@ -17,7 +17,9 @@
 namespace fasa {
 
 struct OnlineCalibrationSpec {
-  int window = 32;         // queries kept per global layer
+  int window = 32;         // the newest queries kept per global layer
+  int spread = 0;          // and up to this many more, spread evenly over the whole prompt
+  int refresh = 0;         // calibrate again every `refresh` decode steps (0: never)
   int k = 256;             // CA's top-K (min(k, n) per query), as fasa calibrate's --k
   bool agreement = true;   // measure each FC's CA (false: channel importance only)
   int n_compound = 0;      // FCs per compound set; 0: no compound sets (needs agreement)
@@ -29,14 +31,18 @@ struct OnlineCalibrationSpec {
 };
 
 // The last `window` queries of each global layer, with the slot each was the query of (it saw
-// the keys of slots [0, slot]).
+// the keys of slots [0, slot]); with `spread` > 0 also, of the older ones, those of the slots
+// that are multiples of a stride s: the smallest power of two with at most `spread` multiples
+// in [0, newest slot]. Which queries are held depends only on the slots added (not on how they
+// were split into calls), and a window fed only the queries another one holds ends up holding
+// the same ones (a prompt-cache file saves just those).
 class QueryWindow {
  public:
-  QueryWindow(const AttnShape& shape, int window);
+  QueryWindow(const AttnShape& shape, int window, int spread = 0);
   // Queries of slots first_slot.. of global layer `layer_row` (its index in global_layers()).
-  // q: [n_tok, n_heads, head_dim]. Keeps the newest `window`.
+  // q: [n_tok, n_heads, head_dim]. Slots ascend from call to call.
   void add(int layer_row, int first_slot, int n_tok, const float* q);
-  // Every global layer holds `window` queries.
+  // Every global layer holds at least `window` queries.
   bool full() const;
   // Queries held by global layer `layer_row`.
   int size(int layer_row) const { return static_cast<int>(slots_[layer_row].size()); }
@@ -51,10 +57,14 @@ class QueryWindow {
   void truncate(int n);
 
  private:
+  // Whether query `slot`, not among the newest `window`, stays when `newest` is the newest slot.
+  bool keeps_old(int slot, int newest) const;
+
   AttnShape shape_;
   int window_;
+  int spread_;
   std::vector<std::vector<float>> q_;        // [n_global][held, n_heads, head_dim]
-  std::vector<std::vector<int32_t>> slots_;  // [n_global][held]
+  std::vector<std::vector<int32_t>> slots_;  // [n_global][held], ascending
 };
 
 // Measures the calibration of every global layer from the window's queries and the cache's keys

@@ -83,13 +83,15 @@ double parse_budget(const std::string& policy, const std::string& value);
 // What an online-calibrated policy (calib=online) did: reported by run, bench, eval and serve.
 class QueryWindow;  // online_calibration.h
 struct OnlineCalibrationInfo {
-  int window = 0;             // queries per global layer it calibrates from (calib_window)
-  bool done = false;          // the calibration is made (at the first decode step that could)
-  bool reused = false;        // taken from a copied prefix (prompt cache, a shared prefill)
-  bool from_decode = false;   // from decode-step queries: no prefill was seen
-  int queries = 0;            // queries per layer it was made from
-  double seconds = 0.0;       // time to make it (0 when reused)
-  uint64_t window_bytes = 0;  // memory the kept queries took
+  int window = 0;                // queries per global layer it calibrates from (calib_window)
+  bool done = false;             // the calibration is made (at the first decode step that could)
+  bool reused = false;           // taken from a copied prefix (prompt cache, a shared prefill)
+  bool from_decode = false;      // from decode-step queries: no prefill was seen
+  int queries = 0;               // queries per layer it was made from
+  double seconds = 0.0;          // time to make it (0 when reused)
+  int refreshes = 0;             // times it was made again from the newest decode queries
+  double refresh_seconds = 0.0;  // their time, all together (part of the decode steps' time)
+  uint64_t window_bytes = 0;     // memory the kept queries took
   // The prompt queries it keeps to calibrate from, until it has calibrated (null after, and
   // while it collects decode-step queries): what a prompt-cache file saves with the rows.
   const QueryWindow* prompt_queries = nullptr;

@@ -11,7 +11,8 @@
 // Options:
 //   calib=PATH|auto|online (a calibration of format version >= 3; auto: the stored one, else
 //   online: the channel statistic measured on the prompt itself, online_calibrated.h)
-//   calib_window=W (online; 32)   budget=B (required)
+//   calib_window=W (online; 32)   calib_spread=P (online; 0)   calib_refresh=R (online; 0)
+//   budget=B (required)
 //   channels=R (heavy channels per head; default 2 x FASA's default n_tip FCs, so both policies
 //     read the same key bytes per token: one FC is a pair of dims, so n_tip FCs = 2 n_tip dims)
 //   gqa=shared|per-head (shared)   dense_layers=L1+L2|none (default 0, as for `fasa`)
@@ -51,6 +52,8 @@ const OptionTable& double_sparsity_options() {
         {
             kCalibRow,
             kCalibWindowRow,
+            kCalibSpreadRow,
+            kCalibRefreshRow,
             kBudgetRow,
             {.key = "channels",
              .type = OptionType::Count,
@@ -96,12 +99,16 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
   if (calib_path == "online") {
     OnlineCalibrationSpec spec;
     spec.window = p.count("calib_window");
+    spec.spread = p.count("calib_spread");
+    spec.refresh = p.count("calib_refresh");
     spec.agreement = false;  // channel importance only
     return make_online_calibrated_policy("double-sparsity", ctx, spec, make);
   }
-  if (p.given("calib_window")) {
-    fail("policy 'double-sparsity': calib_window applies to calib=online only (calib is '{}')",
-         calib_path);
+  for (const char* key : {"calib_window", "calib_spread", "calib_refresh"}) {
+    if (p.given(key)) {
+      fail("policy 'double-sparsity': {} applies to calib=online only (calib is '{}')", key,
+           calib_path);
+    }
   }
   const Calibration c = load_calibration(calib_path);
   check_calibration(c, ctx, calib_path);

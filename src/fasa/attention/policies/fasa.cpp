@@ -4,7 +4,10 @@
 // positions). Options:
 //   calib=PATH|auto|online (auto, the default: the stored one, calibration_store.h, else online;
 //   online: calibrated on the prompt itself, online_calibrated.h)   calib_window=W (online: the
-//   prompt positions whose queries calibrate; default 32)   calib_keys=S (online: the keys
+//   prompt positions whose queries calibrate; default 32)   calib_spread=P (online: up to P
+//   more queries spread evenly over the whole prompt; default 0)   calib_refresh=R (online:
+//   calibrate again every R decode steps from the newest queries; default 0, never)
+//   calib_keys=S (online: the keys
 //   the compound greedy samples per query; default 512, 0: every key)
 //   budget=B (required; < 1: fraction of the context)
 //   n_tip=X (FCs per head, count or fraction; default 0.25)   gqa=shared|per-head (shared)
@@ -176,6 +179,8 @@ const OptionTable& fasa_options() {
         {
             kCalibRow,
             kCalibWindowRow,
+            kCalibSpreadRow,
+            kCalibRefreshRow,
             kCalibKeysRow,
             kBudgetRow,
             {.key = "n_tip",
@@ -264,7 +269,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
     return make_channel_subset_policy("fasa", ctx, std::move(o), fasa_head_dims(ctx.shape, chc, c));
   };
   if (!online) {
-    for (const char* key : {"calib_window", "calib_keys"}) {
+    for (const char* key : {"calib_window", "calib_spread", "calib_refresh", "calib_keys"}) {
       if (p.given(key)) {
         fail("policy 'fasa': {} applies to calib=online only (calib is '{}')", key, calib);
       }
@@ -281,6 +286,8 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   }
   OnlineCalibrationSpec spec;
   spec.window = p.count("calib_window");
+  spec.spread = p.count("calib_spread");
+  spec.refresh = p.count("calib_refresh");
   spec.key_sample = p.count("calib_keys");
   const int n_fc = static_cast<int>(
       fc_dims(ctx.rope_layout, FcLayout::Rope, ctx.shape.head_dim, ctx.rope_dim).size());

@@ -28,7 +28,7 @@ class OnlineCalibrated final : public AttentionPolicy {
         layers_(ctx.shape.global_layers()),
         row_of_(ctx.shape.n_layers, -1),
         appended_(ctx.shape.n_layers, 0),
-        window_(ctx.shape, spec.window) {
+        window_(ctx.shape, spec.window, spec.spread) {
     for (size_t r = 0; r < layers_.size(); ++r) row_of_[layers_[r]] = static_cast<int>(r);
     info_.window = spec.window;
     info_.prompt_queries = &window_;
@@ -62,8 +62,17 @@ class OnlineCalibrated final : public AttentionPolicy {
   }
 
   void select_layer(const AttnQuery* qs, int n, Selection* outs) override {
-    if (!inner_ && qs[0].layer == layers_.front()) try_calibrate(*qs[0].cache);
+    if (qs[0].layer == layers_.front()) {
+      if (!inner_) {
+        try_calibrate(*qs[0].cache);
+      } else if (refreshing() && ++since_ >= spec_.refresh) {
+        refresh(*qs[0].cache);
+      }
+    }
     if (inner_) {
+      // Refreshing: keep this step's queries (every head of the layer, contiguous from the
+      // first group's) for the next calibration.
+      if (refreshing()) window_.add(row_of_[qs[0].layer], qs[0].n_visible - 1, 1, qs[0].q);
       inner_->select_layer(qs, n, outs);
       return;
     }
@@ -76,7 +85,7 @@ class OnlineCalibrated final : public AttentionPolicy {
   }
 
   uint64_t resident_bytes() const override {
-    return inner_ ? inner_->resident_bytes() : window_.bytes();
+    return inner_ ? inner_->resident_bytes() + window_.bytes() : window_.bytes();
   }
 
   void save_point() override {
@@ -85,23 +94,36 @@ class OnlineCalibrated final : public AttentionPolicy {
   }
   void rollback(const KvCache& cache, int n) override {
     for (int l : layers_) appended_[l] = std::min(appended_[l], n);
-    if (inner_) {
-      inner_->rollback(cache, n);
-    } else {
-      window_.truncate(n);
-    }
+    if (inner_) inner_->rollback(cache, n);
+    window_.truncate(n);
   }
 
   void copy_prefill_state_from(const AttentionPolicy& src) override {
     const auto* s = dynamic_cast<const OnlineCalibrated*>(&src);
     // Another kind of policy of this name (a calibration file's): nothing to take; this one
     // calibrates from its decode steps.
-    if (!s || s->spec_.window != spec_.window || s->collecting_) return;
+    if (!s || s->spec_.window != spec_.window || s->spec_.spread != spec_.spread || s->collecting_)
+      return;
     window_ = s->window_;
     shared_ = s->shared_;
   }
 
  private:
+  // calib_refresh: the calibration is made again from the newest queries every spec_.refresh
+  // decode steps. Not under lossless drafting (a save point was set): a refresh from drafted
+  // tokens' queries would make the tokens depend on the drafts.
+  bool refreshing() const { return spec_.refresh > 0 && saved_n_ < 0; }
+
+  void refresh(const KvCache& cache) {
+    since_ = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    const Calibration calib = calibrate_online(ctx_, spec_, window_, cache);
+    info_.refresh_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++info_.refreshes;
+    become(calib, cache);
+  }
+
   // At the first global layer of a decode step: calibrate from the prefill's queries, or from
   // the collected decode queries once the window is full; or take the shared calibration.
   void try_calibrate(const KvCache& cache) {
@@ -124,7 +146,15 @@ class OnlineCalibrated final : public AttentionPolicy {
     info_.prompt_queries = nullptr;
     info_.from_decode = collecting_;
     info_.queries = window_.size(0);
-    inner_ = make_(*calib);
+    become(*calib, cache);
+    // A later copy takes the calibration itself (shared_); a refreshing policy keeps the
+    // window and adds its decode steps' queries to it.
+    if (!refreshing()) window_.clear();
+  }
+
+  // Makes the real policy from `calib` and shows it every row written so far.
+  void become(const Calibration& calib, const KvCache& cache) {
+    inner_ = make_(calib);
     FASA_CHECK(inner_->name() == name_);
     // The rows so far: as of the save point first (so that a rollback to it is exact), then
     // the drafted ones.
@@ -137,7 +167,6 @@ class OnlineCalibrated final : public AttentionPolicy {
       const int m = saved_n_ >= 0 ? std::min(saved_n_, appended_[l]) : appended_[l];
       if (appended_[l] > m) inner_->on_append(cache, l, m, appended_[l] - m);
     }
-    window_.clear();  // a later copy takes the calibration itself (shared_)
   }
 
   std::string name_;
@@ -150,6 +179,7 @@ class OnlineCalibrated final : public AttentionPolicy {
   QueryWindow window_;
   bool collecting_ = false;  // the window holds decode-step queries (no prefill was seen)
   int saved_n_ = -1;         // rows at the last save point, -1: none
+  int since_ = 0;            // decode steps since the calibration was last made
   std::shared_ptr<SharedCalibration> shared_ = std::make_shared<SharedCalibration>();
   std::unique_ptr<AttentionPolicy> inner_;  // the real policy, once calibrated
   OnlineCalibrationInfo info_;

@@ -89,6 +89,22 @@ inline const PolicyOption kCalibWindowRow{.key = "calib_window",
                                               "W decode steps where no prefill is seen)",
                                           .lo = 1,
                                           .hi = 4096};
+inline const PolicyOption kCalibSpreadRow{
+    .key = "calib_spread",
+    .type = OptionType::Whole,
+    .value = "P",
+    .fallback = "0",
+    .help = "calib=online: up to P more prompt queries, spread evenly over the whole prompt",
+    .lo = 0,
+    .hi = 4096};
+inline const PolicyOption kCalibRefreshRow{
+    .key = "calib_refresh",
+    .type = OptionType::Whole,
+    .value = "R",
+    .fallback = "0",
+    .help = "calib=online: calibrate again every R decode steps from the newest queries (0: never)",
+    .lo = 0,
+    .hi = 1 << 20};
 inline const PolicyOption
     kCalibKeysRow{.key = "calib_keys",
                   .type = OptionType::Whole,
