@@ -142,6 +142,21 @@ TEST(TaskFile, BadChoiceAndStopFieldsNameTheField) {
   bad(many + "]}", "c.jsonl:1: field \"stop\" has 17 strings (at most 16)");
   bad(R"({"id": "g", "task": "t", "prompt": "p", "max_new_tokens": 4, "metric": "exact"})",
       "missing field \"answers\"");
+  const std::string tail_error =
+      "c.jsonl:1: field \"question\" of task 'q' must be a non-empty tail of its \"prompt\"";
+  for (const char* q : {"\"\"", "\"Who?\"", "\"ctx Q\"", "\"text\""}) {
+    bad(std::string(
+            R"({"id": "q", "task": "t", "prompt": "ctx Q", "answers": ["1"], "max_new_tokens": 4, "metric": "exact", "question": )") +
+            q + "}",
+        tail_error);
+  }
+  bad(R"({"id": "q", "task": "t", "prompt": "ctx Q", "answers": ["1"], "max_new_tokens": 4, "metric": "exact", "question": 3})",
+      "field \"question\"");
+  const Task ok = parse_tasks(
+      R"({"id": "q", "task": "t", "prompt": "ctx Q", "answers": ["1"], "max_new_tokens": 4, "metric": "exact", "question": " Q"})"
+      "\n",
+      "c.jsonl")[0];
+  EXPECT_EQ(ok.question, " Q");
 }
 
 TEST(TaskMetrics, ContainsExactAllIgnoreCaseAndSpacing) {
@@ -243,6 +258,12 @@ TEST(TaskGen, EveryKindFitsTheContextAndPlantsItsAnswers) {
       SCOPED_TRACE(kind + " " + t.id);
       EXPECT_EQ(t.task, kind);
       EXPECT_EQ(g.n_prompt_tokens, fake_count(t.prompt));
+      // The question is the prompt's tail after the context, and gives no answer away.
+      ASSERT_FALSE(t.question.empty());
+      ASSERT_LT(t.question.size(), t.prompt.size());
+      EXPECT_EQ(t.prompt.substr(t.prompt.size() - t.question.size()), t.question);
+      for (const auto& a : t.answers) EXPECT_EQ(t.question.find(a), std::string::npos) << a;
+      EXPECT_EQ(parse_tasks(task_to_json_line(t) + "\n", "q")[0].question, t.question);
       EXPECT_LE(g.n_prompt_tokens + t.max_new_tokens, o.n_ctx);
       // Filled to within a few units of the budget (a word or list item is a few tokens).
       EXPECT_GE(g.n_prompt_tokens + t.max_new_tokens, o.n_ctx - 12);

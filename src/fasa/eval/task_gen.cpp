@@ -393,6 +393,7 @@ std::vector<GeneratedTask> generate_tasks(
     g.task.task = k;
     g.task.answers = d.answers;
     g.task.prompt = d.head + body(n, d.body ? &g.task.answers : nullptr) + d.tail;
+    g.task.question = d.tail;
     g.task.metric = d.metric;
     g.task.max_new_tokens = d.max_new_tokens;
     g.n_prompt_tokens = static_cast<int>(count_tokens(g.task.prompt));

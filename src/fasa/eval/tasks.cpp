@@ -79,6 +79,16 @@ Task parse_task(const json& j, const std::string& where) {
   if (t.task.empty()) fail("{}: field \"task\" is empty", where);
   t.prompt = o.string("prompt");
   if (t.prompt.empty()) fail("{}: field \"prompt\" is empty", where);
+  if (o.has("question")) {
+    t.question = o.string("question");
+    if (t.question.empty() || t.question.size() >= t.prompt.size() ||
+        t.prompt.compare(t.prompt.size() - t.question.size(), t.question.size(), t.question) != 0) {
+      fail(
+          "{}: field \"question\" of task '{}' must be a non-empty tail of its \"prompt\", shorter "
+          "than the prompt",
+          where, t.id);
+    }
+  }
   try {
     t.metric = parse_metric(o.string("metric"));
   } catch (const Error& e) {
@@ -138,6 +148,7 @@ std::string task_to_json_line(const Task& t) {
   j["id"] = t.id;
   j["task"] = t.task;
   j["prompt"] = t.prompt;
+  if (!t.question.empty()) j["question"] = t.question;
   if (t.metric == TaskMetric::Choice) {
     j["choices"] = t.choices;
     j["gold"] = t.gold;

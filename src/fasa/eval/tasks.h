@@ -26,6 +26,9 @@ struct Task {
   std::vector<std::string> stop;     // [n_stop] generation ends before the first (not Choice)
   std::vector<std::string> choices;  // [n_choices] Choice: at least two, none empty
   int gold = -1;                     // Choice: the right one, in [0, n_choices)
+  // The exact tail of `prompt` that asks the question (empty: none given); the context is the
+  // prompt without it. --question-under-policy runs these tokens under the policy.
+  std::string question;
 };
 
 // Parses a whole JSONL file; throws fasa::Error naming the file, line and field for any problem
