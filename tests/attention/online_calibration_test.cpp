@@ -168,17 +168,31 @@ TEST(OnlineCalibration, MeasuresTheDefinitionsOnTheCachesKeys) {
   }
 }
 
-// Keeps a dense prefill's last queries, as the online policy does.
-class WindowRecorder final : public AttentionPolicy {
+// Delegates to another policy (full: a dense prefill's) and keeps every query it is shown
+// (prefill and decode) in a window of `w` (and `spread`), as the online policy does.
+class QueryTap final : public AttentionPolicy {
  public:
-  WindowRecorder(const AttnShape& sh, int w, int spread = 0) : sh_(sh), win(sh, w, spread) {}
-  std::string_view name() const override { return "recorder"; }
-  void select(const AttnQuery&, Selection& out) override { out.set_all(); }
-  bool wants_prefill_queries() const override { return true; }
-  void on_prefill_queries(const KvCache&, int layer, int first, int n, const float* q) override {
-    win.add(layer, first, n, q);  // every layer of the llama is global: row = layer
+  QueryTap(std::unique_ptr<AttentionPolicy> inner, const AttnShape& sh, int w, int spread = 0)
+      : inner_(std::move(inner)), win(sh, w, spread) {}
+  std::string_view name() const override { return inner_->name(); }
+  const OnlineCalibrationInfo* online_calibration() const override {
+    return inner_->online_calibration();
   }
-  AttnShape sh_;
+  bool wants_prefill_queries() const override { return true; }
+  bool needs_prefill_queries() const override { return false; }
+  void on_prefill_queries(const KvCache& c, int layer, int first, int n, const float* q) override {
+    win.add(layer, first, n, q);  // every layer of the tiny llama is global: row = layer
+    inner_->on_prefill_queries(c, layer, first, n, q);
+  }
+  void on_append(const KvCache& c, int layer, int first, int n) override {
+    inner_->on_append(c, layer, first, n);
+  }
+  void select(const AttnQuery& q, Selection& out) override { inner_->select(q, out); }
+  void select_layer(const AttnQuery* qs, int n, Selection* outs) override {
+    win.add(qs[0].layer, qs[0].n_visible - 1, 1, qs[0].q);
+    inner_->select_layer(qs, n, outs);
+  }
+  std::unique_ptr<AttentionPolicy> inner_;
   QueryWindow win;
 };
 
@@ -203,7 +217,8 @@ TEST(OnlineCalibrated, EqualsThePolicyOfTheSameCalibrationSavedToAFile) {
   const auto prompt = test::random_prompt(60, model->config().n_vocab, 7);
   const auto next = test::random_prompt(6, model->config().n_vocab, 8);
   SessionOptions so = test::tiny_session("full", 128);
-  WindowRecorder rec(ctx.shape, 8), spread(ctx.shape, 8, 6);
+  QueryTap rec(make_policy("full", ctx), ctx.shape, 8);
+  QueryTap spread(make_policy("full", ctx), ctx.shape, 8, 6);
   so.external_policy = &rec;
   Session dense(model, so);
   dense.prefill(prompt);
@@ -261,34 +276,6 @@ TEST(OnlineCalibrated, EqualsThePolicyOfTheSameCalibrationSavedToAFile) {
     EXPECT_LT(from_file.attn_stats().slots_read, from_file.attn_stats().slots_visible);
   }
 }
-
-// Delegates to an online-calibrated policy and keeps every query it is shown (prefill and
-// decode), as a window of `w`.
-class QueryTap final : public AttentionPolicy {
- public:
-  QueryTap(std::unique_ptr<AttentionPolicy> inner, const AttnShape& sh, int w)
-      : inner_(std::move(inner)), win(sh, w) {}
-  std::string_view name() const override { return inner_->name(); }
-  const OnlineCalibrationInfo* online_calibration() const override {
-    return inner_->online_calibration();
-  }
-  bool wants_prefill_queries() const override { return true; }
-  bool needs_prefill_queries() const override { return false; }
-  void on_prefill_queries(const KvCache& c, int layer, int first, int n, const float* q) override {
-    win.add(layer, first, n, q);
-    inner_->on_prefill_queries(c, layer, first, n, q);
-  }
-  void on_append(const KvCache& c, int layer, int first, int n) override {
-    inner_->on_append(c, layer, first, n);
-  }
-  void select(const AttnQuery& q, Selection& out) override { inner_->select(q, out); }
-  void select_layer(const AttnQuery* qs, int n, Selection* outs) override {
-    win.add(qs[0].layer, qs[0].n_visible - 1, 1, qs[0].q);
-    inner_->select_layer(qs, n, outs);
-  }
-  std::unique_ptr<AttentionPolicy> inner_;
-  QueryWindow win;
-};
 
 // calib_refresh=R: the policy decodes as without refresh until its R-th step after calibrating;
 // there it is, bit for bit, the policy of the calibration made from the newest W queries
