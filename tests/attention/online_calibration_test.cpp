@@ -433,12 +433,15 @@ TEST(OnlineCalibrated, BadOptionsAreClearErrors) {
                           {{"calib", "online"}, {"budget", "8"}, {"calib_keys", "64"}}),
                      "has no option 'calib_keys'");
   for (const char* policy : {"fasa", "double-sparsity"}) {
-    test::expect_error(make(policy, {{"calib", "/nonexistent.json"},
-                                     {"budget", "8"},
-                                     {"calib_spread", "16"}}),
-                       "calib_spread applies to calib=online only");
-    test::expect_error(make(policy, {{"calib", "online"}, {"budget", "8"}, {"calib_spread", "x"}}),
-                       "calib_spread must be a whole number");
+    for (const std::string key : {"calib_spread", "calib_refresh"}) {
+      test::expect_error(make(policy,
+                              {{"calib", "/nonexistent.json"}, {"budget", "8"}, {key, "16"}}),
+                         key + " applies to calib=online only");
+      test::expect_error(make(policy, {{"calib", "online"}, {"budget", "8"}, {key, "x"}}),
+                         key + " must be a whole number");
+      test::expect_error(make(policy, {{"calib", "online"}, {"budget", "8"}, {key, "-1"}}),
+                         key + " must be a whole number");
+    }
   }
 }
 

@@ -18,11 +18,11 @@ QueryWindow::QueryWindow(const AttnShape& shape, int window, int spread)
   FASA_CHECK(window >= 1 && spread >= 0);
 }
 
-bool QueryWindow::keeps_old(int slot, int newest) const {
-  if (spread_ == 0) return false;
-  int64_t stride = 1;  // multiples of it in [0, newest]: newest / stride + 1
-  while (newest / stride + 1 > spread_) stride *= 2;
-  return slot % stride == 0;
+int64_t QueryWindow::stride(int newest) const {
+  if (spread_ == 0) return 0;
+  int64_t s = 1;  // multiples of s in [0, newest]: newest / s + 1
+  while (newest / s + 1 > spread_) s *= 2;
+  return s;
 }
 
 void QueryWindow::add(int layer_row, int first_slot, int n_tok, const float* q) {
@@ -30,10 +30,11 @@ void QueryWindow::add(int layer_row, int first_slot, int n_tok, const float* q) 
   const size_t per = static_cast<size_t>(shape_.n_heads) * shape_.head_dim;  // one query row
   std::vector<float>& qs = q_[layer_row];
   std::vector<int32_t>& slots = slots_[layer_row];
-  const int newest = first_slot + n_tok - 1;
+  const int64_t s = stride(first_slot + n_tok - 1);
+  auto keeps_old = [s](int slot) { return s > 0 && slot % s == 0; };
   // This chunk's rows that are kept: the newest `window` and the spread ones before them.
   for (int t = 0; t < n_tok; ++t) {
-    if (t < n_tok - window_ && !keeps_old(first_slot + t, newest)) continue;
+    if (t < n_tok - window_ && !keeps_old(first_slot + t)) continue;
     qs.insert(qs.end(), q + t * per, q + (t + 1) * per);
     slots.push_back(first_slot + t);
   }
@@ -41,7 +42,7 @@ void QueryWindow::add(int layer_row, int first_slot, int n_tok, const float* q) 
   const size_t old = slots.size() > static_cast<size_t>(window_) ? slots.size() - window_ : 0;
   size_t w = 0;  // rows kept so far, compacted in place
   for (size_t j = 0; j < slots.size(); ++j) {
-    if (j < old && !keeps_old(slots[j], newest)) continue;
+    if (j < old && !keeps_old(slots[j])) continue;
     if (w != j) {
       slots[w] = slots[j];
       std::copy(qs.begin() + j * per, qs.begin() + (j + 1) * per, qs.begin() + w * per);

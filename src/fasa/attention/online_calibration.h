@@ -57,8 +57,9 @@ class QueryWindow {
   void truncate(int n);
 
  private:
-  // Whether query `slot`, not among the newest `window`, stays when `newest` is the newest slot.
-  bool keeps_old(int slot, int newest) const;
+  // The stride whose multiples the older queries keep when `newest` is the newest slot (0:
+  // none, spread 0).
+  int64_t stride(int newest) const;
 
   AttnShape shape_;
   int window_;
