@@ -208,6 +208,9 @@ void add_task_run_options(CLI::App* cmd, TaskRunArgs& r) {
       ->capture_default_str();
   cmd->add_option("--kv-type", r.kv_type, "KV cache type: f16, f32 or q8_0")->capture_default_str();
   cmd->add_flag("--chat", r.chat, "wrap each prompt as a user turn of the model's chat format");
+  cmd->add_flag("--question-under-policy", r.question_under_policy,
+                "prefill each task's context densely, then run its question under the policy "
+                "(decode steps) before the answer; default: the whole prompt is prefilled densely");
 }
 
 std::string utc_now() {

@@ -79,6 +79,7 @@ struct TaskRunArgs {
   int jobs = 1;
   std::string kv_type = "f16";
   bool chat = false;
+  bool question_under_policy = false;
 };
 void add_task_run_options(CLI::App* cmd, TaskRunArgs& r);
 

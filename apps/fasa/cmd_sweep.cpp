@@ -2,6 +2,7 @@
 //   fasa eval sweep -m MODEL --tasks FILE.jsonl --policies LIST --budgets LIST [--calib C] -o DIR
 //                   [--shard I/N] [--resume]
 //   fasa eval merge DIR... -o OUT [--tasks FILE.jsonl]
+//   fasa eval protocols DIR_OR_RESULTS_JSON DIR_OR_RESULTS_JSON [--json]
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -13,12 +14,14 @@
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/core/sha256.h"
+#include "fasa/eval/protocol_compare.h"
 #include "fasa/eval/sweep.h"
 #include "fasa/eval/sweep_checkpoint.h"
 #include "fasa/eval/sweep_shard.h"
 #include "fasa/eval/task_runner.h"
 #include "fasa/io/atomic_file.h"
 #include "fasa/io/gguf.h"
+#include "fasa/io/json_read.h"
 #include "fasa/io/svg.h"
 #include "provenance.h"
 
@@ -52,6 +55,7 @@ SweepMeta sweep_meta(const SweepArgs& a, const Model& model) {
   m.version = version_text();
   m.date = utc_now();
   m.chat = a.run.chat;
+  m.question_under_policy = a.run.question_under_policy;
   m.kv_type = a.run.kv_type;
   m.threads = num_threads();
   return m;
@@ -68,6 +72,7 @@ SweepIdentity sweep_identity(const SweepArgs& a, const SweepMeta& m, size_t n_ta
   id.n_tasks = static_cast<int>(n_tasks);
   id.n_ctx = a.run.n_ctx;
   id.chat = a.run.chat;
+  id.question_under_policy = a.run.question_under_policy;
   id.policies = policies;
   id.shard_index = shard.index;
   id.shard_count = shard.count;
@@ -167,6 +172,7 @@ void run_sweep(const SweepArgs& args) {
   o.policies.clear();  // (the default is {"full"})
   for (const auto& e : entries) o.policies.push_back(e.spec);
   o.chat = a.run.chat;
+  o.question_under_policy = a.run.question_under_policy;
   o.jobs = a.run.jobs;
   o.n_ctx = a.run.n_ctx;
   o.kv_type = parse_kv_type(a.run.kv_type);
@@ -225,6 +231,25 @@ void run_sweep(const SweepArgs& args) {
   ckpt.remove();
   std::printf("%s\nwrote %s/results.json, results.md%s\n", md.c_str(), a.out_dir.c_str(),
               plots.c_str());
+}
+
+struct ProtocolsArgs {
+  std::vector<std::string> sweeps;  // [2] directories or results.json files
+  bool json = false;
+};
+
+// A sweep's results.json, from its directory or the file itself.
+ProtocolSweep read_protocol_sweep(const std::string& path) {
+  std::filesystem::path p(path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(p, ec)) p /= "results.json";
+  return {json_parse<nlohmann::json>(read_text_file(p.string()), p.string()), p.string()};
+}
+
+void run_protocols(const ProtocolsArgs& a) {
+  const ProtocolComparison c =
+      compare_protocols(read_protocol_sweep(a.sweeps[0]), read_protocol_sweep(a.sweeps[1]));
+  std::printf("%s", a.json ? protocol_json(c).c_str() : protocol_markdown(c).c_str());
 }
 
 struct MergeArgs {
@@ -307,6 +332,18 @@ void add_sweep_commands(CLI::App* eval) {
                  "the sweep's task file (default: the path shard 0 recorded; its sha256 must be "
                  "the shards')");
   mc->callback([mg] { run_merge(*mg); });
+
+  auto pr = std::make_shared<ProtocolsArgs>();
+  auto* pc = eval->add_subcommand("protocols",
+                                  "two sweeps of one task file side by side: dense prefill against "
+                                  "the question under the "
+                                  "policy, paired per setting");
+  pc->add_option("sweeps", pr->sweeps,
+                 "the two sweeps' output directories (or results.json files), in either order")
+      ->required()
+      ->expected(2);
+  pc->add_flag("--json", pr->json, "print one JSON object");
+  pc->callback([pr] { run_protocols(*pr); });
 }
 
 }  // namespace fasa::cli

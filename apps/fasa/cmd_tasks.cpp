@@ -53,13 +53,15 @@ void print_cells(const std::vector<double>& score, const std::vector<double>& pa
   std::printf("\n");
 }
 
-void print_table(const std::vector<Task>& tasks, const TaskRunResult& r) {
+void print_table(const std::vector<Task>& tasks, const TaskRunResult& r, bool question) {
   const TaskScoreTable t = score_table(tasks, r);
   const TaskScoreTable pc = score_table(tasks, r, true);
   const bool multi = std::any_of(tasks.begin(), tasks.end(),
                                  [](const Task& x) { return x.metric == TaskMetric::All; });
-  std::printf("%zu tasks, context %d tokens, greedy (%.1f s, dense prefills %.1f s)\n%s\n",
-              tasks.size(), r.n_ctx, r.seconds, r.prefill_seconds,
+  std::printf("%zu tasks, context %d tokens, greedy, %s (%.1f s, dense prefills %.1f s)\n%s\n",
+              tasks.size(), r.n_ctx,
+              question ? "question under the policy" : "dense prefill of the whole prompt",
+              r.seconds, r.prefill_seconds,
               multi
                   ? "score (partial: the share of a task's answers found, RULER's partial credit)\n"
                   : "");
@@ -87,12 +89,13 @@ void run_tasks_cmd(const TasksArgs& a) {
   o.policies = resolved_specs(a.policy.specs(), model);
   o.jobs = a.run.jobs;
   o.chat = a.run.chat;
+  o.question_under_policy = a.run.question_under_policy;
   o.n_ctx = a.run.n_ctx;
   o.kv_type = parse_kv_type(a.run.kv_type);
   o.lossless = lossless;
   const TaskRunResult r = run_tasks(model, tasks, o, progress_printer("generations"));
   if (!a.json) {
-    print_table(tasks, r);
+    print_table(tasks, r, a.run.question_under_policy);
     if (lossless.k > 0) print_lossless(a.lossless, r);
     return;
   }
@@ -101,6 +104,7 @@ void run_tasks_cmd(const TasksArgs& a) {
   j["tasks_file"] = a.tasks;
   j["n_ctx"] = r.n_ctx;
   j["chat"] = a.run.chat;
+  j["protocol"] = protocol_name(a.run.question_under_policy);
   j["kv_type"] = a.run.kv_type;
   j["seconds"] = r.seconds;
   j["lossless"] = lossless_name(lossless);

@@ -56,17 +56,21 @@ def eval_tasks(
     chat=False,
     lossless="off",
     threads=None,
+    question_under_policy=False,
 ):
     """Greedy generation on long-context tasks under each policy spec in `policies`, scored.
     `tasks`: a JSONL task file (src/fasa/eval/tasks.h: id, task, prompt, answers,
     max_new_tokens, metric), or a list of task dicts. Returns the dict `fasa eval tasks --json`
     prints: "results" (per policy: score, mean_of_kinds, partial, by_task, ...) and "items"
-    (per task and policy: output, score)."""
+    (per task and policy: output, score). `question_under_policy`: prefill each task's context
+    densely and run its "question" (the prompt's tail) under each policy, as `fasa eval tasks
+    --question-under-policy` does; every task then needs a "question"."""
     m = _model(model)
     if threads is not None:
         set_threads(threads)
     src = _tasks_source(tasks)
     out = _fasa.eval_tasks(
-        m._m, src, list(policies), int(n_ctx), int(jobs), kv_type, bool(chat), str(lossless)
+        m._m, src, list(policies), int(n_ctx), int(jobs), kv_type, bool(chat), str(lossless),
+        bool(question_under_policy),
     )
     return json.loads(out)

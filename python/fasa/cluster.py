@@ -355,6 +355,7 @@ def _parser():
                    help="threads per shard (default: --cpus)")
     s.add_argument("--kv-type", help="as fasa eval sweep")
     s.add_argument("--chat", action="store_true", help="as fasa eval sweep")
+    s.add_argument("--question-under-policy", action="store_true", help="as fasa eval sweep")
     s.add_argument("--cpus", type=float, default=None,
                    help="Ray CPUs each shard task takes (default: -t, else -j, else 1)")
     s.add_argument("--retries", type=int, default=3,
@@ -404,6 +405,8 @@ def _sweep_args(a, files):
         args += ["--kv-type", a.kv_type]
     if a.chat:
         args.append("--chat")
+    if a.question_under_policy:
+        args.append("--question-under-policy")
     return args
 
 

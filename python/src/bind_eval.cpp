@@ -68,7 +68,8 @@ std::string eval_ppl(const PyModel& m, const Source& text, int n_ctx, int n_chun
 
 std::string eval_tasks(const PyModel& m, const Source& src,
                        const std::vector<std::string>& policies, int n_ctx, int jobs,
-                       const std::string& kv_type, bool chat, const std::string& lossless) {
+                       const std::string& kv_type, bool chat, const std::string& lossless,
+                       bool question_under_policy) {
   pb::gil_scoped_release nogil;
   const LosslessOptions lo = parse_lossless(lossless);
   const std::vector<Task> tasks = parse_tasks(src.bytes, src.label);
@@ -79,12 +80,14 @@ std::string eval_tasks(const PyModel& m, const Source& src,
   o.n_ctx = n_ctx;
   o.kv_type = parse_kv_type(kv_type);
   o.lossless = lo;
+  o.question_under_policy = question_under_policy;
   const TaskRunResult r = run_tasks(m.model, tasks, o, nullptr);
   Json j;
   j["model"] = m.model->file().path();
   j["tasks_file"] = src.label;
   j["n_ctx"] = r.n_ctx;
   j["chat"] = chat;
+  j["protocol"] = protocol_name(question_under_policy);
   j["kv_type"] = kv_type;
   j["seconds"] = r.seconds;
   j["lossless"] = lossless_name(lo);
@@ -109,7 +112,7 @@ void bind_eval(pb::module_& m) {
         pb::arg("policy"), pb::arg("compare"));
   m.def("eval_tasks", &eval_tasks, pb::arg("model"), pb::arg("tasks"), pb::arg("policies"),
         pb::arg("n_ctx"), pb::arg("jobs"), pb::arg("kv_type"), pb::arg("chat"),
-        pb::arg("lossless"));
+        pb::arg("lossless"), pb::arg("question_under_policy"));
 }
 
 }  // namespace fasa::py

@@ -166,6 +166,20 @@ TEST(SweepCheckpoint, OtherSettingsAreRefusedByName) {
         w.policies = {"fasa:budget=64,calib=c.json", "full"};
       },
       "policies");
+  // The protocol: a question-under-policy checkpoint resumes only with the flag, and a dense one
+  // only without it.
+  SweepIdentity question = identity();
+  question.question_under_policy = true;
+  EXPECT_EQ(parse_checkpoint(checkpoint_header_line(question) + "\n", "ck", question, three_tasks())
+                .size(),
+            0u);
+  expect_error([&] { parse_checkpoint(text, "ck", question, three_tasks()); },
+               "ck: it was written for the dense-prefill protocol (no --question-under-policy)");
+  expect_error(
+      [&] {
+        parse_checkpoint(checkpoint_header_line(question) + "\n", "ck", identity(), three_tasks());
+      },
+      "ck: it was written for the protocol question-under-policy (--question-under-policy)");
   expect_error([&] { parse_checkpoint("{\"format\":\"x\"}\n", "ck", identity(), three_tasks()); },
                "ck: line 1 is not a fasa sweep checkpoint header");
   expect_error([&] { parse_checkpoint("", "ck", identity(), three_tasks()); }, "empty");

@@ -146,6 +146,25 @@ TEST(SweepShard, RecordRoundTrips) {
   std::string bad = f.shard_json;
   bad.replace(bad.find("\"n_ctx\": 300"), 12, "\"n_ctx\": -3");
   expect_error([&] { parse_shard_json(bad, "x/shard.json"); }, "\"n_ctx\"");
+  // The protocol round-trips; a record without it (written before it was recorded) is dense
+  // prefill; an unknown one is refused.
+  EXPECT_FALSE(rec.meta.question_under_policy);
+  Fixture q = fx;
+  q.meta.question_under_policy = true;
+  const ShardFiles qf = q.shard(1, 3, "q1");
+  const ShardRecord qrec = parse_shard_json(qf.shard_json, "q1/shard.json");
+  EXPECT_TRUE(qrec.meta.question_under_policy);
+  EXPECT_TRUE(shard_identity(qrec).question_under_policy);
+  EXPECT_EQ(shard_json(qrec), qf.shard_json);
+  std::string old = f.shard_json;
+  const std::string line = " \"protocol\": \"dense-prefill\",\n";
+  old.erase(old.find(line), line.size());
+  EXPECT_FALSE(parse_shard_json(old, "x/shard.json").meta.question_under_policy);
+  std::string unknown = f.shard_json;
+  unknown.replace(unknown.find("dense-prefill"), 13, "sparse-prefill");
+  expect_error([&] { parse_shard_json(unknown, "x/shard.json"); },
+               "x/shard.json: field \"protocol\" must be \"dense-prefill\" or "
+               "\"question-under-policy\" (got \"sparse-prefill\")");
 }
 
 // Merging the shards in any order gives the whole sweep's results.json byte for byte, once the
@@ -224,6 +243,11 @@ TEST(SweepShard, MergeRefusesWhatIsNotOneFinishedSweep) {
   expect_error(
       [&] { merge_shards(other([](Fixture& f) { f.meta.calib_sha256 = "dd"; }), fx.tasks, sha); },
       "has calib_sha256 = dd");
+  expect_error(
+      [&] {
+        merge_shards(other([](Fixture& f) { f.meta.question_under_policy = true; }), fx.tasks, sha);
+      },
+      "has protocol = question-under-policy, but shard 0/3 (a) has dense-prefill");
   expect_error(
       [&] {
         merge_shards(other([](Fixture& f) { f.entries = sweep_entries({"full"}, {}, ""); }),

@@ -524,5 +524,130 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
   expect_error([&] { run_tasks(model, tasks, o, nullptr); }, "needs a budget");
 }
 
+// Small passkey tasks on a repeated haystack (each with its question), run to max_new_tokens.
+std::vector<Task> question_tasks(const Tokenizer& tok, int count) {
+  TaskGenOptions g;
+  g.kind = "passkey";
+  g.n_ctx = 220;
+  g.count = count;
+  std::string hay;
+  for (int i = 0; i < 300; ++i) hay += "The river ran past mill number " + std::to_string(i) + ". ";
+  auto n_tokens = [&](const std::string& p) {
+    return static_cast<int64_t>(tok.encode(p, true, false).size());
+  };
+  std::vector<Task> tasks;
+  for (auto& t : generate_tasks(g, hay, "hay", n_tokens, nullptr)) {
+    t.task.metric = TaskMetric::Exact;  // runs to max_new_tokens (no early stop)
+    t.task.max_new_tokens = 5;
+    tasks.push_back(t.task);
+  }
+  return tasks;
+}
+
+// The question-under-policy protocol: the context is prefilled densely and shared, the
+// question's tokens run under each policy as decode steps. Under full it gives the dense-prefill
+// protocol's answer bit for bit (a token's output is the same bits prefilled or decoded); under a
+// policy it matches a session that prefills the context itself and decodes the question.
+TEST(TaskRunner, QuestionUnderPolicyEqualsItsBruteForceProtocol) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  auto model = Model::load(path);
+  const Tokenizer& tok = model->require_tokenizer();
+  const std::vector<Task> tasks = question_tasks(tok, 2);
+  TaskRunOptions o;
+  o.policies = {"full", "streaming:budget=16", "snapkv:budget=16,window=4",
+                "fasa:calib=online,budget=16"};
+  o.prefill_chunk = 64;
+  const TaskRunResult dense = run_tasks(model, tasks, o, nullptr);
+  o.question_under_policy = true;
+  const TaskRunResult r = run_tasks(model, tasks, o, nullptr);
+  EXPECT_EQ(r.n_prefills, 2);  // one shared dense prefill of each context
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const std::vector<int32_t> prompt = tok.encode(tasks[i].prompt, true, false);
+    ASSERT_FALSE(tasks[i].question.empty());
+    const std::string context_text =
+        tasks[i].prompt.substr(0, tasks[i].prompt.size() - tasks[i].question.size());
+    const std::vector<int32_t> context = tok.encode(context_text, true, false);
+    // The split: the context's own tokens (no token merges across "\n\nWhat is ..."), the
+    // question's after them.
+    ASSERT_EQ(r.n_prompt[i], static_cast<int>(prompt.size()));
+    ASSERT_EQ(r.n_question[i], static_cast<int>(prompt.size() - context.size()));
+    EXPECT_GT(r.n_question[i], 5);
+    EXPECT_TRUE(std::equal(context.begin(), context.end(), prompt.begin()));
+    EXPECT_EQ(dense.n_question[i], 0);
+    const std::vector<int32_t> question(prompt.begin() + static_cast<int64_t>(context.size()),
+                                        prompt.end());
+    GenerateOptions go;
+    go.n_predict = 5;
+    go.sampler.temp = 0.0f;
+    SessionOptions so;
+    so.n_ctx = r.n_ctx;
+    so.prefill_chunk = 64;
+    {  // full: the same logits after the question as after prefilling it, the same answer
+      Session whole(model, so);
+      whole.prefill(prompt);
+      Session split(model, so);
+      split.prefill(context);
+      for (const int32_t t : question) split.decode(t);
+      EXPECT_EQ(split.last_logits(), whole.last_logits());
+      EXPECT_EQ(r.outcome[i][0].output, dense.outcome[i][0].output);
+      // The question's steps are decode steps: their reads are counted.
+      EXPECT_EQ(r.outcome[i][0].attn.decode_tokens,
+                dense.outcome[i][0].attn.decode_tokens + question.size());
+    }
+    for (size_t p = 1; p < o.policies.size(); ++p) {
+      so.policy = o.policies[p];
+      Session self(model, so);
+      const AttnStats before = self.attn_stats();
+      self.prefill(context);
+      for (const int32_t t : question) self.decode(t);
+      const GenerateResult want = generate_from_prefilled(self, go, nullptr);
+      EXPECT_EQ(r.outcome[i][p].output, want.text) << o.policies[p];
+      EXPECT_EQ(r.outcome[i][p].attn.bytes_read(), (self.attn_stats() - before).bytes_read())
+          << o.policies[p];
+      EXPECT_LT(r.outcome[i][p].attn.slots_read, r.outcome[i][p].attn.slots_visible);
+    }
+  }
+}
+
+// With --chat, everything from the question on runs under the policy: the question and the chat
+// format's closing tokens (end of the user turn, the assistant's header).
+TEST(TaskRunner, QuestionUnderPolicyWithChatRunsTheClosingTokensToo) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  auto model = Model::load(path);
+  const Tokenizer& tok = model->require_tokenizer();
+  const std::vector<Task> tasks = question_tasks(tok, 1);
+  TaskRunOptions o;
+  o.policies = {"full"};
+  o.question_under_policy = true;
+  const TaskRunResult plain = run_tasks(model, tasks, o, nullptr);
+  o.chat = true;
+  const TaskRunResult chat = run_tasks(model, tasks, o, nullptr);
+  const std::vector<int32_t> closing =
+      tok.encode("<|im_end|>\n<|im_start|>assistant\n", false, true);
+  EXPECT_EQ(chat.n_question[0], plain.n_question[0] + static_cast<int>(closing.size()));
+}
+
+TEST(TaskRunner, QuestionUnderPolicyRefusesWhatItCannotRun) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  auto model = Model::load(path);
+  std::vector<Task> tasks = question_tasks(model->require_tokenizer(), 1);
+  TaskRunOptions o;
+  o.question_under_policy = true;
+  o.lossless.k = 4;
+  expect_error([&] { run_tasks(model, tasks, o, nullptr); },
+               "--question-under-policy cannot be combined with --lossless");
+  o.lossless = {};
+  tasks[0].question.clear();
+  expect_error([&] { run_tasks(model, tasks, o, nullptr); },
+               "task 'passkey-220-1-0' has no \"question\" (--question-under-policy needs one");
+  Task choice{"pick", "choice", "The capital of France is", {}, 0, TaskMetric::Choice};
+  choice.choices = {" Paris", " Rome"};
+  choice.gold = 0;
+  expect_error([&] { run_tasks(model, {choice}, o, nullptr); },
+               "task 'pick': a choice task has no question to run under the policy");
+  o.question_under_policy = false;  // the dense-prefill protocol runs it
+  EXPECT_EQ(run_tasks(model, {choice}, o, nullptr).outcome[0].size(), 1u);
+}
+
 }  // namespace
 }  // namespace fasa

@@ -104,13 +104,14 @@ def test_sweep_flags_and_shipped_files(tmp_path, monkeypatch):
     a = cluster._parser().parse_args(
         ["sweep", "--shards", "3", "-m", "smollm2-135m", "--tasks", "T.jsonl", "--policies",
          "full,fasa", "--policy", "fasa:calib=own.json,fcs=compound", "--budgets", "32,64",
-         "--calib", "c/emma.json", "-c", "512", "--chat", "-o", "out"])
+         "--calib", "c/emma.json", "-c", "512", "--chat", "--question-under-policy", "-o", "out"])
     a.threads = 2
     files = {}
     args = cluster._sweep_args(a, files)
     assert args == ["-m", "smollm2-135m", "--tasks", "T.jsonl", "--policies", "full,fasa",
                     "--policy", "fasa:calib=own.json,fcs=compound", "--budgets", "32,64",
-                    "--calib", os.path.join("c", "emma.json"), "-c", "512", "-t", "2", "--chat"]
+                    "--calib", os.path.join("c", "emma.json"), "-c", "512", "-t", "2", "--chat",
+                    "--question-under-policy"]
     assert sorted(files) == sorted([os.path.join("c", "emma.json"), "own.json"])
 
 

@@ -216,6 +216,22 @@ def test_eval_tasks_equals_cli(model, tmp_path):
     # Task dicts instead of a file: the same outputs.
     again = fasa.eval_tasks(model, TASKS, policies=policies)
     assert again["items"] == py["items"] and again["tasks_file"] == "<tasks>"
+    assert py["protocol"] == out["protocol"] == "dense-prefill"
+
+
+def test_eval_tasks_question_under_policy_equals_cli(model, tmp_path):
+    tasks = [dict(TASKS[0], question="What is the pass key? The pass key is")]
+    f = tmp_path / "tasks.jsonl"
+    f.write_text(json.dumps(tasks[0]) + "\n", encoding="utf-8")
+    policies = ["full", "streaming:budget=8,sinks=2"]
+    py = fasa.eval_tasks(model, f, policies=policies, question_under_policy=True)
+    out = json.loads(cli("eval", "tasks", "-m", str(SMOLLM2), "--tasks", str(f), "--compare",
+                         policies[1], "--question-under-policy", "--json"))
+    assert py["items"] == out["items"]
+    assert py["protocol"] == out["protocol"] == "question-under-policy"
+    assert py["items"][0]["n_question"] > 5
+    with pytest.raises(fasa.FasaError, match="has no \"question\""):
+        fasa.eval_tasks(model, TASKS, question_under_policy=True)
 
 
 def test_calibrate_writes_a_file_the_cli_reads(model, tmp_path):

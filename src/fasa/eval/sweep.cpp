@@ -104,6 +104,7 @@ nlohmann::ordered_json items_json(const std::vector<Task>& tasks,
       it["task"] = tasks[i].task;
       it["spec"] = entries[p].spec;
       it["n_prompt"] = r.n_prompt[i];
+      if (i < r.n_question.size() && r.n_question[i] > 0) it["n_question"] = r.n_question[i];
       it["score"] = o.score;
       it["partial"] = o.partial;
       it["n_generated"] = o.n_generated;
@@ -133,6 +134,7 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
   j["n_tasks"] = tasks.size();
   j["n_ctx"] = r.n_ctx;
   j["chat"] = meta.chat;
+  j["protocol"] = protocol_name(meta.question_under_policy);
   j["kv_type"] = meta.kv_type;
   j["threads"] = meta.threads;
   j["decoding"] = "greedy";
@@ -179,7 +181,7 @@ constexpr const char* kDefinitions =
     "global layers. KV read/token = bytes read per decoded token (selection side data + those "
     "rows). KV resident = the peak over a generation's decode steps of the KV bytes held in RAM "
     "that the policy can still read (cached rows less those it evicted for good, + its side "
-    "data), mean over tasks; prefill is dense for every policy.\n\n";
+    "data), mean over tasks.\n\n";
 
 std::string md_header(const SweepMeta& meta, const std::vector<Task>& tasks,
                       const TaskScoreTable& t, const TaskRunResult& r) {
@@ -194,6 +196,12 @@ std::string md_header(const SweepMeta& meta, const std::vector<Task>& tasks,
                         meta.resumed_tasks, tasks.size())
           : "",
       meta.shards > 0 ? fmt::format(" (summed over {} shards, merged)", meta.shards) : "");
+  s += meta.question_under_policy
+           ? "Protocol: **question under the policy**: each prompt's context is prefilled "
+             "densely; its question (and the chat format's closing tokens) runs token by token "
+             "as decode steps under the policy, then the answer is generated.\n\n"
+           : "Protocol: **dense prefill**: each whole prompt, its question included, is "
+             "prefilled densely; the policy acts from the first generated token.\n\n";
   s += kDefinitions;
   if (meta.task_builds.size() > 1) {
     s += "**Builds mixed** (`--resume-other-build`), tasks run by each:";

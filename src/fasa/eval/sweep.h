@@ -31,6 +31,7 @@ struct SweepMeta {
   std::string model, model_sha256, calib, calib_sha256, tasks_file, tasks_sha256;
   std::string version, date;
   bool chat = false;
+  bool question_under_policy = false;  // the protocol (TaskRunOptions::question_under_policy)
   std::string kv_type;
   int threads = 0;
   int resumed_tasks = 0;  // tasks read from a checkpoint (--resume) rather than run by this run

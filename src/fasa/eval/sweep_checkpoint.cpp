@@ -78,6 +78,7 @@ Json identity_json(const SweepIdentity& id) {
   j["kv_type"] = id.kv_type;
   j["policies"] = id.policies;
   if (id.shard_count > 0) j["shard"] = {id.shard_index, id.shard_count};
+  if (id.question_under_policy) j["protocol"] = protocol_name(true);
   return j;
 }
 
@@ -109,7 +110,19 @@ void check_header(const Json& got, const SweepIdentity& want, const std::string&
         "to another directory",
         source);
   }
+  if (h.has("protocol") && !w.contains("protocol")) {
+    fail(
+        "{}: it was written for the protocol {} (--question-under-policy); resume it with the "
+        "same flag, or write to another directory",
+        source, shown(h.at("protocol")));
+  }
   for (const auto& [key, value] : w.items()) {
+    if (key == "protocol" && !h.has(key)) {
+      fail(
+          "{}: it was written for the dense-prefill protocol (no --question-under-policy); "
+          "resume it without the flag, or write to another directory",
+          source);
+    }
     if (!h.has(key)) fail("{}: the header has no '{}'", source, key);
     if (h.at(key) != value) {
       fail(

@@ -5,7 +5,9 @@
 //
 // Line 1: {"format": "fasa-sweep-checkpoint", "version": 1, "model_sha256", "calib_sha256",
 //          "tasks_sha256", "n_tasks", "n_ctx", "chat", "kv_type", "policies": [specs]
-//          [, "shard": [I, N]]}   (shard: `--shard I/N`; absent for a whole sweep)
+//          [, "shard": [I, N]] [, "protocol": "question-under-policy"]}
+//          (shard: `--shard I/N`; absent for a whole sweep. protocol: absent for the dense-prefill
+//          protocol)
 // Then:   {"task": index, "id", "n_prompt", "prefill_seconds", "fasa_version",
 //          "outcomes": [{"output", "score", "n_generated", "decode_ms", "attn": {...},
 //                        "kv_resident_bytes"}]}
@@ -32,7 +34,8 @@ struct SweepIdentity {
   int n_tasks = 0;
   int n_ctx = 0;  // as asked for (0: fitted to the tasks)
   bool chat = false;
-  std::vector<std::string> policies;  // [n_policies] specs, in order
+  bool question_under_policy = false;  // the protocol
+  std::vector<std::string> policies;   // [n_policies] specs, in order
   // `eval sweep --shard I/N` (count 0: not sharded): the header then holds "shard": [I, N], and
   // only tasks with index % N == I belong in the checkpoint.
   int shard_index = 0, shard_count = 0;

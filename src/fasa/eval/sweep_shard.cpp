@@ -75,6 +75,7 @@ std::string shard_json(const ShardRecord& rec) {
   j["n_ctx_requested"] = rec.n_ctx_requested;
   j["n_ctx"] = rec.n_ctx;
   j["chat"] = m.chat;
+  j["protocol"] = protocol_name(m.question_under_policy);
   j["kv_type"] = m.kv_type;
   j["threads"] = m.threads;
   j["seconds"] = rec.seconds;
@@ -119,6 +120,14 @@ ShardRecord parse_shard_json(const std::string& text, const std::string& source)
   rec.n_ctx_requested = j.number<int>("n_ctx_requested", 0, kMaxCount);
   rec.n_ctx = j.number<int>("n_ctx", 1, kMaxCount);
   m.chat = j.boolean("chat");
+  if (j.has("protocol")) {  // absent in records written before it was recorded: dense prefill
+    const std::string protocol = j.string("protocol");
+    if (protocol != protocol_name(false) && protocol != protocol_name(true)) {
+      fail("{}: field \"protocol\" must be \"{}\" or \"{}\" (got \"{}\")", source,
+           protocol_name(false), protocol_name(true), protocol);
+    }
+    m.question_under_policy = protocol == protocol_name(true);
+  }
   m.kv_type = j.string("kv_type");
   m.threads = j.number<int>("threads", 0, kMaxCount);
   rec.seconds = j.number<double>("seconds", 0.0, std::numeric_limits<double>::max());
@@ -144,6 +153,7 @@ SweepIdentity shard_identity(const ShardRecord& rec) {
   id.n_tasks = rec.n_tasks;
   id.n_ctx = rec.n_ctx_requested;
   id.chat = rec.meta.chat;
+  id.question_under_policy = rec.meta.question_under_policy;
   for (const SweepEntry& e : rec.entries) id.policies.push_back(e.spec);
   id.shard_index = rec.shard.index;
   id.shard_count = rec.shard.count;
@@ -165,6 +175,7 @@ std::vector<std::pair<std::string, std::string>> sweep_settings(const ShardRecor
           {"n_ctx_requested", std::to_string(r.n_ctx_requested)},
           {"n_ctx", std::to_string(r.n_ctx)},
           {"chat", r.meta.chat ? "true" : "false"},
+          {"protocol", protocol_name(r.meta.question_under_policy)},
           {"kv_type", r.meta.kv_type},
           {"settings", entries}};
 }

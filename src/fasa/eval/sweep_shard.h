@@ -9,7 +9,7 @@
 //
 // shard.json: {"format": "fasa-sweep-shard", "version": 1, "shard": [I, N], "fasa_version",
 //   "date", "model", "model_sha256", "calib", "calib_sha256", "tasks_file", "tasks_sha256",
-//   "n_tasks", "n_ctx_requested", "n_ctx", "chat", "kv_type", "threads", "seconds",
+//   "n_tasks", "n_ctx_requested", "n_ctx", "chat", "protocol", "kv_type", "threads", "seconds",
 //   "prefills", "resumed_tasks", "entries": [{"name", "budget", "spec", "label"}]}
 #pragma once
 

@@ -139,6 +139,7 @@ nlohmann::ordered_json task_items_json(const std::vector<Task>& tasks, const Tas
       it["task"] = tasks[i].task;
       it["policy"] = r.policies[p];
       it["n_prompt"] = r.n_prompt[i];
+      if (i < r.n_question.size() && r.n_question[i] > 0) it["n_question"] = r.n_question[i];
       it["metric"] = metric_name(tasks[i].metric);
       it["score"] = oc.score;
       it["partial"] = oc.partial;

@@ -28,9 +28,45 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 struct TaskTokens {
   std::vector<std::vector<int32_t>> prompts;  // [n_tasks][n_prompt]
   std::vector<ChoiceTokens> choices;          // [n_tasks] empty but for choice tasks
+  // [n_tasks] the leading prompt tokens prefilled densely: n_prompt, or under the question
+  // protocol the context's (the rest run under the policy)
+  std::vector<int> n_context;
 };
 
-TaskTokens tokenize_tasks(const Model& model, const std::vector<Task>& tasks, bool chat) {
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+// Under the question protocol: how many of `prompt`'s tokens (the tokens of `text`, which holds
+// the task's prompt) belong to the context. The context's text ends where the question starts;
+// its tokens are cut to those it shares with the whole text's, so a token the tokenizer merges
+// across the boundary runs with the question.
+int context_tokens(const Tokenizer& tok, const Task& task, const std::string& text,
+                   const std::vector<int32_t>& prompt, bool special) {
+  if (task.question.empty()) {
+    fail(
+        "task '{}' has no \"question\" (--question-under-policy needs one: fasa gen-tasks "
+        "writes it)",
+        task.id);
+  }
+  const size_t at = text.find(task.prompt);
+  if (at == std::string::npos) {
+    fail("task '{}': the chat format changed the prompt's text; its question cannot be found",
+         task.id);
+  }
+  const size_t q = at + task.prompt.size() - task.question.size();
+  const size_t n = common_prefix(tok.encode(text.substr(0, q), true, special), prompt);
+  if (n == 0 || n >= prompt.size()) {
+    fail("task '{}': its question and context do not split into tokens ({} of {} tokens shared)",
+         task.id, n, prompt.size());
+  }
+  return static_cast<int>(n);
+}
+
+TaskTokens tokenize_tasks(const Model& model, const std::vector<Task>& tasks, bool chat,
+                          bool question) {
   const Tokenizer& tok = model.require_tokenizer();
   ChatFormat fmt{};
   std::string default_system;
@@ -50,13 +86,21 @@ TaskTokens tokenize_tasks(const Model& model, const std::vector<Task>& tasks, bo
       } catch (const Error& e) {
         fail("task '{}': {}", task.id, e.what());
       }
+      if (question) {
+        fail(
+            "task '{}': a choice task has no question to run under the policy "
+            "(--question-under-policy)",
+            task.id);
+      }
       t.prompts.push_back(t.choices[i].context);
-    } else if (chat) {
-      const std::string text = render_chat(fmt, {{"user", task.prompt}}, true, default_system);
-      t.prompts.push_back(tok.encode(text, true, true));
-    } else {
-      t.prompts.push_back(tok.encode(task.prompt, true, false));
+      t.n_context.push_back(static_cast<int>(t.prompts.back().size()));
+      continue;
     }
+    const std::string text =
+        chat ? render_chat(fmt, {{"user", task.prompt}}, true, default_system) : task.prompt;
+    t.prompts.push_back(tok.encode(text, true, chat));
+    t.n_context.push_back(question ? context_tokens(tok, task, text, t.prompts.back(), chat)
+                                   : static_cast<int>(t.prompts.back().size()));
   }
   return t;
 }
@@ -81,6 +125,11 @@ void check_options(const std::vector<Task>& tasks, const TaskRunOptions& opts,
   if (opts.policies.empty()) fail("no policies to run");
   if (opts.n_ctx < 0) fail("--ctx must be >= 0 (got {})", opts.n_ctx);
   if (opts.jobs < 1) fail("--jobs must be >= 1 (got {})", opts.jobs);
+  if (opts.question_under_policy && opts.lossless.k > 0) {
+    fail(
+        "--question-under-policy cannot be combined with --lossless (the question's steps "
+        "would not be full attention's)");
+  }
 }
 
 // r.n_prompt and r.n_ctx (the option, or the longest prompt + its new tokens); a task that does
@@ -90,6 +139,7 @@ void size_context(const std::vector<Task>& tasks, const TaskTokens& toks,
   int need = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     r.n_prompt.push_back(static_cast<int>(toks.prompts[i].size()));
+    r.n_question.push_back(r.n_prompt.back() - toks.n_context[i]);
     need = std::max(need, r.n_prompt.back() + tokens_after_prompt(tasks[i], toks.choices[i]));
   }
   r.n_ctx = opts.n_ctx > 0 ? opts.n_ctx : need;
@@ -151,11 +201,13 @@ GenerateOptions generate_options(const Task& task) {
   return go;
 }
 
-// Generates from a session holding the prompt and scores the text.
-TaskOutcome generate_outcome(Session& s, const Task& task, const GenerateOptions& go,
-                             const LosslessOptions& lossless) {
+// Runs the question's tokens (none under the dense-prefill protocol) as decode steps under the
+// session's policy, then generates and scores the text.
+TaskOutcome generate_outcome(Session& s, const Task& task, const std::vector<int32_t>& question,
+                             const GenerateOptions& go, const LosslessOptions& lossless) {
   const AttnStats before = s.attn_stats();
   s.reset_kv_resident_peak();
+  for (const int32_t t : question) s.decode(t);
   TaskOutcome o;
   const GenerateResult g = generate_lossless(s, go, lossless, nullptr, &o.lossless);
   o.output = g.text;
@@ -199,12 +251,15 @@ struct TaskRun {
   double run_one(size_t i, int* n_prefills) {
     if (tasks[i].metric == TaskMetric::Choice) return run_choice(i, n_prefills);
     // Made per task: the observers' statistics are this prompt's alone.
-    PromptPrefill prompt(shared, toks.prompts[i], PromptPrefill::Sources::Pristine);
+    const std::vector<int32_t>& tokens = toks.prompts[i];
+    const auto split = tokens.begin() + toks.n_context[i];
+    PromptPrefill prompt(shared, {tokens.begin(), split}, PromptPrefill::Sources::Pristine);
+    const std::vector<int32_t> question(split, tokens.end());  // empty: dense-prefill protocol
     const GenerateOptions go = generate_options(tasks[i]);
     for (size_t p = 0; p < opts.policies.size(); ++p) {
       const auto session = shared.make_session(p);
       prompt.start(p, *session);
-      r.outcome[i].push_back(generate_outcome(*session, tasks[i], go, opts.lossless));
+      r.outcome[i].push_back(generate_outcome(*session, tasks[i], question, go, opts.lossless));
 #pragma omp critical(fasa_task_progress)
       report();
     }
@@ -281,7 +336,7 @@ TaskRunResult run_tasks(const std::shared_ptr<const Model>& model, const std::ve
   const auto t_start = std::chrono::steady_clock::now();
   TaskRunResult r;
   r.policies = opts.policies;
-  const TaskTokens toks = tokenize_tasks(*model, tasks, opts.chat);
+  const TaskTokens toks = tokenize_tasks(*model, tasks, opts.chat, opts.question_under_policy);
   size_context(tasks, toks, opts, r);
   SessionOptions so;
   so.n_ctx = r.n_ctx;
@@ -305,6 +360,10 @@ TaskRunResult run_tasks(const std::shared_ptr<const Model>& model, const std::ve
   }
   r.seconds = seconds_since(t_start);
   return r;
+}
+
+const char* protocol_name(bool question_under_policy) {
+  return question_under_policy ? "question-under-policy" : "dense-prefill";
 }
 
 TaskScoreTable score_table(const std::vector<Task>& tasks, const TaskRunResult& r, bool partial) {

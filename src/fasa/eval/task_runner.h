@@ -36,7 +36,18 @@ struct TaskRunOptions {
   // Lossless decoding (engine/lossless.h): every policy drafts, full attention verifies, so
   // every output is full attention's; what changes is the time and the bytes read.
   LosslessOptions lossless;
+  // The protocol. false (dense prefill): the whole prompt is prefilled densely, the question
+  // included, and the policy acts from the first generated token. true (question under the
+  // policy): only the context (the prompt without its Task::question; with `chat`, the rendered
+  // turn up to where the question starts) is prefilled densely and shared; the rest — the
+  // question and the chat format's closing tokens — runs token by token as decode steps under
+  // each policy, then the answer is generated. Every task needs a question; choice tasks and
+  // lossless decoding are refused (the question's rows would differ from full attention's).
+  bool question_under_policy = false;
 };
+
+// The protocol's name in results: "question-under-policy" or "dense-prefill".
+const char* protocol_name(bool question_under_policy);
 
 struct TaskOutcome {
   std::string output;    // generated text (a choice task: the chosen choice)
@@ -47,7 +58,8 @@ struct TaskOutcome {
   std::vector<double> choice_logprobs;
   double acc_norm = 0.0;
   int n_generated = 0;  // tokens
-  AttnStats attn;       // decode-step reads of this generation
+  AttnStats attn;       // decode-step reads of this generation (and of the question's steps
+                        // under TaskRunOptions::question_under_policy)
   double decode_ms = 0.0;
   LosslessStats lossless;  // with TaskRunOptions::lossless (not kept in sweep checkpoints)
   // The peak over the generation's decode steps of the KV bytes its session held that the policy
@@ -73,9 +85,11 @@ struct TaskRunResume {
 };
 
 struct TaskRunResult {
-  std::vector<std::string> policies;              // [n_policies]
-  std::vector<int> n_prompt;                      // [n_tasks] prompt tokens (chat-wrapped;
-                                                  // a choice task's context)
+  std::vector<std::string> policies;  // [n_policies]
+  std::vector<int> n_prompt;          // [n_tasks] prompt tokens (chat-wrapped;
+                                      // a choice task's context)
+  std::vector<int> n_question;        // [n_tasks] of those, the tokens run under the policy
+                                      // (question_under_policy; 0 otherwise)
   std::vector<std::vector<TaskOutcome>> outcome;  // [n_tasks][n_policies]
   int n_ctx = 0;
   double prefill_seconds = 0.0;  // the shared dense prefills and prefill-aware policies' own
@@ -88,7 +102,8 @@ struct TaskRunResult {
 
 // Tokenizes every prompt first: a prompt that does not fit (with its max_new_tokens, or a
 // choice task's longest continuation) throws fasa::Error naming the task, before any work; so
-// does a choice task with `chat`. Each policy spec is checked by making it once.
+// does a choice task with `chat`, and with question_under_policy a task without a question or
+// one whose question cannot be found in its chat-rendered prompt. Each policy spec is checked by making it once.
 // `progress(done, total)` counts the (task, policy) generations run here; may be null.
 TaskRunResult run_tasks(const std::shared_ptr<const Model>& model, const std::vector<Task>& tasks,
                         const TaskRunOptions& opts, const std::function<void(int, int)>& progress,

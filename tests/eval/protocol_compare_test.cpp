@@ -1,0 +1,126 @@
+// `fasa eval protocols`: two sweeps of the same tasks, one per protocol, paired per setting.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fasa/eval/confidence.h"
+#include "fasa/eval/protocol_compare.h"
+#include "fasa/eval/sweep.h"
+#include "support/expect_error.h"
+
+namespace fasa {
+namespace {
+
+using test::expect_error;
+
+// 4 tasks of 2 kinds under full and streaming:budget=16; scores [task][setting].
+struct Sweep {
+  std::vector<Task> tasks;
+  std::vector<SweepEntry> entries;
+  TaskRunResult r;
+  SweepMeta meta;
+  Sweep(const double (&s)[4][2], bool question) {
+    tasks = {{"1", "kind-a", "p", {"x"}, 4, TaskMetric::Contains},
+             {"2", "kind-a", "p", {"x"}, 4, TaskMetric::Contains},
+             {"3", "kind-b", "p", {"x"}, 4, TaskMetric::Contains},
+             {"4", "kind-b", "p", {"x"}, 4, TaskMetric::Contains}};
+    entries = sweep_entries({"full", "streaming"}, {"16"}, "");
+    for (const auto& e : entries) r.policies.push_back(e.spec);
+    r.n_prompt = {10, 11, 12, 13};
+    r.n_ctx = 32;
+    r.outcome.resize(4);
+    for (int i = 0; i < 4; ++i) {
+      for (int p = 0; p < 2; ++p) {
+        TaskOutcome o;
+        o.score = o.partial = s[i][p];
+        o.attn.decode_tokens = question ? 4 : 2;
+        o.attn.attend_bytes = 2048 * (p + 1) * o.attn.decode_tokens;
+        r.outcome[i].push_back(o);
+      }
+    }
+    meta.model = "m.gguf";
+    meta.model_sha256 = "aa";
+    meta.tasks_file = "t.jsonl";
+    meta.tasks_sha256 = "bb";
+    meta.version = question ? "0.6.0 (q)" : "0.6.0 (d)";
+    meta.question_under_policy = question;
+  }
+  ProtocolSweep sweep(const std::string& source) const {
+    return {nlohmann::json::parse(sweep_json(meta, tasks, entries, r)), source};
+  }
+};
+
+const double kDense[4][2] = {{1, 1}, {1, 1}, {1, 0}, {0, 1}};
+const double kQuestion[4][2] = {{1, 0}, {1, 1}, {1, 0}, {0, 0}};
+
+TEST(ProtocolCompare, PairsEachSettingOverTheSameTasks) {
+  const Sweep d(kDense, false), q(kQuestion, true);
+  // Either order: the protocols say which is which.
+  for (const bool swap : {false, true}) {
+    const ProtocolComparison c = swap ? compare_protocols(q.sweep("q"), d.sweep("d"))
+                                      : compare_protocols(d.sweep("d"), q.sweep("q"));
+    EXPECT_EQ(c.dense_source, "d");
+    EXPECT_EQ(c.question_source, "q");
+    EXPECT_EQ(c.question_version, "0.6.0 (q)");
+    EXPECT_EQ(c.kinds, (std::vector<std::string>{"kind-a", "kind-b"}));
+    ASSERT_EQ(c.rows.size(), 2u);
+    EXPECT_EQ(c.rows[0].spec, "full");
+    EXPECT_DOUBLE_EQ(c.rows[0].diff, 0.0);
+    EXPECT_EQ(c.rows[0].lost + c.rows[0].gained, 0);
+    const ProtocolRow& s = c.rows[1];
+    EXPECT_EQ(s.spec, "streaming:budget=16");
+    EXPECT_DOUBLE_EQ(s.budget, 16.0);
+    EXPECT_DOUBLE_EQ(s.dense, 0.75);     // kind-a 1, kind-b 0.5
+    EXPECT_DOUBLE_EQ(s.question, 0.25);  // kind-a 0.5, kind-b 0
+    EXPECT_DOUBLE_EQ(s.diff, -0.5);
+    EXPECT_EQ(s.kind_diff, (std::vector<double>{-0.5, -0.5}));
+    EXPECT_DOUBLE_EQ(s.diff_ci95, ci95_half_width({{-1.0, 0.0}, {0.0, -1.0}}));
+    EXPECT_EQ(s.lost, 2);
+    EXPECT_EQ(s.gained, 0);
+    EXPECT_DOUBLE_EQ(s.dense_bytes, 4096.0);
+    EXPECT_DOUBLE_EQ(s.question_bytes, 4096.0);
+    const std::string md = protocol_markdown(c);
+    EXPECT_NE(md.find("| streaming:budget=16 | 16 | 0.750 | 0.250 | -0.500 | ["), std::string::npos)
+        << md;
+    EXPECT_NE(md.find("| 2 | 0 | -0.50 | -0.50 | 4 KiB | 4 KiB |"), std::string::npos) << md;
+    const auto j = nlohmann::json::parse(protocol_json(c));
+    EXPECT_DOUBLE_EQ(j["rows"][1]["diff_by_task"]["kind-b"].get<double>(), -0.5);
+  }
+}
+
+TEST(ProtocolCompare, RefusesWhatIsNotOneSweepOfEachProtocol) {
+  const Sweep d(kDense, false), q(kQuestion, true);
+  expect_error([&] { compare_protocols(d.sweep("a"), d.sweep("b")); },
+               "a and b both ran the dense-prefill protocol: give one sweep of each");
+  // A results.json written before the protocol was recorded is a dense-prefill sweep.
+  ProtocolSweep old = d.sweep("old");
+  old.doc.erase("protocol");
+  EXPECT_EQ(compare_protocols(q.sweep("q"), old).dense_source, "old");
+  Sweep other(kQuestion, true);
+  other.meta.tasks_sha256 = "cc";
+  expect_error([&] { compare_protocols(d.sweep("d"), other.sweep("o")); },
+               "the two sweeps differ in tasks_sha256: d has bb, o has cc");
+  other = Sweep(kQuestion, true);
+  other.meta.model_sha256 = "zz";
+  expect_error([&] { compare_protocols(d.sweep("d"), other.sweep("o")); },
+               "differ in model_sha256");
+  other = Sweep(kQuestion, true);
+  other.entries = sweep_entries({"oracle"}, {"8", "16"}, "");
+  other.r.policies = {"oracle:budget=8", "oracle:budget=16"};
+  expect_error([&] { compare_protocols(d.sweep("d"), other.sweep("o")); },
+               "d and o have no setting in common");
+  ProtocolSweep bad = q.sweep("bad");
+  bad.doc["protocol"] = "sparse";
+  expect_error([&] { compare_protocols(d.sweep("d"), bad); },
+               "bad: field \"protocol\" must be \"dense-prefill\" or \"question-under-policy\"");
+  bad = q.sweep("bad");
+  bad.doc["items"].erase(bad.doc["items"].begin());
+  expect_error([&] { compare_protocols(d.sweep("d"), bad); },
+               "bad: setting 'full' has 3 items for 4 tasks");
+  bad = q.sweep("bad");
+  bad.doc.erase("items");
+  expect_error([&] { compare_protocols(d.sweep("d"), bad); }, "bad: ");
+}
+
+}  // namespace
+}  // namespace fasa
