@@ -111,8 +111,8 @@ void bind_eval(pb::module_& m) {
         pb::arg("n_chunks"), pb::arg("n_decode"), pb::arg("batch"), pb::arg("kv_type"),
         pb::arg("policy"), pb::arg("compare"));
   m.def("eval_tasks", &eval_tasks, pb::arg("model"), pb::arg("tasks"), pb::arg("policies"),
-        pb::arg("n_ctx"), pb::arg("jobs"), pb::arg("kv_type"), pb::arg("chat"),
-        pb::arg("lossless"), pb::arg("question_under_policy"));
+        pb::arg("n_ctx"), pb::arg("jobs"), pb::arg("kv_type"), pb::arg("chat"), pb::arg("lossless"),
+        pb::arg("question_under_policy"));
 }
 
 }  // namespace fasa::py

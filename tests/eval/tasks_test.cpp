@@ -286,6 +286,39 @@ TEST(TaskGen, EveryKindFitsTheContextAndPlantsItsAnswers) {
       } else {
         for (const auto& a : t.answers) EXPECT_NE(t.prompt.find(a), std::string::npos) << a;
       }
+      const std::string context = t.prompt.substr(0, t.prompt.size() - t.question.size());
+      if (kind == "niah-multivalue-8" || kind == "niah-multiquery-8") {
+        EXPECT_EQ(t.answers.size(), 8u);
+        EXPECT_EQ(occurrences(context, "One of the special magic numbers for"), 8);
+      } else if (kind == "variable-tracking-10") {
+        // The asked chain of 10 variables, and a distractor chain of 10 with another value.
+        EXPECT_EQ(t.answers.size(), 10u);
+        EXPECT_EQ(occurrences(context, "VAR [A-Z]{5} = [0-9]{5}"), 2);
+        EXPECT_EQ(occurrences(context, "VAR [A-Z]{5} = VAR [A-Z]{5}"), 18);
+        for (size_t v = 1; v < t.answers.size(); ++v) {  // each hop after the one it follows
+          const size_t hop = context.find("VAR " + t.answers[v] + " = VAR " + t.answers[v - 1]);
+          ASSERT_NE(hop, std::string::npos) << v;
+          EXPECT_LT(context.find("VAR " + t.answers[v - 1] + " = "), hop);
+        }
+      } else if (kind == "json-records") {
+        EXPECT_EQ(t.answers.size(), 12u);  // 4 records x (name, town, year)
+        EXPECT_EQ(occurrences(context, "Registry entry"), 4);
+        EXPECT_NE(t.question.find("JSON"), std::string::npos);
+      } else if (kind == "two-fact") {
+        // Where the asked person lives and who holds the post there are far apart (one in each
+        // half of the context), and a second person and town make either fact alone useless.
+        ASSERT_EQ(t.answers.size(), 1u);
+        const size_t post = context.find(" is " + t.answers[0] + ".");
+        ASSERT_NE(post, std::string::npos);
+        const size_t name_end = t.question.find(" lives?");
+        const size_t name_start = t.question.find("town where ") + 11;
+        const std::string who = t.question.substr(name_start, name_end - name_start);
+        const size_t home = context.find(who + " lives in the town of ");
+        ASSERT_NE(home, std::string::npos) << who;
+        const size_t gap = post > home ? post - home : home - post;
+        EXPECT_GT(gap, context.size() / 5);
+        EXPECT_EQ(occurrences(context, "lives in the town of"), 2);
+      }
     }
     EXPECT_EQ(prompts.size(), 4u) << kind;  // different tasks
     // Deterministic in the seed; another seed gives other tasks.

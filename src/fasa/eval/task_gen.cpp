@@ -144,34 +144,113 @@ Draft niah(TaskRng& rng, int n_keys, int n_values, int n_queried) {
              " mentioned in the provided text? The special magic numbers for " + list +
              " mentioned in the provided text are";
     d.metric = TaskMetric::All;
-    d.max_new_tokens = 64;
+    d.max_new_tokens = std::max(64, 12 * static_cast<int>(d.answers.size()));
   }
   return d;
 }
 
-Draft variable_tracking(TaskRng& rng) {
+// Variable tracking over `hops` assignments (RULER's kind with a longer chain), beside a
+// distractor chain of the same length that carries another value: every variable of the asked
+// chain is an answer (partial credit: the share found).
+Draft variable_tracking(TaskRng& rng, int hops) {
   Draft d;
   std::set<std::string> names;
-  std::vector<std::string> vars;
-  while (vars.size() < 5) {
-    std::string v;
-    for (int i = 0; i < 5; ++i) v += static_cast<char>('A' + rng.below(26));
-    if (names.insert(v).second) vars.push_back(v);
-  }
+  auto fresh_chain = [&]() {
+    std::vector<std::string> vars;
+    while (static_cast<int>(vars.size()) < hops) {
+      std::string v;
+      for (int i = 0; i < 5; ++i) v += static_cast<char>('A' + rng.below(26));
+      if (names.insert(v).second) vars.push_back(v);
+    }
+    return vars;
+  };
+  const std::vector<std::string> vars = fresh_chain();
   const std::string value = digits(rng, 5);
-  const auto depths = sorted_depths(rng, 5);
-  d.needles.push_back({depths[0], "VAR " + vars[0] + " = " + value + "."});
-  for (int i = 1; i < 5; ++i) {
-    d.needles.push_back({depths[i], "VAR " + vars[i] + " = VAR " + vars[i - 1] + "."});
+  auto plant = [&](const std::vector<std::string>& chain, const std::string& val) {
+    const auto depths = sorted_depths(rng, hops);
+    d.needles.push_back({depths[0], "VAR " + chain[0] + " = " + val + "."});
+    for (int i = 1; i < hops; ++i) {
+      d.needles.push_back({depths[i], "VAR " + chain[i] + " = VAR " + chain[i - 1] + "."});
+    }
+  };
+  plant(vars, value);
+  if (hops > 5) {
+    std::string other;
+    do other = digits(rng, 5);
+    while (other == value);
+    plant(fresh_chain(), other);
   }
   d.head = "Memorize and track the chain of variable assignments hidden in the following text.\n\n";
   d.tail = "\n\nQuestion: Find all variables that are assigned the value " + value +
            " in the text above. Answer: According to the chain of variable assignments in the "
-           "text above, 5 variables are assigned the value " +
-           value + ", they are:";
+           "text above, " +
+           std::to_string(hops) + " variables are assigned the value " + value + ", they are:";
   d.answers = vars;
   d.metric = TaskMetric::All;
-  d.max_new_tokens = 32;
+  d.max_new_tokens = 6 * hops + 2;
+  return d;
+}
+
+// Several records (a person, the town they settled in, a year) scattered through the text; the
+// answer lists them all as JSON. Every field's value is an answer, so the partial credit is the
+// share of fields found (which record a value was put in is not checked).
+Draft json_records(TaskRng& rng, int n_records) {
+  Draft d;
+  std::set<std::string> people, towns;
+  const auto depths = sorted_depths(rng, n_records);
+  for (int i = 0; i < n_records; ++i) {
+    std::string who, town;
+    do who = person(rng);
+    while (!people.insert(who).second);
+    do town = pick(rng, kTowns);
+    while (!towns.insert(town).second);
+    const std::string year = std::to_string(1700 + rng.below(150));
+    d.needles.push_back({depths[static_cast<size_t>(i)], "Registry entry: " + who + " settled in " +
+                                                             town + " in the year " + year + "."});
+    d.answers.insert(d.answers.end(), {who, town, year});
+  }
+  d.head =
+      "Several registry entries are hidden in the following text, each naming a person, the "
+      "town where they settled and the year. Find every one of them.\n\n";
+  d.tail =
+      "\n\nQuestion: List every registry entry in the text above as a JSON array of objects "
+      "with the fields \"name\", \"town\" and \"year\", in the order they appear. Answer: [";
+  d.metric = TaskMetric::All;
+  d.max_new_tokens = 28 * n_records + 8;
+  return d;
+}
+
+// A question that needs two distant sentences: where a person lives (in one half of the text)
+// and who holds a post in that town (in the other half). A second person, town and post-holder
+// are planted the same way, so neither sentence alone gives the answer.
+Draft two_fact(TaskRng& rng) {
+  Draft d;
+  std::set<std::string> used;
+  auto someone = [&] {
+    for (;;) {
+      std::string p = person(rng);
+      if (used.insert(p).second) return p;
+    }
+  };
+  const std::string a = someone(), b = someone(), ka = someone(), kb = someone();
+  const std::string ta = pick(rng, kTowns);
+  std::string tb;
+  do tb = pick(rng, kTowns);
+  while (tb == ta);
+  static const std::vector<std::string> kPosts = {"harbour master", "schoolmaster", "miller",
+                                                  "postmaster",     "bell-ringer",  "ferryman"};
+  const std::string post = pick(rng, kPosts);
+  // Residences in one half, posts in the other, which half first drawn at random.
+  const bool residence_first = rng.below(2) == 0;
+  auto depth = [&](bool first_half) { return (first_half ? 0.02 : 0.6) + 0.38 * rng.unit(); };
+  d.needles = {{depth(residence_first), a + " lives in the town of " + ta + "."},
+               {depth(residence_first), b + " lives in the town of " + tb + "."},
+               {depth(!residence_first), "The " + post + " of " + ta + " is " + ka + "."},
+               {depth(!residence_first), "The " + post + " of " + tb + " is " + kb + "."}};
+  d.head = "Read the following text and answer the question about it.\n\n";
+  d.tail = "\n\nQuestion: Who is the " + post + " of the town where " + a + " lives? Answer:";
+  d.answers = {ka};
+  d.max_new_tokens = 16;
   return d;
 }
 
@@ -326,9 +405,11 @@ uint64_t kind_salt(const std::string& kind) {  // FNV-1a: each kind draws its ow
 
 const std::vector<std::string>& task_kinds() {
   static const std::vector<std::string> kinds =
-      {"passkey",         "niah-single",     "niah-multikey",
-       "niah-multivalue", "niah-multiquery", "variable-tracking",
-       "common-words",    "freq-words",      "qa"};
+      {"passkey",           "niah-single",       "niah-multikey",
+       "niah-multivalue",   "niah-multiquery",   "variable-tracking",
+       "common-words",      "freq-words",        "qa",
+       "niah-multivalue-8", "niah-multiquery-8", "variable-tracking-10",
+       "json-records",      "two-fact"};
   return kinds;
 }
 
@@ -370,7 +451,17 @@ std::vector<GeneratedTask> generate_tasks(
     else if (k == "niah-multiquery")
       d = niah(rng, 4, 1, 4);
     else if (k == "variable-tracking")
-      d = variable_tracking(rng);
+      d = variable_tracking(rng, 5);
+    else if (k == "niah-multivalue-8")
+      d = niah(rng, 1, 8, 1);
+    else if (k == "niah-multiquery-8")
+      d = niah(rng, 8, 1, 8);
+    else if (k == "variable-tracking-10")
+      d = variable_tracking(rng, 10);
+    else if (k == "json-records")
+      d = json_records(rng, 4);
+    else if (k == "two-fact")
+      d = two_fact(rng);
     else if (k == "common-words")
       d = common_words(rng, vocab, opts.n_ctx);
     else if (k == "freq-words")
