@@ -3,6 +3,7 @@
 //                   [--shard I/N] [--resume]
 //   fasa eval merge DIR... -o OUT [--tasks FILE.jsonl]
 //   fasa eval protocols DIR_OR_RESULTS_JSON DIR_OR_RESULTS_JSON [--json]
+//   fasa eval paired DIR_OR_RESULTS_JSON LABEL_A LABEL_B [--json]
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -14,6 +15,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/core/sha256.h"
+#include "fasa/eval/paired.h"
 #include "fasa/eval/protocol_compare.h"
 #include "fasa/eval/sweep.h"
 #include "fasa/eval/sweep_checkpoint.h"
@@ -252,6 +254,19 @@ void run_protocols(const ProtocolsArgs& a) {
   std::printf("%s", a.json ? protocol_json(c).c_str() : protocol_markdown(c).c_str());
 }
 
+struct PairedArgs {
+  std::string sweep, a, b;
+  bool json = false;
+};
+
+void run_paired(const PairedArgs& a) {
+  const ProtocolSweep r = read_protocol_sweep(a.sweep);
+  const SweepScores s = read_sweep_scores(r.doc, r.source);
+  const std::vector<PairedRow> rows = paired_rows(s, a.a, a.b);
+  std::printf("%s", a.json ? paired_json(s, a.a, a.b, rows).c_str()
+                           : paired_markdown(s, a.a, a.b, rows).c_str());
+}
+
 struct MergeArgs {
   std::vector<std::string> dirs;
   std::string out_dir, tasks;
@@ -344,6 +359,19 @@ void add_sweep_commands(CLI::App* eval) {
       ->expected(2);
   pc->add_flag("--json", pr->json, "print one JSON object");
   pc->callback([pr] { run_protocols(*pr); });
+
+  auto pa = std::make_shared<PairedArgs>();
+  auto* pac = eval->add_subcommand("paired",
+                                   "two settings of one sweep on the same tasks, budget by budget: "
+                                   "paired difference, "
+                                   "95 % interval, wins, sign test, bytes read");
+  pac->add_option("sweep", pa->sweep, "the sweep's output directory (or its results.json)")
+      ->required();
+  pac->add_option("a", pa->a, "setting A's label, as results.md names rows (e.g. fasa)")
+      ->required();
+  pac->add_option("b", pa->b, "setting B's label (e.g. double-sparsity, full)")->required();
+  pac->add_flag("--json", pa->json, "print one JSON object");
+  pac->callback([pa] { run_paired(*pa); });
 }
 
 }  // namespace fasa::cli

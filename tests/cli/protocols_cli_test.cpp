@@ -1,6 +1,6 @@
-// `fasa eval sweep --question-under-policy` and `fasa eval protocols`: one sweep per protocol on
-// the tiny model, resumed only under its own protocol, then paired side by side; bad input is
-// one clear error.
+// `fasa eval sweep --question-under-policy`, `fasa eval protocols` and `fasa eval paired`: one
+// sweep per protocol on the tiny model, resumed only under its own protocol, paired side by side,
+// and two settings of one sweep paired; bad input is one clear error.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -94,6 +94,19 @@ TEST(CliProtocols, OneSweepPerProtocolSideBySide) {
   expect_clean_error(run_cli({"eval", "protocols", (d / "tasks.jsonl").string(), dense.string()}),
                      "tasks.jsonl");
   expect_clean_error(run_cli({"eval", "protocols", dense.string()}), "sweeps");
+
+  // Two settings of one sweep, paired.
+  r = run_cli({"eval", "paired", question.string(), "full", "streaming"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("protocol question-under-policy"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n| 16 | "), std::string::npos) << r.out;
+  r = run_cli({"eval", "paired", dense.string(), "streaming", "full", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["rows"][0]["a_spec"], "streaming:budget=16");
+  expect_clean_error(run_cli({"eval", "paired", dense.string(), "fasa", "full"}),
+                     "no setting labelled 'fasa' (its labels: full, streaming)");
+  expect_clean_error(run_cli({"eval", "paired", (d / "none").string(), "full", "streaming"}),
+                     "none");
 
   // A task without its question is refused by name under the flag; a question that is not its
   // prompt's tail when the file is read.

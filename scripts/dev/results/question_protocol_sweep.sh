@@ -21,15 +21,14 @@ haystack=$T/austen_mansfield_park.txt
 mkdir -p "$OUT/tasks"
 tasks="$OUT/tasks/${M}_${CTX}_mansfield_seed${SEED}_${N}each.jsonl"
 if [ ! -s "$tasks" ]; then
-  all="$OUT/tasks/all_kinds.jsonl"
-  : > "$all"
+  mkdir -p "$OUT/tasks/kinds"
   for k in $KINDS; do
     "$FASA" gen-tasks -m "$M" --kind "$k" --haystack "$haystack" --ctx "$CTX" --n "$N" \
-      --seed "$SEED" -o "$OUT/tasks/$k.jsonl"
-    cat "$OUT/tasks/$k.jsonl" >> "$all"
+      --seed "$SEED" -o "$OUT/tasks/kinds/$k.jsonl"
   done
-  python3 "$(dirname "$0")/../interleave_tasks.py" "$all" "$tasks"
-  rm "$all" "$OUT"/tasks/*-*.jsonl "$OUT"/tasks/[a-z]*[a-z].jsonl 2>/dev/null || true
+  cat "$OUT"/tasks/kinds/*.jsonl > "$OUT/tasks/kinds/all.jsonl"
+  python3 "$(dirname "$0")/../interleave_tasks.py" "$OUT/tasks/kinds/all.jsonl" "$tasks"
+  rm -r "$OUT/tasks/kinds"
 fi
 policies=(--policies full,oracle:gqa=per-head,fasa,fasa:calib=online,double-sparsity,sparq,quest,snapkv,streaming
           --policy fasa:mean_value=off --policy fasa:method=paper)

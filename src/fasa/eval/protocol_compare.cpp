@@ -2,77 +2,16 @@
 
 #include <fmt/format.h>
 
-#include <limits>
 #include <map>
 #include <utility>
 
 #include "fasa/core/error.h"
-#include "fasa/eval/confidence.h"
+#include "fasa/eval/sweep_scores.h"
 #include "fasa/eval/task_runner.h"
-#include "fasa/io/json_read.h"
 
 namespace fasa {
 
 namespace {
-
-using Json = nlohmann::json;
-
-// One sweep as the comparison reads it.
-struct SweepScores {
-  std::string source, protocol, model, model_sha256, tasks_file, tasks_sha256, version;
-  std::vector<std::string> ids;                 // [n_tasks] in file order
-  std::map<std::string, std::string> kind_of;   // task id -> kind
-  std::vector<std::string> specs;               // settings in order
-  std::map<std::string, double> budget, bytes;  // spec -> budget, KV bytes read per token
-  std::map<std::string, std::map<std::string, double>> score;  // spec -> task id -> score
-};
-
-SweepScores read_sweep(const ProtocolSweep& s) {
-  const JsonObject<Json> root(s.doc, s.source);
-  SweepScores r;
-  r.source = s.source;
-  // A results.json written before the protocol was recorded ran the dense-prefill protocol.
-  r.protocol = root.has("protocol") ? root.string("protocol") : protocol_name(false);
-  if (r.protocol != protocol_name(false) && r.protocol != protocol_name(true)) {
-    fail("{}: field \"protocol\" must be \"{}\" or \"{}\" (got \"{}\")", s.source,
-         protocol_name(false), protocol_name(true), r.protocol);
-  }
-  r.model = root.string("model");
-  r.model_sha256 = root.string("model_sha256");
-  r.tasks_file = root.string("tasks_file");
-  r.tasks_sha256 = root.string("tasks_sha256");
-  r.version = root.string("fasa_version");
-  constexpr double kMax = std::numeric_limits<double>::max();
-  const Json& results = root.array("results");
-  for (size_t i = 0; i < results.size(); ++i) {
-    const JsonObject<Json> e = root.element("results", i);
-    const std::string spec = e.string("spec");
-    r.specs.push_back(spec);
-    r.budget[spec] = e.number<double>("budget", 0.0, kMax);
-    r.bytes[spec] = e.number<double>("kv_bytes_read_per_token", 0.0, kMax);
-  }
-  const Json& items = root.array("items");
-  for (size_t i = 0; i < items.size(); ++i) {
-    const JsonObject<Json> it = root.element("items", i);
-    const std::string id = it.string("id");
-    const std::string spec = it.string("spec");
-    if (r.budget.count(spec) == 0) {
-      fail("{}: item {} has setting '{}', which is not in \"results\"", s.source, i, spec);
-    }
-    if (r.kind_of.emplace(id, it.string("task")).second) r.ids.push_back(id);
-    if (!r.score[spec].emplace(id, it.number<double>("score", 0.0, 1.0)).second) {
-      fail("{}: task '{}' has two items for setting '{}'", s.source, id, spec);
-    }
-  }
-  for (const std::string& spec : r.specs) {
-    if (r.score[spec].size() != r.ids.size()) {
-      fail("{}: setting '{}' has {} items for {} tasks", s.source, spec, r.score[spec].size(),
-           r.ids.size());
-    }
-  }
-  if (r.ids.empty()) fail("{}: no items", s.source);
-  return r;
-}
 
 void check_same(const SweepScores& d, const SweepScores& q, const std::string& what,
                 const std::string& a, const std::string& b) {
@@ -81,37 +20,26 @@ void check_same(const SweepScores& d, const SweepScores& q, const std::string& w
   }
 }
 
-ProtocolRow compare_row(const SweepScores& d, const SweepScores& q, const std::string& spec,
-                        const std::vector<std::string>& kinds) {
+ProtocolRow compare_row(const SweepScores& d, const SweepScores& q, const std::string& spec) {
   ProtocolRow row;
   row.spec = spec;
   row.budget = d.budget.at(spec);
   row.dense_bytes = d.bytes.at(spec);
   row.question_bytes = q.bytes.at(spec);
-  std::map<std::string, size_t> kind_index;
-  for (size_t k = 0; k < kinds.size(); ++k) kind_index[kinds[k]] = k;
-  std::vector<std::vector<double>> diffs(kinds.size()), dense(kinds.size()), ques(kinds.size());
+  const auto& sd = d.score.at(spec);
+  const auto& sq = q.score.at(spec);
+  std::map<std::string, double> diff;
   for (const std::string& id : d.ids) {
-    const size_t k = kind_index.at(d.kind_of.at(id));
-    const double sd = d.score.at(spec).at(id), sq = q.score.at(spec).at(id);
-    diffs[k].push_back(sq - sd);
-    dense[k].push_back(sd);
-    ques[k].push_back(sq);
-    row.lost += sq < sd ? 1 : 0;
-    row.gained += sq > sd ? 1 : 0;
+    diff[id] = sq.at(id) - sd.at(id);
+    row.lost += diff[id] < 0.0 ? 1 : 0;
+    row.gained += diff[id] > 0.0 ? 1 : 0;
   }
-  auto mean = [](const std::vector<double>& v) {
-    double s = 0.0;
-    for (double x : v) s += x;
-    return s / static_cast<double>(v.size());
-  };
-  for (size_t k = 0; k < kinds.size(); ++k) {
-    row.kind_diff.push_back(mean(diffs[k]));
-    row.diff += row.kind_diff.back() / static_cast<double>(kinds.size());
-    row.dense += mean(dense[k]) / static_cast<double>(kinds.size());
-    row.question += mean(ques[k]) / static_cast<double>(kinds.size());
-  }
-  row.diff_ci95 = ci95_half_width(diffs);
+  const KindMean m = kind_mean(d, diff);
+  row.diff = m.mean;
+  row.diff_ci95 = m.ci95;
+  row.kind_diff = m.by_kind;
+  row.dense = kind_mean(d, sd).mean;
+  row.question = kind_mean(d, sq).mean;
   return row;
 }
 
@@ -120,7 +48,7 @@ std::string budget_text(double b) { return b <= 0.0 ? "-" : fmt::format("{:g}", 
 }  // namespace
 
 ProtocolComparison compare_protocols(const ProtocolSweep& a, const ProtocolSweep& b) {
-  SweepScores x = read_sweep(a), y = read_sweep(b);
+  SweepScores x = read_sweep_scores(a.doc, a.source), y = read_sweep_scores(b.doc, b.source);
   if (x.protocol == y.protocol) {
     fail(
         "{} and {} both ran the {} protocol: give one sweep of each (one run with "
@@ -143,14 +71,9 @@ ProtocolComparison compare_protocols(const ProtocolSweep& a, const ProtocolSweep
   c.dense_version = d.version;
   c.question_version = q.version;
   c.n_tasks = static_cast<int>(d.ids.size());
-  for (const std::string& id : d.ids) {
-    const std::string& kind = d.kind_of.at(id);
-    bool seen = false;
-    for (const auto& k : c.kinds) seen = seen || k == kind;
-    if (!seen) c.kinds.push_back(kind);
-  }
+  c.kinds = d.kinds;
   for (const std::string& spec : d.specs) {
-    if (q.budget.count(spec) > 0) c.rows.push_back(compare_row(d, q, spec, c.kinds));
+    if (q.budget.count(spec) > 0) c.rows.push_back(compare_row(d, q, spec));
   }
   if (c.rows.empty()) {
     fail("{} and {} have no setting in common (settings are matched by their spec)", d.source,

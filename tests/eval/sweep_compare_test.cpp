@@ -1,9 +1,11 @@
-// `fasa eval protocols`: two sweeps of the same tasks, one per protocol, paired per setting.
+// Comparisons of finished sweeps: `fasa eval protocols` (two sweeps of the same tasks, one per
+// protocol, paired per setting) and `fasa eval paired` (two settings of one sweep).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "fasa/eval/confidence.h"
+#include "fasa/eval/paired.h"
 #include "fasa/eval/protocol_compare.h"
 #include "fasa/eval/sweep.h"
 #include "support/expect_error.h"
@@ -120,6 +122,44 @@ TEST(ProtocolCompare, RefusesWhatIsNotOneSweepOfEachProtocol) {
   bad = q.sweep("bad");
   bad.doc.erase("items");
   expect_error([&] { compare_protocols(d.sweep("d"), bad); }, "bad: ");
+}
+
+TEST(Paired, SignTestIsTheExactBinomialTail) {
+  EXPECT_DOUBLE_EQ(sign_test_p(0, 0), 1.0);
+  EXPECT_NEAR(sign_test_p(5, 0), 2.0 / 32.0, 1e-12);
+  EXPECT_NEAR(sign_test_p(0, 5), 2.0 / 32.0, 1e-12);
+  EXPECT_DOUBLE_EQ(sign_test_p(1, 1), 1.0);
+  EXPECT_NEAR(sign_test_p(10, 2), 2.0 * (1 + 12 + 66) / 4096.0, 1e-12);
+  EXPECT_LT(sign_test_p(300, 200), 1e-4);
+}
+
+TEST(Paired, PairsTwoLabelsBudgetByBudget) {
+  const Sweep d(kDense, false);
+  const SweepScores s = read_sweep_scores(d.sweep("d").doc, "d");
+  EXPECT_EQ(s.label.at("streaming:budget=16"), "streaming");
+  // full has no budget: it pairs with each of streaming's.
+  const std::vector<PairedRow> rows = paired_rows(s, "full", "streaming");
+  ASSERT_EQ(rows.size(), 1u);
+  const PairedRow& r = rows[0];
+  EXPECT_EQ(r.a_spec, "full");
+  EXPECT_EQ(r.b_spec, "streaming:budget=16");
+  EXPECT_DOUBLE_EQ(r.budget, 16.0);
+  EXPECT_DOUBLE_EQ(r.a, 0.75);  // kind-a 1, kind-b 0.5
+  EXPECT_DOUBLE_EQ(r.b, 0.75);  // kind-a 1, kind-b 0.5, on other tasks
+  EXPECT_DOUBLE_EQ(r.diff, 0.0);
+  EXPECT_EQ(r.a_wins, 1);  // task 3
+  EXPECT_EQ(r.b_wins, 1);  // task 4
+  EXPECT_DOUBLE_EQ(r.p_sign, 1.0);
+  EXPECT_DOUBLE_EQ(r.diff_ci95, ci95_half_width({{0.0, 0.0}, {1.0, -1.0}}));
+  EXPECT_DOUBLE_EQ(r.a_bytes, 2048.0);
+  EXPECT_DOUBLE_EQ(r.b_bytes, 4096.0);
+  const std::string md = paired_markdown(s, "full", "streaming", rows);
+  EXPECT_NE(md.find("| 16 | 0.750 | 0.750 | +0.000 | ["), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1 | 1 | 1 | +0.00 | +0.00 | 2 KiB | 4 KiB |"), std::string::npos) << md;
+  EXPECT_EQ(nlohmann::json::parse(paired_json(s, "full", "streaming", rows))["rows"][0]["a_wins"],
+            1);
+  expect_error([&] { paired_rows(s, "fasa", "full"); },
+               "d: no setting labelled 'fasa' (its labels: full, streaming)");
 }
 
 }  // namespace
