@@ -55,6 +55,7 @@ SweepMeta sweep_meta(const SweepArgs& a, const Model& model) {
   m.tasks_file = a.tasks;
   m.tasks_sha256 = sha256_file_hex(a.tasks);
   m.version = version_text();
+  m.kernels = kernels_text();
   m.date = utc_now();
   m.chat = a.run.chat;
   m.question_under_policy = a.run.question_under_policy;

@@ -160,6 +160,10 @@ TEST(SweepShard, RecordRoundTrips) {
   const std::string line = " \"protocol\": \"dense-prefill\",\n";
   old.erase(old.find(line), line.size());
   EXPECT_FALSE(parse_shard_json(old, "x/shard.json").meta.question_under_policy);
+  // The kernels round-trip; older records have none.
+  Fixture kx = fx;
+  kx.meta.kernels = "avx512, AMX on";
+  EXPECT_EQ(parse_shard_json(kx.shard(1, 3, "k").shard_json, "k").meta.kernels, "avx512, AMX on");
   std::string unknown = f.shard_json;
   unknown.replace(unknown.find("dense-prefill"), 13, "sparse-prefill");
   expect_error([&] { parse_shard_json(unknown, "x/shard.json"); },

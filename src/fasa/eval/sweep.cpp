@@ -124,6 +124,7 @@ std::string sweep_json(const SweepMeta& meta, const std::vector<Task>& tasks,
   const TaskScoreTable t = score_table(tasks, r);
   nlohmann::ordered_json j;
   j["fasa_version"] = meta.version;
+  j["kernels"] = meta.kernels;
   j["date"] = meta.date;
   j["model"] = meta.model;
   j["model_sha256"] = meta.model_sha256;

@@ -30,6 +30,7 @@ std::vector<SweepEntry> sweep_entries(const std::vector<std::string>& policies,
 struct SweepMeta {
   std::string model, model_sha256, calib, calib_sha256, tasks_file, tasks_sha256;
   std::string version, date;
+  std::string kernels;  // the instruction set and AMX state the run's kernels used
   bool chat = false;
   bool question_under_policy = false;  // the protocol (TaskRunOptions::question_under_policy)
   std::string kv_type;

@@ -64,6 +64,7 @@ std::string shard_json(const ShardRecord& rec) {
   j["version"] = kVersion;
   j["shard"] = {rec.shard.index, rec.shard.count};
   j["fasa_version"] = m.version;
+  j["kernels"] = m.kernels;
   j["date"] = m.date;
   j["model"] = m.model;
   j["model_sha256"] = m.model_sha256;
@@ -109,6 +110,7 @@ ShardRecord parse_shard_json(const std::string& text, const std::string& source)
   }
   SweepMeta& m = rec.meta;
   m.version = j.string("fasa_version");
+  if (j.has("kernels")) m.kernels = j.string("kernels");  // absent in older records
   m.date = j.string("date");
   m.model = j.string("model");
   m.model_sha256 = j.string("model_sha256");
@@ -172,6 +174,7 @@ std::vector<std::pair<std::string, std::string>> sweep_settings(const ShardRecor
           {"tasks_sha256", r.meta.tasks_sha256},
           {"n_tasks", std::to_string(r.n_tasks)},
           {"fasa_version", r.meta.version},
+          {"kernels", r.meta.kernels},
           {"n_ctx_requested", std::to_string(r.n_ctx_requested)},
           {"n_ctx", std::to_string(r.n_ctx)},
           {"chat", r.meta.chat ? "true" : "false"},

@@ -8,6 +8,7 @@
 // single-machine sweep's but for the fields that describe the run (date, seconds, threads...).
 //
 // shard.json: {"format": "fasa-sweep-shard", "version": 1, "shard": [I, N], "fasa_version",
+//   "kernels" (absent in older records),
 //   "date", "model", "model_sha256", "calib", "calib_sha256", "tasks_file", "tasks_sha256",
 //   "n_tasks", "n_ctx_requested", "n_ctx", "chat", "protocol", "kv_type", "threads", "seconds",
 //   "prefills", "resumed_tasks", "entries": [{"name", "budget", "spec", "label"}]}
