@@ -243,6 +243,7 @@ void add_eval_command(CLI::App& app) {
 
   add_tasks_commands(app, ev);
   add_sweep_commands(ev);
+  add_compare_commands(ev);
 }
 
 }  // namespace fasa::cli

@@ -14,6 +14,7 @@ void add_eval_command(CLI::App& app);
 void add_tasks_commands(CLI::App& app, CLI::App* eval);
 // `eval sweep` and `eval merge` (under `eval`).
 void add_sweep_commands(CLI::App* eval);
+void add_compare_commands(CLI::App* eval);  // eval protocols, eval paired
 void add_bench_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);  // also `calib show`
 void add_serve_command(CLI::App& app);
