@@ -16,7 +16,7 @@ std::string tiny_path() {
   return path;
 }
 
-void expect_clean_error(const test::CliRun& r, const std::string& needle) {
+void expect_error_line(const test::CliRun& r, const std::string& needle) {
   EXPECT_EQ(r.signal, 0) << r.err;
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("fasa: error: " + needle), std::string::npos) << r.err;
@@ -56,13 +56,13 @@ TEST(BenchDepthFill, SyntheticRows) {
 
 TEST(BenchDepthFill, BadValuesAreRefused) {
   const std::string path = tiny_path();
-  expect_clean_error(test::run_cli({"bench", "-m", path, "-p", "8", "--depth-fill", "random"}),
-                     "--depth-fill 'random': expected prefill or synthetic");
-  expect_clean_error(test::run_cli({"bench", "-m", path, "-p", "8", "-n", "0", "-d", "16",
-                                    "--policy", "snapkv", "--budget", "8", "--depth-fill",
-                                    "synthetic"}),
-                     "--depth-fill synthetic: policy 'snapkv:budget=8' learns from the prefill "
-                     "queries");
+  expect_error_line(test::run_cli({"bench", "-m", path, "-p", "8", "--depth-fill", "random"}),
+                    "--depth-fill 'random': expected prefill or synthetic");
+  expect_error_line(test::run_cli({"bench", "-m", path, "-p", "8", "-n", "0", "-d", "16",
+                                   "--policy", "snapkv", "--budget", "8", "--depth-fill",
+                                   "synthetic"}),
+                    "--depth-fill synthetic: policy 'snapkv:budget=8' learns from the prefill "
+                    "queries");
 }
 
 }  // namespace

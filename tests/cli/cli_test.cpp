@@ -23,18 +23,12 @@
 namespace fasa {
 namespace {
 
+using test::expect_clean_error;
 using test::run_cli;
 
 std::string temp_file(const std::string& name) { return ::testing::TempDir() + "/" + name; }
 
 // Exit 1, no signal, stderr is one "fasa: error: ..." line mentioning `needle`.
-void expect_clean_error(const test::CliRun& r, const std::string& needle) {
-  EXPECT_EQ(r.signal, 0) << "crashed: " << r.err;
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.err.find("fasa: error: "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
-}
-
 std::string tiny(const std::string& name, const test::TinySpec& spec) {
   const std::string path = temp_file(name);
   test::write_tiny_model(path, spec);

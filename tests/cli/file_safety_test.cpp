@@ -32,7 +32,7 @@ using test::slurp;
 // A fresh, empty directory per test.
 fs::path fresh_dir(const std::string& name) { return test::fresh_dir("cli_files_" + name); }
 
-void expect_clean_error(const test::CliRun& r, const std::string& needle) {
+void expect_one_error_line(const test::CliRun& r, const std::string& needle) {
   EXPECT_EQ(r.signal, 0) << "crashed: " << r.err;
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_EQ(r.err.rfind("fasa: error: ", 0), 0u) << r.err;
@@ -74,15 +74,15 @@ TEST(CliFiles, CalibrateChecksInputsAndOutputBeforeAnyWork) {
                     "--steps", "2", "--samples", "1", "--k", "8"});
   };
   auto r = calibrate(text.string(), (d / "no_such_dir" / "c.json").string());
-  expect_clean_error(r, "directory '" + (d / "no_such_dir").string() + "' does not exist");
+  expect_one_error_line(r, "directory '" + (d / "no_such_dir").string() + "' does not exist");
   EXPECT_EQ(r.err.find("calibrating"), std::string::npos);  // before the work started
-  expect_clean_error(calibrate(text.string(), out_dir.string()), "it is a directory");
+  expect_one_error_line(calibrate(text.string(), out_dir.string()), "it is a directory");
   const fs::path latin1 = d / "latin1.txt";
   std::ofstream(latin1) << words(100, 2) << "caf\xe9 " << words(100, 3);
   r = calibrate(latin1.string(), out);
-  expect_clean_error(r, "calibration text '" + latin1.string() + "' is not valid UTF-8");
+  expect_one_error_line(r, "calibration text '" + latin1.string() + "' is not valid UTF-8");
   EXPECT_EQ(r.err.find("calibrating"), std::string::npos);
-  expect_clean_error(calibrate((d / "missing.txt").string(), out), "cannot read");
+  expect_one_error_line(calibrate((d / "missing.txt").string(), out), "cannot read");
   EXPECT_EQ(names_in(out_dir), std::vector<std::string>{});  // nothing left behind
   // And the same arguments with good inputs work.
   r = calibrate(text.string(), out);
@@ -176,7 +176,7 @@ TEST(CliFiles, KilledSweepResumesToTheSameResults) {
   ASSERT_EQ(r.signal, SIGKILL) << "exit " << r.exit_code << ": " << r.err;
   ASSERT_TRUE(fs::exists(ckpt));
   EXPECT_FALSE(fs::exists(cut / "results.json"));
-  expect_clean_error(run_cli(sweep(cut, false)), "unfinished sweep: add --resume");
+  expect_one_error_line(run_cli(sweep(cut, false)), "unfinished sweep: add --resume");
   r = run_cli(sweep(cut, true));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("fasa: resuming: "), std::string::npos) << r.err;
@@ -220,10 +220,10 @@ TEST(CliFiles, BadFieldsInTaskAndCheckpointFiles) {
   std::ofstream(tasks)
       << R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 3e9, "metric": "exact"})"
       << "\n";
-  expect_clean_error(run_cli({"eval", "tasks", "-m", model, "--tasks", tasks.string()}),
-                     tasks.string() +
-                         ":1: field \"max_new_tokens\" must be an integer in [1, "
-                         "1048576] (got 3000000000.0)");
+  expect_one_error_line(run_cli({"eval", "tasks", "-m", model, "--tasks", tasks.string()}),
+                        tasks.string() +
+                            ":1: field \"max_new_tokens\" must be an integer in [1, "
+                            "1048576] (got 3000000000.0)");
   std::ofstream(tasks)
       << R"({"id": "a", "task": "t", "prompt": "p", "answers": ["1"], "max_new_tokens": 4, "metric": "exact"})"
       << "\n";
@@ -231,14 +231,16 @@ TEST(CliFiles, BadFieldsInTaskAndCheckpointFiles) {
   fs::create_directories(out);
   std::ofstream(out / "checkpoint.jsonl") << R"({"format": "fasa-sweep-checkpoint"})"
                                           << "\n";
-  expect_clean_error(run_cli({"eval", "sweep", "-m", model, "--tasks", tasks.string(), "--policies",
-                              "full", "-o", out.string(), "--resume"}),
-                     (out / "checkpoint.jsonl").string() + ": line 1: missing field \"version\"");
+  expect_one_error_line(run_cli({"eval", "sweep", "-m", model, "--tasks", tasks.string(),
+                                 "--policies", "full", "-o", out.string(), "--resume"}),
+                        (out / "checkpoint.jsonl").string() +
+                            ": line 1: missing field \"version\"");
   // Outputs are checked before the work: gen-tasks into a missing directory.
   std::ofstream(d / "hay.txt") << words(300, 9);
-  expect_clean_error(run_cli({"gen-tasks", "-m", model, "--kind", "passkey", "--haystack",
-                              (d / "hay.txt").string(), "-o", (d / "nope" / "t.jsonl").string()}),
-                     "directory '" + (d / "nope").string() + "' does not exist");
+  expect_one_error_line(run_cli({"gen-tasks", "-m", model, "--kind", "passkey", "--haystack",
+                                 (d / "hay.txt").string(), "-o",
+                                 (d / "nope" / "t.jsonl").string()}),
+                        "directory '" + (d / "nope").string() + "' does not exist");
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace {
 
 std::string temp_file(const std::string& name) { return ::testing::TempDir() + "/" + name; }
 
-void expect_clean_error(const test::CliRun& r, const std::string& needle) {
+void expect_error_line(const test::CliRun& r, const std::string& needle) {
   EXPECT_EQ(r.signal, 0) << r.err;
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("fasa: error: " + needle), std::string::npos) << r.err;
@@ -44,16 +44,16 @@ TEST(LosslessCli, BadValuesAreOneError) {
   spec.byte_tokenizer = true;
   test::write_tiny_model(model, spec);
   for (const char* bad : {"0.5", "15", "many", "-2"}) {
-    expect_clean_error(test::run_cli(
-                           {"run", "-m", model, "-p", "hello", "-n", "4", "--lossless", bad}),
-                       "--lossless takes off, auto or a number of drafts from 1 to 14");
+    expect_error_line(test::run_cli(
+                          {"run", "-m", model, "-p", "hello", "-n", "4", "--lossless", bad}),
+                      "--lossless takes off, auto or a number of drafts from 1 to 14");
   }
-  expect_clean_error(test::run_cli({"bench", "-m", model, "-p", "0", "-n", "4", "-d", "0",
-                                    "--lossless", "2"}),
-                     "--lossless generates from a prefilled context");
-  expect_clean_error(test::run_cli({"bench", "-m", model, "-p", "0", "-n", "4", "-d", "16", "-b",
-                                    "2", "--lossless", "2"}),
-                     "--lossless measures one sequence");
+  expect_error_line(test::run_cli(
+                        {"bench", "-m", model, "-p", "0", "-n", "4", "-d", "0", "--lossless", "2"}),
+                    "--lossless generates from a prefilled context");
+  expect_error_line(test::run_cli({"bench", "-m", model, "-p", "0", "-n", "4", "-d", "16", "-b",
+                                   "2", "--lossless", "2"}),
+                    "--lossless measures one sequence");
 }
 
 // bench: every row's tokens are full attention's (`same_tokens_as_full`), with the counts.

@@ -20,16 +20,11 @@ namespace fasa {
 namespace {
 
 namespace fs = std::filesystem;
+using test::expect_clean_error;
 using test::fresh_dir;
 using test::names_in;
 using test::run_cli;
 using test::slurp;
-
-void expect_clean_error(const test::CliRun& r, const std::string& needle) {
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_EQ(r.signal, 0);
-  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-}
 
 // Tasks of two kinds whose prompts fill much of the tiny model's context.
 std::string write_tasks(const fs::path& path, int n) {

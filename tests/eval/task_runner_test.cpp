@@ -377,28 +377,31 @@ TEST(LinePlot, SeriesAndErrors) {
 
 // On the real model: each policy's generation continues a copy of one dense prefill, and
 // equals a session that prefilled the prompt itself; a budget covering the context is full.
-TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
-  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
-  auto model = Model::load(path);
-  const Tokenizer& tok = model->require_tokenizer();
+// Small passkey tasks on a repeated haystack (each with its question), run to max_new_tokens.
+std::vector<Task> question_tasks(const Tokenizer& tok, int count) {
   TaskGenOptions g;
   g.kind = "passkey";
   g.n_ctx = 220;
-  g.count = 2;
-  const std::string hay = [] {
-    std::string s;
-    for (int i = 0; i < 300; ++i) s += "The river ran past mill number " + std::to_string(i) + ". ";
-    return s;
-  }();
-  auto count = [&](const std::string& p) {
+  g.count = count;
+  std::string hay;
+  for (int i = 0; i < 300; ++i) hay += "The river ran past mill number " + std::to_string(i) + ". ";
+  auto n_tokens = [&](const std::string& p) {
     return static_cast<int64_t>(tok.encode(p, true, false).size());
   };
   std::vector<Task> tasks;
-  for (auto& t : generate_tasks(g, hay, "hay", count, nullptr)) {
+  for (auto& t : generate_tasks(g, hay, "hay", n_tokens, nullptr)) {
     t.task.metric = TaskMetric::Exact;  // runs to max_new_tokens (no early stop)
     t.task.max_new_tokens = 5;
     tasks.push_back(t.task);
   }
+  return tasks;
+}
+
+TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
+  FASA_MODEL_OR_SKIP(path, test::smollm2_path);
+  auto model = Model::load(path);
+  const Tokenizer& tok = model->require_tokenizer();
+  std::vector<Task> tasks = question_tasks(tok, 2);
   TaskRunOptions o;
   // The prefill-aware policies take their statistics from the one dense prefill, which watches
   // it for them; snapkv with another window prefills itself (2 prefills per task).
@@ -522,26 +525,6 @@ TEST(TaskRunner, ForkedGenerationsEqualOwnPrefill) {
   o.n_ctx = 0;
   o.policies = {"streaming"};
   expect_error([&] { run_tasks(model, tasks, o, nullptr); }, "needs a budget");
-}
-
-// Small passkey tasks on a repeated haystack (each with its question), run to max_new_tokens.
-std::vector<Task> question_tasks(const Tokenizer& tok, int count) {
-  TaskGenOptions g;
-  g.kind = "passkey";
-  g.n_ctx = 220;
-  g.count = count;
-  std::string hay;
-  for (int i = 0; i < 300; ++i) hay += "The river ran past mill number " + std::to_string(i) + ". ";
-  auto n_tokens = [&](const std::string& p) {
-    return static_cast<int64_t>(tok.encode(p, true, false).size());
-  };
-  std::vector<Task> tasks;
-  for (auto& t : generate_tasks(g, hay, "hay", n_tokens, nullptr)) {
-    t.task.metric = TaskMetric::Exact;  // runs to max_new_tokens (no early stop)
-    t.task.max_new_tokens = 5;
-    tasks.push_back(t.task);
-  }
-  return tasks;
 }
 
 // The question-under-policy protocol: the context is prefilled densely and shared, the

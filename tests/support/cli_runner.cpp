@@ -1,5 +1,7 @@
 #include "support/cli_runner.h"
 
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -115,6 +117,13 @@ CliRun run_cli_and_kill(const std::vector<std::string>& args,
   kill(sp.pid, SIGKILL);
   waitpid(sp.pid, &status, 0);
   return finish(sp, status);
+}
+
+void expect_clean_error(const CliRun& r, const std::string& needle) {
+  EXPECT_EQ(r.signal, 0) << "crashed: " << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("fasa: error: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
 }
 
 }  // namespace fasa::test

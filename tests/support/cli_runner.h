@@ -28,4 +28,8 @@ CliRun run_cli_and_kill(const std::vector<std::string>& args,
                         const std::function<bool(const std::string& err)>& ready,
                         int max_wait_ms = 120000);
 
+// Expects a clean refusal (gtest checks): exit code 1, no signal, a "fasa: error: " line on
+// stderr, and `needle` in stderr.
+void expect_clean_error(const CliRun& r, const std::string& needle);
+
 }  // namespace fasa::test
