@@ -24,7 +24,7 @@ struct ProtocolsArgs {
 };
 
 // A sweep's results.json, from its directory or the file itself.
-ProtocolSweep read_protocol_sweep(const std::string& path) {
+ProtocolSweep read_sweep_results(const std::string& path) {
   std::filesystem::path p(path);
   std::error_code ec;
   if (std::filesystem::is_directory(p, ec)) p /= "results.json";
@@ -33,7 +33,7 @@ ProtocolSweep read_protocol_sweep(const std::string& path) {
 
 void run_protocols(const ProtocolsArgs& a) {
   const ProtocolComparison c =
-      compare_protocols(read_protocol_sweep(a.sweeps[0]), read_protocol_sweep(a.sweeps[1]));
+      compare_protocols(read_sweep_results(a.sweeps[0]), read_sweep_results(a.sweeps[1]));
   std::printf("%s", a.json ? protocol_json(c).c_str() : protocol_markdown(c).c_str());
 }
 
@@ -43,7 +43,7 @@ struct PairedArgs {
 };
 
 void run_paired(const PairedArgs& a) {
-  const ProtocolSweep r = read_protocol_sweep(a.sweep);
+  const ProtocolSweep r = read_sweep_results(a.sweep);
   const SweepScores s = read_sweep_scores(r.doc, r.source);
   const std::vector<PairedRow> rows = paired_rows(s, a.a, a.b);
   std::printf("%s", a.json ? paired_json(s, a.a, a.b, rows).c_str()
