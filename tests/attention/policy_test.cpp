@@ -239,6 +239,7 @@ void expect_layer_equals_groups(AttentionPolicy& p, const Fixture& f, int layer,
     EXPECT_EQ(a.slots, together[g].slots) << spec;
     EXPECT_EQ(a.head_slots, together[g].head_slots) << spec;
     EXPECT_EQ(a.bytes_read, together[g].bytes_read) << spec;
+    EXPECT_EQ(a.mix_alpha, together[g].mix_alpha) << spec;  // mean_value's, bit for bit
   }
 }
 
@@ -336,9 +337,11 @@ TEST(PolicyInvariants, SortedUniqueInRangeWithinBudgetDeterministic) {
 TEST(FasaPolicy, StagedLayerSelectionEqualsGroupByGroup) {
   const int n = 5000;
   Fixture f(n, 9);
-  const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path() +
-                        ",dense_layers=none,budget=";
-  for (const std::string& spec : {c + "300", c + "0.05,gqa=per-head,sink=4,recent=8"}) {
+  const std::string c =
+      "fasa:fcs=calibrated,fc_sets=head,calib=" + calib_path() + ",dense_layers=none,budget=";
+  for (const std::string& spec :
+       {c + "300,mean_value=off", c + "0.05,gqa=per-head,sink=4,recent=8,mean_value=off",
+        c + "300,mean_value=on", c + "0.05,gqa=per-head,sink=4,recent=8,mean_value=on"}) {
     auto p = policy_from(spec);
     for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
     for (int l = 0; l < kShape.n_layers; ++l) {

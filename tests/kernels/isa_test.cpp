@@ -91,6 +91,14 @@ TEST(Isa, SoftmaxAndExpSameBits) {
                        std::vector<float> e(n);
                        softmax_exp_shifted(x.data(), 3.0f, n, e.data());
                        a.insert(a.end(), e.begin(), e.end());
+                       const float mx = max_value(x.data(), n);
+                       a.push_back(mx);
+                       const double z = exp_sum_scaled(x.data(), 0.37f, mx * 0.37f, n);
+                       a.push_back(static_cast<float>(z));
+                       a.push_back(static_cast<float>(z - static_cast<float>(z)));
+                       std::vector<float> y(n);
+                       softmax_scaled(x.data(), 0.37f, mx * 0.37f, n, y.data());
+                       a.insert(a.end(), y.begin(), y.end());
                        return a;
                      }),
                      "softmax");

@@ -2,6 +2,7 @@
 // and the result against a double-precision softmax.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -48,6 +49,49 @@ TEST(Softmax, SimdEqualsPortableAndMatchesDouble) {
     if (n > 1) {
       EXPECT_EQ(a[n / 2], 0.0f);
     }
+  }
+}
+
+// max_value is the exact maximum wherever it lies; exp_sum_scaled is the sum of the scaled,
+// shifted exps a scalar loop in double gives, and the denominator softmax_inplace uses.
+TEST(Softmax, MaxValueAndExpSumScaled) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 6.0f);
+  for (int n : {1, 7, 15, 16, 17, 31, 100, 1000, 4099}) {
+    std::vector<float> x(n);
+    for (auto& v : x) v = nd(rng);
+    for (int at : {0, n / 3, n - 1}) {  // the maximum in each part: head, body, tail
+      std::vector<float> y = x;
+      y[at] = 1e3f;
+      EXPECT_EQ(max_value(y.data(), n), 1e3f) << n << " " << at;
+    }
+    const float mx = max_value(x.data(), n);
+    EXPECT_EQ(mx, *std::max_element(x.begin(), x.end())) << n;
+    for (float a : {1.0f, 0.125f, 2.5f}) {
+      const float m = mx * a;
+      double want = 0.0;
+      for (float v : x) want += std::exp(static_cast<double>(v * a) - m);
+      const double got = exp_sum_scaled(x.data(), a, m, n);
+      EXPECT_NEAR(got, want, 4e-7 * want) << n << " a=" << a;
+      EXPECT_GE(got, 1.0 - 1e-6) << n;  // the maximum's own term is 1
+    }
+    // softmax_scaled: the softmax of x * a, bit for bit the scaled logits' in-place softmax,
+    // leaving x as it was; with a = 1, softmax_inplace.
+    for (float a : {1.0f, 0.125f}) {
+      std::vector<float> scaled = x, y(n);
+      for (float& v : scaled) v *= a;
+      softmax_inplace(scaled.data(), n);
+      const std::vector<float> before = x;
+      softmax_scaled(x.data(), a, mx * a, n, y.data());
+      EXPECT_EQ(0, std::memcmp(y.data(), scaled.data(), n * sizeof(float))) << n << " a=" << a;
+      EXPECT_EQ(x, before);
+    }
+    std::vector<float> p = x;
+    softmax_inplace(p.data(), n);
+    const float inv = static_cast<float>(1.0 / exp_sum_scaled(x.data(), 1.0f, mx, n));
+    std::vector<float> e(n);
+    softmax_exp_shifted(x.data(), mx, n, e.data());
+    for (int i = 0; i < n; ++i) EXPECT_EQ(p[i], e[i] * inv) << n << " " << i;  // same bits
   }
 }
 

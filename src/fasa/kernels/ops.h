@@ -25,6 +25,14 @@ enum class RopeLayout { Norm, Neox };  // NORM: pairs (2i, 2i+1); NEOX: pairs (i
 // softmax_exp: the exp softmax uses, for x <= 0 (0 below -104); within 2 ulp of expf.
 // softmax_exp_shifted: e[i] = softmax_exp(x[i] - m) for i in [0, n) (x == e allowed);
 //   vectorized, same bits.
+// max_value: the largest of x[0, n) (n >= 1, no NaN); vectorized, exact.
+// exp_sum_scaled: sum of softmax_exp(x[i] * a - m) over [0, n), in double over 16 lanes
+//   (lane = i mod 16) added in softmax_inplace's fixed tree; m is max_value(x) * a for a > 0,
+//   so a softmax of x * a is exp(x[i] * a - m) / exp_sum_scaled(x, a, m, n). Same bits on
+//   every path; nothing is stored.
+// softmax_scaled: y = the softmax of x * a over [0, n), m = max_value(x) * a (a > 0; y == x
+//   allowed): softmax_exp(x[i] * a - m) times the float reciprocal of exp_sum_scaled. For a = 1
+//   it is softmax_inplace's result bit for bit (x * 1 is x).
 #define FASA_OPS_KERNELS(X)                                                                   \
   X(const char*, rope_layout_name, (RopeLayout layout), (layout))                             \
   X(void, rmsnorm, (const float* x, const float* w, float eps, int64_t n, float* y),          \
@@ -39,7 +47,10 @@ enum class RopeLayout { Norm, Neox };  // NORM: pairs (2i, 2i+1); NEOX: pairs (i
   X(void, add_inplace, (float* y, const float* x, int64_t n), (y, x, n))                      \
   X(void, softmax_inplace, (float* x, int64_t n), (x, n))                                     \
   X(float, softmax_exp, (float x), (x))                                                       \
-  X(void, softmax_exp_shifted, (const float* x, float m, int64_t n, float* e), (x, m, n, e))
+  X(void, softmax_exp_shifted, (const float* x, float m, int64_t n, float* e), (x, m, n, e))  \
+  X(float, max_value, (const float* x, int64_t n), (x, n))                                    \
+  X(double, exp_sum_scaled, (const float* x, float a, float m, int64_t n), (x, a, m, n))      \
+  X(void, softmax_scaled, (const float* x, float a, float m, int64_t n, float* y), (x, a, m, n, y))
 FASA_OPS_KERNELS(FASA_DECLARE_KERNEL)
 
 namespace detail {

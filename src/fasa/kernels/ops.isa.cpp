@@ -140,37 +140,66 @@ void softmax_exp_shifted(const float* x, float m, int64_t n, float* e) {
 
 // e_i = exp(x_i - max); the sum is taken in double over 16 lanes (lane = i mod 16, in order of
 // i), then the lanes by tree16; x_i = e_i * (1 / sum).
-void softmax_inplace(float* x, int64_t n) {
-  if (n <= 0) return;
+// The maximum is exact whatever the order (ties of +0 and -0 aside, which exp(x - max) does
+// not tell apart), so lanes may take it in any order.
+float max_value(const float* x, int64_t n) {
   float mx = x[0];
-  for (int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  int64_t i = 0;
+#if FASA_AVX512
+  if (n >= 16) {
+    __m512 v = _mm512_loadu_ps(x);
+    for (i = 16; i + 16 <= n; i += 16) v = _mm512_max_ps(v, _mm512_loadu_ps(x + i));
+    mx = _mm512_reduce_max_ps(v);
+  }
+#elif FASA_AVX2
+  if (n >= 8) {
+    __m256 v = _mm256_loadu_ps(x);
+    for (i = 8; i + 8 <= n; i += 8) v = _mm256_max_ps(v, _mm256_loadu_ps(x + i));
+    float lanes[8];
+    _mm256_storeu_ps(lanes, v);
+    mx = lanes[0];
+    for (int l = 1; l < 8; ++l) mx = lanes[l] > mx ? lanes[l] : mx;
+  }
+#endif
+  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  return mx;
+}
+
+namespace {
+
+// The exps of a softmax and their sum: e_i = softmax_exp(x_i * a - m) (x_i * a rounds before m
+// is subtracted), stored to e unless it is null (e == x allowed); the sum in double over 16
+// lanes (lane = i mod 16, in order of i), then the lanes by tree16.
+double exp_lanes(const float* x, float a, float m, int64_t n, float* e) {
   double lanes[16] = {};
   int64_t i = 0;
 #if FASA_AVX512
-  const __m512 vmx = _mm512_set1_ps(mx);
+  const __m512 va = _mm512_set1_ps(a), vm = _mm512_set1_ps(m);
   __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
   for (; i + 16 <= n; i += 16) {
-    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmx));
-    _mm512_storeu_ps(x + i, e);
-    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    const __m512 v = exp_avx512(_mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), va), vm));
+    if (e) _mm512_storeu_ps(e + i, v);
+    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
     hi = _mm512_add_pd(hi, _mm512_cvtps_pd(
-                               _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+                               _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
   }
   _mm512_storeu_pd(lanes, lo);
   _mm512_storeu_pd(lanes + 8, hi);
 #elif FASA_AVX2
-  const __m256 vmx = _mm256_set1_ps(mx);
+  const __m256 va = _mm256_set1_ps(a), vm = _mm256_set1_ps(m);
   __m256d l0 = _mm256_setzero_pd(), l1 = _mm256_setzero_pd();  // lanes 0-3, 4-7
   __m256d l2 = _mm256_setzero_pd(), l3 = _mm256_setzero_pd();  // lanes 8-11, 12-15
   for (; i + 16 <= n; i += 16) {
-    const __m256 e0 = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmx));
-    const __m256 e1 = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vmx));
-    _mm256_storeu_ps(x + i, e0);
-    _mm256_storeu_ps(x + i + 8, e1);
-    l0 = _mm256_add_pd(l0, _mm256_cvtps_pd(_mm256_castps256_ps128(e0)));
-    l1 = _mm256_add_pd(l1, _mm256_cvtps_pd(_mm256_extractf128_ps(e0, 1)));
-    l2 = _mm256_add_pd(l2, _mm256_cvtps_pd(_mm256_castps256_ps128(e1)));
-    l3 = _mm256_add_pd(l3, _mm256_cvtps_pd(_mm256_extractf128_ps(e1, 1)));
+    const __m256 v0 = exp_avx2(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), va), vm));
+    const __m256 v1 = exp_avx2(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), va), vm));
+    if (e) {
+      _mm256_storeu_ps(e + i, v0);
+      _mm256_storeu_ps(e + i + 8, v1);
+    }
+    l0 = _mm256_add_pd(l0, _mm256_cvtps_pd(_mm256_castps256_ps128(v0)));
+    l1 = _mm256_add_pd(l1, _mm256_cvtps_pd(_mm256_extractf128_ps(v0, 1)));
+    l2 = _mm256_add_pd(l2, _mm256_cvtps_pd(_mm256_castps256_ps128(v1)));
+    l3 = _mm256_add_pd(l3, _mm256_cvtps_pd(_mm256_extractf128_ps(v1, 1)));
   }
   _mm256_storeu_pd(lanes, l0);
   _mm256_storeu_pd(lanes + 4, l1);
@@ -178,11 +207,30 @@ void softmax_inplace(float* x, int64_t n) {
   _mm256_storeu_pd(lanes + 12, l3);
 #endif
   for (; i < n; ++i) {
-    x[i] = exp_portable(x[i] - mx);
-    lanes[i % 16] += x[i];
+    const float v = exp_portable(x[i] * a - m);
+    if (e) e[i] = v;
+    lanes[i % 16] += v;
   }
-  const float inv = static_cast<float>(1.0 / tree16(lanes));
-  for (int64_t j = 0; j < n; ++j) x[j] *= inv;
+  return tree16(lanes);
+}
+
+}  // namespace
+
+double exp_sum_scaled(const float* x, float a, float m, int64_t n) {
+  return exp_lanes(x, a, m, n, nullptr);
+}
+
+// y_i = e_i * (1 / sum), the reciprocal rounded to float once.
+void softmax_scaled(const float* x, float a, float m, int64_t n, float* y) {
+  if (n <= 0) return;
+  const float inv = static_cast<float>(1.0 / exp_lanes(x, a, m, n, y));
+  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+}
+
+// x * 1 is x: the softmax of x itself.
+void softmax_inplace(float* x, int64_t n) {
+  if (n <= 0) return;
+  softmax_scaled(x, 1.0f, max_value(x, n), n, x);
 }
 
 // gelu(x) * u with 0.5 x (1 + tanh(z)) = x / (1 + e^(-2z)), z = sqrt(2 / pi) (x + 0.044715 x^3):

@@ -208,27 +208,42 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       tip_group(qs[g], tile0 * kTipTile, std::min(n, tile1 * kTipTile),
                 scores + static_cast<size_t>(g) * ng * n);
     });
-    // mean_value: each head's TIP scores as they were, for alpha.  [n_kv, ng, n]
-    float* raw = means_ ? f.take<float>(static_cast<size_t>(n_kv) * ng * n) : nullptr;
+    // gqa=shared: the probabilities go to their own buffer when mean_value needs the scores
+    // afterwards, else over them.  probs: [n_kv, ng, n]
+    float* probs =
+        means_ && !o_.per_head ? f.take<float>(static_cast<size_t>(n_kv) * ng * n) : scores;
+    // mean_value: each head's softmax at SparQ's temperature, as its shift and sum.  [n_kv, ng]
+    SoftmaxSum* sums = means_ ? f.take<SoftmaxSum>(static_cast<size_t>(n_kv) * ng) : nullptr;
+    if (means_) {
+      for (int g = 0; g < n_kv; ++g) outs[g].mix_alpha.assign(ng, 1.0f);
+    }
     const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
     parallel_for(int64_t{n_kv} * ng, [&](int64_t job) {
-      float* score = scores + job * n;
-      if (raw) std::copy(score, score + n, raw + job * n);
+      const int g = static_cast<int>(job / ng), j = static_cast<int>(job % ng);
+      const float* score = scores + job * n;
+      const float mx = max_value(score, n);
+      if (sums) sums[job] = alpha_softmax(qs[g], j, score, mx);
       if (o_.per_head) {
-        pick(score, n, budget, outs[job / ng].head_slots[job % ng]);
+        std::vector<int32_t>& slots = outs[g].head_slots[j];
+        pick(scores + job * n, n, budget, slots);
+        if (sums) outs[g].mix_alpha[j] = softmax_mass_on(score, sums[job], slots);
         return;
       }
-      for (int t = 0; t < n; ++t) score[t] *= scale;
-      softmax_inplace(score, n);
+      softmax_scaled(score, scale, mx * scale, n, probs + job * n);
     });
-    if (!o_.per_head) pick_shared(qs, n_kv, n, budget, scores, outs);
-    if (raw) mix_means(qs, n_kv, raw, outs);
+    if (!o_.per_head)
+      pick_shared(qs, n_kv, n, budget, probs, means_ ? scores : nullptr, sums, outs);
+    if (means_) {
+      for (int g = 0; g < n_kv; ++g) outs[g].mix_value = means_->mean(qs[g]);
+    }
   }
 
-  // gqa=shared: per kv head the sum of its heads' probabilities (in head order) and the pick.
-  // scores: [n_kv, ng, n] softmax probabilities
+  // gqa=shared: per kv head the sum of its heads' probabilities (in head order) and the pick;
+  // with mean_value, each head's alpha over the picked slots.
+  // scores: [n_kv, ng, n] softmax probabilities; raw: [n_kv, ng, n] TIP scores or null;
+  // sums: [n_kv, ng] their softmax sums at SparQ's temperature (with raw)
   void pick_shared(const AttnQuery* qs, int n_kv, int n, int budget, const float* scores,
-                   Selection* outs) const {
+                   const float* raw, const SoftmaxSum* sums, Selection* outs) const {
     const int ng = qs[0].n_group;
     parallel_for(n_kv, [&](int64_t g) {
       ScratchFrame fm;
@@ -239,28 +254,28 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
         for (int t = 0; t < n; ++t) mass[t] += score[t];
       }
       pick(mass, n, budget, outs[g].slots);
+      if (!raw) return;
+      for (int j = 0; j < ng; ++j) {
+        const int64_t job = g * ng + j;
+        outs[g].mix_alpha[j] = softmax_mass_on(raw + job * n, sums[job], outs[g].slots);
+      }
     });
   }
 
-  // mean_value: per query head alpha = its selected slots' share of the softmax of its TIP
-  // scores at SparQ's temperature for its scoring dims; per kv head the mean of V.
-  // raw: [n_kv, ng, n] TIP scores (overwritten)
-  void mix_means(const AttnQuery* qs, int n_kv, float* raw, Selection* outs) {
-    const int ng = qs[0].n_group, n = qs[0].n_visible, hd = shape_.head_dim;
-    for (int g = 0; g < n_kv; ++g) outs[g].mix_alpha.assign(ng, 1.0f);
-    parallel_for(int64_t{n_kv} * ng, [&](int64_t job) {
-      const int g = static_cast<int>(job / ng), j = static_cast<int>(job % ng);
-      struct DimScratch {
-        std::vector<int32_t> dims;
-      };
-      auto& dims = workspace_object<DimScratch>().dims;
-      dims.clear();
-      for (const PackedDim& d : group(qs[g].layer, qs[g].kv_head).heads[j]) dims.push_back(d.q);
-      const float* qh = qs[g].q + static_cast<size_t>(j) * hd;
-      const double temp = subset_temperature(qh, dims.data(), static_cast<int>(dims.size()), hd);
-      outs[g].mix_alpha[j] = softmax_mass_on(raw + job * n, n, temp, outs[g].slots_for(j));
-    });
-    parallel_for(n_kv, [&](int64_t g) { outs[g].mix_value = means_->mean(qs[g]); });
+  // mean_value: query head j's TIP scores as logits of a softmax at SparQ's temperature for
+  // its scoring dims (alpha is that softmax's mass on the selected slots).  raw: [n], mx its
+  // maximum
+  SoftmaxSum alpha_softmax(const AttnQuery& q, int j, const float* raw, float mx) const {
+    struct DimScratch {
+      std::vector<int32_t> dims;
+    };
+    auto& dims = workspace_object<DimScratch>().dims;
+    dims.clear();
+    for (const PackedDim& d : group(q.layer, q.kv_head).heads[j]) dims.push_back(d.q);
+    const int hd = shape_.head_dim;
+    const float* qh = q.q + static_cast<size_t>(j) * hd;
+    const double temp = subset_temperature(qh, dims.data(), static_cast<int>(dims.size()), hd);
+    return softmax_sum(raw, q.n_visible, temp, mx);
   }
 
  private:
@@ -443,11 +458,15 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   }
 
   // Sinks and recent slots first (inside the budget), then the best-scoring rest. scores: [n]
+  // The top `budget` slots by score, sinks and recent slots always among them; scores are as
+  // they were afterwards (the forced slots' own are set aside while top_k runs).  scores: [n]
   void pick(float* scores, int n, int budget, std::vector<int32_t>& out) const {
     struct ForcedScratch {
       std::vector<int32_t> forced;
+      std::vector<float> kept;  // [forced] their scores
     };
-    auto& forced = workspace_object<ForcedScratch>().forced;
+    auto& sc = workspace_object<ForcedScratch>();
+    auto& forced = sc.forced;
     forced.clear();
     for (int t = 0; t < std::min(o_.sink, n); ++t) forced.push_back(t);
     for (int t = std::max(n - o_.recent, std::min(o_.sink, n)); t < n; ++t) forced.push_back(t);
@@ -456,8 +475,13 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       out = forced;
       return;
     }
-    for (int32_t t : forced) scores[t] = -INFINITY;
+    sc.kept.clear();
+    for (int32_t t : forced) {
+      sc.kept.push_back(scores[t]);
+      scores[t] = -INFINITY;
+    }
     top_k_indices(scores, n, budget - static_cast<int>(forced.size()), out);
+    for (size_t i = 0; i < forced.size(); ++i) scores[forced[i]] = sc.kept[i];
     out.insert(out.end(), forced.begin(), forced.end());
     std::sort(out.begin(), out.end());
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "fasa/core/error.h"
+#include "fasa/core/workspace.h"
 #include "fasa/kernels/ops.h"
 
 namespace fasa {
@@ -93,13 +94,28 @@ double subset_temperature(const float* q, const int32_t* dims, int n_dims, int h
   return sum_all > 0.0 ? std::sqrt(head_dim * sum_sub / sum_all) : 1.0;
 }
 
-float softmax_mass_on(float* logits, int n, double temperature, const std::vector<int32_t>& slots) {
-  const float inv = static_cast<float>(1.0 / temperature);
-  for (int t = 0; t < n; ++t) logits[t] *= inv;
-  softmax_inplace(logits, n);
-  double mass = 0.0;
-  for (int32_t t : slots) mass += logits[t];
-  return static_cast<float>(std::min(mass, 1.0));
+SoftmaxSum softmax_sum(const float* logits, int n, double temperature, float mx) {
+  SoftmaxSum s;
+  s.a = static_cast<float>(1.0 / temperature);
+  s.m = (std::isnan(mx) ? max_value(logits, n) : mx) * s.a;
+  s.z = exp_sum_scaled(logits, s.a, s.m, n);
+  return s;
+}
+
+float softmax_mass_on(const float* logits, const SoftmaxSum& s, const std::vector<int32_t>& slots) {
+  struct GatherScratch {
+    std::vector<float> picked;  // [slots] their logits
+  };
+  auto& picked = workspace_object<GatherScratch>().picked;
+  picked.resize(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) picked[i] = logits[slots[i]];
+  const double mass = exp_sum_scaled(picked.data(), s.a, s.m, static_cast<int64_t>(picked.size()));
+  return static_cast<float>(std::min(mass / s.z, 1.0));
+}
+
+float softmax_mass_on(const float* logits, int n, double temperature,
+                      const std::vector<int32_t>& slots) {
+  return softmax_mass_on(logits, softmax_sum(logits, n, temperature), slots);
 }
 
 }  // namespace fasa

@@ -5,6 +5,7 @@
 // Selection::mix_alpha / mix_value).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -52,7 +53,20 @@ class ValueMeans {
 // sqrt(head_dim * sum_{c in dims} |q_c| / sum_c |q_c|) (1 when q is zero). q: [head_dim]
 double subset_temperature(const float* q, const int32_t* dims, int n_dims, int head_dim);
 
-// Softmax of logits / temperature over [0, n), in place; returns its mass on `slots` (<= 1).
-float softmax_mass_on(float* logits, int n, double temperature, const std::vector<int32_t>& slots);
+// The softmax of logits / temperature over [0, n), kept as its shift and sum rather than
+// stored: p[t] = softmax_exp(logits[t] * a - m) / z.
+struct SoftmaxSum {
+  float a = 1.0f;  // 1 / temperature
+  float m = 0.0f;  // max(logits) * a
+  double z = 1.0;  // exp_sum_scaled(logits, a, m, n)
+};
+// mx: max(logits) when the caller has it (else it is found).
+SoftmaxSum softmax_sum(const float* logits, int n, double temperature, float mx = NAN);
+
+// That softmax's mass on `slots` (<= 1): the sum above, then the terms of the slots alone
+// (gathered, summed as exp_sum_scaled sums). logits: [n]
+float softmax_mass_on(const float* logits, const SoftmaxSum& s, const std::vector<int32_t>& slots);
+float softmax_mass_on(const float* logits, int n, double temperature,
+                      const std::vector<int32_t>& slots);
 
 }  // namespace fasa
