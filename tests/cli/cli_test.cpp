@@ -700,6 +700,7 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
     EXPECT_LE(e["score_ci95"][0].get<double>(), e["score"].get<double>());
     EXPECT_GE(e["score_ci95"][1].get<double>(), e["score"].get<double>());
     EXPECT_FALSE(e.contains("reference"));  // no oracle:gqa=per-head in this sweep
+    EXPECT_GT(e["decode_ms_per_token"].get<double>(), 0.0) << e["spec"];  // time beside bytes
   }
   EXPECT_LT(s["results"][1]["kv_resident_bytes"].get<double>(),
             s["results"][2]["kv_resident_bytes"].get<double>());

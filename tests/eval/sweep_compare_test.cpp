@@ -52,6 +52,27 @@ struct Sweep {
   }
 };
 
+// A sweep's ms/token is each setting's generation time over its generated tokens, summed over
+// the tasks (not a mean of per-task rates), beside the bytes; results.md has the column.
+TEST(SweepStats, DecodeMsPerTokenIsTimeOverTokens) {
+  const double s[4][2] = {{1, 1}, {1, 1}, {1, 1}, {1, 1}};
+  Sweep w(s, false);
+  for (int i = 0; i < 4; ++i) {
+    w.r.outcome[i][0].n_generated = 1 + i;  // 10 tokens in 100 ms
+    w.r.outcome[i][0].decode_ms = 10.0 * (1 + i);
+    w.r.outcome[i][1].n_generated = i == 0 ? 4 : 0;  // 4 tokens in 31 ms + 3 ms of no tokens
+    w.r.outcome[i][1].decode_ms = i == 0 ? 31.0 : 1.0;
+  }
+  const std::vector<SweepRowStats> st = sweep_row_stats(w.tasks, w.r);
+  EXPECT_DOUBLE_EQ(st[0].decode_ms_per_token, 10.0);
+  EXPECT_DOUBLE_EQ(st[1].decode_ms_per_token, 34.0 / 4.0);
+  const auto j = nlohmann::json::parse(sweep_json(w.meta, w.tasks, w.entries, w.r));
+  EXPECT_DOUBLE_EQ(j["results"][1]["decode_ms_per_token"].get<double>(), 34.0 / 4.0);
+  const std::string md = sweep_markdown(w.meta, w.tasks, w.entries, w.r);
+  EXPECT_NE(md.find("| KV read/token | ms/token | KV resident |"), std::string::npos);
+  EXPECT_NE(md.find("| 8.5 |"), std::string::npos) << md;
+}
+
 const double kDense[4][2] = {{1, 1}, {1, 1}, {1, 0}, {0, 1}};
 const double kQuestion[4][2] = {{1, 0}, {1, 1}, {1, 0}, {0, 0}};
 

@@ -122,7 +122,7 @@ TEST(Sweep, ScoreTableAndReports) {
   const std::string md = sweep_markdown(m, f.tasks, f.entries, f.r);
   // 0.49 = 1.96 * sqrt((0.5 / 2 + 0) / 2^2): kind-a's scores 1, 0 and kind/b's one 1.
   EXPECT_NE(md.find("| oracle | 128 | 0.750 ± 0.490 | 0.750 | 75.0% | 0.50 | 1.00 | 25.0% | 2 KiB "
-                    "| 0.00 MiB |"),
+                    "| 0.0 | 0.00 MiB |"),
             std::string::npos)
       << md;
   EXPECT_EQ(md.find("| vs oracle/head |"), std::string::npos) << md;  // no per-head oracle here
@@ -266,7 +266,7 @@ TEST(Sweep, PartialCreditIntervalsResidentBytesAndReference) {
       << md;
   EXPECT_NE(md.find("| streaming | 8 | 0.000 ± 0.000 | 0.188 | 0.0% | 0.0% |"), std::string::npos)
       << md;
-  EXPECT_NE(md.find("| 1 KiB | 2.50 MiB |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1 KiB | 0.0 | 2.50 MiB |"), std::string::npos) << md;
   const auto plots = sweep_plots(tasks, entries, r);
   ASSERT_EQ(plots.back().first, "score_vs_bytes.svg");
   const std::string& svg = plots.back().second;

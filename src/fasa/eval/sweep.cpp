@@ -86,6 +86,7 @@ nlohmann::ordered_json result_json(const SweepEntry& entry, const TaskScoreTable
   e["by_task"] = kind_means_json(t, p);
   e["partial_by_task"] = kind_means_json(partial, p);
   e["kv_bytes_read_per_token"] = st.kv_bytes_read_per_token;
+  e["decode_ms_per_token"] = st.decode_ms_per_token;
   e["rows_read_fraction"] = st.rows_read_fraction;
   e["kv_resident_bytes"] = st.kv_resident_bytes;
   e["kv_resident_bytes_max"] = st.kv_resident_bytes_max;
@@ -182,7 +183,9 @@ constexpr const char* kDefinitions =
     "global layers. KV read/token = bytes read per decoded token (selection side data + those "
     "rows). KV resident = the peak over a generation's decode steps of the KV bytes held in RAM "
     "that the policy can still read (cached rows less those it evicted for good, + its side "
-    "data), mean over tasks.\n\n";
+    "data), mean over tasks. ms/token = generation time per generated token (sampling "
+    "included, the question's steps under --question-under-policy not), summed over the tasks: "
+    "time, beside bytes; tasks run side by side (-j) share the machine.\n\n";
 
 std::string md_header(const SweepMeta& meta, const std::vector<Task>& tasks,
                       const TaskScoreTable& t, const TaskRunResult& r) {
@@ -237,10 +240,10 @@ std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks
   s += fmt::format("| policy | budget | score | partial | vs full |{}",
                    has_ref ? " vs oracle/head |" : "");
   for (const auto& k : t.kinds) s += " " + k + " |";
-  s += " rows read | KV read/token | KV resident |\n| --- | ---: | ---: | ---: | ---: |";
+  s += " rows read | KV read/token | ms/token | KV resident |\n| --- | ---: | ---: | ---: | ---: |";
   s += has_ref ? " ---: |" : "";
   for (size_t k = 0; k < t.kinds.size(); ++k) s += " ---: |";
-  s += " ---: | ---: | ---: |\n";
+  s += " ---: | ---: | ---: | ---: |\n";
   for (size_t p = 0; p < entries.size(); ++p) {
     const SweepRowStats& x = st[p];
     s += fmt::format("| {} | {} | {:.3f} ± {:.3f} | {:.3f} | {} |", entries[p].label,
@@ -248,8 +251,9 @@ std::string sweep_markdown(const SweepMeta& meta, const std::vector<Task>& tasks
                      ratio(x.score, full));
     if (has_ref) s += fmt::format(" {} |", ref[p] >= 0 ? ratio(x.score, st[ref[p]].score) : "-");
     for (size_t k = 0; k < t.kinds.size(); ++k) s += fmt::format(" {:.2f} |", t.mean[k][p]);
-    s += fmt::format(" {:.1f}% | {} | {} |\n", 100.0 * x.rows_read_fraction,
-                     kib(x.kv_bytes_read_per_token), mib(x.kv_resident_bytes));
+    s += fmt::format(" {:.1f}% | {} | {:.1f} | {} |\n", 100.0 * x.rows_read_fraction,
+                     kib(x.kv_bytes_read_per_token), x.decode_ms_per_token,
+                     mib(x.kv_resident_bytes));
   }
   return s;
 }

@@ -47,7 +47,8 @@ struct SweepRowStats {
   double score = 0.0, score_ci95 = 0.0;      // mean of the kinds' means; 95 % CI half-width
   double partial = 0.0, partial_ci95 = 0.0;  // the same of the partial credit (RULER's)
   double kv_bytes_read_per_token = 0.0;      // side data + distinct rows, per decoded token
-  double rows_read_fraction = 1.0;           // distinct rows read / visible, global layers
+  double decode_ms_per_token = 0.0;    // generation time / generated tokens (0: none recorded)
+  double rows_read_fraction = 1.0;     // distinct rows read / visible, global layers
   double kv_resident_bytes = 0.0;      // mean over tasks of each generation's peak resident bytes
   uint64_t kv_resident_bytes_max = 0;  // the largest of those peaks
 };

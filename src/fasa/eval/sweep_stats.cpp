@@ -38,9 +38,11 @@ double mean_of_kind_means(const std::vector<std::vector<double>>& kinds) {
 // Reads (side data + distinct rows per decoded token; the global layers' share of rows) and
 // resident bytes (mean and max of the generations' peaks) of setting p.
 void reads_and_resident(const TaskRunResult& r, size_t p, SweepRowStats& st) {
-  uint64_t bytes = 0, tokens = 0, read = 0, visible = 0, resident_n = 0;
-  double resident = 0.0;
+  uint64_t bytes = 0, tokens = 0, read = 0, visible = 0, resident_n = 0, generated = 0;
+  double resident = 0.0, decode_ms = 0.0;
   for (const auto& row : r.outcome) {
+    decode_ms += row[p].decode_ms;
+    generated += static_cast<uint64_t>(row[p].n_generated);
     const AttnStats& a = row[p].attn;
     bytes += a.bytes_read();
     tokens += a.decode_tokens;
@@ -55,6 +57,7 @@ void reads_and_resident(const TaskRunResult& r, size_t p, SweepRowStats& st) {
   st.kv_bytes_read_per_token = tokens ? static_cast<double>(bytes) / tokens : 0.0;
   st.rows_read_fraction = visible ? static_cast<double>(read) / visible : 1.0;
   st.kv_resident_bytes = resident_n ? resident / resident_n : 0.0;
+  st.decode_ms_per_token = generated ? decode_ms / static_cast<double>(generated) : 0.0;
 }
 
 }  // namespace
