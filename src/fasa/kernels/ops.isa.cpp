@@ -138,8 +138,6 @@ void softmax_exp_shifted(const float* x, float m, int64_t n, float* e) {
   for (; i < n; ++i) e[i] = exp_portable(x[i] - m);
 }
 
-// e_i = exp(x_i - max); the sum is taken in double over 16 lanes (lane = i mod 16, in order of
-// i), then the lanes by tree16; x_i = e_i * (1 / sum).
 // The maximum is exact whatever the order (ties of +0 and -0 aside, which exp(x - max) does
 // not tell apart), so lanes may take it in any order.
 float max_value(const float* x, int64_t n) {
@@ -227,7 +225,7 @@ void softmax_scaled(const float* x, float a, float m, int64_t n, float* y) {
   for (int64_t j = 0; j < n; ++j) y[j] *= inv;
 }
 
-// x * 1 is x: the softmax of x itself.
+// e_i = exp(x_i - max) (x * 1 is x), summed as exp_lanes sums; x_i = e_i * (1 / sum).
 void softmax_inplace(float* x, int64_t n) {
   if (n <= 0) return;
   softmax_scaled(x, 1.0f, max_value(x, n), n, x);

@@ -457,9 +457,8 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
   }
 
-  // Sinks and recent slots first (inside the budget), then the best-scoring rest. scores: [n]
-  // The top `budget` slots by score, sinks and recent slots always among them; scores are as
-  // they were afterwards (the forced slots' own are set aside while top_k runs).  scores: [n]
+  // Sinks and recent slots first (inside the budget), then the best-scoring rest; scores are
+  // as they were afterwards (the forced slots' own are set aside while top_k runs).  scores: [n]
   void pick(float* scores, int n, int budget, std::vector<int32_t>& out) const {
     struct ForcedScratch {
       std::vector<int32_t> forced;

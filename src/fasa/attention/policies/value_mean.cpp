@@ -97,7 +97,7 @@ double subset_temperature(const float* q, const int32_t* dims, int n_dims, int h
 SoftmaxSum softmax_sum(const float* logits, int n, double temperature, float mx) {
   SoftmaxSum s;
   s.a = static_cast<float>(1.0 / temperature);
-  s.m = (std::isnan(mx) ? max_value(logits, n) : mx) * s.a;
+  s.m = mx * s.a;
   s.z = exp_sum_scaled(logits, s.a, s.m, n);
   return s;
 }
@@ -115,7 +115,7 @@ float softmax_mass_on(const float* logits, const SoftmaxSum& s, const std::vecto
 
 float softmax_mass_on(const float* logits, int n, double temperature,
                       const std::vector<int32_t>& slots) {
-  return softmax_mass_on(logits, softmax_sum(logits, n, temperature), slots);
+  return softmax_mass_on(logits, softmax_sum(logits, n, temperature, max_value(logits, n)), slots);
 }
 
 }  // namespace fasa

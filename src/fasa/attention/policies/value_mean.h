@@ -5,7 +5,6 @@
 // Selection::mix_alpha / mix_value).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -60,12 +59,13 @@ struct SoftmaxSum {
   float m = 0.0f;  // max(logits) * a
   double z = 1.0;  // exp_sum_scaled(logits, a, m, n)
 };
-// mx: max(logits) when the caller has it (else it is found).
-SoftmaxSum softmax_sum(const float* logits, int n, double temperature, float mx = NAN);
+// mx: max(logits), which the caller has found.
+SoftmaxSum softmax_sum(const float* logits, int n, double temperature, float mx);
 
 // That softmax's mass on `slots` (<= 1): the sum above, then the terms of the slots alone
 // (gathered, summed as exp_sum_scaled sums). logits: [n]
 float softmax_mass_on(const float* logits, const SoftmaxSum& s, const std::vector<int32_t>& slots);
+// The same from the logits alone.
 float softmax_mass_on(const float* logits, int n, double temperature,
                       const std::vector<int32_t>& slots);
 
