@@ -1,5 +1,6 @@
 #include "fasa/kernels/tip.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "fasa/core/f16.h"
@@ -86,6 +87,142 @@ template <int NV>
 }
 #endif
 
+// ---- the low-bit slices (tip.h): one block of kTipBlock slots at a time; a block's scores go
+// to a full block's buffer first when the call ends inside it.
+
+// Term i's coefficient in block b: coef_i * the (column, block) scale, rounded to fp32.
+inline float block_coef(const TipTerm& term, const uint16_t* scale, size_t n_blocks, int b) {
+  return term.coef * fp16_to_fp32(scale[term.col * n_blocks + b]);
+}
+
+// Slots [0, len) of block b, one at a time (scalar sets, and the reference's order).
+[[maybe_unused]] void q8b_block_scalar(const int8_t* codes, const uint16_t* scale, size_t n_blocks,
+                                       const TipTerm* terms, int n_terms, int b, int len,
+                                       float* out) {
+  for (int j = 0; j < len; ++j) {
+    float s = 0.0f;
+    for (int i = 0; i < n_terms; ++i) {
+      const int8_t* col = codes + terms[i].col * n_blocks * kTipBlock;
+      s = std::fma(block_coef(terms[i], scale, n_blocks, b),
+                   static_cast<float>(col[b * kTipBlock + j]), s);
+    }
+    out[j] = s;
+  }
+}
+
+[[maybe_unused]] void q4b_block_scalar(const uint8_t* codes, const uint16_t* scale, size_t n_blocks,
+                                       const TipTerm* terms, int n_terms, int b, int len,
+                                       float* out) {
+  for (int j = 0; j < len; ++j) {
+    float s = 0.0f;
+    for (int i = 0; i < n_terms; ++i) {
+      const uint8_t* col = codes + terms[i].col * n_blocks * (kTipBlock / 2);
+      s = std::fma(block_coef(terms[i], scale, n_blocks, b),
+                   static_cast<float>(q4b_code(col, b * kTipBlock + j)), s);
+    }
+    out[j] = s;
+  }
+}
+
+#if FASA_AVX512
+// All kTipBlock slots of block b: two 16-lane accumulators (slots 0-15, 16-31).
+void q8b_block(const int8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
+               int n_terms, int b, float* out) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  for (int i = 0; i < n_terms; ++i) {
+    const int8_t* p = codes + (terms[i].col * n_blocks + b) * kTipBlock;
+    const __m512 c = _mm512_set1_ps(block_coef(terms[i], scale, n_blocks, b));
+    const __m512 k0 = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    const __m512 k1 = _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))));
+    a0 = _mm512_fmadd_ps(c, k0, a0);
+    a1 = _mm512_fmadd_ps(c, k1, a1);
+  }
+  _mm512_storeu_ps(out, a0);
+  _mm512_storeu_ps(out + 16, a1);
+}
+
+void q4b_block(const uint8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
+               int n_terms, int b, float* out) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+  const __m512i low = _mm512_set1_epi32(15), eight = _mm512_set1_epi32(8);
+  for (int i = 0; i < n_terms; ++i) {
+    const uint8_t* p = codes + (terms[i].col * n_blocks + b) * (kTipBlock / 2);
+    const __m512 c = _mm512_set1_ps(block_coef(terms[i], scale, n_blocks, b));
+    const __m512i w = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m512 k0 = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(w, low), eight));
+    const __m512 k1 = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(w, 4), eight));
+    a0 = _mm512_fmadd_ps(c, k0, a0);
+    a1 = _mm512_fmadd_ps(c, k1, a1);
+  }
+  _mm512_storeu_ps(out, a0);
+  _mm512_storeu_ps(out + 16, a1);
+}
+#elif FASA_AVX2
+// All kTipBlock slots of block b: four 8-lane accumulators (slots 0-7, 8-15, 16-23, 24-31).
+void q8b_block(const int8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
+               int n_terms, int b, float* out) {
+  __m256 a[4];
+  for (auto& x : a) x = _mm256_setzero_ps();
+  for (int i = 0; i < n_terms; ++i) {
+    const int8_t* p = codes + (terms[i].col * n_blocks + b) * kTipBlock;
+    const __m256 c = _mm256_set1_ps(block_coef(terms[i], scale, n_blocks, b));
+    for (int v = 0; v < 4; ++v) {
+      const __m256 k = _mm256_cvtepi32_ps(
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * v))));
+      a[v] = _mm256_fmadd_ps(c, k, a[v]);
+    }
+  }
+  for (int v = 0; v < 4; ++v) _mm256_storeu_ps(out + 8 * v, a[v]);
+}
+
+void q4b_block(const uint8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
+               int n_terms, int b, float* out) {
+  __m256 a[4];
+  for (auto& x : a) x = _mm256_setzero_ps();
+  const __m256i low = _mm256_set1_epi32(15), eight = _mm256_set1_epi32(8);
+  for (int i = 0; i < n_terms; ++i) {
+    const uint8_t* p = codes + (terms[i].col * n_blocks + b) * (kTipBlock / 2);
+    const __m256 c = _mm256_set1_ps(block_coef(terms[i], scale, n_blocks, b));
+    for (int h = 0; h < 2; ++h) {  // bytes 8h..8h+7: slots 8h.. (low nibbles), 16+8h.. (high)
+      const __m256i w =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h)));
+      const __m256 lo = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(w, low), eight));
+      const __m256 hi = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(w, 4), eight));
+      a[h] = _mm256_fmadd_ps(c, lo, a[h]);
+      a[2 + h] = _mm256_fmadd_ps(c, hi, a[2 + h]);
+    }
+  }
+  for (int v = 0; v < 4; ++v) _mm256_storeu_ps(out + 8 * v, a[v]);
+}
+#else
+void q8b_block(const int8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
+               int n_terms, int b, float* out) {
+  q8b_block_scalar(codes, scale, n_blocks, terms, n_terms, b, kTipBlock, out);
+}
+void q4b_block(const uint8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
+               int n_terms, int b, float* out) {
+  q4b_block_scalar(codes, scale, n_blocks, terms, n_terms, b, kTipBlock, out);
+}
+#endif
+
+// Blocks b0.. until n slots are scored; a partial last block through a block-sized buffer.
+template <typename Codes, typename Block>
+void blocked_tip(const Codes* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
+                 int n_terms, int b0, int n, float* scores, Block block) {
+  for (int t = 0; t < n; t += kTipBlock) {
+    const int b = b0 + t / kTipBlock;
+    if (n - t >= kTipBlock) {
+      block(codes, scale, n_blocks, terms, n_terms, b, scores + t);
+      continue;
+    }
+    float tmp[kTipBlock];
+    block(codes, scale, n_blocks, terms, n_terms, b, tmp);
+    std::copy(tmp, tmp + (n - t), scores + t);
+  }
+}
+
 }  // namespace
 
 void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* terms, int n_terms,
@@ -138,6 +275,16 @@ void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride, c
     }
     scores[t] = s * fp16_to_fp32(scale[t]);
   }
+}
+
+void tip_scores_q8b(const int8_t* codes, const uint16_t* scale, size_t n_blocks,
+                    const TipTerm* terms, int n_terms, int b0, int n, float* scores) {
+  blocked_tip(codes, scale, n_blocks, terms, n_terms, b0, n, scores, q8b_block);
+}
+
+void tip_scores_q4b(const uint8_t* codes, const uint16_t* scale, size_t n_blocks,
+                    const TipTerm* terms, int n_terms, int b0, int n, float* scores) {
+  blocked_tip(codes, scale, n_blocks, terms, n_terms, b0, n, scores, q4b_block);
 }
 
 #if FASA_AVX512

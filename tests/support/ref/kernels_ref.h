@@ -30,6 +30,11 @@ void tip_scores(const void* packed, bool f16, size_t stride, const TipTerm* term
 // tip_scores_q8's sequence in plain scalar code (its bits).
 void tip_scores_q8(const int8_t* packed, const uint16_t* scale, size_t stride, const TipTerm* terms,
                    int n_terms, int n, float* scores);
+// tip_scores_q8b's and tip_scores_q4b's sequences in plain scalar code (their bits).
+void tip_scores_q8b(const int8_t* codes, const uint16_t* scale, size_t n_blocks,
+                    const TipTerm* terms, int n_terms, int b0, int n, float* scores);
+void tip_scores_q4b(const uint8_t* codes, const uint16_t* scale, size_t n_blocks,
+                    const TipTerm* terms, int n_terms, int b0, int n, float* scores);
 
 // ---- attend ----
 // Double-precision two-pass softmax attention over the rows' values (Q8_0: dequantized; the
