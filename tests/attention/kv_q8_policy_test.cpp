@@ -88,6 +88,8 @@ std::vector<std::string> q8_specs() {
           c + ",budget=12,dense_layers=none",
           c + ",budget=0.25,gqa=per-head,sink=2,recent=3,dense_layers=none",
           c + ",budget=12,dense_layers=none,variant=m,offload_dir=" + ::testing::TempDir(),
+          c + ",budget=12,dense_layers=none,slice=q4",
+          c + ",budget=12,dense_layers=none,slice=q8",
           d + ",budget=12,dense_layers=none",
           "streaming:budget=12",
           "quest:budget=12,page=4,dense_layers=none",

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fasa/attention/policies/channel_subset.h"
+#include "fasa/attention/policies/packed_slice.h"
 #include "fasa/attention/policies/value_mean.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
@@ -91,14 +92,11 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
 
   std::string_view name() const override { return name_; }
 
-  // Keep the packed dominant-dim slice of K up to date, in the cache's element type (q8_0: int8
-  // codes with one fp16 scale per slot, pack_hot_q8 in kv_cache.h).
-  // kdom: [|dims|, capacity] column-major (dim dims[i] of slot t at i * capacity + t)
+  // Keep the packed dominant-dim slice of K up to date, in the store `slice=` asks for
+  // (packed_slice.h; auto: the cache's own values).
   void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
-    const size_t cap = cache.capacity(), rb = cache.row_bytes();
-    type_ = cache.type();
-    const bool q8 = type_ == KvType::Q8_0;
-    const size_t eb = q8 ? 1 : cache.elem_bytes();
+    // FASA-M's slice is the cache's RAM tier, in the cache's own values.
+    store_ = slice_store(o_.variant_m ? SliceFormat::Auto : o_.slice, cache.type());
     n_slots_ = std::max(n_slots_, first_slot + n);
     if (layer_row_[layer] < 0) return;  // a sliding-window layer: not the policy's
     if (o_.dense_layers.count(layer)) return;
@@ -106,21 +104,8 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     if (o_.variant_m) return;  // FASA-M: the cache holds the slice
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
       Group& gr = group(layer, g);
-      const size_t w = gr.dims.size();
-      if (gr.kdom.size() != w * cap * eb) gr.kdom.assign(w * cap * eb, 0);
-      if (q8 && gr.kscale.size() != cap) gr.kscale.assign(cap, 0);
-      const auto* base = static_cast<const uint8_t*>(cache.k_rows(layer, g));
-      for (int s = first_slot; s < first_slot + n; ++s) {
-        const uint8_t* row = base + s * rb;
-        if (q8) {
-          pack_hot_q8(row, gr.dims.data(), static_cast<int>(w),
-                      reinterpret_cast<int8_t*>(gr.kdom.data()) + s, cap, gr.kscale.data() + s);
-          continue;
-        }
-        for (size_t i = 0; i < w; ++i) {
-          std::memcpy(gr.kdom.data() + (i * cap + s) * eb, row + gr.dims[i] * eb, eb);
-        }
-      }
+      if (gr.slice.empty()) gr.slice.reset(store_, gr.dims, cache.capacity());
+      gr.slice.append(cache, layer, g, first_slot, n);
     }
   }
 
@@ -141,7 +126,7 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     for (int l : layers_) {
       if (o_.dense_layers.count(l)) continue;
       for (int g = 0; g < shape_.n_kv_heads; ++g) {
-        n += static_cast<uint64_t>(n_slots_) * slice_bytes(group(l, g).dims.size());
+        n += slice_bytes(store_, group(l, g).dims.size(), n_slots_);
       }
     }
     return n;
@@ -192,9 +177,8 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       Selection& out = outs[g];
       out.all = false;
       out.per_head = o_.per_head;
-      out.bytes_read =
-          static_cast<uint64_t>(n) *
-          slice_bytes(group(layer, qs[g].kv_head).dims.size());  // the packed slice, once
+      out.bytes_read = slice_bytes(store_, group(layer, qs[g].kv_head).dims.size(),
+                                   n);  // the packed slice, once
       if (o_.per_head) out.head_slots.resize(ng);
     }
     ScratchFrame f;  // the caller's: workers write into it
@@ -287,10 +271,7 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   // scores: [n_group, n_visible]
   void tip_group(const AttnQuery& q, int t0, int t1, float* scores) const {
     const Group& gr = group(q.layer, q.kv_head);
-    // packed: [dims, capacity] dominant key dims, the policy's copy (FASA-C) or the cache's (FASA-M)
-    const auto* packed =
-        static_cast<const uint8_t*>(o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
-                                                 : static_cast<const void*>(gr.kdom.data()));
+    const SliceView slice = slice_view(q);
     struct TermScratch {
       std::vector<TipTerm> terms;  // [n_group, scoring dims of a head]
       std::vector<int> first;      // [n_group + 1] each head's terms
@@ -305,27 +286,26 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       for (const PackedDim& d : gr.heads[j]) terms.push_back(TipTerm{d.col, qh[d.q]});
       first.push_back(static_cast<int>(terms.size()));
     }
-    // A slot's score does not depend on where a call starts: column c of the tile starting at
-    // slot a is at packed + (c * capacity + a) elements, i.e. the same layout offset by a.
-    const bool q8 = type_ == KvType::Q8_0;
-    const uint16_t* scale = !q8            ? nullptr
-                            : o_.variant_m ? q.cache->hot_scales(q.layer, q.kv_head)
-                                           : gr.kscale.data();  // [capacity]
-    const size_t eb = q8 ? 1 : elem_bytes();
+    // A slot's score does not depend on where a call starts (tiles start at whole blocks).
+    static_assert(kTipTile % kTipBlock == 0);
     for (int a = t0; a < t1; a += kTipTile) {
       const int len = std::min(kTipTile, t1 - a);
       for (int j = 0; j < q.n_group; ++j) {
         float* out = scores + static_cast<size_t>(j) * q.n_visible + a;
-        if (q8) {
-          tip_scores_q8(reinterpret_cast<const int8_t*>(packed) + a, scale + a, q.cache->capacity(),
-                        terms.data() + first[j], first[j + 1] - first[j], len, out);
-        } else {
-          tip_scores(packed + static_cast<size_t>(a) * eb, type_ == KvType::F16,
-                     q.cache->capacity(), terms.data() + first[j], first[j + 1] - first[j], len,
-                     out);
-        }
+        slice_tip(slice, terms.data() + first[j], first[j + 1] - first[j], a, len, out);
       }
     }
+  }
+
+  // The packed slice of q's kv head: the policy's (FASA-C) or the cache's RAM tier (FASA-M).
+  SliceView slice_view(const AttnQuery& q) const {
+    if (!o_.variant_m) return group(q.layer, q.kv_head).slice.view();
+    SliceView v;
+    v.store = store_;
+    v.codes = static_cast<const uint8_t*>(q.cache->hot_rows(q.layer, q.kv_head));
+    v.scale = store_ == SliceStore::Q8Slot ? q.cache->hot_scales(q.layer, q.kv_head) : nullptr;
+    v.capacity = q.cache->capacity();
+    return v;
   }
 
   // TIP over the candidate slots only (q.candidates, m of them): their packed columns are
@@ -348,11 +328,14 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       return;
     }
     const Group& gr = group(q.layer, q.kv_head);
-    const bool q8 = type_ == KvType::Q8_0;
-    const size_t w = gr.dims.size(), cap = q.cache->capacity(), eb = q8 ? 1 : elem_bytes();
-    const auto* packed =
-        static_cast<const uint8_t*>(o_.variant_m ? q.cache->hot_rows(q.layer, q.kv_head)
-                                                 : static_cast<const void*>(gr.kdom.data()));
+    const SliceView slice = slice_view(q);
+    // Unblocked stores: the candidates' columns gathered into a slice of m slots (the same
+    // values, so the same bits per slot); blocked ones score each candidate where it is.
+    const bool gather = !blocked(store_);
+    const bool q8 = store_ == SliceStore::Q8Slot;
+    const size_t w = gr.dims.size(), cap = slice.capacity;
+    const size_t eb = q8 ? 1 : store_ == SliceStore::F32 ? 4 : 2;
+    const uint8_t* packed = slice.codes;
     struct CandScratch {
       std::vector<uint8_t> cols;     // [dims, m] the candidates' packed columns
       std::vector<uint16_t> cscale;  // q8_0: [m] their scales
@@ -366,19 +349,22 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     auto& scores = sc.scores;
     auto& terms = sc.terms;
     auto& picked = sc.picked;
-    cols.resize(w * m * eb);
-    for (size_t i = 0; i < w; ++i) {
-      for (int c = 0; c < m; ++c) {
-        std::memcpy(cols.data() + (i * m + c) * eb, packed + (i * cap + cand[c]) * eb, eb);
+    SliceView gathered{store_, nullptr, nullptr, static_cast<size_t>(m)};
+    if (gather) {
+      cols.resize(w * m * eb);
+      for (size_t i = 0; i < w; ++i) {
+        for (int c = 0; c < m; ++c) {
+          std::memcpy(cols.data() + (i * m + c) * eb, packed + (i * cap + cand[c]) * eb, eb);
+        }
+      }
+      gathered.codes = cols.data();
+      if (q8) {
+        cscale.resize(m);
+        for (int c = 0; c < m; ++c) cscale[c] = slice.scale[cand[c]];
+        gathered.scale = cscale.data();
       }
     }
-    if (q8) {
-      const uint16_t* scale =
-          o_.variant_m ? q.cache->hot_scales(q.layer, q.kv_head) : gr.kscale.data();
-      cscale.resize(m);
-      for (int c = 0; c < m; ++c) cscale[c] = scale[cand[c]];
-    }
-    out.bytes_read = static_cast<uint64_t>(m) * slice_bytes(w);
+    out.bytes_read = slice_bytes(store_, w, m);
     scores.resize(static_cast<size_t>(ng) * m);
     const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
     if (o_.per_head) out.head_slots.resize(ng);
@@ -387,15 +373,12 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
       terms.clear();
       for (const PackedDim& d : gr.heads[j]) terms.push_back(TipTerm{d.col, qh[d.q]});
       float* score = scores.data() + static_cast<size_t>(j) * m;
-      for (int a = 0; a < m; a += kTipTile) {
-        if (q8) {
-          tip_scores_q8(reinterpret_cast<const int8_t*>(cols.data()) + a, cscale.data() + a, m,
-                        terms.data(), static_cast<int>(terms.size()), std::min(kTipTile, m - a),
-                        score + a);
-        } else {
-          tip_scores(cols.data() + a * eb, type_ == KvType::F16, m, terms.data(),
-                     static_cast<int>(terms.size()), std::min(kTipTile, m - a), score + a);
-        }
+      const int nt = static_cast<int>(terms.size());
+      for (int a = 0; gather && a < m; a += kTipTile) {
+        slice_tip(gathered, terms.data(), nt, a, std::min(kTipTile, m - a), score + a);
+      }
+      for (int c = 0; !gather && c < m; ++c) {
+        score[c] = slice_tip_one(slice, terms.data(), nt, cand[c]);
       }
       if (o_.per_head) {
         pick(score, m, budget, picked);
@@ -423,12 +406,8 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   struct Group {
     std::vector<int> dims;                      // packed K dims (ascending)
     std::vector<std::vector<PackedDim>> heads;  // [n_group][scoring dims of the head]
-    std::vector<uint8_t> kdom;                  // [dims.size(), capacity] of the cache's type
-                                                // (q8_0: int8 codes)
-    std::vector<uint16_t> kscale;               // q8_0: [capacity] fp16 scale of each slot's codes
+    PackedSlice slice;                          // FASA-C: the packed dims of every slot
   };
-  // Bytes of one value of the packed slice (f16/f32) and of one slot of a w-dim slice.
-  size_t elem_bytes() const { return type_ == KvType::F32 ? 4 : 2; }
   // Break-even (FASA-C): selecting pays when the layer's packed slices plus the selected K/V
   // rows are under kBreakEven of what dense attention reads (the rest of the margin pays for the
   // softmax, the pick and the scattered reads). Below that context length the policy attends
@@ -440,15 +419,11 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     const double kv_row = 2.0 * static_cast<double>(qs[0].cache->row_bytes());  // K and V
     double select = 0.0;
     for (int g = 0; g < n_kv; ++g) {
-      select +=
-          static_cast<double>(n) * slice_bytes(group(qs[g].layer, qs[g].kv_head).dims.size()) +
-          static_cast<double>(budget) * kv_row * (o_.per_head ? qs[g].n_group : 1);
+      select += static_cast<double>(
+                    slice_bytes(store_, group(qs[g].layer, qs[g].kv_head).dims.size(), n)) +
+                static_cast<double>(budget) * kv_row * (o_.per_head ? qs[g].n_group : 1);
     }
     return select < kBreakEven * n_kv * static_cast<double>(n) * kv_row;
-  }
-  size_t slice_bytes(size_t w) const {
-    if (type_ == KvType::Q8_0) return w == 0 ? 0 : w + 2;  // the codes and the scale
-    return w * elem_bytes();
   }
   Group& group(int layer, int g) {
     return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
@@ -488,13 +463,13 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   std::string name_;
   AttnShape shape_;
   ChannelSubsetOptions o_;
-  std::vector<int> layers_;            // [n_global] the global layers, the policy's
-  std::vector<int> layer_row_;         // [n_layers] index in layers_, -1 for a sliding-window layer
-  KvType type_ = KvType::F16;          // of the cache (and so of kdom)
-  int n_slots_ = 0;                    // slots written so far (the packed slices' used length)
-  std::vector<Group> groups_;          // [n_global, n_kv_heads]
-  KvTiering tiering_;                  // variant m: the cache layout asked of the session
-  std::unique_ptr<ValueMeans> means_;  // mean_value: the running V sums
+  std::vector<int> layers_;     // [n_global] the global layers, the policy's
+  std::vector<int> layer_row_;  // [n_layers] index in layers_, -1 for a sliding-window layer
+  SliceStore store_ = SliceStore::F16;  // of the packed slices (the cache's type and `slice`)
+  int n_slots_ = 0;                     // slots written so far (the packed slices' used length)
+  std::vector<Group> groups_;           // [n_global, n_kv_heads]
+  KvTiering tiering_;                   // variant m: the cache layout asked of the session
+  std::unique_ptr<ValueMeans> means_;   // mean_value: the running V sums
 };
 
 }  // namespace

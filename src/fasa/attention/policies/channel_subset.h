@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fasa/attention/policies/packed_slice.h"
 #include "fasa/attention/policy.h"
 
 namespace fasa {
@@ -35,6 +36,9 @@ struct ChannelSubsetOptions {
   // softmax of each head's TIP scores at SparQ's temperature for its scoring dims. Not with
   // variant m or candidate lists (the caller refuses those).
   bool mean_value = false;
+  // How the packed slice stores its values (packed_slice.h); variant m: auto only (its RAM
+  // tier holds the cache's own values).
+  SliceFormat slice = SliceFormat::Auto;
 };
 
 // Slots `layer` attends out of n visible: resolve_budget(o.budget, n) = B, or with

@@ -20,7 +20,7 @@
 // (ChannelSubsetPolicy, channel_subset.h): per kv head the union of its query heads' channels is packed column-major; `shared` sums the
 // heads' softmax shares per slot. The authors keep the label cache in 4 bits; here it holds the
 // keys' own values (the cache's element type), like FASA's packed slice, so the comparison is of
-// the channel choice alone.
+// the channel choice alone; slice=q4 stores it in 4 bits as they do (packed_slice.h).
 // Cost per decode step per kv-head group: the packed channels of every visible slot (bytes_read,
 // = n x |union| x element size), an O(n) top-k, then B K/V rows; side data: the label cache.
 #include <algorithm>
@@ -66,6 +66,7 @@ const OptionTable& double_sparsity_options() {
              "head's own"},
             {"dense_layers", OptionType::LayerSet, "L1+L2|none", "0",
              "global layers attended densely"},
+            kSliceRow,
         }};
   return t;
 }
@@ -79,6 +80,7 @@ std::unique_ptr<AttentionPolicy> make_double_sparsity_policy(const PolicyContext
   o.budget = p.budget("budget");
   o.per_head = p.text("gqa") == "per-head";
   o.dense_layers = p.layers("dense_layers");
+  o.slice = parse_slice_format(p.text("slice"));
   int channels = default_channels(hd);
   if (p.given("channels")) {
     channels = p.count("channels");

@@ -37,6 +37,9 @@
 //   The defaults fcs=compound, fc_sets=group, mean_value=on were chosen in issue 23 on held-in
 //   texts at equal KV bytes read (docs/RESULTS.md, "Choosing the default selector"); before,
 //   they were calibrated, head, off (method=paper keeps those).
+//   slice=auto|f16|q8|q4 (auto): how the packed slice stores its values (packed_slice.h: the
+//   cache's own, fp16, or int8 / int4 codes with one fp16 scale per dim and 32 slots); variant c
+//   only
 //   layer_budget=uniform|calibrated (uniform): calibrated spreads the same total over the
 //   selecting layers by their compound CA at n_tip (fasa_fcs.h: less agreement, more budget)
 //   method=default|paper (default): paper fixes the paper's selector (fcs=calibrated,
@@ -157,6 +160,12 @@ void check_variant_options(const ParsedOptions& p, const ChannelSubsetOptions& s
   if (p.given("offload_dir") && !sel.variant_m) {
     fail("policy 'fasa': offload_dir applies to variant m only (add variant=m / --variant m)");
   }
+  if (p.given("slice") && sel.slice != SliceFormat::Auto && sel.variant_m) {
+    fail(
+        "policy 'fasa': slice={} applies to variant c only (variant m's RAM tier holds the "
+        "cache's own values: slice=auto)",
+        slice_format_name(sel.slice));
+  }
   if (sel.mean_value && sel.variant_m) {
     fail(
         "policy 'fasa': mean_value=on applies to variant c only (variant m keeps V in its file "
@@ -224,6 +233,7 @@ const OptionTable& fasa_options() {
              "variant m: fetch the next offloaded layer's guessed rows in the background"},
             {"break_even", OptionType::OnOff, "on|off", "on",
              "variant c: attend densely while selecting would read more than 0.8 of dense bytes"},
+            kSliceRow,
         }};
   return t;
 }
@@ -243,6 +253,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   sel.offload_dir = p.text("offload_dir");
   sel.prefetch = p.on("prefetch");
   sel.break_even = p.on("break_even");
+  sel.slice = parse_slice_format(p.text("slice"));
   // mean_value is on by default for variant c; variant m keeps V in its file tier: off there
   // unless asked for (which check_variant_options refuses).
   sel.mean_value =

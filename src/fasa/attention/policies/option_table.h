@@ -60,6 +60,12 @@ struct PolicyOption {
 inline constexpr const char* kBudgetHelp =
     "tokens attended per decode step per kv-head group (< 1: a fraction of the context)";
 
+// The slice row of the policies that score from a packed slice (fasa, double-sparsity).
+inline const PolicyOption kSliceRow{"slice", OptionType::Enum, "auto|f16|q8|q4", "auto",
+                                    "how the packed slice TIP reads stores its values: the cache's "
+                                    "own (auto), fp16, or int8 / "
+                                    "int4 codes with one fp16 scale per dim and 32 slots"};
+
 // The budget row (required) of the policies whose budget is per kv-head group.
 inline const PolicyOption kBudgetRow{"budget", OptionType::Budget, "B", nullptr, kBudgetHelp};
 
