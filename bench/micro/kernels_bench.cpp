@@ -199,6 +199,33 @@ void BM_TipTopkFac(benchmark::State& st) {
 }
 BENCHMARK(BM_TipTopkFac)->Args({1024, 64})->Args({4096, 256})->Args({8192, 256})->Args({8192, 819});
 
+// TIP alone over a 32-dim slice, 16 terms (args: n, slice: 0 f16, 1 q8 blocks, 2 q4 blocks).
+void BM_Tip(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0)), kind = static_cast<int>(st.range(1));
+  const int cols = 32, nb = (n + kTipBlock - 1) / kTipBlock;
+  std::mt19937 rng(4);
+  std::vector<uint16_t> f16(static_cast<size_t>(cols) * n);
+  for (auto& x : f16) x = fp32_to_fp16(static_cast<float>(rng() % 200) * 0.01f - 1.0f);
+  std::vector<int8_t> q8(static_cast<size_t>(cols) * nb * kTipBlock);
+  std::vector<uint8_t> q4(static_cast<size_t>(cols) * nb * kTipBlock / 2);
+  std::vector<uint16_t> scale(static_cast<size_t>(cols) * nb, fp32_to_fp16(0.01f));
+  for (auto& x : q8) x = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  for (auto& x : q4) x = static_cast<uint8_t>(rng());
+  std::vector<TipTerm> terms;
+  for (int c = 0; c < 16; ++c) terms.push_back(TipTerm{2 * c, 0.1f * static_cast<float>(c)});
+  std::vector<float> scores(n);
+  for (auto _ : st) {
+    if (kind == 0) tip_scores(f16.data(), true, n, terms.data(), 16, n, scores.data());
+    if (kind == 1)
+      tip_scores_q8b(q8.data(), scale.data(), nb, terms.data(), 16, 0, n, scores.data());
+    if (kind == 2)
+      tip_scores_q4b(q4.data(), scale.data(), nb, terms.data(), 16, 0, n, scores.data());
+    benchmark::DoNotOptimize(scores.data());
+  }
+  st.SetItemsProcessed(st.iterations() * n);
+}
+BENCHMARK(BM_Tip)->ArgsProduct({{4096, 32768}, {0, 1, 2}});
+
 void BM_TopK(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0)), k = static_cast<int>(st.range(1));
   std::mt19937 rng(3);

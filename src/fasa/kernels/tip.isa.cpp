@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "fasa/core/f16.h"
 #include "fasa/core/isa_intrin.h"
@@ -12,6 +14,8 @@
 namespace fasa::FASA_ISA_NS {
 
 namespace {
+
+#include "fasa/kernels/simd_common.inc.h"
 
 inline float load(const void* packed, bool f16, size_t i) {
   return f16 ? fp16_to_fp32(static_cast<const uint16_t*>(packed)[i])
@@ -90,35 +94,50 @@ template <int NV>
 // ---- the low-bit slices (tip.h): one block of kTipBlock slots at a time; a block's scores go
 // to a full block's buffer first when the call ends inside it.
 
-// Term i's coefficient in block b: coef_i * the (column, block) scale, rounded to fp32.
-inline float block_coef(const TipTerm& term, const uint16_t* scale, size_t n_blocks, int b) {
-  return term.coef * fp16_to_fp32(scale[term.col * n_blocks + b]);
+// Blocks whose term coefficients are worked out together (one fp16 vector per term).
+constexpr int kCoefBlocks = 8;
+constexpr int kMaxStackTerms = 512;  // more terms: the coefficients go to the heap
+
+// cf[i * kCoefBlocks + k] = term i's coefficient in block bb + k (k < nblk): coef_i * the
+// (column, block) scale, rounded to fp32.
+void block_coefs(const uint16_t* scale, size_t n_blocks, const TipTerm* terms, int n_terms, int bb,
+                 int nblk, float* cf) {
+  for (int i = 0; i < n_terms; ++i) {
+    const uint16_t* d = scale + terms[i].col * n_blocks + bb;
+#if FASA_AVX2
+    if (nblk == kCoefBlocks) {
+      const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d)));
+      _mm256_storeu_ps(cf + i * kCoefBlocks, _mm256_mul_ps(_mm256_set1_ps(terms[i].coef), v));
+      continue;
+    }
+#endif
+    for (int k = 0; k < nblk; ++k) cf[i * kCoefBlocks + k] = terms[i].coef * half_to_float(d[k]);
+  }
 }
 
 // Slots [0, len) of block b, one at a time (scalar sets, and the reference's order).
-[[maybe_unused]] void q8b_block_scalar(const int8_t* codes, const uint16_t* scale, size_t n_blocks,
-                                       const TipTerm* terms, int n_terms, int b, int len,
+// cf: term i's coefficient at cf[i * kCoefBlocks]
+[[maybe_unused]] void q8b_block_scalar(const int8_t* codes, size_t n_blocks, int n_terms,
+                                       const TipTerm* terms, int b, const float* cf, int len,
                                        float* out) {
   for (int j = 0; j < len; ++j) {
     float s = 0.0f;
     for (int i = 0; i < n_terms; ++i) {
       const int8_t* col = codes + terms[i].col * n_blocks * kTipBlock;
-      s = std::fma(block_coef(terms[i], scale, n_blocks, b),
-                   static_cast<float>(col[b * kTipBlock + j]), s);
+      s = std::fma(cf[i * kCoefBlocks], static_cast<float>(col[b * kTipBlock + j]), s);
     }
     out[j] = s;
   }
 }
 
-[[maybe_unused]] void q4b_block_scalar(const uint8_t* codes, const uint16_t* scale, size_t n_blocks,
-                                       const TipTerm* terms, int n_terms, int b, int len,
+[[maybe_unused]] void q4b_block_scalar(const uint8_t* codes, size_t n_blocks, int n_terms,
+                                       const TipTerm* terms, int b, const float* cf, int len,
                                        float* out) {
   for (int j = 0; j < len; ++j) {
     float s = 0.0f;
     for (int i = 0; i < n_terms; ++i) {
       const uint8_t* col = codes + terms[i].col * n_blocks * (kTipBlock / 2);
-      s = std::fma(block_coef(terms[i], scale, n_blocks, b),
-                   static_cast<float>(q4b_code(col, b * kTipBlock + j)), s);
+      s = std::fma(cf[i * kCoefBlocks], static_cast<float>(q4b_code(col, b * kTipBlock + j)), s);
     }
     out[j] = s;
   }
@@ -126,12 +145,12 @@ inline float block_coef(const TipTerm& term, const uint16_t* scale, size_t n_blo
 
 #if FASA_AVX512
 // All kTipBlock slots of block b: two 16-lane accumulators (slots 0-15, 16-31).
-void q8b_block(const int8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
-               int n_terms, int b, float* out) {
+void q8b_block(const int8_t* codes, size_t n_blocks, int n_terms, const TipTerm* terms, int b,
+               const float* cf, float* out) {
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
   for (int i = 0; i < n_terms; ++i) {
     const int8_t* p = codes + (terms[i].col * n_blocks + b) * kTipBlock;
-    const __m512 c = _mm512_set1_ps(block_coef(terms[i], scale, n_blocks, b));
+    const __m512 c = _mm512_set1_ps(cf[i * kCoefBlocks]);
     const __m512 k0 = _mm512_cvtepi32_ps(
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
     const __m512 k1 = _mm512_cvtepi32_ps(
@@ -143,16 +162,18 @@ void q8b_block(const int8_t* codes, const uint16_t* scale, size_t n_blocks, cons
   _mm512_storeu_ps(out + 16, a1);
 }
 
-void q4b_block(const uint8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
-               int n_terms, int b, float* out) {
+void q4b_block(const uint8_t* codes, size_t n_blocks, int n_terms, const TipTerm* terms, int b,
+               const float* cf, float* out) {
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-  const __m512i low = _mm512_set1_epi32(15), eight = _mm512_set1_epi32(8);
+  // code = nibble - 8 as a float, looked up by the nibble (permutexvar reads an index's low 4
+  // bits, so the low nibble needs no mask)
+  const __m512 lut = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
   for (int i = 0; i < n_terms; ++i) {
     const uint8_t* p = codes + (terms[i].col * n_blocks + b) * (kTipBlock / 2);
-    const __m512 c = _mm512_set1_ps(block_coef(terms[i], scale, n_blocks, b));
+    const __m512 c = _mm512_set1_ps(cf[i * kCoefBlocks]);
     const __m512i w = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    const __m512 k0 = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(w, low), eight));
-    const __m512 k1 = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(w, 4), eight));
+    const __m512 k0 = _mm512_permutexvar_ps(w, lut);
+    const __m512 k1 = _mm512_permutexvar_ps(_mm512_srli_epi32(w, 4), lut);
     a0 = _mm512_fmadd_ps(c, k0, a0);
     a1 = _mm512_fmadd_ps(c, k1, a1);
   }
@@ -161,13 +182,13 @@ void q4b_block(const uint8_t* codes, const uint16_t* scale, size_t n_blocks, con
 }
 #elif FASA_AVX2
 // All kTipBlock slots of block b: four 8-lane accumulators (slots 0-7, 8-15, 16-23, 24-31).
-void q8b_block(const int8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
-               int n_terms, int b, float* out) {
+void q8b_block(const int8_t* codes, size_t n_blocks, int n_terms, const TipTerm* terms, int b,
+               const float* cf, float* out) {
   __m256 a[4];
   for (auto& x : a) x = _mm256_setzero_ps();
   for (int i = 0; i < n_terms; ++i) {
     const int8_t* p = codes + (terms[i].col * n_blocks + b) * kTipBlock;
-    const __m256 c = _mm256_set1_ps(block_coef(terms[i], scale, n_blocks, b));
+    const __m256 c = _mm256_set1_ps(cf[i * kCoefBlocks]);
     for (int v = 0; v < 4; ++v) {
       const __m256 k = _mm256_cvtepi32_ps(
           _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * v))));
@@ -177,14 +198,14 @@ void q8b_block(const int8_t* codes, const uint16_t* scale, size_t n_blocks, cons
   for (int v = 0; v < 4; ++v) _mm256_storeu_ps(out + 8 * v, a[v]);
 }
 
-void q4b_block(const uint8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
-               int n_terms, int b, float* out) {
+void q4b_block(const uint8_t* codes, size_t n_blocks, int n_terms, const TipTerm* terms, int b,
+               const float* cf, float* out) {
   __m256 a[4];
   for (auto& x : a) x = _mm256_setzero_ps();
   const __m256i low = _mm256_set1_epi32(15), eight = _mm256_set1_epi32(8);
   for (int i = 0; i < n_terms; ++i) {
     const uint8_t* p = codes + (terms[i].col * n_blocks + b) * (kTipBlock / 2);
-    const __m256 c = _mm256_set1_ps(block_coef(terms[i], scale, n_blocks, b));
+    const __m256 c = _mm256_set1_ps(cf[i * kCoefBlocks]);
     for (int h = 0; h < 2; ++h) {  // bytes 8h..8h+7: slots 8h.. (low nibbles), 16+8h.. (high)
       const __m256i w =
           _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h)));
@@ -197,29 +218,42 @@ void q4b_block(const uint8_t* codes, const uint16_t* scale, size_t n_blocks, con
   for (int v = 0; v < 4; ++v) _mm256_storeu_ps(out + 8 * v, a[v]);
 }
 #else
-void q8b_block(const int8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
-               int n_terms, int b, float* out) {
-  q8b_block_scalar(codes, scale, n_blocks, terms, n_terms, b, kTipBlock, out);
+void q8b_block(const int8_t* codes, size_t n_blocks, int n_terms, const TipTerm* terms, int b,
+               const float* cf, float* out) {
+  q8b_block_scalar(codes, n_blocks, n_terms, terms, b, cf, kTipBlock, out);
 }
-void q4b_block(const uint8_t* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
-               int n_terms, int b, float* out) {
-  q4b_block_scalar(codes, scale, n_blocks, terms, n_terms, b, kTipBlock, out);
+void q4b_block(const uint8_t* codes, size_t n_blocks, int n_terms, const TipTerm* terms, int b,
+               const float* cf, float* out) {
+  q4b_block_scalar(codes, n_blocks, n_terms, terms, b, cf, kTipBlock, out);
 }
 #endif
 
-// Blocks b0.. until n slots are scored; a partial last block through a block-sized buffer.
+// Blocks b0.. until n slots are scored, kCoefBlocks at a time (their coefficients first); a
+// partial last block through a block-sized buffer.
 template <typename Codes, typename Block>
 void blocked_tip(const Codes* codes, const uint16_t* scale, size_t n_blocks, const TipTerm* terms,
                  int n_terms, int b0, int n, float* scores, Block block) {
-  for (int t = 0; t < n; t += kTipBlock) {
-    const int b = b0 + t / kTipBlock;
-    if (n - t >= kTipBlock) {
-      block(codes, scale, n_blocks, terms, n_terms, b, scores + t);
-      continue;
+  float stack[kMaxStackTerms * kCoefBlocks];
+  std::vector<float> heap;
+  float* cf = stack;  // [n_terms, kCoefBlocks]
+  if (n_terms > kMaxStackTerms) {
+    heap.resize(static_cast<size_t>(n_terms) * kCoefBlocks);
+    cf = heap.data();
+  }
+  const int n_blk = (n + kTipBlock - 1) / kTipBlock;
+  for (int k0 = 0; k0 < n_blk; k0 += kCoefBlocks) {
+    const int nblk = std::min(kCoefBlocks, n_blk - k0);
+    block_coefs(scale, n_blocks, terms, n_terms, b0 + k0, nblk, cf);
+    for (int k = 0; k < nblk; ++k) {
+      const int t = (k0 + k) * kTipBlock, b = b0 + k0 + k;
+      if (n - t >= kTipBlock) {
+        block(codes, n_blocks, n_terms, terms, b, cf + k, scores + t);
+        continue;
+      }
+      float tmp[kTipBlock];
+      block(codes, n_blocks, n_terms, terms, b, cf + k, tmp);
+      std::copy(tmp, tmp + (n - t), scores + t);
     }
-    float tmp[kTipBlock];
-    block(codes, scale, n_blocks, terms, n_terms, b, tmp);
-    std::copy(tmp, tmp + (n - t), scores + t);
   }
 }
 
