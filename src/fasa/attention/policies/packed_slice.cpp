@@ -139,6 +139,7 @@ void PackedSlice::reset(SliceStore store, std::vector<int> dims, int capacity) {
                     store == SliceStore::Q8Block ? 0 : 0x88);
       scale_.assign(w * n_blocks_of(capacity_), 0);
       open_.assign(w * kTipBlock, 0.0f);
+      open_amax_.assign(w, 0.0f);
       break;
   }
   open_block_ = -1;
@@ -167,29 +168,24 @@ void PackedSlice::read_values(const KvCache& cache, int layer, int kv_head, int 
   for (size_t i = 0; i < dims_.size(); ++i) x[i] = kv_value(k, cache.type(), dims_[i]);
 }
 
-void PackedSlice::quantize_open_block(int end) {
-  const size_t w = dims_.size(), nb = n_blocks_of(capacity_);
-  const int b = open_block_, n = end - b * kTipBlock;
-  const int qmax = max_code(store_);
-  for (size_t i = 0; i < w; ++i) {
-    const float* x = open_.data() + i * kTipBlock;  // [kTipBlock] column i's values
-    float amax = 0.0f;
-    for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const uint16_t dh = fp32_to_fp16(amax / static_cast<float>(qmax));
-    scale_[i * nb + b] = dh;
-    const float d = fp16_to_fp32(dh);
-    const float id = d > 0.0f ? 1.0f / d : 0.0f;
-    for (int j = 0; j < n; ++j) {
-      const int q = std::clamp(static_cast<int>(std::lround(x[j] * id)), -qmax, qmax);
-      if (store_ == SliceStore::Q8Block) {
-        codes_[i * capacity_ + b * kTipBlock + j] = static_cast<uint8_t>(static_cast<int8_t>(q));
-        continue;
-      }
-      uint8_t& byte = codes_[(i * nb + b) * kQ4Bytes + j % kQ4Bytes];
-      const auto nib = static_cast<uint8_t>(q + 8);
-      byte = j < kQ4Bytes ? static_cast<uint8_t>((byte & 0xF0) | nib)
-                          : static_cast<uint8_t>((byte & 0x0F) | (nib << 4));
+void PackedSlice::quantize_column(size_t i, int from, int end) {
+  const size_t nb = n_blocks_of(capacity_);
+  const int b = open_block_, qmax = max_code(store_);
+  const float* x = open_.data() + i * kTipBlock;  // [kTipBlock] column i's values
+  const uint16_t dh = fp32_to_fp16(open_amax_[i] / static_cast<float>(qmax));
+  scale_[i * nb + b] = dh;
+  const float d = fp16_to_fp32(dh);
+  const float id = d > 0.0f ? 1.0f / d : 0.0f;
+  for (int j = from - b * kTipBlock; j < end - b * kTipBlock; ++j) {
+    const int q = std::clamp(static_cast<int>(std::lround(x[j] * id)), -qmax, qmax);
+    if (store_ == SliceStore::Q8Block) {
+      codes_[i * capacity_ + b * kTipBlock + j] = static_cast<uint8_t>(static_cast<int8_t>(q));
+      continue;
     }
+    uint8_t& byte = codes_[(i * nb + b) * kQ4Bytes + j % kQ4Bytes];
+    const auto nib = static_cast<uint8_t>(q + 8);
+    byte = j < kQ4Bytes ? static_cast<uint8_t>((byte & 0xF0) | nib)
+                        : static_cast<uint8_t>((byte & 0x0F) | (nib << 4));
   }
 }
 
@@ -224,10 +220,13 @@ void PackedSlice::append(const KvCache& cache, int layer, int kv_head, int first
     }
     return;
   }
-  // Blocked: per block the slots join open_, then the block is quantized again.
+  // Blocked: per block the slots join open_; a column whose largest |value| grew is quantized
+  // again whole, else only its new slots (with the scale it has: the same codes either way).
   std::vector<float> x(w);  // [w] one slot's values
   for (int s = first; s < first + n;) {
     const int b = s / kTipBlock, end = std::min(first + n, (b + 1) * kTipBlock);
+    // open_amax_ describes exactly slots [b * kTipBlock, s) only when nothing was rolled back
+    const bool fresh = open_block_ != b || open_end_ != s;
     if (open_block_ != b || open_end_ < s) {  // open_ lacks some of the block's earlier slots
       open_block_ = b;
       for (int t = b * kTipBlock; t < s; ++t) {
@@ -239,8 +238,18 @@ void PackedSlice::append(const KvCache& cache, int layer, int kv_head, int first
       read_values(cache, layer, kv_head, t, x.data());
       for (size_t i = 0; i < w; ++i) open_[i * kTipBlock + t % kTipBlock] = x[i];
     }
+    for (size_t i = 0; i < w; ++i) {
+      const float* col = open_.data() + i * kTipBlock;
+      float old = fresh ? 0.0f : open_amax_[i];
+      for (int t = b * kTipBlock; fresh && t < s; ++t) {
+        old = std::max(old, std::fabs(col[t % kTipBlock]));
+      }
+      float now = old;
+      for (int t = s; t < end; ++t) now = std::max(now, std::fabs(col[t % kTipBlock]));
+      open_amax_[i] = now;
+      quantize_column(i, fresh || now != old ? b * kTipBlock : s, end);
+    }
     open_end_ = end;
-    quantize_open_block(end);
     s = end;
   }
 }

@@ -7,9 +7,9 @@
 //   q8, q4: int8 / int4 codes in blocks of kTipBlock slots with one fp16 scale per (column,
 //     block), symmetric (scale = the block's max |value| / 127 or / 7, codes rounded to nearest):
 //     a column's own scale, since RoPE'd keys differ in magnitude from dim to dim far more than
-//     from token to token. A block's codes are a function of its slots' values: the open (last)
-//     block is quantized again from its values each time slots join it, so its scale stays its
-//     own maximum.
+//     from token to token. A block's codes are a function of its slots' values: in the open (last)
+//     block, a column is quantized again whenever a joining slot raises its largest |value|
+//     (else only the new slots are), so its scale stays its own maximum.
 // Bytes per slot of a w-dim slice: f16 2w, f32 4w, q8_0 w + 2, q8 w (1 + 1/16), q4 w (1/2 + 1/16).
 #pragma once
 
@@ -64,7 +64,8 @@ class PackedSlice {
  private:
   // Dim dims_[i] of slot s's K row, or 0 for a slot whose row was freed (eviction).
   void read_values(const KvCache& cache, int layer, int kv_head, int slot, float* x) const;
-  void quantize_open_block(int end);  // codes and scales of open_block_'s slots below end
+  // Column i of the open block: its scale from open_amax_[i], the codes of slots [from, end).
+  void quantize_column(size_t i, int from, int end);
 
   SliceStore store_ = SliceStore::F16;
   std::vector<int> dims_;        // [w] packed K dims
@@ -74,6 +75,7 @@ class PackedSlice {
   std::vector<float> open_;      // blocked: [w, kTipBlock] values of the open block's slots
   int open_block_ = -1;          // the block open_ holds, slots [open_block_ * 32, open_end_)
   int open_end_ = 0;
+  std::vector<float> open_amax_;  // blocked: [w] each column's largest |value| in open_
 };
 
 }  // namespace fasa
