@@ -17,8 +17,8 @@ def split(policy):
 
 
 def main(paths):
-    print("| text | budget | policy | slice | recall | Δ recall | mass | KL | KV read/token | vs auto |")
-    print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| model | text | budget | policy | slice | recall | Δ recall | mass | KL | KV read/token | vs auto |")
+    print("| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for path in paths:
         rows = json.load(open(path))["results"]
         base = {}
@@ -30,8 +30,9 @@ def main(paths):
             name, slice_ = split(r["policy"])
             b = base[name]
             text = r["text"].rsplit("/", 1)[-1].replace(".txt", "")
-            print("| %s | %d | %s | %s | %.4f | %+.4f | %.4f | %.4f | %.2f MB | %.2f |" % (
-                text, r["budget"], name, slice_, r["recall"], r["recall"] - b["recall"],
+            model = r["model"].rsplit("/", 1)[-1].replace(".gguf", "")
+            print("| %s | %s | %d | %s | %s | %.4f | %+.4f | %.4f | %.4f | %.2f MB | %.2f |" % (
+                model, text, r["budget"], name, slice_, r["recall"], r["recall"] - b["recall"],
                 r["attention_mass"], r["kl"], r["kv_bytes_read_per_token"] / 1e6,
                 r["kv_bytes_read_per_token"] / b["kv_bytes_read_per_token"]))
 
