@@ -140,6 +140,7 @@ void PackedSlice::reset(SliceStore store, std::vector<int> dims, int capacity) {
       scale_.assign(w * n_blocks_of(capacity_), 0);
       open_.assign(w * kTipBlock, 0.0f);
       open_amax_.assign(w, 0.0f);
+      x_.assign(w, 0.0f);
       break;
   }
   open_block_ = -1;
@@ -193,7 +194,6 @@ void PackedSlice::append(const KvCache& cache, int layer, int kv_head, int first
   const size_t w = dims_.size(), cap = capacity_;
   FASA_CHECK(first >= 0 && first + n <= capacity_);
   if (!blocked(store_)) {
-    std::vector<float> x(w);
     const auto* base = static_cast<const uint8_t*>(cache.k_rows(layer, kv_head));
     const size_t rb = cache.row_bytes();
     for (int s = first; s < first + n; ++s) {
@@ -222,7 +222,7 @@ void PackedSlice::append(const KvCache& cache, int layer, int kv_head, int first
   }
   // Blocked: per block the slots join open_; a column whose largest |value| grew is quantized
   // again whole, else only its new slots (with the scale it has: the same codes either way).
-  std::vector<float> x(w);  // [w] one slot's values
+  float* x = x_.data();  // [w] one slot's values
   for (int s = first; s < first + n;) {
     const int b = s / kTipBlock, end = std::min(first + n, (b + 1) * kTipBlock);
     // open_amax_ describes exactly slots [b * kTipBlock, s) only when nothing was rolled back
@@ -230,12 +230,12 @@ void PackedSlice::append(const KvCache& cache, int layer, int kv_head, int first
     if (open_block_ != b || open_end_ < s) {  // open_ lacks some of the block's earlier slots
       open_block_ = b;
       for (int t = b * kTipBlock; t < s; ++t) {
-        read_values(cache, layer, kv_head, t, x.data());
+        read_values(cache, layer, kv_head, t, x);
         for (size_t i = 0; i < w; ++i) open_[i * kTipBlock + t % kTipBlock] = x[i];
       }
     }
     for (int t = s; t < end; ++t) {
-      read_values(cache, layer, kv_head, t, x.data());
+      read_values(cache, layer, kv_head, t, x);
       for (size_t i = 0; i < w; ++i) open_[i * kTipBlock + t % kTipBlock] = x[i];
     }
     for (size_t i = 0; i < w; ++i) {

@@ -76,6 +76,7 @@ class PackedSlice {
   int open_block_ = -1;          // the block open_ holds, slots [open_block_ * 32, open_end_)
   int open_end_ = 0;
   std::vector<float> open_amax_;  // blocked: [w] each column's largest |value| in open_
+  std::vector<float> x_;          // blocked: [w] scratch, one slot's values
 };
 
 }  // namespace fasa
