@@ -3,8 +3,6 @@
 // rollback; one slot's score is the tiles' bits; and `slice=` on fasa and double-sparsity.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -13,7 +11,6 @@
 #include <set>
 #include <vector>
 
-#include "fasa/attention/calibration.h"
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policies/packed_slice.h"
 #include "fasa/attention/policy.h"
@@ -22,6 +19,7 @@
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 #include "support/expect_error.h"
+#include "support/random_calibration.h"
 #include "support/tiny_calibration.h"
 #include "support/tiny_model.h"
 
@@ -217,28 +215,8 @@ PolicyContext context() {
 
 // A calibration of kShape with random agreements and channel importance.
 const std::string& calib_path() {
-  static const std::string path = [] {
-    Calibration c;
-    c.model_sha256 = "slice-test-model";
-    c.arch = "llama";
-    c.n_layers = kShape.n_layers;
-    c.n_heads = kShape.n_heads;
-    c.n_kv_heads = kShape.n_kv_heads;
-    c.head_dim = kShape.head_dim;
-    c.fcs = fc_dims(RopeLayout::Norm, FcLayout::Rope, kShape.head_dim, kShape.head_dim);
-    c.layers = {0, 1};
-    std::mt19937 rng(2);
-    std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    c.mean_ca.resize(static_cast<size_t>(c.n_layers) * c.n_heads * c.n_fc());
-    for (auto& x : c.mean_ca) x = u(rng);
-    c.channel_importance.resize(c.layers.size() * c.n_heads * c.head_dim);
-    for (auto& x : c.channel_importance) x = u(rng);
-    c.rank_all();
-    const std::string p =
-        ::testing::TempDir() + "/slice_test_calib_" + std::to_string(getpid()) + ".json";
-    save_calibration(c, p);
-    return p;
-  }();
+  static const std::string path =
+      test::write_random_calibration(kShape, "slice-test-model", "slice_test_calib", true);
   return path;
 }
 

@@ -22,6 +22,7 @@
 #include "fasa/engine/session.h"
 #include "fasa/kernels/attend.h"
 #include "fasa/model/model.h"
+#include "support/random_calibration.h"
 #include "support/tiny_calibration.h"
 #include "support/tiny_model.h"
 
@@ -81,27 +82,8 @@ PolicyContext test_context(const std::string& sha = "tiny-test-model") {
 
 // A calibration for kShape with random agreements (what matters here is the FC ranking).
 const std::string& calib_path() {
-  static const std::string path = [] {
-    Calibration c;
-    c.model_sha256 = "tiny-test-model";
-    c.arch = "llama";
-    c.n_layers = kShape.n_layers;
-    c.n_heads = kShape.n_heads;
-    c.n_kv_heads = kShape.n_kv_heads;
-    c.head_dim = kShape.head_dim;
-    c.fcs = fc_dims(RopeLayout::Norm, FcLayout::Rope, kShape.head_dim, kShape.head_dim);
-    c.layers = {0, 1};
-    std::mt19937 rng(2);
-    std::uniform_real_distribution<float> u(0.0f, 1.0f);
-    c.mean_ca.resize(static_cast<size_t>(c.n_layers) * c.n_heads * c.n_fc());
-    for (auto& x : c.mean_ca) x = u(rng);
-    c.rank_all();
-    // Per process: ctest runs tests in parallel processes.
-    const std::string p =
-        ::testing::TempDir() + "/policy_test_calib_" + std::to_string(getpid()) + ".json";
-    save_calibration(c, p);
-    return p;
-  }();
+  static const std::string path =
+      test::write_random_calibration(kShape, "tiny-test-model", "policy_test_calib");
   return path;
 }
 
