@@ -323,6 +323,30 @@ TEST(FasaSlice, LowBitSelectionsTrackTheF16Slice) {
   }
 }
 
+// A policy that meets a cache of another capacity packs its slices afresh for it: the same
+// selections as a policy that only saw that cache.
+TEST(FasaSlice, AnotherCacheCapacityRepacks) {
+  const Keys small(2000), large(5000);
+  const std::string spec =
+      "fasa:mean_value=off,fcs=calibrated,fc_sets=head,dense_layers=none,"
+      "calib=" +
+      calib_path() + ",budget=300,slice=q4";
+  auto moved = policy(spec), fresh = policy(spec);
+  for (int l = 0; l < kShape.n_layers; ++l) {
+    moved->on_append(small.cache, l, 0, 2000);
+    moved->on_append(large.cache, l, 0, 5000);
+    fresh->on_append(large.cache, l, 0, 5000);
+  }
+  for (int l = 0; l < kShape.n_layers; ++l) {
+    for (int g = 0; g < kShape.n_kv_heads; ++g) {
+      Selection a, b;
+      moved->select(large.query(l, g), a);
+      fresh->select(large.query(l, g), b);
+      EXPECT_EQ(a.slots, b.slots) << l << " " << g;
+    }
+  }
+}
+
 TEST(FasaSlice, BadOptionsAreClearErrors) {
   const std::string c = "fasa:calib=" + calib_path() + ",budget=8";
   test::expect_error([&] { policy(c + ",slice=q3"); }, "slice");

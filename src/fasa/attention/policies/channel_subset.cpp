@@ -104,7 +104,9 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     if (o_.variant_m) return;  // FASA-M: the cache holds the slice
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
       Group& gr = group(layer, g);
-      if (gr.slice.empty()) gr.slice.reset(store_, gr.dims, cache.capacity());
+      if (!gr.slice.holds(store_, cache.capacity())) {
+        gr.slice.reset(store_, gr.dims, cache.capacity());
+      }
       gr.slice.append(cache, layer, g, first_slot, n);
     }
   }

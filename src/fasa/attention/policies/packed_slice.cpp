@@ -123,7 +123,7 @@ float slice_tip_one(const SliceView& v, const TipTerm* terms, int n_terms, int t
 void PackedSlice::reset(SliceStore store, std::vector<int> dims, int capacity) {
   store_ = store;
   dims_ = std::move(dims);
-  capacity_ = blocked(store) ? (capacity + kTipBlock - 1) / kTipBlock * kTipBlock : capacity;
+  capacity_ = padded(store, capacity);
   const size_t w = dims_.size(), cap = capacity_;
   switch (store) {
     case SliceStore::F16: codes_.assign(w * cap * 2, 0); break;
@@ -145,6 +145,10 @@ void PackedSlice::reset(SliceStore store, std::vector<int> dims, int capacity) {
   }
   open_block_ = -1;
   open_end_ = 0;
+}
+
+int PackedSlice::padded(SliceStore store, int capacity) {
+  return blocked(store) ? (capacity + kTipBlock - 1) / kTipBlock * kTipBlock : capacity;
 }
 
 SliceView PackedSlice::view() const {

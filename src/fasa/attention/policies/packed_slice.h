@@ -59,9 +59,15 @@ class PackedSlice {
   // been appended (a block's earlier slots are read again from the cache when needed).
   void append(const KvCache& cache, int layer, int kv_head, int first, int n);
   SliceView view() const;
-  bool empty() const { return codes_.empty(); }
+  // Whether reset(store, dims, capacity) was the last reset (a policy meeting a cache of another
+  // type or capacity resets the slice).
+  bool holds(SliceStore store, int capacity) const {
+    return !codes_.empty() && store == store_ && capacity_ == padded(store, capacity);
+  }
 
  private:
+  // Slots per column for a cache of `capacity` slots (blocked: whole blocks).
+  static int padded(SliceStore store, int capacity);
   // Dim dims_[i] of slot s's K row, or 0 for a slot whose row was freed (eviction).
   void read_values(const KvCache& cache, int layer, int kv_head, int slot, float* x) const;
   // Column i of the open block: its scale from open_amax_[i], the codes of slots [from, end).
