@@ -100,6 +100,9 @@ struct Measure {
   double disk_ms_per_token = 0.0;        // time inside those reads
   double prefetch_read_per_token = 0.0;  // of disk_read: background reads (FASA-M prefetch)
   double prefetch_hit_share = 0.0;       // prefetched rows a decode step then used
+  double tier_rows_per_token = 0.0;      // rows decode asked of the file tier
+  double tier_reads_per_token = 0.0;     // the device reads those took (rows close by share one)
+  double tier_cache_hit_share = 0.0;     // of those: found in its RAM row cache
   double dense_fallback_share = 0.0;     // decode steps the policy attended densely (break-even)
   // calib=online (last repetition): the calibration's time at the test's first decode step, and
   // the time the depth's prefill took (tg's t/s leave the calibration out: it is reported here).
@@ -410,6 +413,10 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
           st.tier_prefetch_rows > 0
               ? static_cast<double>(st.tier_prefetch_hits) / st.tier_prefetch_rows
               : 0.0;
+      m.tier_rows_per_token = st.tier_rows / toks;
+      m.tier_reads_per_token = st.tier_reads / toks;
+      m.tier_cache_hit_share =
+          st.tier_rows > 0 ? static_cast<double>(st.tier_cache_hits) / st.tier_rows : 0.0;
       m.kv_ram = session.cache().ram_bytes() + session.policy().resident_bytes();
       m.kv_file = session.cache().file_bytes();
       m.kv_global = session.cache().used_bytes_of(false);
@@ -515,6 +522,9 @@ class Report {
     j["disk_read_ms_per_token"] = m.disk_ms_per_token;
     j["disk_prefetch_bytes_per_token"] = m.prefetch_read_per_token;
     j["disk_prefetch_hit_share"] = m.prefetch_hit_share;
+    j["tier_rows_per_token"] = m.tier_rows_per_token;
+    j["tier_reads_per_token"] = m.tier_reads_per_token;
+    j["tier_row_cache_hit_share"] = m.tier_cache_hit_share;
     j["dense_fallback_share"] = m.dense_fallback_share;
     if (m.calib_s >= 0.0) {
       j["online_calibration_s"] = m.calib_s;
@@ -547,10 +557,11 @@ class Report {
     auto bytes = [&](double b) {
       return tg ? human_bytes(static_cast<uint64_t>(b)) : std::string();
     };
-    const std::string disk =
-        tg && m.kv_file > 0
-            ? fmt::format("{} in {:.2f} ms", bytes(m.disk_read_per_token), m.disk_ms_per_token)
-            : std::string();
+    const std::string disk = tg && m.kv_file > 0
+                                 ? fmt::format("{} in {:.2f} ms ({:.0f}% of rows from RAM)",
+                                               bytes(m.disk_read_per_token), m.disk_ms_per_token,
+                                               100.0 * m.tier_cache_hit_share)
+                                 : std::string();
     std::string roof;
     if (a_.bandwidth) {
       const Roofline r = roofline_of(m, model_.weight_bytes(), bw_.read_gb_s);

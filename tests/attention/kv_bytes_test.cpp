@@ -260,14 +260,15 @@ TEST(KvBytes, FasaCompute) {
   EXPECT_EQ(all.policy_resident, kTokens * (4 + 6 + 6 + 8) * kEb);
 }
 
-// FASA-M: the same reads (the same slots, whichever tier holds them); RAM holds only the packed
-// slice of the sparse layer; every other K dim and all of V go to the file, one region of rows
-// per (layer, kv head) — the dense layer 0 whole — written out in whole blocks (the rest waits
-// in RAM tails). The policy keeps nothing itself.
+// FASA-M: the same reads (the same slots, whichever tier holds them); RAM holds the packed slice
+// of the sparse layer and the dense layer 0 whole; the sparse layer's other K dims and all its V
+// go to the file, one region of rows per kv head, written out in whole blocks (the rest waits in
+// RAM tails). The policy keeps nothing itself. The RAM row cache adds the rows read from the file
+// (at most its 2 x budget rows per region) and its index (4 bytes per slot and region).
 TEST(KvBytes, FasaMemory) {
   const std::string spec = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + tiny().calib +
                            ",budget=8,n_tip=2,variant=m," + "offload_dir=" + ::testing::TempDir();
-  const Measured r = measure(spec);
+  const Measured r = measure(spec + ",row_cache=0");
   expect_stats(spec, r.stats, [](int l, int n) {
     if (l == 0) return dense_step(n);
     return shared_rows(static_cast<uint64_t>(n) * (packed_dims(1, 0) + packed_dims(1, 1)) * kEb);
@@ -275,19 +276,28 @@ TEST(KvBytes, FasaMemory) {
   EXPECT_EQ(r.policy_resident, 0u);
   ASSERT_GT(r.block, 0u);
   const uint64_t hot = kTokens * (packed_dims(1, 0) + packed_dims(1, 1)) * kEb;
+  const uint64_t dense = kKv * kTokens * kRow;  // layer 0, K and V rows
   uint64_t file = 0, tails = 0, cold_rows = 0;
-  for (int l = 0; l < kL; ++l) {
-    for (int g = 0; g < kKv; ++g) {
-      const uint64_t cold_k = l == 0 ? kHd : kHd - packed_dims(l, g);
-      const uint64_t region = kTokens * (cold_k + kHd) * kEb;  // cold K dims + V, every token
-      file += region / r.block * r.block;
-      tails += region % r.block;
-      cold_rows += region;
-    }
+  for (int g = 0; g < kKv; ++g) {
+    const uint64_t region = kTokens * (kHd - packed_dims(1, g) + kHd) * kEb;  // cold K + V
+    file += region / r.block * r.block;
+    tails += region % r.block;
+    cold_rows += region;
   }
-  EXPECT_EQ(hot + cold_rows, kCacheBytes);  // every K/V value in exactly one tier
+  EXPECT_EQ(dense + hot + cold_rows, kCacheBytes);  // every K/V value in exactly one tier
   EXPECT_EQ(r.file, file);
-  EXPECT_EQ(r.ram, hot + tails);  // the hot slice and the rows not yet a whole block
+  EXPECT_EQ(r.ram, dense + hot + tails);  // layer 0, the hot slice, the rows not yet a block
+  EXPECT_EQ(r.stats.tier_cache_hits, 0u);
+  // With the row cache (default): the same reads and file; RAM gains the cached rows.
+  const Measured c = measure(spec);
+  EXPECT_EQ(c.stats.attend_bytes, r.stats.attend_bytes);
+  EXPECT_EQ(c.file, r.file);
+  EXPECT_EQ(c.stats.tier_rows, r.stats.tier_rows);
+  const uint64_t index = kKv * 64 * sizeof(int32_t);  // n_ctx 64 slots per region
+  ASSERT_GT(c.ram, r.ram + index);
+  uint64_t most = 0;
+  for (int g = 0; g < kKv; ++g) most += 2 * 8 * (kHd - packed_dims(1, g) + kHd) * kEb;
+  EXPECT_LE(c.ram, r.ram + index + most);
 }
 
 // Quest, page 4, layer 1 sparse: every page's min/max box (2 x head_dim values) per group, then

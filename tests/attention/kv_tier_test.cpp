@@ -23,10 +23,14 @@ std::vector<int32_t> random_sorted_slots(std::mt19937& rng, int n_visible, int k
   return {s.begin(), s.end()};
 }
 
-TEST(KvTier, RowsComeBackExactlyAcrossBlocksTailsAndResets) {
+// With and without the RAM row cache (one smaller than most reads, so rows are evicted and read
+// again; after reset() the same slots hold new rows: a stale copy would show).
+class KvTierRows : public ::testing::TestWithParam<int> {};
+
+TEST_P(KvTierRows, ComeBackExactlyAcrossBlocksTailsAndResets) {
   const std::vector<size_t> row_bytes = {200, 0, 4096, 70};  // odd sizes, an unused region
   const int capacity = 300;
-  KvTier tier(::testing::TempDir(), row_bytes, capacity);
+  KvTier tier(::testing::TempDir(), row_bytes, capacity, GetParam());
   std::mt19937 rng(3);
   for (int round = 0; round < 2; ++round) {  // the second round reuses the file after reset()
     // want[r]: [capacity, row_bytes[r]]
@@ -71,8 +75,54 @@ TEST(KvTier, RowsComeBackExactlyAcrossBlocksTailsAndResets) {
   EXPECT_GT(st.writes, 0u);
   EXPECT_EQ(st.read_bytes % tier.block_bytes(), 0u);  // whole blocks only
   EXPECT_EQ(st.write_bytes % tier.block_bytes(), 0u);
+  if (GetParam() > 0) EXPECT_GT(st.cache_hits, 0u);
+  EXPECT_GT(st.rows, st.cache_hits);
   std::printf("tier: direct I/O %s, block %zu B\n", tier.direct_io() ? "yes" : "no",
               tier.block_bytes());
+}
+
+INSTANTIATE_TEST_SUITE_P(RowCache, KvTierRows, ::testing::Values(0, 50));
+
+// A step that selects what the last one did reads nothing from the device; the cache's rows are
+// the file's, only rows wholly in the file join it, and its bytes are counted.
+TEST(KvTier, RowCacheServesRepeatedRowsWithoutDeviceReads) {
+  const size_t rb = 340;
+  const int capacity = 400, n = 390, cache_rows = 64;
+  KvTier tier(::testing::TempDir(), {rb}, capacity, cache_rows);
+  std::mt19937 rng(11);
+  std::vector<uint8_t> want(capacity * rb);  // [capacity, rb]
+  for (int s = 0; s < n; ++s) {
+    for (size_t i = 0; i < rb; ++i) want[s * rb + i] = static_cast<uint8_t>(rng());
+    tier.write(0, s, want.data() + s * rb);
+  }
+  tier.flush(n);
+  const uint64_t flushed = n * rb / tier.block_bytes() * tier.block_bytes();
+  auto read = [&](const std::vector<int32_t>& slots) {
+    std::vector<uint8_t> got(slots.size() * rb);
+    tier.read(0, slots.data(), static_cast<int>(slots.size()), got.data());
+    for (size_t j = 0; j < slots.size(); ++j) {
+      EXPECT_TRUE(std::equal(got.begin() + j * rb, got.begin() + (j + 1) * rb,
+                             want.begin() + slots[j] * rb))
+          << "slot " << slots[j];
+    }
+  };
+  const auto first = random_sorted_slots(rng, n, 40);
+  read(first);
+  uint64_t in_file = 0;
+  for (int32_t s : first) in_file += (static_cast<uint64_t>(s) + 1) * rb <= flushed;
+  const TierStats before = tier.stats();
+  read(first);  // the same selection again
+  const TierStats d = tier.stats() - before;
+  EXPECT_EQ(d.rows, first.size());
+  EXPECT_EQ(d.cache_hits, in_file);
+  EXPECT_EQ(d.read_bytes, 0u);  // the tail's rows are RAM too
+  EXPECT_EQ(tier.cache_bytes(), in_file * rb + capacity * sizeof(int32_t));
+  // Many new rows: the cache stays within its rows, and every row still comes back exactly.
+  for (int round = 0; round < 10; ++round) read(random_sorted_slots(rng, n, 50));
+  EXPECT_LE(tier.cache_bytes(), cache_rows * rb + capacity * sizeof(int32_t));
+  tier.reset();
+  EXPECT_EQ(tier.cache_bytes(), capacity * sizeof(int32_t));
+  tier.check_io();
 }
 
 TEST(KvTier, PrefetchedRowsAreCopiedAndTheRestRead) {

@@ -498,13 +498,34 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
         }
         EXPECT_EQ(m2.attn_stats().tier_prefetch_rows, 0u);
         EXPECT_EQ(m2.attn_stats().tier_prefetch_hits, 0u);
+        // The RAM row cache (on by default, 2 x budget rows): consecutive steps find rows there;
+        // without it (row_cache=0) the same outputs, every row from the file.
+        EXPECT_GT(sm.tier_cache_hits, 0u);
+        EXPECT_LE(sm.tier_cache_hits, sm.tier_rows);
+        SessionOptions none = off;
+        none.policy += ",row_cache=0";
+        Session m3(model, none);
+        c.reset();
+        EXPECT_EQ(c.prefill(prompt), m3.prefill(prompt));
+        for (size_t i = 40; i < tokens.size(); ++i) {
+          ASSERT_EQ(c.decode(tokens[i]), m3.decode(tokens[i])) << "row_cache=0 token " << i;
+        }
+        EXPECT_EQ(m3.attn_stats().tier_cache_hits, 0u);
+        EXPECT_EQ(m3.attn_stats().tier_rows, m2.attn_stats().tier_rows);
+        EXPECT_GT(m3.attn_stats().tier_read_bytes, m2.attn_stats().tier_read_bytes);
       }
-      // RAM: FASA-C holds the whole cache plus its packed slice; FASA-M the slice (+ dense layers).
+      // RAM: FASA-C holds the whole cache plus its packed slice; FASA-M the slice (+ dense layers)
+      // and its row cache (here up to 0.8 of the slots with budget=0.2 per head).
       const uint64_t ram_c = c.cache().ram_bytes() + c.policy().resident_bytes();
-      const uint64_t ram_m = m.cache().ram_bytes() + m.policy().resident_bytes();
+      const uint64_t ram_m =
+          m.cache().ram_bytes() + m.policy().resident_bytes() - m.cache().row_cache_bytes();
       // (Small caches: the RAM tails of partly filled file blocks weigh in.)
       EXPECT_LT(ram_m, ram_c / 2) << opts;
-      for (int l = 0; l < spec.n_layers; ++l) EXPECT_TRUE(m.cache().offloaded(l));  // dense too
+      // The selecting layers are in the file; a dense layer (default: layer 0) stays in RAM.
+      const bool none_dense = opts.find("dense_layers=none") != std::string::npos;
+      for (int l = 0; l < spec.n_layers; ++l) {
+        EXPECT_EQ(m.cache().offloaded(l), l > 0 || none_dense) << opts << " layer " << l;
+      }
       EXPECT_GT(m.cache().file_bytes(), 0u);
       // reset() empties the file tier too, and the sequence can start again.
       m.reset();
@@ -624,7 +645,11 @@ TEST(FasaPolicy, HybridStackUsesTheGlobalLayersOnly) {
     so.policy += ",variant=m,offload_dir=" + ::testing::TempDir();
     Session fm(model, so);
     ASSERT_TRUE(fm.cache().tiered());
-    for (int l = 0; l < spec.n_layers; ++l) EXPECT_EQ(fm.cache().offloaded(l), l % 2 == 1) << l;
+    // Global layers that select go to the file; a dense global layer (dense_layers=1) stays.
+    const bool dense1 = opts.find("dense_layers=1") != std::string::npos;
+    for (int l = 0; l < spec.n_layers; ++l) {
+      EXPECT_EQ(fm.cache().offloaded(l), l % 2 == 1 && !(dense1 && l == 1)) << l;
+    }
     const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 25);
     EXPECT_EQ(fc.prefill(prompt), fm.prefill(prompt)) << opts;
     for (size_t i = 25; i < tokens.size(); ++i) {
@@ -1410,7 +1435,10 @@ TEST(PolicyOptionsTest, BadOptionsAreErrors) {
   EXPECT_THROW(policy_from(c + ",budget=8,offload_dir=" + ::testing::TempDir()), Error);  // c
   EXPECT_THROW(policy_from(c + ",budget=8,variant=m,offload_dir="), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,variant=m,prefetch=maybe"), Error);
-  EXPECT_THROW(policy_from(c + ",budget=8,prefetch=on"), Error);  // variant c has no file tier
+  EXPECT_THROW(policy_from(c + ",budget=8,prefetch=on"), Error);   // variant c has no file tier
+  EXPECT_THROW(policy_from(c + ",budget=8,row_cache=16"), Error);  // nor a row cache
+  EXPECT_THROW(policy_from(c + ",budget=8,variant=m,row_cache=-1"), Error);
+  EXPECT_THROW(policy_from(c + ",budget=8,variant=m,row_cache=lots"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,variant=z"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,speed=11"), Error);
   EXPECT_THROW(policy_from(c + ",budget=8,fcs=best"), Error);

@@ -289,6 +289,8 @@ void account(const Decode& d, const TierStats& tier_before, AttnStats& st) {
     st.tier_prefetch_bytes += t.prefetch_read_bytes;
     st.tier_prefetch_rows += t.prefetch_rows;
     st.tier_prefetch_hits += t.prefetch_hits;
+    st.tier_rows += t.rows;
+    st.tier_cache_hits += t.cache_hits;
   }
 }
 

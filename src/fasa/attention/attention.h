@@ -47,7 +47,9 @@ struct AttnStep {
   X(tier_read_ns, "file tier: time reading")                                                     \
   X(tier_prefetch_bytes, "of those: the background reads' bytes (prefetch)")                     \
   X(tier_prefetch_rows, "the rows the background reads fetched")                                 \
-  X(tier_prefetch_hits, "the prefetched rows a decode step then found")
+  X(tier_prefetch_hits, "the prefetched rows a decode step then found")                          \
+  X(tier_rows, "file tier: rows asked for")                                                      \
+  X(tier_cache_hits, "of tier_rows: found in the RAM row cache (no device read)")
 
 struct AttnStats {
 #define FASA_ATTN_STAT_FIELD(name, what) uint64_t name = 0;

@@ -1,5 +1,7 @@
 #include "fasa/attention/kv_cache.h"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include "fasa/core/error.h"
@@ -38,7 +40,10 @@ KvCache::KvCache(const AttnShape& shape, KvType type, int capacity, const KvTier
         region_row_bytes[r] = KvTieredStore::tier_row_bytes(type, hd, tiering->hot_dims[r].size());
       }
     }
-    tier_ = std::make_unique<KvTier>(tiering->dir, region_row_bytes, capacity);
+    const double c = tiering->cache_rows;
+    const int cache_rows = c < 1.0 ? static_cast<int>(std::ceil(c * capacity))
+                                   : static_cast<int>(std::min<double>(c, capacity));
+    tier_ = std::make_unique<KvTier>(tiering->dir, region_row_bytes, capacity, cache_rows);
     prefetch_ = tiering->prefetch;
   }
   layer_cap_.assign(shape.n_layers, capacity);
@@ -175,7 +180,7 @@ size_t KvCache::resident_k_pages(int layer, int kv_head, int lo, int hi) const {
 uint64_t KvCache::ram_bytes() const {
   uint64_t n = 0;
   for (const auto& s : stores_) n += s->ram_bytes(n_used_);
-  return tier_ ? n + tier_->ram_tail_bytes() : n;
+  return tier_ ? n + tier_->ram_tail_bytes() + tier_->cache_bytes() : n;
 }
 
 void KvCache::check_io() const {

@@ -54,6 +54,10 @@ struct KvTiering {
   // Decode fetches the next offloaded layer's rows in the background, guessing that it selects
   // what this layer selected (KvCache::prefetch); a wrong guess costs device bytes.
   bool prefetch = false;
+  // Rows per (layer, kv head) of the RAM cache of recently read file-tier rows (KvRowCache;
+  // 0: none; a value in (0, 1): that fraction of the cache's capacity): a decode step reads from
+  // the file only the rows recent steps did not select.
+  double cache_rows = 0.0;
 };
 
 class KvCache {
@@ -129,6 +133,8 @@ class KvCache {
   // The first offloaded layer after `layer`, or -1.
   int next_offloaded(int layer) const;
   TierStats tier_stats() const { return tier_ ? tier_->stats() : TierStats{}; }
+  // Of ram_bytes(): FASA-M's RAM row cache (its rows and index; KvTier::cache_bytes).
+  uint64_t row_cache_bytes() const { return tier_ ? tier_->cache_bytes() : 0; }
   // Bytes of KV held in RAM (rows of RAM layers, hot slices, file tails) and in the file.
   uint64_t ram_bytes() const;
   uint64_t file_bytes() const { return tier_ ? tier_->file_bytes() : 0; }

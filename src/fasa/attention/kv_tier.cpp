@@ -198,11 +198,14 @@ TierStats TierStats::operator-(const TierStats& o) const {
                    write_ns - o.write_ns,
                    prefetch_rows - o.prefetch_rows,
                    prefetch_read_bytes - o.prefetch_read_bytes,
-                   prefetch_hits - o.prefetch_hits};
+                   prefetch_hits - o.prefetch_hits,
+                   rows - o.rows,
+                   cache_hits - o.cache_hits};
 }
 
-KvTier::KvTier(const std::string& dir, const std::vector<size_t>& row_bytes, int capacity)
-    : capacity_(capacity) {
+KvTier::KvTier(const std::string& dir, const std::vector<size_t>& row_bytes, int capacity,
+               int cache_rows)
+    : capacity_(capacity), cache_(row_bytes, cache_rows, capacity) {
   struct stat st {};
   if (dir.empty() || ::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     fail("offload directory '{}' does not exist or is not a directory", dir);
@@ -308,6 +311,36 @@ void KvTier::pread_all(uint8_t* buf, size_t len, uint64_t off) const {
 }
 
 void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
+  rows_ += static_cast<uint64_t>(n);
+  if (!cache_.enabled()) {
+    read_uncached(r, slots, n, dst);
+    return;
+  }
+  struct CacheScratch {
+    std::vector<int32_t> missing, miss_slots;  // [m] indices j, their slots
+    std::vector<uint8_t> miss_rows;            // [m, row_bytes]
+  };
+  CacheScratch& sc = workspace_object<CacheScratch>();
+  sc.missing.clear();
+  cache_hits_ += static_cast<uint64_t>(cache_.lookup(r, slots, n, dst, sc.missing));
+  if (sc.missing.empty()) return;
+  const Region& g = regions_[r];
+  const size_t rb = g.row_bytes, m = sc.missing.size();
+  sc.miss_slots.resize(m);
+  for (size_t i = 0; i < m; ++i) sc.miss_slots[i] = slots ? slots[sc.missing[i]] : sc.missing[i];
+  sc.miss_rows.resize(m * rb);
+  read_uncached(r, sc.miss_slots.data(), static_cast<int>(m), sc.miss_rows.data());
+  for (size_t i = 0; i < m; ++i) {
+    const uint8_t* row = sc.miss_rows.data() + i * rb;
+    std::memcpy(dst + sc.missing[i] * rb, row, rb);
+    // Only rows wholly in the file are final; the RAM tail's are at hand anyway.
+    if ((static_cast<uint64_t>(sc.miss_slots[i]) + 1) * rb <= g.flushed) {
+      cache_.insert(r, sc.miss_slots[i], row);
+    }
+  }
+}
+
+void KvTier::read_uncached(int r, const int32_t* slots, int n, uint8_t* dst) const {
   struct MissScratch {
     std::vector<int32_t> missing, miss_slots;  // [m] indices j, their slots
     std::vector<uint8_t> miss_rows;            // [m, row_bytes]
@@ -367,6 +400,7 @@ void KvTier::read_rows(int r, const int32_t* slots, int n, uint8_t* dst, Backgro
 
 void KvTier::reset() {
   drop_prefetches();
+  cache_.clear();
   for (Region& g : regions_) {
     g.flushed = 0;
     g.tail.clear();
@@ -404,7 +438,9 @@ TierStats KvTier::stats() const {
                    write_ns_,
                    prefetch_rows_.load(),
                    prefetch_read_bytes_.load(),
-                   prefetch_hits_.load()};
+                   prefetch_hits_.load(),
+                   rows_.load(),
+                   cache_hits_.load()};
 }
 
 }  // namespace fasa

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "fasa/attention/kv_row_cache.h"
+
 namespace fasa {
 
 struct TierStats {
@@ -28,6 +30,9 @@ struct TierStats {
   uint64_t prefetch_rows = 0;
   uint64_t prefetch_read_bytes = 0;  // also counted in read_bytes
   uint64_t prefetch_hits = 0;
+  // Rows asked for by reads, and of those the rows the RAM row cache held (no device read).
+  uint64_t rows = 0;
+  uint64_t cache_hits = 0;
   TierStats operator-(const TierStats& o) const;
 };
 
@@ -35,7 +40,9 @@ class KvTier {
  public:
   // Creates an anonymous file (unlinked at once) under `dir`. Throws fasa::Error when the
   // directory is unusable. row_bytes: [n_regions]; a region of 0-byte rows is unused.
-  KvTier(const std::string& dir, const std::vector<size_t>& row_bytes, int capacity);
+  // cache_rows: rows per region of the RAM row cache (kv_row_cache.h; 0: none).
+  KvTier(const std::string& dir, const std::vector<size_t>& row_bytes, int capacity,
+         int cache_rows = 0);
   ~KvTier();
   KvTier(const KvTier&) = delete;
   KvTier& operator=(const KvTier&) = delete;
@@ -45,7 +52,8 @@ class KvTier {
   // Rows [0, n_committed) of every region are final: writes out their whole blocks.
   void flush(int n_committed);
   // Copies rows slots[j] (slots may be null: j) of region r into dst[j * row_bytes], j < n.
-  // Slots must be ascending. Thread-safe with other reads.
+  // Slots must be ascending. Rows the row cache holds are copied from it; the rows read from the
+  // file join it. Thread-safe with reads of other regions (one thread per region at a time).
   void read(int r, const int32_t* slots, int n, uint8_t* dst) const;
   // Starts reading rows slots[0..n) of region r (ascending) on a background thread; a later
   // read() of region r copies the rows it finds there instead of reading them again, after
@@ -68,6 +76,8 @@ class KvTier {
   // Bytes of rows still held in the RAM tails: the rows' own bytes, like every KV count (the
   // buffers' spare capacity, at most 4 blocks each after a flush, is not KV).
   uint64_t ram_tail_bytes() const;
+  // Bytes the row cache holds: its rows, and its index (4 bytes per slot and region).
+  uint64_t cache_bytes() const { return cache_.row_bytes_held() + cache_.index_bytes(); }
   TierStats stats() const;
 
  private:
@@ -89,6 +99,8 @@ class KvTier {
   };
   void read_rows(int r, const int32_t* slots, int n, uint8_t* dst,
                  BackgroundCost* bg = nullptr) const;
+  // read() without the row cache: prefetched rows, then the file.
+  void read_uncached(int r, const int32_t* slots, int n, uint8_t* dst) const;
   // Copies the rows of a finished prefetch of region r into dst (null when there is none) and
   // returns the indices j whose rows it lacked.
   bool take_prefetched(int r, const int32_t* slots, int n, uint8_t* dst,
@@ -106,6 +118,8 @@ class KvTier {
   mutable std::atomic<uint64_t> reads_{0}, read_bytes_{0}, row_bytes_{0}, read_ns_{0};
   uint64_t writes_ = 0, write_bytes_ = 0, write_ns_ = 0;
   mutable std::atomic<uint64_t> prefetch_rows_{0}, prefetch_read_bytes_{0}, prefetch_hits_{0};
+  mutable std::atomic<uint64_t> rows_{0}, cache_hits_{0};
+  mutable KvRowCache cache_;
   mutable std::unique_ptr<Prefetcher, PrefetcherDeleter>
       prefetcher_;  // started by the first prefetch()
 };

@@ -28,6 +28,17 @@ namespace fasa {
 
 namespace {
 
+// KvTiering::cache_rows of variant m: row_cache= rows, or twice the rows a step selects per
+// (layer, kv head): the budget (its mean over the layers with layer_budget=calibrated), times the
+// group with per-head lists; a fraction budget gives a fraction of the capacity (all of it from
+// a half up).
+double row_cache_rows(const ChannelSubsetOptions& o, int n_group) {
+  if (o.row_cache >= 0) return o.row_cache;
+  const double per_step = o.budget * (o.per_head ? n_group : 1);
+  if (o.budget < 1.0) return 2.0 * per_step < 1.0 ? 2.0 * per_step : 1e9;
+  return 2.0 * per_step;
+}
+
 // One scoring dim of a query head, as positions inside its kv head's packed row.
 struct PackedDim {
   int q;    // dim of the query (and of the key)
@@ -73,16 +84,17 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     if (o_.variant_m) {
       tiering_.dir = o_.offload_dir;
       tiering_.prefetch = o_.prefetch;
-      // Every global layer goes to the file; a dense layer keeps nothing in RAM (no TIP) and
-      // reads all its rows back at each step, sequentially. Sliding-window layers stay whole in
-      // RAM (their small rings are what every step reads).
+      tiering_.cache_rows = row_cache_rows(o_, n_group);
+      // The selecting global layers go to the file. A dense layer stays whole in RAM: every
+      // step reads all its rows (from a file that was a third of the device reads on the 8B
+      // shape at 16K, for 1/n_layers of the KV). Sliding-window layers stay whole in RAM too
+      // (their small rings are what every step reads).
       tiering_.offload_layer.assign(shape_.n_layers, 0);
       for (int l = 0; l < shape_.n_layers; ++l) {
-        const bool global = layer_row_[l] >= 0;
-        tiering_.offload_layer[l] = global ? 1 : 0;
+        const bool offload = layer_row_[l] >= 0 && o_.dense_layers.count(l) == 0;
+        tiering_.offload_layer[l] = offload ? 1 : 0;
         for (int g = 0; g < shape_.n_kv_heads; ++g) {
-          tiering_.hot_dims.push_back(!global || o_.dense_layers.count(l) ? std::vector<int>{}
-                                                                          : group(l, g).dims);
+          tiering_.hot_dims.push_back(offload ? group(l, g).dims : std::vector<int>{});
         }
       }
     }

@@ -27,7 +27,10 @@ struct ChannelSubsetOptions {
   int recent = 0;
   bool variant_m = false;  // FASA-M: the packed dims in RAM, the rest in a file tier
   std::string offload_dir = "/var/tmp";
-  bool prefetch = false;   // variant m: KvTiering::prefetch
+  bool prefetch = false;  // variant m: KvTiering::prefetch
+  // variant m: rows per (layer, kv head) of the RAM row cache (KvTiering::cache_rows); < 0: the
+  // default, twice the rows one step selects (the budget, times the group for gqa=per-head).
+  int row_cache = -1;
   bool break_even = true;  // fasa: dense below the break-even length (fasa.cpp)
   // Per-layer budgets: [n_layers] each global layer's share of the budget, mean 1 over the
   // selecting (global, not dense) layers; empty: every layer gets the budget (layer_budget).

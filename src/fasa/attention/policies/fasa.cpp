@@ -16,6 +16,8 @@
 //   prefetch=on|off (variant m; off): fetch the next offloaded layer's guessed rows in the
 //   background (KvTiering::prefetch; off by default: on the 8B shape it read 2x the bytes for
 //   3-6 % hits, docs/BENCHMARKS.md)
+//   row_cache=N (variant m; default twice the rows a step selects): rows per (layer, kv head)
+//   of the RAM cache of recently read file-tier rows (KvRowCache); 0: none
 //   break_even=on|off (on): variant c attends densely while selecting would read more than
 //   kBreakEven of dense attention's bytes (short contexts, budgets near the context); off: always
 //   select (variant m always selects: dense would read every row from the file)
@@ -157,6 +159,9 @@ void check_variant_options(const ParsedOptions& p, const ChannelSubsetOptions& s
   if (p.given("prefetch") && !sel.variant_m) {
     fail("policy 'fasa': prefetch applies to variant m only (add variant=m / --variant m)");
   }
+  if (p.given("row_cache") && !sel.variant_m) {
+    fail("policy 'fasa': row_cache applies to variant m only (add variant=m / --variant m)");
+  }
   if (p.given("offload_dir") && !sel.variant_m) {
     fail("policy 'fasa': offload_dir applies to variant m only (add variant=m / --variant m)");
   }
@@ -231,6 +236,15 @@ const OptionTable& fasa_options() {
              .rule = "name a directory"},
             {"prefetch", OptionType::OnOff, "on|off", "off",
              "variant m: fetch the next offloaded layer's guessed rows in the background"},
+            {.key = "row_cache",
+             .type = OptionType::Whole,
+             .value = "N",
+             .fallback = "2 x budget",
+             .help = "variant m: rows per (layer, kv head) of the RAM cache of recently read "
+                     "file-tier rows; decode reads from the file only the others (0: none)",
+             .lo = 0,
+             .hi = 1 << 24,
+             .computed = true},
             {"break_even", OptionType::OnOff, "on|off", "on",
              "variant c: attend densely while selecting would read more than 0.8 of dense bytes"},
             kSliceRow,
@@ -252,6 +266,7 @@ std::unique_ptr<AttentionPolicy> make_fasa_policy(const PolicyContext& ctx,
   sel.variant_m = p.text("variant") == "m";
   sel.offload_dir = p.text("offload_dir");
   sel.prefetch = p.on("prefetch");
+  if (p.given("row_cache")) sel.row_cache = p.count("row_cache");
   sel.break_even = p.on("break_even");
   sel.slice = parse_slice_format(p.text("slice"));
   // mean_value is on by default for variant c; variant m keeps V in its file tier: off there

@@ -106,7 +106,9 @@ const OptionTable& pyramidkv_fasa_options() {
     for (PolicyOption r : fasa_options().rows) {
       const std::string key = r.key;
       // variant m's, and mean_value (the mean of V over the kept slots is not kept)
-      if (key == "offload_dir" || key == "prefetch" || key == "mean_value") continue;
+      if (key == "offload_dir" || key == "prefetch" || key == "row_cache" || key == "mean_value") {
+        continue;
+      }
       if (key == "variant") {
         r.value = "c";
         r.help = "FASA-C only: PyramidKV's votes read whole keys from RAM";
