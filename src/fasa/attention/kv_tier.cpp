@@ -312,7 +312,8 @@ void KvTier::pread_all(uint8_t* buf, size_t len, uint64_t off) const {
 
 void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
   rows_ += static_cast<uint64_t>(n);
-  if (!cache_.enabled()) {
+  // Every row of the region (prefill's dense reads): nothing a later step would find again.
+  if (!cache_.enabled() || slots == nullptr) {
     read_uncached(r, slots, n, dst);
     return;
   }

@@ -53,7 +53,8 @@ class KvTier {
   void flush(int n_committed);
   // Copies rows slots[j] (slots may be null: j) of region r into dst[j * row_bytes], j < n.
   // Slots must be ascending. Rows the row cache holds are copied from it; the rows read from the
-  // file join it. Thread-safe with reads of other regions (one thread per region at a time).
+  // file join it (not with null slots: a read of every row bypasses the cache). Thread-safe with
+  // reads of other regions (one thread per region at a time).
   void read(int r, const int32_t* slots, int n, uint8_t* dst) const;
   // Starts reading rows slots[0..n) of region r (ascending) on a background thread; a later
   // read() of region r copies the rows it finds there instead of reading them again, after
