@@ -75,7 +75,9 @@ TEST_P(KvTierRows, ComeBackExactlyAcrossBlocksTailsAndResets) {
   EXPECT_GT(st.writes, 0u);
   EXPECT_EQ(st.read_bytes % tier.block_bytes(), 0u);  // whole blocks only
   EXPECT_EQ(st.write_bytes % tier.block_bytes(), 0u);
-  if (GetParam() > 0) EXPECT_GT(st.cache_hits, 0u);
+  if (GetParam() > 0) {
+    EXPECT_GT(st.cache_hits, 0u);
+  }
   EXPECT_GT(st.rows, st.cache_hits);
   std::printf("tier: direct I/O %s, block %zu B\n", tier.direct_io() ? "yes" : "no",
               tier.block_bytes());

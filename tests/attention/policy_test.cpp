@@ -479,8 +479,9 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
       EXPECT_EQ(sc.tier_reads, 0u);
       EXPECT_GT(sm.tier_reads, 0u);
       EXPECT_GT(sm.tier_read_bytes, 0u);
-      // Prefetch (asked for): layer 1's selection is fetched for layer 2 in the background;
-      // adjacent layers pick some of the same rows, and every prefetched byte is a device byte.
+      // Prefetch (asked for): the rows each layer's step ranked just past its budget are read in
+      // the background for its next step, which selects some of them; every prefetched byte is
+      // a device byte.
       EXPECT_LE(sm.tier_prefetch_hits, sm.tier_prefetch_rows);
       EXPECT_LE(sm.tier_prefetch_bytes, sm.tier_read_bytes);
       if (opts == std::string(",budget=6")) {

@@ -153,15 +153,15 @@ void fetch(Decode& d) {
   d.cache.check_io();
 }
 
-// FASA-M: while this layer attends (and the next one computes its queries), fetch for the next
-// offloaded layer the rows this one selected: adjacent layers pick many of the same tokens, and
-// the rows it does pick are then copies rather than device reads.
-void prefetch_next(const Decode& d) {
-  const int next = d.cache.next_offloaded(d.s.layer);
-  for (int g = 0; next >= 0 && g < d.sh.n_kv_heads; ++g) {
+// FASA-M: while the rest of the step runs, read for this layer's next step the rows ranked just
+// past its budget (Selection::next): consecutive steps select mostly the same rows, and the new
+// ones mostly come from just below the cut. The rows that step selects are then copies rather
+// than device reads (they join the tier's row cache).
+void prefetch_runners_up(const Decode& d) {
+  for (int g = 0; g < d.sh.n_kv_heads; ++g) {
     const Selection& se = d.x.sel[g];
-    if (!se.all && !se.per_head) {
-      d.cache.prefetch(next, g, se.slots.data(), static_cast<int>(se.slots.size()));
+    if (!se.all && !se.next.empty()) {
+      d.cache.prefetch(d.s.layer, g, se.next.data(), static_cast<int>(se.next.size()));
     }
   }
 }
@@ -313,7 +313,7 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
   const TierStats tier_before = d.offloaded ? cache.tier_stats() : TierStats{};
   select(d, policy);
   fetch(d);
-  if (d.offloaded) prefetch_next(d);
+  if (d.offloaded) prefetch_runners_up(d);
   plan(d);
   const bool probs = policy.wants_probs();
   attend(d, probs);

@@ -70,13 +70,6 @@ void KvCache::prefetch(int layer, int kv_head, const int32_t* slots, int n) cons
   tier_->prefetch(layer * shape_.n_kv_heads + kv_head, slots, n);
 }
 
-int KvCache::next_offloaded(int layer) const {
-  for (int l = layer + 1; l < shape_.n_layers; ++l) {
-    if (offloaded(l)) return l;
-  }
-  return -1;
-}
-
 bool KvCache::can_copy_prefix(const KvCache& src, int n) const {
   if (n < 0 || n > src.n_used_) return false;
   for (int l = 0; l < shape_.n_layers; ++l) {

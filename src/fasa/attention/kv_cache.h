@@ -51,8 +51,9 @@ struct KvTiering {
   std::string dir;
   std::vector<char> offload_layer;         // [n_layers] 1 = offloaded
   std::vector<std::vector<int>> hot_dims;  // [n_layers * n_kv_heads] ascending K dims
-  // Decode fetches the next offloaded layer's rows in the background, guessing that it selects
-  // what this layer selected (KvCache::prefetch); a wrong guess costs device bytes.
+  // Decode reads in the background the rows each layer's selection ranked just past its budget
+  // (Selection::next), for that layer's next step (KvCache::prefetch); rows the next step does
+  // not select cost device bytes.
   bool prefetch = false;
   // Rows per (layer, kv head) of the RAM cache of recently read file-tier rows (KvRowCache;
   // 0: none; a value in (0, 1): that fraction of the cache's capacity): a decode step reads from
@@ -130,8 +131,6 @@ class KvCache {
   // layer in the background, if the tiering asked for prefetch (KvTier::prefetch); a later
   // gather() copies the rows found there. No effect on a RAM layer.
   void prefetch(int layer, int kv_head, const int32_t* slots, int n) const;
-  // The first offloaded layer after `layer`, or -1.
-  int next_offloaded(int layer) const;
   TierStats tier_stats() const { return tier_ ? tier_->stats() : TierStats{}; }
   // Of ram_bytes(): FASA-M's RAM row cache (its rows and index; KvTier::cache_bytes).
   uint64_t row_cache_bytes() const { return tier_ ? tier_->cache_bytes() : 0; }

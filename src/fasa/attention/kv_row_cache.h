@@ -24,6 +24,7 @@ class KvRowCache {
   // Copies the cached rows among slots[0..n) (null slots: j) of region r into dst[j * row_bytes]
   // and marks them; appends the indices j of the others to `missing`. Returns the rows found.
   int lookup(int r, const int32_t* slots, int n, uint8_t* dst, std::vector<int32_t>& missing);
+  bool holds(int r, int32_t slot) const { return rows_ > 0 && regions_[r].where[slot] >= 0; }
   // Caches row `slot` of region r (already cached: nothing), evicting by CLOCK when full.
   void insert(int r, int32_t slot, const uint8_t* row);
   // Forgets every row (the tier was reset).

@@ -256,7 +256,7 @@ void KvTier::write(int r, int slot, const void* row) {
 }
 
 void KvTier::flush(int n_committed) {
-  drop_prefetches();
+  finish_prefetches();
   struct FlushBuffer {
     AlignedBuf buf;
   };

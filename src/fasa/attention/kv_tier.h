@@ -59,11 +59,14 @@ class KvTier {
   // Starts reading rows slots[0..n) of region r (ascending) on a background thread; a later
   // read() of region r copies the rows it finds there instead of reading them again, after
   // waiting for the background read if it is still running (that wait counts as read time).
-  // Only rows wholly in the file are fetched (the RAM tail is at hand anyway). One prefetch per
-  // region: a newer one replaces an unused older one; read() uses it once. Returns at once.
+  // Only rows wholly in the file and not in the row cache are fetched (the others are at hand).
+  // One prefetch per region: a newer one replaces an unused older one; read() uses it once.
+  // Returns at once.
   void prefetch(int r, const int32_t* slots, int n) const;
-  // Waits for every background read and forgets its rows. flush() and reset() call it, so rows
-  // never move between the tail and the file under a background read.
+  // Waits for every background read; finished ones are kept for read(). flush() calls it, so
+  // rows never move between the tail and the file under a background read.
+  void finish_prefetches() const;
+  // Waits for every background read and forgets its rows (reset() calls it).
   void drop_prefetches() const;
   // Forget every row (the file is reused from slot 0).
   void reset();

@@ -1,7 +1,7 @@
 // KvTier's background reads (prefetch): one thread per tier, started by the first prefetch(),
 // reading one region's rows at a time into that region's entry; read() takes an entry's rows
 // (kv_tier.cpp). Entries hold only rows wholly in the file, which no write or flush touches
-// while a background read runs (flush and reset drop the entries first).
+// while a background read runs (flush waits for the reads to finish, reset drops the entries).
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -90,11 +90,14 @@ void KvTier::prefetch(int r, const int32_t* slots, int n) const {
   Prefetcher& p = *prefetcher_;
   std::lock_guard<std::mutex> lock(p.mu);
   Prefetcher::Entry& e = p.entries[r];
-  if (e.state == Prefetcher::State::kRunning) return;  // the one in flight stays
+  if (e.state == Prefetcher::State::kRunning) return;    // the one in flight stays
+  if (e.state == Prefetcher::State::kDone) p.charge(e);  // read but never used
   e.slots.clear();
-  for (int j = 0; j < n; ++j) {  // rows wholly in the file only
+  for (int j = 0; j < n; ++j) {  // rows wholly in the file and not cached only
     const int32_t s = slots ? slots[j] : j;
-    if ((static_cast<uint64_t>(s) + 1) * g.row_bytes <= g.flushed) e.slots.push_back(s);
+    if ((static_cast<uint64_t>(s) + 1) * g.row_bytes <= g.flushed && !cache_.holds(r, s)) {
+      e.slots.push_back(s);
+    }
   }
   if (e.slots.empty()) {
     e.state = Prefetcher::State::kNone;
@@ -103,6 +106,17 @@ void KvTier::prefetch(int r, const int32_t* slots, int n) const {
   if (e.state != Prefetcher::State::kQueued) p.queue.push_back(r);
   e.state = Prefetcher::State::kQueued;
   p.cv.notify_all();
+}
+
+void KvTier::finish_prefetches() const {
+  if (!prefetcher_) return;
+  Prefetcher& p = *prefetcher_;
+  std::unique_lock<std::mutex> lock(p.mu);
+  p.cv.wait(lock, [&] {
+    return std::none_of(p.entries.begin(), p.entries.end(), [](const Prefetcher::Entry& e) {
+      return e.state == Prefetcher::State::kRunning || e.state == Prefetcher::State::kQueued;
+    });
+  });
 }
 
 void KvTier::drop_prefetches() const {

@@ -54,6 +54,10 @@ struct Selection {
   // all = true because selecting would read more than it saves (FASA's break-even), not because
   // the budget covers the context: counted in AttnStats::dense_fallbacks.
   bool dense_fallback = false;
+  // Slots ranked just past the budget (ascending; empty unless the policy offers them): a file
+  // tier reads them in the background, since the layer's next step is likely to select some
+  // (FASA-M's prefetch).
+  std::vector<int32_t> next;
   const std::vector<int32_t>& slots_for(int g) const { return per_head ? head_slots[g] : slots; }
   void set_all() {
     all = true;
@@ -62,6 +66,7 @@ struct Selection {
     bytes_read = 0;
     mix_alpha.clear();
     dense_fallback = false;
+    next.clear();
   }
 };
 

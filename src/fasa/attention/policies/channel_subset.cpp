@@ -252,6 +252,7 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
         for (int t = 0; t < n; ++t) mass[t] += score[t];
       }
       pick(mass, n, budget, outs[g].slots);
+      runners_up(mass, n, budget, outs[g]);
       if (!raw) return;
       for (int j = 0; j < ng; ++j) {
         const int64_t job = g * ng + j;
@@ -444,6 +445,17 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   }
   const Group& group(int layer, int g) const {
     return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
+  }
+
+  // FASA-M with prefetch: the budget / 4 (at least 1) slots that score best after the picked ones, for the
+  // file tier to read in the background before the layer's next step (mass is spent).
+  void runners_up(float* mass, int n, int budget, Selection& out) const {
+    out.next.clear();
+    const int r = std::min(std::max(budget / 4, 1), n - static_cast<int>(out.slots.size()));
+    if (!o_.variant_m || !o_.prefetch || r <= 0) return;
+    for (int32_t t : out.slots) mass[t] = -INFINITY;
+    top_k_indices(mass, n, r, out.next);
+    std::sort(out.next.begin(), out.next.end());
   }
 
   // Sinks and recent slots first (inside the budget), then the best-scoring rest; scores are

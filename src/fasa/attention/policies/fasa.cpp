@@ -13,9 +13,8 @@
 //   n_tip=X (FCs per head, count or fraction; default 0.25)   gqa=shared|per-head (shared)
 //   dense_layers=L1+L2|none (default 0)   sink=S (0)   recent=R (0)
 //   variant=c|m (c)   offload_dir=DIR (variant m; default /var/tmp)
-//   prefetch=on|off (variant m; off): fetch the next offloaded layer's guessed rows in the
-//   background (KvTiering::prefetch; off by default: on the 8B shape it read 2x the bytes for
-//   3-6 % hits, docs/BENCHMARKS.md)
+//   prefetch=on|off (variant m; off): read in the background the budget / 4 rows ranked just
+//   past the budget, for the layer's next step (KvTiering::prefetch, Selection::next)
 //   row_cache=N (variant m; default twice the rows a step selects): rows per (layer, kv head)
 //   of the RAM cache of recently read file-tier rows (KvRowCache); 0: none
 //   break_even=on|off (on): variant c attends densely while selecting would read more than
@@ -235,7 +234,8 @@ const OptionTable& fasa_options() {
              .help = "variant m: the directory of the file tier",
              .rule = "name a directory"},
             {"prefetch", OptionType::OnOff, "on|off", "off",
-             "variant m: fetch the next offloaded layer's guessed rows in the background"},
+             "variant m: read in the background the rows ranked just past the budget (budget / "
+             "4) for the layer's next step"},
             {.key = "row_cache",
              .type = OptionType::Whole,
              .value = "N",
