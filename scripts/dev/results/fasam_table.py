@@ -12,8 +12,9 @@ def short(policy):
         return "full"
     if "variant=m" not in policy:
         return "FASA-C"
-    rc = [p for p in policy.split(",") if p.startswith("row_cache=")]
-    return "FASA-M " + (rc[0] if rc else "row_cache=default")
+    own = [p for p in policy.split(",")[policy.split(",").index("variant=m") + 1:]
+           if not p.startswith("offload_dir=")]
+    return "FASA-M " + (", ".join(own) if own else "(defaults)")
 
 
 print("| depth | policy | t/s | vs dense | vs FASA-C | tier rows / token | device reads / token "
