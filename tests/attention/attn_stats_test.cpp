@@ -32,8 +32,9 @@ TEST(AttnStats, TheListIsEveryField) {
   const auto& f = AttnStats::fields();
   for (size_t i = 0; i < f.size(); ++i) EXPECT_EQ(s.*f[i].member, i + 1) << f[i].name;
   EXPECT_EQ(s.decode_tokens, 1u);
-  EXPECT_EQ(s.tier_prefetch_hits, f.size());
+  EXPECT_EQ(s.tier_cache_hits, f.size());  // the list's last entry
   EXPECT_TRUE(names.count("tier_prefetch_hits"));
+  EXPECT_TRUE(names.count("tier_cache_hits"));
   EXPECT_TRUE(names.count("dense_fallbacks"));
 }
 

@@ -488,15 +488,19 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
         EXPECT_GT(sm.tier_prefetch_rows, 0u);
         EXPECT_GT(sm.tier_prefetch_hits, 0u);
         EXPECT_GT(sm.tier_prefetch_bytes, 0u);
+        // Another FASA-M session decodes exactly as FASA-C does.
+        auto same_as_c = [&](Session& other, const char* what) {
+          c.reset();
+          EXPECT_EQ(c.prefill(prompt), other.prefill(prompt)) << what;
+          for (size_t i = 40; i < tokens.size(); ++i) {
+            ASSERT_EQ(c.decode(tokens[i]), other.decode(tokens[i])) << what << " token " << i;
+          }
+        };
         // Off: the same outputs, no background reads.
         SessionOptions off = so;
         off.policy.replace(off.policy.find(",prefetch=on"), 12, ",prefetch=off");
         Session m2(model, off);
-        c.reset();
-        EXPECT_EQ(c.prefill(prompt), m2.prefill(prompt));
-        for (size_t i = 40; i < tokens.size(); ++i) {
-          ASSERT_EQ(c.decode(tokens[i]), m2.decode(tokens[i])) << "prefetch=off token " << i;
-        }
+        same_as_c(m2, "prefetch=off");
         EXPECT_EQ(m2.attn_stats().tier_prefetch_rows, 0u);
         EXPECT_EQ(m2.attn_stats().tier_prefetch_hits, 0u);
         // The RAM row cache (on by default, 2 x budget rows): consecutive steps find rows there;
@@ -506,11 +510,7 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
         SessionOptions none = off;
         none.policy += ",row_cache=0";
         Session m3(model, none);
-        c.reset();
-        EXPECT_EQ(c.prefill(prompt), m3.prefill(prompt));
-        for (size_t i = 40; i < tokens.size(); ++i) {
-          ASSERT_EQ(c.decode(tokens[i]), m3.decode(tokens[i])) << "row_cache=0 token " << i;
-        }
+        same_as_c(m3, "row_cache=0");
         EXPECT_EQ(m3.attn_stats().tier_cache_hits, 0u);
         EXPECT_EQ(m3.attn_stats().tier_rows, m2.attn_stats().tier_rows);
         EXPECT_GT(m3.attn_stats().tier_read_bytes, m2.attn_stats().tier_read_bytes);
