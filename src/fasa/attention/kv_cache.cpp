@@ -1,8 +1,7 @@
 #include "fasa/attention/kv_cache.h"
 
-#include <cmath>
-
 #include <algorithm>
+#include <cmath>
 
 #include "fasa/core/error.h"
 #include "fasa/kernels/q8_0.h"

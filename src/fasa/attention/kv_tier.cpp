@@ -186,6 +186,28 @@ void read_async(const AioContext& aio, int fd, const std::vector<Run>& runs, uin
   }
 }
 
+// The rows of a selection an earlier source (the row cache, a prefetch) lacked: their slots
+// compacted, read with read(slots, m, rows) into one buffer, then copied to their places in dst
+// [n, rb] and handed to each(slot, row).  missing: [m] indices j into slots (null: j)
+struct MissingRows {
+  std::vector<int32_t> slots;  // [m]
+  std::vector<uint8_t> rows;   // [m, rb]
+};
+template <class Read, class Each>
+void fill_missing(const int32_t* slots, const std::vector<int32_t>& missing, size_t rb,
+                  uint8_t* dst, MissingRows& mr, Read read, Each each) {
+  const size_t m = missing.size();
+  mr.slots.resize(m);
+  for (size_t i = 0; i < m; ++i) mr.slots[i] = slots ? slots[missing[i]] : missing[i];
+  mr.rows.resize(m * rb);
+  read(mr.slots.data(), static_cast<int>(m), mr.rows.data());
+  for (size_t i = 0; i < m; ++i) {
+    const uint8_t* row = mr.rows.data() + i * rb;
+    std::memcpy(dst + missing[i] * rb, row, rb);
+    each(mr.slots[i], row);
+  }
+}
+
 }  // namespace
 
 TierStats TierStats::operator-(const TierStats& o) const {
@@ -318,49 +340,40 @@ void KvTier::read(int r, const int32_t* slots, int n, uint8_t* dst) const {
     return;
   }
   struct CacheScratch {
-    std::vector<int32_t> missing, miss_slots;  // [m] indices j, their slots
-    std::vector<uint8_t> miss_rows;            // [m, row_bytes]
+    std::vector<int32_t> missing;  // [m] indices j the cache lacked
+    MissingRows rest;
   };
   CacheScratch& sc = workspace_object<CacheScratch>();
   sc.missing.clear();
   cache_hits_ += static_cast<uint64_t>(cache_.lookup(r, slots, n, dst, sc.missing));
   if (sc.missing.empty()) return;
   const Region& g = regions_[r];
-  const size_t rb = g.row_bytes, m = sc.missing.size();
-  sc.miss_slots.resize(m);
-  for (size_t i = 0; i < m; ++i) sc.miss_slots[i] = slots ? slots[sc.missing[i]] : sc.missing[i];
-  sc.miss_rows.resize(m * rb);
-  read_uncached(r, sc.miss_slots.data(), static_cast<int>(m), sc.miss_rows.data());
-  for (size_t i = 0; i < m; ++i) {
-    const uint8_t* row = sc.miss_rows.data() + i * rb;
-    std::memcpy(dst + sc.missing[i] * rb, row, rb);
-    // Only rows wholly in the file are final; the RAM tail's are at hand anyway.
-    if ((static_cast<uint64_t>(sc.miss_slots[i]) + 1) * rb <= g.flushed) {
-      cache_.insert(r, sc.miss_slots[i], row);
-    }
-  }
+  fill_missing(
+      slots, sc.missing, g.row_bytes, dst, sc.rest,
+      [&](const int32_t* s, int m, uint8_t* rows) { read_uncached(r, s, m, rows); },
+      [&](int32_t slot, const uint8_t* row) {
+        // Only rows wholly in the file are final; the RAM tail's are at hand anyway.
+        if ((static_cast<uint64_t>(slot) + 1) * g.row_bytes <= g.flushed) {
+          cache_.insert(r, slot, row);
+        }
+      });
 }
 
 void KvTier::read_uncached(int r, const int32_t* slots, int n, uint8_t* dst) const {
-  struct MissScratch {
-    std::vector<int32_t> missing, miss_slots;  // [m] indices j, their slots
-    std::vector<uint8_t> miss_rows;            // [m, row_bytes]
+  struct PrefetchScratch {
+    std::vector<int32_t> missing;  // [m] indices j the prefetch lacked
+    MissingRows rest;
   };
-  MissScratch& sc = workspace_object<MissScratch>();
-  auto& missing = sc.missing;
-  auto& miss_slots = sc.miss_slots;
-  auto& miss_rows = sc.miss_rows;
-  if (!take_prefetched(r, slots, n, dst, missing)) {
+  PrefetchScratch& sc = workspace_object<PrefetchScratch>();
+  if (!take_prefetched(r, slots, n, dst, sc.missing)) {
     read_rows(r, slots, n, dst);
     return;
   }
-  if (missing.empty()) return;
-  const size_t rb = regions_[r].row_bytes, m = missing.size();
-  miss_slots.resize(m);
-  for (size_t i = 0; i < m; ++i) miss_slots[i] = slots ? slots[missing[i]] : missing[i];
-  miss_rows.resize(m * rb);
-  read_rows(r, miss_slots.data(), static_cast<int>(m), miss_rows.data());
-  for (size_t i = 0; i < m; ++i) std::memcpy(dst + missing[i] * rb, miss_rows.data() + i * rb, rb);
+  if (sc.missing.empty()) return;
+  fill_missing(
+      slots, sc.missing, regions_[r].row_bytes, dst, sc.rest,
+      [&](const int32_t* s, int m, uint8_t* rows) { read_rows(r, s, m, rows); },
+      [](int32_t, const uint8_t*) {});
 }
 
 void KvTier::read_rows(int r, const int32_t* slots, int n, uint8_t* dst, BackgroundCost* bg) const {

@@ -35,7 +35,8 @@ namespace {
 double row_cache_rows(const ChannelSubsetOptions& o, int n_group) {
   if (o.row_cache >= 0) return o.row_cache;
   const double per_step = o.budget * (o.per_head ? n_group : 1);
-  if (o.budget < 1.0) return 2.0 * per_step < 1.0 ? 2.0 * per_step : 1e9;
+  constexpr double kEverySlot = 1u << 30;  // more than any capacity: KvCache caps it
+  if (o.budget < 1.0) return 2.0 * per_step < 1.0 ? 2.0 * per_step : kEverySlot;
   return 2.0 * per_step;
 }
 
@@ -447,12 +448,14 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
   }
 
-  // FASA-M with prefetch: the budget / 4 (at least 1) slots that score best after the picked ones, for the
-  // file tier to read in the background before the layer's next step (mass is spent).
+  // FASA-M with prefetch: the budget / 4 (at least 1) slots that score best after the picked
+  // ones, for the file tier to read in the background before the layer's next step (mass is
+  // spent).
   void runners_up(float* mass, int n, int budget, Selection& out) const {
     out.next.clear();
+    if (!o_.variant_m || !o_.prefetch) return;
     const int r = std::min(std::max(budget / 4, 1), n - static_cast<int>(out.slots.size()));
-    if (!o_.variant_m || !o_.prefetch || r <= 0) return;
+    if (r <= 0) return;
     for (int32_t t : out.slots) mass[t] = -INFINITY;
     top_k_indices(mass, n, r, out.next);
     std::sort(out.next.begin(), out.next.end());
