@@ -191,6 +191,18 @@ TEST(KvQ8Policies, FasaMemoryVariantEqualsComputeVariant) {
   }
 }
 
+// FASA-M with a slice of its own over a q8_0 cache: whole Q8_0 rows in the file, the policy's
+// slice in RAM, the same outputs as FASA-C with that slice.
+TEST(KvQ8Policies, FasaMemoryVariantWithItsOwnSliceEqualsComputeVariant) {
+  for (const std::string slice : {"q4", "f16"}) {
+    const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + q8_calib() +
+                          ",budget=6,break_even=off,slice=" + slice;
+    EXPECT_EQ(run(c, KvType::Q8_0),
+              run(c + ",variant=m,offload_dir=" + ::testing::TempDir(), KvType::Q8_0))
+        << slice;
+  }
+}
+
 // A model whose head_dim is no multiple of 32 cannot take a q8_0 cache: one clear error.
 TEST(KvQ8Policies, HeadDimNotAMultipleOf32IsRefused) {
   const std::string path = ::testing::TempDir() + "/kvq8_hd16.gguf";

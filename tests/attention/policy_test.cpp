@@ -537,6 +537,61 @@ TEST(FasaPolicy, MemoryVariantEqualsComputeVariant) {
   }
 }
 
+// FASA-M with a slice of its own (slice=f16|q8|q4): the policy scores from its slice in RAM and
+// the file holds whole K and V rows; it computes exactly what FASA-C with that slice computes.
+TEST(FasaPolicy, MemoryVariantWithItsOwnSliceEqualsComputeVariant) {
+  const std::string path = ::testing::TempDir() + "/policy_m_slice_tiny.gguf";
+  test::TinySpec spec;
+  spec.n_layers = 3;
+  test::write_tiny_model(path, spec);
+  auto model = Model::load(path);
+  std::mt19937 rng(22);
+  std::vector<int32_t> tokens(75);
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % spec.n_vocab);
+  const std::string calib = test::calibrate_tiny(model, "policy_m_slice_calib.json");
+  const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 40);
+  for (KvType type : {KvType::F16, KvType::F32}) {
+    for (const std::string slice : {"q8", "q4", "f16"}) {
+      SessionOptions so;
+      so.n_ctx = 96;
+      so.kv_type = type;
+      so.prefill_chunk = 16;
+      so.policy = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib +
+                  ",budget=6,break_even=off,slice=" + slice;
+      Session c(model, so);
+      so.policy += ",variant=m,offload_dir=" + ::testing::TempDir();
+      Session m(model, so);
+      ASSERT_TRUE(m.cache().tiered());
+      for (int round = 0; round < 2; ++round) {  // and again after reset()
+        EXPECT_EQ(c.prefill(prompt), m.prefill(prompt)) << slice;
+        for (size_t i = 40; i < tokens.size(); ++i) {
+          ASSERT_EQ(c.decode(tokens[i]), m.decode(tokens[i])) << slice << " token " << i;
+        }
+        const AttnStats& sc = c.attn_stats();
+        const AttnStats& sm = m.attn_stats();
+        EXPECT_EQ(sc.select_bytes, sm.select_bytes) << slice;
+        EXPECT_EQ(sc.attend_bytes, sm.attend_bytes) << slice;
+        EXPECT_GT(sm.tier_read_bytes, 0u) << slice;
+        // The same slice, in the policy; the cache keeps no hot dims, the file whole rows.
+        EXPECT_EQ(m.policy().resident_bytes(), c.policy().resident_bytes()) << slice;
+        EXPECT_GT(m.policy().resident_bytes(), 0u) << slice;
+        const uint64_t whole = 2ull * m.cache().row_bytes() * spec.n_kv_heads * 2 *
+                               static_cast<uint64_t>(m.n_past());  // 2 offloaded layers
+        EXPECT_LE(m.cache().file_bytes(), whole) << slice;
+        EXPECT_GE(m.cache().file_bytes() + 2ull * spec.n_kv_heads * m.cache().tier_block_bytes(),
+                  whole)
+            << slice;
+        for (int l = 1; l < spec.n_layers; ++l) {
+          EXPECT_TRUE(m.cache().offloaded(l));
+          EXPECT_TRUE(m.cache().hot_dims(l, 0).empty());
+        }
+        c.reset();
+        m.reset();
+      }
+    }
+  }
+}
+
 // gemma3-style, four layers: sliding (window 5), global, sliding, global.
 test::TinySpec hybrid_spec() {
   test::TinySpec s;

@@ -65,5 +65,16 @@ TEST(BenchDepthFill, BadValuesAreRefused) {
                     "queries");
 }
 
+// A cache the machine cannot hold is refused before any of it is filled: one clear error
+// naming the memory, not an OOM kill.
+TEST(BenchDepthFill, ACacheLargerThanTheMemoryIsRefusedUpFront) {
+  const std::string path = tiny_path();
+  const auto r = test::run_cli({"bench", "-m", path, "-p", "0", "-n", "2", "-d", "200", "-r", "1",
+                                "--depth-fill", "synthetic", "--policy", "full"},
+                               {{"FASA_MEMORY_AVAILABLE", "1000"}});
+  test::expect_clean_error(r, "policy 'full': the KV cache needs");
+  EXPECT_NE(r.err.find("(FASA_MEMORY_AVAILABLE)"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace fasa

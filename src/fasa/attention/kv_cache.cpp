@@ -175,6 +175,12 @@ uint64_t KvCache::ram_bytes() const {
   return tier_ ? n + tier_->ram_tail_bytes() + tier_->cache_bytes() : n;
 }
 
+uint64_t KvCache::ram_bytes_full() const {
+  uint64_t n = 0;
+  for (int l = 0; l < shape_.n_layers; ++l) n += stores_[l]->ram_bytes(capacity_);
+  return tier_ ? n + tier_->cache_bytes_full() + tier_->tail_bytes_max() : n;
+}
+
 void KvCache::check_io() const {
   if (tier_) tier_->check_io();
 }

@@ -136,6 +136,9 @@ class KvCache {
   uint64_t row_cache_bytes() const { return tier_ ? tier_->cache_bytes() : 0; }
   // Bytes of KV held in RAM (rows of RAM layers, hot slices, file tails) and in the file.
   uint64_t ram_bytes() const;
+  // The most ram_bytes() reaches between forward calls: every slot used, FASA-M's row cache full
+  // and its file tails under a block each (Session checks that the machine has it).
+  uint64_t ram_bytes_full() const;
   uint64_t file_bytes() const { return tier_ ? tier_->file_bytes() : 0; }
   bool direct_io() const { return tier_ && tier_->direct_io(); }
   // The file tier's block: it writes whole blocks, so file_bytes() is a multiple of it (0: none).

@@ -95,6 +95,12 @@ uint64_t KvRowCache::row_bytes_held() const {
   return n;
 }
 
+uint64_t KvRowCache::row_bytes_full() const {
+  uint64_t n = 0;
+  for (const Region& g : regions_) n += g.owner.size() * g.row_bytes;
+  return n;
+}
+
 uint64_t KvRowCache::index_bytes() const {
   uint64_t n = 0;
   for (const Region& g : regions_) n += g.where.size() * sizeof(int32_t);

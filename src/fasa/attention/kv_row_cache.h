@@ -32,6 +32,8 @@ class KvRowCache {
   // The rows' bytes held now, and the index's (4 bytes per slot of a region with a cache).
   uint64_t row_bytes_held() const;
   uint64_t index_bytes() const;
+  // row_bytes_held() once every region's cache is full.
+  uint64_t row_bytes_full() const;
 
  private:
   struct Region {

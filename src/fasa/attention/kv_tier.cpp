@@ -436,6 +436,12 @@ uint64_t KvTier::file_bytes() const {
   return n;
 }
 
+uint64_t KvTier::tail_bytes_max() const {
+  uint64_t n = 0;
+  for (const Region& g : regions_) n += g.row_bytes > 0 ? block_ : 0;
+  return n;
+}
+
 uint64_t KvTier::ram_tail_bytes() const {
   uint64_t n = 0;
   for (const Region& g : regions_) n += g.tail.size();

@@ -82,6 +82,10 @@ class KvTier {
   uint64_t ram_tail_bytes() const;
   // Bytes the row cache holds: its rows, and its index (4 bytes per slot and region).
   uint64_t cache_bytes() const { return cache_.row_bytes_held() + cache_.index_bytes(); }
+  // cache_bytes() once the row cache is full.
+  uint64_t cache_bytes_full() const { return cache_.row_bytes_full() + cache_.index_bytes(); }
+  // The most ram_tail_bytes() reaches between forward calls: under a block per region in use.
+  uint64_t tail_bytes_max() const;
   TierStats stats() const;
 
  private:

@@ -1,12 +1,14 @@
 #include "fasa/engine/session.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "fasa/attention/online_calibration.h"
 #include "fasa/core/error.h"
+#include "fasa/core/memory.h"
 #include "fasa/core/sha256.h"
 #include "fasa/io/gguf.h"
 
@@ -73,8 +75,25 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts,
       cache_(shape_, opts.kv_type, resolve_context(model_->config(), opts.n_ctx),
              active_policy_->tiering(), std::max(opts.prefill_chunk, 1)) {
   if (opts_.prefill_chunk < 1) fail("prefill chunk must be >= 1 (got {})", opts_.prefill_chunk);
+  check_kv_memory();
   logits_.resize(model_->config().n_vocab);
   global_layers_ = shape_.global_layers();
+}
+
+// The cache commits its pages as rows are written: a context the machine cannot hold is refused
+// here, not killed for halfway through.
+void Session::check_kv_memory() const {
+  const char* off = std::getenv("FASA_MEMORY_CHECK");
+  if (off && std::string(off) == "off") return;
+  const uint64_t need = cache_.ram_bytes_full();
+  const AvailableMemory a = available_memory();
+  if (need <= a.bytes) return;
+  fail(
+      "policy '{}': the KV cache needs {} of RAM at {} tokens ({}{}) but {} is available ({}): "
+      "use a shorter context (-c), --kv-type q8_0, or FASA-M (--policy fasa --variant m), which "
+      "keeps most of the KV in a file; FASA_MEMORY_CHECK=off skips this check",
+      active_policy_->name(), format_bytes(need), cache_.capacity(), kv_type_name(cache_.type()),
+      cache_.tiered() ? ", FASA-M's RAM part" : "", format_bytes(a.bytes), a.source);
 }
 
 void Session::reset() {

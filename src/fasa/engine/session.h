@@ -168,6 +168,9 @@ class Session {
 
  private:
   void check_tokens(const int32_t* tokens, int n) const;
+  // Refuses (fasa::Error) a cache whose RAM when full (KvCache::ram_bytes_full) exceeds the
+  // memory available now (core/memory.h), unless FASA_MEMORY_CHECK=off.
+  void check_kv_memory() const;
   void run(const int32_t* tokens, int n, bool all_logits, float* logits);
   // An eviction policy's rows gone for good (AttentionPolicy::kept_slots) are freed from the
   // cache (KvCache::evict): after every decode step in batches, and before a prefill all of

@@ -3,8 +3,9 @@
 // from a packed copy (TIP), and exact attention reads the top-B slots. Short contexts: one job
 // per kv head; long ones: TIP in (kv head, slot range) jobs. FASA-C keeps the packed copy next to
 // the full cache; FASA-M asks the session for a tiered cache (KvTiering) whose RAM tier is that
-// copy (dense layers go to the file whole), and fetches only the selected rows. Both read the
-// same packed values and select the same slots, so their outputs are equal. Hybrid stacks
+// copy (slice=auto; with another slice store the policy keeps the copy and the file whole rows;
+// dense layers stay whole in RAM), and fetches only the selected rows. Both read the same packed
+// values and select the same slots, so their outputs are equal. Hybrid stacks
 // (gemma3): the policy keeps no state for sliding-window layers (no packed slice, no groups),
 // and FASA-M never offloads them.
 #include <algorithm>
@@ -95,7 +96,9 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
         const bool offload = layer_row_[l] >= 0 && o_.dense_layers.count(l) == 0;
         tiering_.offload_layer[l] = offload ? 1 : 0;
         for (int g = 0; g < shape_.n_kv_heads; ++g) {
-          tiering_.hot_dims.push_back(offload ? group(l, g).dims : std::vector<int>{});
+          // With a slice of its own the policy scores from RAM, and the file holds whole rows.
+          tiering_.hot_dims.push_back(offload && cache_holds_slice() ? group(l, g).dims
+                                                                     : std::vector<int>{});
         }
       }
     }
@@ -108,13 +111,12 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
   // Keep the packed dominant-dim slice of K up to date, in the store `slice=` asks for
   // (packed_slice.h; auto: the cache's own values).
   void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
-    // FASA-M's slice is the cache's RAM tier, in the cache's own values.
-    store_ = slice_store(o_.variant_m ? SliceFormat::Auto : o_.slice, cache.type());
+    store_ = slice_store(o_.slice, cache.type());
     n_slots_ = std::max(n_slots_, first_slot + n);
     if (layer_row_[layer] < 0) return;  // a sliding-window layer: not the policy's
     if (o_.dense_layers.count(layer)) return;
     if (means_) means_->on_append(cache, layer, first_slot, n);
-    if (o_.variant_m) return;  // FASA-M: the cache holds the slice
+    if (cache_holds_slice()) return;
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
       Group& gr = group(layer, g);
       if (!gr.slice.holds(store_, cache.capacity())) {
@@ -134,9 +136,10 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     if (means_) means_->rollback(n);
   }
 
-  // The packed slices' bytes in use (FASA-M's live in the cache and are counted there).
+  // The packed slices' bytes in use (FASA-M's with slice=auto live in the cache and are
+  // counted there).
   uint64_t resident_bytes() const override {
-    if (o_.variant_m) return 0;
+    if (cache_holds_slice()) return 0;
     uint64_t n = means_ ? means_->resident_bytes() : 0;
     for (int l : layers_) {
       if (o_.dense_layers.count(l)) continue;
@@ -313,9 +316,9 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     }
   }
 
-  // The packed slice of q's kv head: the policy's (FASA-C) or the cache's RAM tier (FASA-M).
+  // The packed slice of q's kv head: the policy's, or the cache's RAM tier (FASA-M, auto).
   SliceView slice_view(const AttnQuery& q) const {
-    if (!o_.variant_m) return group(q.layer, q.kv_head).slice.view();
+    if (!cache_holds_slice()) return group(q.layer, q.kv_head).slice.view();
     SliceView v;
     v.store = store_;
     v.codes = static_cast<const uint8_t*>(q.cache->hot_rows(q.layer, q.kv_head));
@@ -441,6 +444,9 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     }
     return select < kBreakEven * n_kv * static_cast<double>(n) * kv_row;
   }
+  // FASA-M with slice=auto: the tiered cache's RAM tier is the packed slice (the cache's own
+  // values); otherwise the policy keeps the slice (FASA-C; FASA-M with f16, q8 or q4).
+  bool cache_holds_slice() const { return o_.variant_m && o_.slice == SliceFormat::Auto; }
   Group& group(int layer, int g) {
     return groups_[static_cast<size_t>(layer_row_[layer]) * shape_.n_kv_heads + g];
   }

@@ -39,8 +39,8 @@ struct ChannelSubsetOptions {
   // softmax of each head's TIP scores at SparQ's temperature for its scoring dims. Not with
   // variant m or candidate lists (the caller refuses those).
   bool mean_value = false;
-  // How the packed slice stores its values (packed_slice.h); variant m: auto only (its RAM
-  // tier holds the cache's own values).
+  // How the packed slice stores its values (packed_slice.h). Variant m with auto: the cache's
+  // RAM tier is the slice; with another store the policy keeps it and the file whole rows.
   SliceFormat slice = SliceFormat::Auto;
 };
 

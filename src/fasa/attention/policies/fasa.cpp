@@ -39,8 +39,10 @@
 //   texts at equal KV bytes read (docs/RESULTS.md, "Choosing the default selector"); before,
 //   they were calibrated, head, off (method=paper keeps those).
 //   slice=auto|f16|q8|q4 (auto): how the packed slice stores its values (packed_slice.h: the
-//   cache's own, fp16, or int8 / int4 codes with one fp16 scale per dim and 32 slots); variant c
-//   only
+//   cache's own, fp16, or int8 / int4 codes with one fp16 scale per dim and 32 slots). Variant m
+//   with auto keeps the slice as the cache's RAM tier (the file holds the other K dims and V);
+//   with f16, q8 or q4 the policy keeps the slice in RAM and the file holds whole K and V rows
+//   (a lossy slice cannot stand in for the dims attention reads)
 //   layer_budget=uniform|calibrated (uniform): calibrated spreads the same total over the
 //   selecting layers by their compound CA at n_tip (fasa_fcs.h: less agreement, more budget)
 //   method=default|paper (default): paper fixes the paper's selector (fcs=calibrated,
@@ -50,10 +52,10 @@
 // are turned into attention shares (softmax at 1/sqrt(head_dim)) and summed per slot, so one row
 // set is gathered per kv head. TIP scores only rank tokens; they are never attention weights.
 // FASA-C keeps its own packed copy of the dominant key dims next to the full cache. FASA-M asks
-// the session for a tiered cache (KvTiering) instead: RAM holds only those packed dims, the other
-// K dims and all of V go to a file under offload_dir (dense layers go there whole), and attention
-// fetches just the selected rows. Both read the same packed values and select the same slots,
-// so their outputs are equal.
+// the session for a tiered cache (KvTiering) instead: RAM holds only the packed dims (dense
+// layers stay whole in RAM), the rest goes to a file under offload_dir, and attention fetches
+// just the selected rows. Both read the same packed values and select the same slots, so their
+// outputs are equal.
 // Hybrid stacks (gemma3): only the global layers are FASA's. Sliding-window layers attend over
 // their window without a policy, so the policy keeps no state for them (no packed slice, no
 // groups), FASA-M never offloads them, and dense_layers may name global layers only.
@@ -163,12 +165,6 @@ void check_variant_options(const ParsedOptions& p, const ChannelSubsetOptions& s
   }
   if (p.given("offload_dir") && !sel.variant_m) {
     fail("policy 'fasa': offload_dir applies to variant m only (add variant=m / --variant m)");
-  }
-  if (p.given("slice") && sel.slice != SliceFormat::Auto && sel.variant_m) {
-    fail(
-        "policy 'fasa': slice={} applies to variant c only (variant m's RAM tier holds the "
-        "cache's own values: slice=auto)",
-        slice_format_name(sel.slice));
   }
   if (sel.mean_value && sel.variant_m) {
     fail(

@@ -156,8 +156,13 @@ SliceView PackedSlice::view() const {
                    static_cast<size_t>(capacity_)};
 }
 
-void PackedSlice::read_values(const KvCache& cache, int layer, int kv_head, int slot,
-                              float* x) const {
+void PackedSlice::read_values(const KvCache& cache, int layer, int kv_head, int slot, float* x,
+                              const TierRows& tier) const {
+  if (!tier.k.empty()) {  // an offloaded layer: the rows read through the file tier
+    const uint8_t* k = tier.k.data() + static_cast<size_t>(slot - tier.first) * cache.row_bytes();
+    for (size_t i = 0; i < dims_.size(); ++i) x[i] = kv_value(k, cache.type(), dims_[i]);
+    return;
+  }
   int32_t row = slot;
   if (cache.evicted(layer, kv_head) && slot < cache.evict_horizon(layer, kv_head)) {
     const std::vector<int32_t>& kept = cache.kept(layer, kv_head);
@@ -194,12 +199,35 @@ void PackedSlice::quantize_column(size_t i, int from, int end) {
   }
 }
 
+void PackedSlice::read_tier_rows(const KvCache& cache, int layer, int kv_head, int first, int end,
+                                 TierRows& out) {
+  const int m = end - first;
+  const size_t rb = cache.row_bytes();
+  std::vector<int32_t> slots(m);
+  for (int j = 0; j < m; ++j) slots[j] = first + j;
+  out.first = first;
+  out.k.resize(static_cast<size_t>(m) * rb);
+  std::vector<uint8_t> v(static_cast<size_t>(m) * rb);  // [m] V rows (not needed)
+  cache.gather(layer, kv_head, slots.data(), m, out.k.data(), v.data());
+  cache.check_io();
+}
+
 void PackedSlice::append(const KvCache& cache, int layer, int kv_head, int first, int n) {
   const size_t w = dims_.size(), cap = capacity_;
   FASA_CHECK(first >= 0 && first + n <= capacity_);
+  // FASA-M with a slice of its own: the layer's K rows are in the file tier (the new ones still
+  // in its RAM tail). Read the new slots' rows, and a blocked store's open block's earlier ones
+  // when open_ lacks them (the loop below reads them then).
+  TierRows tier;
+  if (cache.offloaded(layer)) {
+    const int b = first / kTipBlock;
+    const bool reopen = blocked(store_) && (open_block_ != b || open_end_ < first);
+    read_tier_rows(cache, layer, kv_head, reopen ? b * kTipBlock : first, first + n, tier);
+  }
   if (!blocked(store_)) {
-    const auto* base = static_cast<const uint8_t*>(cache.k_rows(layer, kv_head));
     const size_t rb = cache.row_bytes();
+    const auto* base = tier.k.empty() ? static_cast<const uint8_t*>(cache.k_rows(layer, kv_head))
+                                      : tier.k.data() - static_cast<size_t>(tier.first) * rb;
     for (int s = first; s < first + n; ++s) {
       const uint8_t* row = base + static_cast<size_t>(s) * rb;  // new slots: row = slot
       if (store_ == SliceStore::Q8Slot) {
@@ -234,12 +262,12 @@ void PackedSlice::append(const KvCache& cache, int layer, int kv_head, int first
     if (open_block_ != b || open_end_ < s) {  // open_ lacks some of the block's earlier slots
       open_block_ = b;
       for (int t = b * kTipBlock; t < s; ++t) {
-        read_values(cache, layer, kv_head, t, x);
+        read_values(cache, layer, kv_head, t, x, tier);
         for (size_t i = 0; i < w; ++i) open_[i * kTipBlock + t % kTipBlock] = x[i];
       }
     }
     for (int t = s; t < end; ++t) {
-      read_values(cache, layer, kv_head, t, x);
+      read_values(cache, layer, kv_head, t, x, tier);
       for (size_t i = 0; i < w; ++i) open_[i * kTipBlock + t % kTipBlock] = x[i];
     }
     for (size_t i = 0; i < w; ++i) {

@@ -56,7 +56,8 @@ class PackedSlice {
   // Empty, for `dims` of a cache of `capacity` slots.
   void reset(SliceStore store, std::vector<int> dims, int capacity);
   // Packs slots [first, first + n) of (layer, kv_head)'s K rows. Slots below `first` must have
-  // been appended (a block's earlier slots are read again from the cache when needed).
+  // been appended (a block's earlier slots are read again from the cache when needed). A layer
+  // the cache keeps in its file tier (FASA-M) is read through it.
   void append(const KvCache& cache, int layer, int kv_head, int first, int n);
   SliceView view() const;
   // Whether reset(store, dims, capacity) was the last reset (a policy meeting a cache of another
@@ -68,8 +69,17 @@ class PackedSlice {
  private:
   // Slots per column for a cache of `capacity` slots (blocked: whole blocks).
   static int padded(SliceStore store, int capacity);
-  // Dim dims_[i] of slot s's K row, or 0 for a slot whose row was freed (eviction).
-  void read_values(const KvCache& cache, int layer, int kv_head, int slot, float* x) const;
+  // K rows [first, first + k.size() / row_bytes) of an offloaded layer, read through the tier.
+  struct TierRows {
+    int first = 0;
+    std::vector<uint8_t> k;  // [rows, row_bytes]
+  };
+  static void read_tier_rows(const KvCache& cache, int layer, int kv_head, int first, int end,
+                             TierRows& out);
+  // Dim dims_[i] of slot s's K row (from `tier` when it holds rows), or 0 for a slot whose row
+  // was freed (eviction).
+  void read_values(const KvCache& cache, int layer, int kv_head, int slot, float* x,
+                   const TierRows& tier) const;
   // Column i of the open block: its scale from open_amax_[i], the codes of slots [from, end).
   void quantize_column(size_t i, int from, int end);
 
