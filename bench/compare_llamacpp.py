@@ -137,8 +137,10 @@ def summarize(model, policy, test, depth, reps):
     fa1 = stats([r["fa1"]["avg_ts"] for r in reps])
     better = "fa1" if fa1["mean"] > fa0["mean"] else "fa0"
     best = fa1 if better == "fa1" else fa0
+    # The kernel path fasa took (e.g. "avx512, AMX on"); several if the repetitions differ.
+    kernels = " / ".join(sorted({str(r["fasa"].get("kernels", "unknown")) for r in reps}))
     return {"model": model, "fasa_policy": policy, "test": test, "depth": depth,
-            "fasa_tokens_per_s": fasa, "llama_fa0_tokens_per_s": fa0,
+            "fasa_kernels": kernels, "fasa_tokens_per_s": fasa, "llama_fa0_tokens_per_s": fa0,
             "llama_fa1_tokens_per_s": fa1, "llama_better": better,
             "ratio_fasa_over_better": fasa["mean"] / best["mean"], "repetitions": reps}
 
@@ -148,11 +150,12 @@ def fmt_ts(s):
 
 
 def markdown_table(results):
-    lines = ["| model | fasa policy | test | depth | fasa t/s | llama.cpp fa 0 | llama.cpp fa 1 "
-             "| better | fasa / better |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: |"]
+    lines = ["| model | fasa policy | fasa kernels | test | depth | fasa t/s | llama.cpp fa 0 "
+             "| llama.cpp fa 1 | better | fasa / better |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: |"]
     for r in results:
-        lines.append(f"| {os.path.basename(r['model'])} | {r['fasa_policy']} | {r['test']} | "
+        lines.append(f"| {os.path.basename(r['model'])} | {r['fasa_policy']} | "
+                     f"{r.get('fasa_kernels', 'unknown')} | {r['test']} | "
                      f"{r['depth']} | {fmt_ts(r['fasa_tokens_per_s'])} | "
                      f"{fmt_ts(r['llama_fa0_tokens_per_s'])} | "
                      f"{fmt_ts(r['llama_fa1_tokens_per_s'])} | {r['llama_better']} | "

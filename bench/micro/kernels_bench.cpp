@@ -124,6 +124,13 @@ BENCHMARK(BM_MatmulRepacked)
                    {4096, 14336},
                    {1}});
 BENCHMARK(BM_MatmulRepacked)->Args({static_cast<int>(DType::Q4_K), 14336, 4096, 1});
+// Prefill without AMX (the VNNI path): Qwen2.5-1.5B's Q/O, gate/up and down shapes, 512 tokens.
+BENCHMARK(BM_MatmulRepacked)
+    ->ArgsProduct({{static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
+                   {1536},
+                   {1536, 8960},
+                   {512}});
+BENCHMARK(BM_MatmulRepacked)->Args({static_cast<int>(DType::Q4_K), 8960, 1536, 512});
 
 // Prefill matmuls with and without AMX (kernels/matmul_amx.h; AMX off = the VNNI path), on
 // Qwen2.5-1.5B's shapes (Q/O 1536 x 1536, gate/up 8960 x 1536, down 1536 x 8960) at 512 tokens.

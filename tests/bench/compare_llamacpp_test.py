@@ -87,8 +87,10 @@ FAKE_FASA = textwrap.dedent("""\
                     [f"tg{v}" for v in arg("-n").split(",") if int(v)]:
             row = next(r for r in rows if r["test"][:2] == test[:2])
             ts = speed["fasa/" + test] * (2 if policy != "full" else 1)
+            amx = "off" if os.environ.get("FASA_NO_AMX") else "on"
             row = dict(row, policy=policy, test=test, depth=depth, n_tokens=int(test[2:]),
-                       tokens_per_s=ts, stddev=0.0, samples=[ts], depth_fill=arg("--depth-fill"))
+                       tokens_per_s=ts, stddev=0.0, samples=[ts], depth_fill=arg("--depth-fill"),
+                       kernels="avx512, AMX " + amx)
             print(json.dumps(row))
     """)
 
@@ -221,20 +223,28 @@ class Driver(unittest.TestCase):
             self.assertIn("date", o)
         with open(md) as f:
             table = f.read()
-        self.assertIn("| m.gguf | full | pp64 | 0 | 90.00 ± 0.00 | 100.00 ± 0.00 | "
-                      "120.00 ± 0.00 | fa1 | 0.75 |", table)
-        self.assertIn("| m.gguf | full | tg16 | 512 | 60.00 ± 0.00 | 50.00 ± 0.00 | "
-                      "40.00 ± 0.00 | fa0 | 1.20 |", table)
+        self.assertIn("| m.gguf | full | avx512, AMX on | pp64 | 0 | 90.00 ± 0.00 | "
+                      "100.00 ± 0.00 | 120.00 ± 0.00 | fa1 | 0.75 |", table)
+        self.assertIn("| m.gguf | full | avx512, AMX on | tg16 | 512 | 60.00 ± 0.00 | "
+                      "50.00 ± 0.00 | 40.00 ± 0.00 | fa0 | 1.20 |", table)
+        for o in rows:
+            self.assertEqual(o["fasa_kernels"], "avx512, AMX on")
         self.assertIn("version: 0 (unknown)", table)
 
     def test_fasa_args_give_one_row_per_policy(self):
         r = self.run_driver(*self.base_args(), "-r", "1", "--fasa-args",
                             "--policy full,fasa --budget 0.1")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("| m.gguf | full | pp64 | 0 | 90.00", r.stdout)
-        self.assertIn("| m.gguf | fasa | pp64 | 0 | 180.00", r.stdout)
+        self.assertIn("| m.gguf | full | avx512, AMX on | pp64 | 0 | 90.00", r.stdout)
+        self.assertIn("| m.gguf | fasa | avx512, AMX on | pp64 | 0 | 180.00", r.stdout)
+
         fasa_call = [c for c in self.calls() if c[0] == "fasa"][0]
         self.assertEqual(fasa_call[-4:], ["--policy", "full,fasa", "--budget", "0.1"])
+
+    def test_table_names_the_kernel_path_fasa_took(self):
+        r = self.run_driver(*self.base_args(), "-r", "1", env=dict(self.env, FASA_NO_AMX="1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("| m.gguf | full | avx512, AMX off | pp64 | 0 |", r.stdout)
 
     def expect_error(self, r, needle, code=1):
         self.assertEqual(r.returncode, code, r.stderr)

@@ -114,7 +114,8 @@ TEST(Repack, MatmulSameBitsAsGgufRows) {
   std::mt19937 rng(11);
   IsaGuard guard;
   for (DType t : {DType::Q4_K, DType::Q6_K}) {
-    for (int64_t n_tok : {1, 2, 3, 5, 17}) {
+    // Token tiles of 4 (matmul_q8k.isa.cpp): whole ones, and whole ones with 1 to 3 more.
+    for (int64_t n_tok : {1, 2, 3, 5, 8, 12, 17}) {
       const int64_t n_out = 48, n_in = 1024;
       const Case k = make_case(t, n_out, n_in, n_tok, rng);
       const std::vector<uint8_t>& w = k.w;
