@@ -13,6 +13,8 @@
 #   FASA_LLAMACPP_SRC    an already unpacked sdist folder (development; the sdist sha256 is then
 #                        that of FASA_LLAMACPP_SDIST if given, else recorded as "unknown")
 #   FASA_LLAMACPP_JOBS   build jobs (default 2)
+#   FASA_LLAMACPP_ISA    avx512 (default: AVX-512 with VNNI, BF16, VBMI) or avx2 (AVX2, FMA and
+#                        F16C only: the yardstick for fasa's FASA_ISA=avx2 path); each its own build
 #   FASA_LLAMA_BENCH     use this llama-bench binary and skip download and build altogether
 #                        (its stamp is then what `--version` prints; flags "unknown")
 set -euo pipefail
@@ -25,10 +27,16 @@ die() { echo "fasa compare_llamacpp: error: $*" >&2; exit 1; }
 
 # AVX-512 with VNNI, BF16 and VBMI, no AMX: llama.cpp's AMX path dies in `ldtilecfg` on these
 # VMs (the kernel does not grant the tile state). Not native: the flags are recorded as given.
+case ${FASA_LLAMACPP_ISA:-avx512} in
+  avx512) ISA_FLAGS=(-DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON
+                     -DGGML_AVX512_VBMI=ON) ;;
+  avx2) ISA_FLAGS=(-DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF
+                   -DGGML_AVX512_VBMI=OFF -DGGML_AVX_VNNI=OFF) ;;
+  *) die "FASA_LLAMACPP_ISA=${FASA_LLAMACPP_ISA}: use avx512 or avx2" ;;
+esac
 CMAKE_FLAGS=(
   -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
-  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-  -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX512_VBMI=ON
+  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "${ISA_FLAGS[@]}"
   -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_OPENMP=ON
   -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
   -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_TOOLS=ON

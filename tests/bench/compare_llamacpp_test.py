@@ -292,6 +292,9 @@ class Driver(unittest.TestCase):
         home = os.path.join(self.tmp.name, "home")
         src = os.path.join(self.tmp.name, "src")
         r = subprocess.run([SCRIPT, "-m", self.model], capture_output=True, text=True,
+                           env=dict(self.env, FASA_HOME=home, FASA_LLAMACPP_ISA="sse2"))
+        self.expect_error(r, "FASA_LLAMACPP_ISA=sse2: use avx512 or avx2")
+        r = subprocess.run([SCRIPT, "-m", self.model], capture_output=True, text=True,
                            env=dict(self.env, FASA_HOME=home, FASA_LLAMACPP_SRC=src))
         self.expect_error(r, "vendor/llama.cpp has no tools/llama-bench")
         if not shutil.which("cmake"):
