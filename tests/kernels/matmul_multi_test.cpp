@@ -34,7 +34,8 @@ constexpr int64_t kNIn = 512;  // a multiple of both block sizes (32, 256)
 std::vector<uint8_t> make_weights(DType type, int64_t n_out, std::mt19937& rng) {
   if (is_repacked(type)) {  // GGUF rows of the base type, interleaved (kernels/repack.h)
     const std::vector<uint8_t> rows = make_weights(gguf_type(type), n_out, rng);
-    std::vector<uint8_t> w(static_cast<size_t>(n_out * kNIn / 256 * dtype_info(type).block_bytes));
+    const DTypeInfo& ri = dtype_info(type);
+    std::vector<uint8_t> w(static_cast<size_t>(n_out * kNIn / ri.block_elems * ri.block_bytes));
     repack_rows16(gguf_type(type), rows.data(), n_out, kNIn, w.data());
     return w;
   }
@@ -143,6 +144,8 @@ const Combo kCombos[] = {
     // Repacked slices must start at 16-row groups whatever the split.
     {"Repacked",
      {{DType::Q4_K_R16, 96}, {DType::Q6_K_R16, 48}, {DType::Q4_K, 37}, {DType::Q4_K_R16, 32}}},
+    {"RepackedBlockQuants",
+     {{DType::Q4_1_R16, 96}, {DType::Q8_0_R16, 48}, {DType::Q4_1, 37}, {DType::Q4_0_R16, 32}}},
 };
 
 // Readable names in failure messages instead of gtest's byte dump.

@@ -1,6 +1,7 @@
-// Repacked K-quant layouts (kernels/repack.h): every block rebuilt byte for byte, and a
-// repacked matrix giving the same bits as its GGUF rows on every path (16-row kernels, the
-// unpacked path at more tokens, portable, every instruction set, AMX tiles).
+// Repacked layouts (kernels/repack.h) of the K-quants and the 32-block quants: every block
+// rebuilt byte for byte, and a repacked matrix giving the same bits as its GGUF rows on every
+// path (16-row kernels, the unpacked path at more tokens, portable, every instruction set, AMX
+// tiles).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "fasa/core/parallel.h"
 #include "fasa/kernels/matmul.h"
 #include "fasa/kernels/matmul_amx.h"
+#include "fasa/kernels/matmul_q8.h"
 #include "fasa/kernels/matmul_q8k.h"
 #include "fasa/kernels/repack.h"
 #include "support/amx_env.h"
@@ -24,15 +26,26 @@
 namespace fasa {
 namespace {
 
-// Random bytes with small finite fp16 d (and dmin): [n_out, n_in] of Q4_K or Q6_K.
+// The fp16 fields of a block (d, and dmin or m) at their byte offsets.
+std::vector<int> half_offsets(DType t) {
+  switch (t) {
+    case DType::Q4_K:
+    case DType::Q4_1: return {0, 2};
+    case DType::Q6_K: return {208};
+    default: return {0};  // Q4_0, Q8_0
+  }
+}
+
+// Random bytes with small finite fp16 d (and dmin / m): [n_out, n_in] of a repackable type.
 std::vector<uint8_t> random_rows(DType t, int64_t n_out, int64_t n_in, std::mt19937& rng) {
-  const int64_t bb = dtype_info(t).block_bytes, n_blocks = n_out * n_in / 256;
+  const int64_t bb = dtype_info(t).block_bytes;
+  const int64_t n_blocks = n_out * n_in / dtype_info(t).block_elems;
   std::vector<uint8_t> w(static_cast<size_t>(n_blocks * bb));
   for (auto& b : w) b = static_cast<uint8_t>(rng());
   std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
   for (int64_t b = 0; b < n_blocks; ++b) {
     uint8_t* blk = w.data() + b * bb;
-    for (int off : t == DType::Q4_K ? std::vector<int>{0, 2} : std::vector<int>{208}) {
+    for (int off : half_offsets(t)) {
       const uint16_t h = fp32_to_fp16(scale(rng));
       std::memcpy(blk + off, &h, 2);
     }
@@ -41,8 +54,8 @@ std::vector<uint8_t> random_rows(DType t, int64_t n_out, int64_t n_in, std::mt19
 }
 
 std::vector<uint8_t> repacked(DType t, const std::vector<uint8_t>& w, int64_t n_out, int64_t n_in) {
-  std::vector<uint8_t> r(
-      static_cast<size_t>(n_out * n_in / 256 * dtype_info(repacked_type(t)).block_bytes));
+  std::vector<uint8_t> r(static_cast<size_t>(n_out * n_in / dtype_info(t).block_elems *
+                                             dtype_info(repacked_type(t)).block_bytes));
   repack_rows16(t, w.data(), n_out, n_in, r.data());
   return r;
 }
@@ -73,17 +86,28 @@ TEST(Repack, Types) {
   EXPECT_TRUE(repackable(DType::Q6_K, 16, 256));
   EXPECT_FALSE(repackable(DType::Q4_K, 24, 512));  // not whole groups of 16 rows
   EXPECT_FALSE(repackable(DType::Q5_K, 32, 512));
-  EXPECT_FALSE(repackable(DType::Q8_0, 32, 512));
+  EXPECT_FALSE(repackable(DType::Q5_0, 32, 512));
+  EXPECT_TRUE(repackable(DType::Q8_0, 32, 64));
+  EXPECT_TRUE(repackable(DType::Q4_1, 16, 32));
+  EXPECT_FALSE(repackable(DType::Q4_0, 16, 48));  // not whole 32-blocks
+  EXPECT_FALSE(repackable(DType::Q4_1, 8, 64));
   EXPECT_EQ(repacked_type(DType::Q4_K), DType::Q4_K_R16);
+  EXPECT_EQ(repacked_type(DType::Q4_1), DType::Q4_1_R16);
   EXPECT_EQ(gguf_type(DType::Q6_K_R16), DType::Q6_K);
+  EXPECT_EQ(gguf_type(DType::Q8_0_R16), DType::Q8_0);
   EXPECT_EQ(gguf_type(DType::Q8_0), DType::Q8_0);
-  for (DType t : {DType::Q4_K, DType::Q6_K}) {
+  for (DType t : {DType::Q4_K, DType::Q6_K, DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
     const DTypeInfo& a = dtype_info(t);
     const DTypeInfo& b = dtype_info(repacked_type(t));
     EXPECT_TRUE(b.engine_only);
     EXPECT_FALSE(a.engine_only);
+    EXPECT_TRUE(is_repacked(repacked_type(t)));
+    EXPECT_FALSE(is_repacked(t));
+    EXPECT_EQ(b.block_elems, a.block_elems) << a.name;
     EXPECT_EQ(group_block_bytes(repacked_type(t)), 16 * b.block_bytes) << a.name;
-    EXPECT_TRUE(has_q8k_path(repacked_type(t)));
+    const bool kquant = a.block_elems == 256;
+    EXPECT_EQ(has_q8k_path(repacked_type(t)), kquant) << a.name;
+    EXPECT_EQ(has_q8_path(repacked_type(t)), !kquant) << a.name;
   }
 }
 
@@ -91,8 +115,9 @@ TEST(Repack, Types) {
 // encoded again: all 96 bits of the 12 scale bytes are used, so that is a bijection).
 TEST(Repack, BlocksRebuildExactly) {
   std::mt19937 rng(7);
-  for (DType t : {DType::Q4_K, DType::Q6_K}) {
-    const int64_t n_out = 48, n_in = 768, nb = 3, bb = dtype_info(t).block_bytes;
+  for (DType t : {DType::Q4_K, DType::Q6_K, DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
+    const int64_t n_out = 48, n_in = 768, bb = dtype_info(t).block_bytes;
+    const int64_t nb = n_in / dtype_info(t).block_elems;
     const std::vector<uint8_t> w = random_rows(t, n_out, n_in, rng);
     const std::vector<uint8_t> r = repacked(t, w, n_out, n_in);
     EXPECT_NE(w, r);
@@ -147,6 +172,51 @@ TEST(Repack, MatmulSameBitsAsGgufRows) {
   }
 }
 
+// The 32-block quants: the same bits as the GGUF rows at 1, 2, 3, 5 and 17 tokens (the 16-row
+// kernels take 2 tokens a pass: whole passes and one token more), on every instruction set,
+// portable, 1 and 2 threads, through matmul and through fused slices of whole groups.
+TEST(Repack, BlockQuantsSameBitsAsGgufRows) {
+  std::mt19937 rng(17);
+  IsaGuard guard;
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
+    for (int64_t n_tok : {1, 2, 3, 5, 17}) {
+      const int64_t n_out = 48, n_in = 256;
+      const std::vector<uint8_t> w = random_rows(t, n_out, n_in, rng);
+      const std::vector<uint8_t> r = repacked(t, w, n_out, n_in);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      std::vector<float> x(static_cast<size_t>(n_tok * n_in));
+      for (auto& v : x) v = nd(rng);
+      Q8Acts a;
+      quantize_acts_q8(x.data(), n_tok, n_in, a);
+      std::vector<float> want(static_cast<size_t>(n_tok * n_out), NAN);
+      detail::matmul_q8_portable(t, w.data(), n_out, n_in, a, want.data());
+      const DType rt = repacked_type(t);
+      const std::string what = std::string(dtype_name(t)) + " n_tok=" + std::to_string(n_tok);
+      for (const Isa isa : available_isas()) {
+        set_active_isa(isa);
+        for (int threads : {1, 2}) {
+          const int saved = num_threads();
+          set_num_threads(threads);
+          std::vector<float> y(want.size(), NAN), y_port(want.size(), NAN), y_mm(want.size(), NAN);
+          std::vector<float> y_rows(want.size(), NAN);
+          matmul_q8(rt, r.data(), n_out, n_in, a, y.data());
+          detail::matmul_q8_portable(rt, r.data(), n_out, n_in, a, y_port.data());
+          matmul(rt, r.data(), n_out, n_in, x.data(), n_tok, y_mm.data(), MatmulTiles::kPerToken);
+          matmul_q8_rows(rt, r.data(), n_out, n_in, a, 0, 16, y_rows.data());
+          matmul_q8_rows(rt, r.data(), n_out, n_in, a, 16, 48, y_rows.data());
+          set_num_threads(saved);
+          const std::string at =
+              what + " " + std::string(isa_name(isa)) + " threads=" + std::to_string(threads);
+          EXPECT_TRUE(same_bits(want, y)) << at;
+          EXPECT_TRUE(same_bits(want, y_port)) << at << " portable";
+          EXPECT_TRUE(same_bits(want, y_mm)) << at << " matmul";
+          EXPECT_TRUE(same_bits(want, y_rows)) << at << " rows";
+        }
+      }
+    }
+  }
+}
+
 // AMX tiles unpack repacked blocks to the same integers: the same bits as on the GGUF rows.
 TEST(Repack, AmxSameBitsAsGgufRows) {
   if (!amx_supported()) GTEST_SKIP() << "no AMX here: " << amx_status();
@@ -160,6 +230,20 @@ TEST(Repack, AmxSameBitsAsGgufRows) {
     std::vector<float> want(static_cast<size_t>(n_tok * n_out), NAN), y(want.size(), NAN);
     ASSERT_TRUE(matmul_q8k_amx(t, k.w.data(), n_out, n_in, k.a, want.data()));
     ASSERT_TRUE(matmul_q8k_amx(repacked_type(t), k.r.data(), n_out, n_in, k.a, y.data()));
+    EXPECT_TRUE(same_bits(want, y)) << dtype_name(t);
+  }
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
+    const int64_t n_out = 32, n_in = 128, n_tok = 20;
+    const std::vector<uint8_t> w = random_rows(t, n_out, n_in, rng);
+    const std::vector<uint8_t> r = repacked(t, w, n_out, n_in);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n_tok * n_in));
+    for (auto& v : x) v = nd(rng);
+    Q8Acts a;
+    quantize_acts_q8(x.data(), n_tok, n_in, a);
+    std::vector<float> want(static_cast<size_t>(n_tok * n_out), NAN), y(want.size(), NAN);
+    ASSERT_TRUE(matmul_q8_amx(t, w.data(), n_out, n_in, a, want.data()));
+    ASSERT_TRUE(matmul_q8_amx(repacked_type(t), r.data(), n_out, n_in, a, y.data()));
     EXPECT_TRUE(same_bits(want, y)) << dtype_name(t);
   }
 }

@@ -11,6 +11,7 @@
 #include "fasa/core/isa.h"
 #include "fasa/core/parallel.h"
 #include "fasa/engine/session.h"
+#include "fasa/kernels/repack.h"
 #include "fasa/model/model.h"
 #include "support/isa_guard.h"
 #include "support/scoped_env.h"
@@ -327,37 +328,43 @@ TEST(ForwardTest, BadTokensAndOverflowAreErrors) {
 namespace fasa {
 namespace {
 
-// Q4_K / Q6_K projections repacked at load (kernels/repack.h) give the logits of the file's rows
-// bit for bit, in prefill chunks (blocks rebuilt and unpacked) and one token at a time (the
-// 16-row kernels); FASA_NO_REPACK, LoadOptions and a non-AVX-512 instruction set turn it off.
+// Projections repacked at load (kernels/repack.h: Q4_K / Q6_K, and Q4_1 / Q8_0 / Q4_0) give the
+// logits of the file's rows bit for bit, in prefill chunks and one token at a time (the 16-row
+// kernels); FASA_NO_REPACK, LoadOptions and a non-AVX-512 instruction set turn it off.
 TEST(ForwardTest, RepackedWeightsGiveTheSameLogits) {
   if (active_isa() != Isa::Avx512) GTEST_SKIP() << "repacking needs AVX-512";
-  for (bool tied : {false, true}) {
-    test::TinySpec spec;
-    spec.wtype = DType::Q4_K;
-    spec.wtype_mixed = DType::Q6_K;  // attn_v and ffn_down
-    spec.d_model = 256;
-    spec.d_ff = 512;
-    spec.tied_output = tied;  // the embedding then reads the repacked output matrix
-    const std::string path = tiny_path(tied ? "tiny_repack_tied.gguf" : "tiny_repack.gguf");
-    test::write_tiny_model(path, spec);
-    LoadOptions off;
-    off.repack = false;
-    auto plain = Model::load(path, off);
-    auto packed = Model::load(path);
-    EXPECT_EQ(plain->repacked_matrices(), 0);
-    EXPECT_EQ(plain->repack_status(), "off (disabled)");
-    EXPECT_EQ(packed->repacked_matrices(), 7 * spec.n_layers + 1);  // every projection + output
-    EXPECT_EQ(packed->weights().layers[0].wv.type, DType::Q6_K_R16);
-    EXPECT_EQ(packed->weights().layers[0].wq.type, DType::Q4_K_R16);
-    EXPECT_EQ(packed->weights().tok_embd.type, tied ? DType::Q4_K_R16 : DType::Q4_K);
-    const auto tokens = random_tokens(21, spec.n_vocab, 5);
-    SessionOptions so;
-    so.n_ctx = 64;
-    for (int chunk : {1, 8}) {
-      Session a(plain, so), b(packed, so);
-      EXPECT_EQ(a.eval_all(tokens, chunk), b.eval_all(tokens, chunk))
-          << "chunk " << chunk << (tied ? " tied" : "");
+  const std::pair<DType, DType> kTypes[] = {{DType::Q4_K, DType::Q6_K},
+                                            {DType::Q4_1, DType::Q8_0},
+                                            {DType::Q4_0, DType::Q8_0}};
+  for (const auto& [wtype, mixed] : kTypes) {
+    for (bool tied : {false, true}) {
+      test::TinySpec spec;
+      spec.wtype = wtype;
+      spec.wtype_mixed = mixed;  // attn_v and ffn_down
+      spec.d_model = 256;
+      spec.d_ff = 512;
+      spec.tied_output = tied;  // the embedding then reads the repacked output matrix
+      const std::string what = std::string(dtype_name(wtype)) + (tied ? " tied" : "");
+      const std::string path = tiny_path(tied ? "tiny_repack_tied.gguf" : "tiny_repack.gguf");
+      test::write_tiny_model(path, spec);
+      LoadOptions off;
+      off.repack = false;
+      auto plain = Model::load(path, off);
+      auto packed = Model::load(path);
+      EXPECT_EQ(plain->repacked_matrices(), 0);
+      EXPECT_EQ(plain->repack_status(), "off (disabled)");
+      EXPECT_EQ(packed->repacked_matrices(), 7 * spec.n_layers + 1) << what;  // + output
+      EXPECT_EQ(packed->weights().layers[0].wv.type, repacked_type(mixed)) << what;
+      EXPECT_EQ(packed->weights().layers[0].wq.type, repacked_type(wtype)) << what;
+      EXPECT_EQ(packed->weights().tok_embd.type, tied ? repacked_type(wtype) : wtype) << what;
+      const auto tokens = random_tokens(21, spec.n_vocab, 5);
+      SessionOptions so;
+      so.n_ctx = 64;
+      for (int chunk : {1, 8}) {
+        Session a(plain, so), b(packed, so);
+        EXPECT_EQ(a.eval_all(tokens, chunk), b.eval_all(tokens, chunk))
+            << what << " chunk " << chunk;
+      }
     }
   }
   const std::string path = tiny_path("tiny_repack.gguf");

@@ -24,6 +24,9 @@ const DTypeInfo* dtype_info(uint32_t type) {
   static const DTypeInfo kF64{"F64", 1, 8, false};
   static const DTypeInfo kBF16{"BF16", 1, 2, true};
   // Bytes per block are per row on average: a 16-row group block holds 16 rows' blocks.
+  static const DTypeInfo kQ4_0_R16{"Q4_0_R16", 32, 18, true, true};
+  static const DTypeInfo kQ4_1_R16{"Q4_1_R16", 32, 20, true, true};
+  static const DTypeInfo kQ8_0_R16{"Q8_0_R16", 32, 34, true, true};
   static const DTypeInfo kQ4_K_R16{"Q4_K_R16", 256, 148, true, true};
   static const DTypeInfo kQ6_K_R16{"Q6_K_R16", 256, 210, true, true};
   switch (static_cast<DType>(type)) {
@@ -47,6 +50,9 @@ const DTypeInfo* dtype_info(uint32_t type) {
     case DType::I64: return &kI64;
     case DType::F64: return &kF64;
     case DType::BF16: return &kBF16;
+    case DType::Q4_0_R16: return &kQ4_0_R16;
+    case DType::Q4_1_R16: return &kQ4_1_R16;
+    case DType::Q8_0_R16: return &kQ8_0_R16;
     case DType::Q4_K_R16: return &kQ4_K_R16;
     case DType::Q6_K_R16: return &kQ6_K_R16;
   }

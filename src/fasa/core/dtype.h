@@ -29,6 +29,9 @@ enum class DType : uint32_t {
   BF16 = 30,
   // Engine-only layouts, made at load from the GGUF type of the same name (kernels/repack.h):
   // 16 rows interleaved block by block. Never in a file (dtype_info().engine_only).
+  Q4_0_R16 = 0x10000 | 2,
+  Q4_1_R16 = 0x10000 | 3,
+  Q8_0_R16 = 0x10000 | 8,
   Q4_K_R16 = 0x10000 | 12,
   Q6_K_R16 = 0x10000 | 14,
 };

@@ -41,8 +41,8 @@ namespace {
 
 constexpr int kTile = 16;  // rows per panel, tokens per tile
 
-int q8_block_bytes(DType t) {
-  switch (t) {
+int q8_block_bytes(DType t) {  // per row (a repacked layout: that of its GGUF type)
+  switch (gguf_type(t)) {
     case DType::Q4_0: return 18;
     case DType::Q4_1: return 20;
     case DType::Q5_0: return 22;
@@ -358,10 +358,13 @@ inline __m256i values_32(DType t, const uint8_t* blk) {
   return _mm256_sub_epi8(u, _mm256_set1_epi8(static_cast<char>(off)));
 }
 
-void unpack_panel_8(DType t, const uint8_t* w, int64_t row_bytes, int nr, int64_t nb,
+// Rows o .. o + nr - 1 of matrix w (GGUF rows, or a repacked layout's blocks rebuilt).
+void unpack_panel_8(DType t, const uint8_t* w, int64_t row_bytes, int64_t o, int nr, int64_t nb,
                     PanelBlock8* pk) {
   const int bb = q8_block_bytes(t);
-  const bool with_min = t == DType::Q4_1 || t == DType::Q5_1;
+  const DType gt = gguf_type(t);
+  const bool with_min = gt == DType::Q4_1 || gt == DType::Q5_1;
+  uint8_t tmp[64];  // a repacked row's block, rebuilt
   for (int64_t b = 0; b < nb; ++b) {
     PanelBlock8& p = pk[b];
     for (int r = 0; r < kTile; ++r) {
@@ -370,8 +373,12 @@ void unpack_panel_8(DType t, const uint8_t* w, int64_t row_bytes, int nr, int64_
         p.d[r] = p.m[r] = 0.0f;
         continue;
       }
-      const uint8_t* blk = w + r * row_bytes + b * bb;
-      store256(p.v[r], values_32(t, blk));
+      const uint8_t* blk = w + (o + r) * row_bytes + b * bb;
+      if (is_repacked(t)) {
+        gguf_block_of(t, w, nb, o + r, b, tmp);
+        blk = tmp;
+      }
+      store256(p.v[r], values_32(gt, blk));
       p.d[r] = half_at(blk);
       p.m[r] = with_min ? half_at(blk + 2) : 0.0f;
     }
@@ -427,7 +434,7 @@ void run_8(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
   per_tile(a.d.data(), a.n_tok, nb, acts.d);
   per_tile(a.s.data(), a.n_tok, nb, acts.s);
   const int64_t n_panels = (n_out + kTile - 1) / kTile, n_tiles = (a.n_tok + kTile - 1) / kTile;
-  const bool with_min = t == DType::Q4_1 || t == DType::Q5_1;
+  const bool with_min = gguf_type(t) == DType::Q4_1 || gguf_type(t) == DType::Q5_1;
   const auto* wb = static_cast<const uint8_t*>(w);
   const TileConfig cfg = config_q8();
   parallel_ranges(n_panels, [&](int64_t p0, int64_t p1, int) {
@@ -438,7 +445,7 @@ void run_8(DType t, const void* w, int64_t n_out, int64_t n_in, const Q8Acts& a,
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t o = p * kTile;
       const int nr = static_cast<int>(std::min<int64_t>(kTile, n_out - o));
-      unpack_panel_8(t, wb + o * row_bytes, row_bytes, nr, nb, panel);
+      unpack_panel_8(t, wb, row_bytes, o, nr, nb, panel);
       for (int64_t T = 0; T < n_tiles; T += 2) {
         const int nt = T + 1 < n_tiles ? 2 : 1;
         if (nt == 2) {

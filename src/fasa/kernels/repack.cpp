@@ -3,6 +3,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "fasa/core/dtype.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/kernels/dequant.h"
@@ -83,33 +84,87 @@ void move_q6k(GroupPtr<kIn> g, int r, BlockPtr<kIn> blk) {
   mv(g + kQ6D + 2 * r, blk + 208, 2);
 }
 
+// Q4_0 / Q4_1 (qs at byte 2 or 4 after d [m]): the codes in lane order, then d [and m].
+template <bool kIn>
+void move_q4x(GroupPtr<kIn> g, int r, BlockPtr<kIn> blk, bool with_min) {
+  constexpr auto mv = move_piece<kIn>;
+  const int qs = with_min ? 4 : 2;
+  for (int kk = 0; kk < 4; ++kk) mv(g + (kk * kR + r) * 4, blk + qs + 4 * kk, 4);
+  mv(g + 4 * 4 * kR + 2 * r, blk, 2);
+  if (with_min) mv(g + 4 * 4 * kR + 2 * kR + 2 * r, blk + 2, 2);
+}
+
+template <bool kIn>
+void move_q8_0(GroupPtr<kIn> g, int r, BlockPtr<kIn> blk) {
+  constexpr auto mv = move_piece<kIn>;
+  for (int k = 0; k < 8; ++k) mv(g + (k * kR + r) * 4, blk + 2 + 4 * k, 4);
+  mv(g + 8 * 4 * kR + 2 * r, blk, 2);
+}
+
+// Row r's GGUF block blk (of the GGUF type gt) into or out of group block g.
+template <bool kIn>
+void move_block(DType gt, GroupPtr<kIn> g, int r, BlockPtr<kIn> blk) {
+  switch (gt) {
+    case DType::Q4_K: move_q4k<kIn>(g, r, blk); return;
+    case DType::Q6_K: move_q6k<kIn>(g, r, blk); return;
+    case DType::Q4_0: move_q4x<kIn>(g, r, blk, false); return;
+    case DType::Q4_1: move_q4x<kIn>(g, r, blk, true); return;
+    case DType::Q8_0: move_q8_0<kIn>(g, r, blk); return;
+    default: FASA_CHECK(false && "not a repackable type");
+  }
+}
+
 }  // namespace
 
-bool is_repacked(DType t) { return t == DType::Q4_K_R16 || t == DType::Q6_K_R16; }
+bool is_repacked(DType t) {
+  switch (t) {
+    case DType::Q4_0_R16:
+    case DType::Q4_1_R16:
+    case DType::Q8_0_R16:
+    case DType::Q4_K_R16:
+    case DType::Q6_K_R16: return true;
+    default: return false;
+  }
+}
 
 bool repackable(DType t, int64_t n_out, int64_t n_in) {
-  return (t == DType::Q4_K || t == DType::Q6_K) && n_out > 0 && n_out % kR == 0 && n_in > 0 &&
-         n_in % 256 == 0;
+  const bool type_ok = t == DType::Q4_K || t == DType::Q6_K || t == DType::Q4_0 ||
+                       t == DType::Q4_1 || t == DType::Q8_0;
+  return type_ok && n_out > 0 && n_out % kR == 0 && n_in > 0 &&
+         n_in % dtype_info(t).block_elems == 0;
 }
 
 DType repacked_type(DType t) {
-  FASA_CHECK(t == DType::Q4_K || t == DType::Q6_K);
-  return t == DType::Q4_K ? DType::Q4_K_R16 : DType::Q6_K_R16;
+  switch (t) {
+    case DType::Q4_0: return DType::Q4_0_R16;
+    case DType::Q4_1: return DType::Q4_1_R16;
+    case DType::Q8_0: return DType::Q8_0_R16;
+    case DType::Q4_K: return DType::Q4_K_R16;
+    case DType::Q6_K: return DType::Q6_K_R16;
+    default: FASA_CHECK(false && "not a repackable type"); return t;
+  }
 }
 
 DType gguf_type(DType t) {
-  return t == DType::Q4_K_R16 ? DType::Q4_K : t == DType::Q6_K_R16 ? DType::Q6_K : t;
+  switch (t) {
+    case DType::Q4_0_R16: return DType::Q4_0;
+    case DType::Q4_1_R16: return DType::Q4_1;
+    case DType::Q8_0_R16: return DType::Q8_0;
+    case DType::Q4_K_R16: return DType::Q4_K;
+    case DType::Q6_K_R16: return DType::Q6_K;
+    default: return t;
+  }
 }
 
 int64_t group_block_bytes(DType repacked) {
   FASA_CHECK(is_repacked(repacked));
-  return repacked == DType::Q4_K_R16 ? kR * kQ4KR16Bytes : kR * kQ6KBytes;
+  return kR * dtype_info(repacked).block_bytes;
 }
 
 void repack_rows16(DType t, const void* src, int64_t n_out, int64_t n_in, void* dst) {
   FASA_CHECK(repackable(t, n_out, n_in));
-  const int64_t nb = n_in / 256;
-  const int64_t bb = t == DType::Q4_K ? kQ4KBytes : kQ6KBytes;
+  const int64_t nb = n_in / dtype_info(t).block_elems;
+  const int64_t bb = dtype_info(t).block_bytes;
   const int64_t gb = group_block_bytes(repacked_type(t));
   const auto* s = static_cast<const uint8_t*>(src);
   auto* d = static_cast<uint8_t*>(dst);
@@ -119,11 +174,7 @@ void repack_rows16(DType t, const void* src, int64_t n_out, int64_t n_in, void* 
       uint8_t* g = d + (grp * nb + b) * gb;
       for (int r = 0; r < kR; ++r) {
         std::memcpy(blk, s + ((grp * kR + r) * nb + b) * bb, bb);
-        if (t == DType::Q4_K) {
-          move_q4k<true>(g, r, blk);
-        } else {
-          move_q6k<true>(g, r, blk);
-        }
+        move_block<true>(t, g, r, blk);
       }
     }
   });
@@ -132,19 +183,15 @@ void repack_rows16(DType t, const void* src, int64_t n_out, int64_t n_in, void* 
 void gguf_block_of(DType t, const void* w, int64_t nb, int64_t row, int64_t b, uint8_t* blk) {
   FASA_DCHECK(is_repacked(t));
   const uint8_t* g = static_cast<const uint8_t*>(w) + ((row / kR) * nb + b) * group_block_bytes(t);
-  if (t == DType::Q4_K_R16) {
-    move_q4k<false>(g, static_cast<int>(row % kR), blk);
-  } else {
-    move_q6k<false>(g, static_cast<int>(row % kR), blk);
-  }
+  move_block<false>(gguf_type(t), g, static_cast<int>(row % kR), blk);
 }
 
 void dequantize_row_r16(DType t, const void* w, int64_t n_in, int64_t row, float* dst) {
-  const int64_t nb = n_in / 256;
+  const int64_t be = dtype_info(t).block_elems, nb = n_in / be;
   uint8_t blk[256];
   for (int64_t b = 0; b < nb; ++b) {
     gguf_block_of(t, w, nb, row, b, blk);
-    dequantize_row(gguf_type(t), blk, dst + 256 * b, 256);
+    dequantize_row(gguf_type(t), blk, dst + be * b, be);
   }
 }
 

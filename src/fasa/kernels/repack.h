@@ -20,6 +20,14 @@
 //                                    with k = 2 e + l / 8 complete lane l of chunk 2 h + e)
 //   sc   [16 g][16 r] i8             group scales
 //   d    [16 r] fp16
+// The 32-element block quants (matmul_q8.h: lane k of a block = elements 4 k .. 4 k + 3):
+// Q4_0_R16 (16 x 18 = 288 bytes) and Q4_1_R16 (16 x 20 = 320; GGUF: d [m] qs[16]):
+//   qs   [4 kk][16 r][4 bytes]       bytes 4 kk .. + 3 of row r's qs: low nibbles are lane kk,
+//                                    high nibbles lane kk + 4
+//   d    [16 r] fp16, (Q4_1) m [16 r] fp16
+// Q8_0_R16 (16 x 34 = 544 bytes; GGUF: d qs[32] int8):
+//   qs   [8 k][16 r][4 bytes]        bytes 4 k .. + 3 of row r's qs (lane k)
+//   d    [16 r] fp16
 #pragma once
 
 #include <cstdint>
@@ -30,16 +38,16 @@ namespace fasa {
 
 constexpr int kRepackRows = 16;
 
-// Whether a matrix of this type and shape has a repacked layout (Q4_K, Q6_K; n_out a multiple
-// of 16, n_in of 256).
+// Whether a matrix of this type and shape has a repacked layout (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K;
+// n_out a multiple of 16, n_in of the type's block).
 bool repackable(DType t, int64_t n_out, int64_t n_in);
-DType repacked_type(DType t);  // Q4_K -> Q4_K_R16, Q6_K -> Q6_K_R16
+DType repacked_type(DType t);  // Q4_K -> Q4_K_R16, Q6_K -> Q6_K_R16, Q4_0 -> Q4_0_R16, ...
 DType gguf_type(DType t);      // the inverse; other types map to themselves
 bool is_repacked(DType t);
-int64_t group_block_bytes(DType repacked);  // 2368, 3360
+int64_t group_block_bytes(DType repacked);  // 16 x the GGUF block (Q4_K_R16: 16 x 148)
 
-// src: [n_out, n_in] GGUF rows of t; dst: n_out * n_in / 256 * dtype_info(repacked_type(t))
-// .block_bytes bytes (148 per Q4_K block: the scales decoded; 210 per Q6_K block, as in GGUF).
+// src: [n_out, n_in] GGUF rows of t; dst: n_out * n_in / block_elems * dtype_info(repacked_type(t))
+// .block_bytes bytes (148 per Q4_K block: the scales decoded; the others as in GGUF).
 // Parallel over groups.
 void repack_rows16(DType t, const void* src, int64_t n_out, int64_t n_in, void* dst);
 

@@ -76,7 +76,7 @@ void Model::repack_matrices() {
   for (WeightMatrix* w : ms) {
     if (!repackable(w->type, w->n_out, w->n_in)) continue;
     const DType rt = repacked_type(w->type);
-    const uint64_t n = static_cast<uint64_t>(w->n_out * w->n_in / 256) *
+    const uint64_t n = static_cast<uint64_t>(w->n_out * w->n_in / dtype_info(rt).block_elems) *
                        static_cast<uint64_t>(dtype_info(rt).block_bytes);
     auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
     if (dst == nullptr)
@@ -95,7 +95,9 @@ void Model::repack_matrices() {
 
 std::string Model::repack_status() const {
   if (!repack_off_.empty()) return repack_off_;
-  if (repacked_.empty()) return "off (no Q4_K or Q6_K matrix with whole groups of 16 rows)";
+  if (repacked_.empty()) {
+    return "off (no Q4_0, Q4_1, Q8_0, Q4_K or Q6_K matrix with whole groups of 16 rows)";
+  }
   return fmt::format("on ({} matrices, {:.1f} MiB)", repacked_.size(), repacked_bytes_ / 1048576.0);
 }
 
