@@ -5,9 +5,9 @@
 #   FASA=build/fasa scripts/dev/results/yardstick.sh OUT PART...
 # Parts (pp512 and tg128 unless said; 2 threads; real prefill of the depth in both engines):
 #   d0          SmolLM2, Gemma 3 270M, Qwen2.5-Coder-1.5B and the 8B shape at depth 0, 3 reps
-#   d0_vnni     Qwen and the 8B shape, pp512 only, fasa with FASA_NO_AMX=1 (the VNNI path)
+#   d0_vnni     the four models, pp512 only, fasa with FASA_NO_AMX=1 (the VNNI path)
 #   d4096       SmolLM2, Gemma 3 and Qwen at depth 4096, 3 reps
-#   d4096_vnni  Qwen at depth 4096, pp512 only, FASA_NO_AMX=1, 3 reps
+#   d4096_vnni  SmolLM2, Gemma 3 and Qwen at depth 4096, pp512 only, FASA_NO_AMX=1, 3 reps
 #   d4096_8b    the 8B shape at depth 4096, 1 rep (each process prefills 4096 tokens of an 8B)
 #   d16384      Gemma 3 at depth 16384 (3 reps) and Qwen (1 rep)
 # Models come from `fasa pull` (M8: the 8B shape from `fasa synth`, see docs/BENCHMARKS.md).
@@ -32,9 +32,10 @@ cmp() {  # part, then the driver's arguments
 for part in "$@"; do
   case $part in
     d0) cmp d0 -m "$SMOL" -m "$GEMMA" -m "$QWEN" -m "$M8" -p 512 -n 128 -d 0 -r 3 ;;
-    d0_vnni) FASA_NO_AMX=1 cmp d0_vnni -m "$QWEN" -m "$M8" -p 512 -n 0 -d 0 -r 3 ;;
+    d0_vnni) FASA_NO_AMX=1 cmp d0_vnni -m "$SMOL" -m "$GEMMA" -m "$QWEN" -m "$M8" -p 512 -n 0 -d 0 -r 3 ;;
     d4096) cmp d4096 -m "$SMOL" -m "$GEMMA" -m "$QWEN" -p 512 -n 128 -d 4096 -r 3 ;;
-    d4096_vnni) FASA_NO_AMX=1 cmp d4096_vnni -m "$QWEN" -p 512 -n 0 -d 4096 -r 3 ;;
+    d4096_vnni)
+      FASA_NO_AMX=1 cmp d4096_vnni -m "$SMOL" -m "$GEMMA" -m "$QWEN" -p 512 -n 0 -d 4096 -r 3 ;;
     d4096_8b) cmp d4096_8b -m "$M8" -p 512 -n 128 -d 4096 -r 1 ;;
     d16384)
       cmp d16384_gemma -m "$GEMMA" -p 512 -n 128 -d 16384 -r 3
