@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "fasa/core/amx.h"
@@ -60,21 +61,32 @@ std::vector<uint8_t> repacked(DType t, const std::vector<uint8_t>& w, int64_t n_
   return r;
 }
 
-// A random matrix in both layouts and quantized random activations.
-struct Case {
+// A random matrix in both layouts and random activations, quantized as Acts: Q8KActs for the
+// K-quants, Q8Acts for the 32-block quants.
+template <typename Acts>
+struct CaseOf {
   std::vector<uint8_t> w, r;  // GGUF rows, repacked
   std::vector<float> x;       // [n_tok, n_in]
-  Q8KActs a;
+  Acts a;
 };
-Case make_case(DType t, int64_t n_out, int64_t n_in, int64_t n_tok, std::mt19937& rng) {
-  Case c;
+template <typename Acts>
+CaseOf<Acts> make_case_of(DType t, int64_t n_out, int64_t n_in, int64_t n_tok, std::mt19937& rng) {
+  CaseOf<Acts> c;
   c.w = random_rows(t, n_out, n_in, rng);
   c.r = repacked(t, c.w, n_out, n_in);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   c.x.resize(static_cast<size_t>(n_tok * n_in));
   for (auto& v : c.x) v = nd(rng);
-  quantize_acts_q8k(c.x.data(), n_tok, n_in, c.a);
+  if constexpr (std::is_same_v<Acts, Q8KActs>) {
+    quantize_acts_q8k(c.x.data(), n_tok, n_in, c.a);
+  } else {
+    quantize_acts_q8(c.x.data(), n_tok, n_in, c.a);
+  }
   return c;
+}
+using Case = CaseOf<Q8KActs>;
+Case make_case(DType t, int64_t n_out, int64_t n_in, int64_t n_tok, std::mt19937& rng) {
+  return make_case_of<Q8KActs>(t, n_out, n_in, n_tok, rng);
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -181,13 +193,11 @@ TEST(Repack, BlockQuantsSameBitsAsGgufRows) {
   for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
     for (int64_t n_tok : {1, 2, 3, 5, 17}) {
       const int64_t n_out = 48, n_in = 256;
-      const std::vector<uint8_t> w = random_rows(t, n_out, n_in, rng);
-      const std::vector<uint8_t> r = repacked(t, w, n_out, n_in);
-      std::normal_distribution<float> nd(0.0f, 1.0f);
-      std::vector<float> x(static_cast<size_t>(n_tok * n_in));
-      for (auto& v : x) v = nd(rng);
-      Q8Acts a;
-      quantize_acts_q8(x.data(), n_tok, n_in, a);
+      const CaseOf<Q8Acts> k = make_case_of<Q8Acts>(t, n_out, n_in, n_tok, rng);
+      const std::vector<uint8_t>& w = k.w;
+      const std::vector<uint8_t>& r = k.r;
+      const std::vector<float>& x = k.x;
+      const Q8Acts& a = k.a;
       std::vector<float> want(static_cast<size_t>(n_tok * n_out), NAN);
       detail::matmul_q8_portable(t, w.data(), n_out, n_in, a, want.data());
       const DType rt = repacked_type(t);
@@ -234,16 +244,10 @@ TEST(Repack, AmxSameBitsAsGgufRows) {
   }
   for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q8_0}) {
     const int64_t n_out = 32, n_in = 128, n_tok = 20;
-    const std::vector<uint8_t> w = random_rows(t, n_out, n_in, rng);
-    const std::vector<uint8_t> r = repacked(t, w, n_out, n_in);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> x(static_cast<size_t>(n_tok * n_in));
-    for (auto& v : x) v = nd(rng);
-    Q8Acts a;
-    quantize_acts_q8(x.data(), n_tok, n_in, a);
+    const CaseOf<Q8Acts> k = make_case_of<Q8Acts>(t, n_out, n_in, n_tok, rng);
     std::vector<float> want(static_cast<size_t>(n_tok * n_out), NAN), y(want.size(), NAN);
-    ASSERT_TRUE(matmul_q8_amx(t, w.data(), n_out, n_in, a, want.data()));
-    ASSERT_TRUE(matmul_q8_amx(repacked_type(t), r.data(), n_out, n_in, a, y.data()));
+    ASSERT_TRUE(matmul_q8_amx(t, k.w.data(), n_out, n_in, k.a, want.data()));
+    ASSERT_TRUE(matmul_q8_amx(repacked_type(t), k.r.data(), n_out, n_in, k.a, y.data()));
     EXPECT_TRUE(same_bits(want, y)) << dtype_name(t);
   }
 }

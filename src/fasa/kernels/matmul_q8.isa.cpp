@@ -294,12 +294,6 @@ constexpr int kR16Toks = 2;  // tokens per pass over a group (8 accumulators a t
 // matrix decodes 10 % slower than the GGUF rows with 3 blocks ahead, faster with 8 or 16).
 constexpr int kR16Ahead = 16;
 
-inline __m512i bcast4(const int8_t* q) {  // 4 activation bytes into every lane
-  int32_t v;
-  std::memcpy(&v, q, 4);
-  return _mm512_set1_epi32(v);
-}
-
 // Group g's 16 rows (g: its first group block), tokens tok0 .. tok0 + NT - 1: y[t * ldy + r].
 template <DType T, int NT>
 void kernel_r16(const uint8_t* g, int64_t nb, const Q8Acts& a, int64_t tok0, float* y,

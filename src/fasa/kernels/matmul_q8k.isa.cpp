@@ -384,11 +384,6 @@ inline __m512i pair16(__m512i s32) {
   return _mm512_or_si512(_mm512_and_si512(s32, _mm512_set1_epi32(0xffff)),
                          _mm512_slli_epi32(s32, 16));
 }
-inline __m512i bcast4(const int8_t* q) {  // 4 activation bytes into every lane
-  int32_t v;
-  std::memcpy(&v, q, 4);
-  return _mm512_set1_epi32(v);
-}
 // The group's bytes kR16Ahead blocks on (into L2), one line at a time: at one token the
 // hardware prefetcher alone leaves the loads waiting (8B-shape decode, 2 threads: 2.9 t/s
 // without, 3.4-3.9 with; 3 and 6 blocks ahead alike: docs/results/issue21/repack/quick_checks.txt).

@@ -29,3 +29,12 @@ inline float hsum8_simd(__m256 v) {
   return _mm_cvtss_f32(r);
 }
 #endif
+
+#if FASA_AVX512
+// 4 activation bytes (q[0..3]) in every 32-bit lane: the shared operand of a 16-row kernel.
+inline __m512i bcast4(const int8_t* q) {
+  int32_t v;
+  std::memcpy(&v, q, 4);
+  return _mm512_set1_epi32(v);
+}
+#endif
