@@ -132,9 +132,9 @@ TEST(QuantizeActsQ8K, RoundingScaleAndSums) {
   EXPECT_EQ(a.q[21], 21);
   EXPECT_EQ(a.bsum[0], 2 + 4 - 128 + 127);
   EXPECT_EQ(a.bsum[1], 21);
-  ASSERT_EQ(a.dbsum.size(), 32u);
-  EXPECT_EQ(a.dbsum[0], 0.5f * (2 + 4 - 128 + 127));
-  EXPECT_EQ(a.dbsum[1], 0.5f * 21);
+  ASSERT_EQ(a.bsum_pairs.size(), 8u);
+  EXPECT_EQ(a.bsum_pairs[0], 2 + 4 - 128 + 127 + 21);  // (sum over 0..31, sum over 32..63 = 0)
+  for (int p = 1; p < 8; ++p) EXPECT_EQ(a.bsum_pairs[p], 0) << p;
   for (int g = 2; g < 32; ++g) EXPECT_EQ(a.bsum[g], 0) << g;
   for (int j = 256; j < 512; ++j) EXPECT_EQ(a.q[j], 0);
   EXPECT_EQ(a.d[1], 0.0f);
@@ -145,6 +145,25 @@ TEST(QuantizeActsQ8K, RoundingScaleAndSums) {
   EXPECT_EQ(a.q[7], -128);
   EXPECT_EQ(a.d[0] * static_cast<float>(a.q[7]), 3.0f);
   EXPECT_EQ(a.q[0], static_cast<int8_t>(std::nearbyint(0.5f * (-128.0f / 3.0f))));
+}
+
+// bsum_pairs: the sums over each 32 elements, two per int32 as int16 (low, high), negative too.
+TEST(QuantizeActsQ8K, PairSumsOver32) {
+  std::mt19937 rng(41);
+  const std::vector<float> x = make_activations(3 * 512, rng);
+  Q8KActs a;
+  quantize_acts_q8k(x.data(), 3, 512, a);
+  ASSERT_EQ(a.bsum_pairs.size(), 3u * 2 * 4);
+  int negative = 0;
+  for (size_t i = 0; i < a.bsum_pairs.size(); ++i) {
+    const int32_t* bs = a.bsum.data() + (i / 4) * 16 + (i % 4) * 4;
+    const auto lo = static_cast<int16_t>(a.bsum_pairs[i] & 0xffff);
+    const auto hi = static_cast<int16_t>(static_cast<uint32_t>(a.bsum_pairs[i]) >> 16);
+    EXPECT_EQ(lo, bs[0] + bs[1]) << i;
+    EXPECT_EQ(hi, bs[2] + bs[3]) << i;
+    negative += lo < 0;
+  }
+  EXPECT_GT(negative, 0);
 }
 
 TEST(MatmulQ8K, PathTypes) {
@@ -182,7 +201,7 @@ TEST(MatmulQ8K, MatchesDequantizedDotAndIsaBits) {
         EXPECT_EQ(a_isa.q, a.q) << what << " " << isa_name(isa);
         EXPECT_EQ(a_isa.d, a.d) << what << " " << isa_name(isa);
         EXPECT_EQ(a_isa.bsum, a.bsum) << what << " " << isa_name(isa);
-        EXPECT_EQ(a_isa.dbsum, a.dbsum) << what << " " << isa_name(isa);
+        EXPECT_EQ(a_isa.bsum_pairs, a.bsum_pairs) << what << " " << isa_name(isa);
         matmul_q8k(type, w.data(), s.n_out, s.n_in, a, y_isa.data());
         detail::matmul_q8k_portable(type, w.data(), s.n_out, s.n_in, a, y_port.data());
         matmul(type, w.data(), s.n_out, s.n_in, x.data(), s.n_tok, y_mm.data());

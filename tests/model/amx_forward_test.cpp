@@ -1,6 +1,7 @@
 // Prefill with the AMX matmuls (kernels/matmul_amx.h) against the same prefill without them and
-// against the scalar reference forward, on tiny Q4_K_M-like, Q8_0 and Q4_1 models. Skipped where
-// the CPU or kernel lacks AMX.
+// against the scalar reference forward, on tiny Q4_K_M-like, Q8_0 and Q4_1 models: the K-quant
+// model bit for bit (and equal to token-by-token decode), the 32-block ones within tolerance.
+// Skipped where the CPU or kernel lacks AMX.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,7 +27,7 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
   return mx / scale;
 }
 
-TEST(AmxForward, PrefillLogitsWithinToleranceOfVnniAndReference) {
+TEST(AmxForward, PrefillLogitsAgainstVnniDecodeAndReference) {
   if (!amx_supported()) GTEST_SKIP() << "no AMX here: AMX " << amx_status();
   IsaGuard guard;
   set_active_isa(Isa::Avx512);
@@ -34,9 +35,11 @@ TEST(AmxForward, PrefillLogitsWithinToleranceOfVnniAndReference) {
     const char* name;
     DType wtype;
     std::optional<DType> mixed;
+    bool same_bits;  // K-quants: AMX gives the VNNI path's bits (matmul_q8k.h)
   };
-  for (const Case& c : {Case{"q4_k_m", DType::Q4_K, DType::Q6_K}, Case{"q8_0", DType::Q8_0, {}},
-                        Case{"q4_1", DType::Q4_1, {}}}) {
+  for (const Case& c :
+       {Case{"q4_k_m", DType::Q4_K, DType::Q6_K, true}, Case{"q8_0", DType::Q8_0, {}, false},
+        Case{"q4_1", DType::Q4_1, {}, false}}) {
     test::TinySpec spec;
     spec.wtype = c.wtype;
     spec.wtype_mixed = c.mixed;
@@ -50,12 +53,14 @@ TEST(AmxForward, PrefillLogitsWithinToleranceOfVnniAndReference) {
     so.kv_type = KvType::F32;
     so.n_ctx = 64;
     so.prefill_chunk = 40;  // one chunk: every matmul has 40 >= kAmxMinTokens rows
-    std::vector<float> amx, vnni;
+    std::vector<float> amx, vnni, decoded;
     {
       test::AmxEnv on(true);
       ASSERT_TRUE(amx_active());
       Session s(model, so);
       amx = s.eval_all(tokens, 40);
+      Session one(model, so);
+      decoded = one.eval_all(tokens, 1);  // chunks of one token: never AMX
     }
     {
       test::AmxEnv off(false);
@@ -64,6 +69,11 @@ TEST(AmxForward, PrefillLogitsWithinToleranceOfVnniAndReference) {
     }
     ASSERT_EQ(amx.size(), vnni.size());
     for (float v : amx) ASSERT_TRUE(std::isfinite(v)) << c.name;
+    if (c.same_bits) {
+      EXPECT_EQ(0, std::memcmp(amx.data(), vnni.data(), 4 * amx.size())) << c.name;
+      EXPECT_EQ(0, std::memcmp(amx.data(), decoded.data(), 4 * amx.size())) << c.name;
+      continue;
+    }
     // AMX ran (its fp32 sequence differs). Each matmul agrees to ~1e-6 (matmul_amx_test), but a
     // difference that moves an activation across a rounding boundary of the next layer's 8-bit
     // quantization changes it by a whole step (up to 1/127 of its block's largest value), and

@@ -20,11 +20,12 @@
 //     P_b = sum_j (u_j - off) q_j  (one TDPBSSD, K = 32)
 //   acc = fma(dw * dx, float(P_b), acc);  min types also summs = summs + m * sx;  y = acc + summs.
 //
-// Numerics: each y[t, o] is one fixed fp32 sequence that depends only on row o and token t, so
-// AMX results do not depend on threads, tiling or n_tok (a token in any AMX batch gives the same
-// bits). They differ from the VNNI/AVX2/portable sequence (16 or 8 fp32 lanes per block), which
-// AMX cannot reproduce: its tiles sum whole 64-element dot products. Both are within
-//   |y_amx - y_other| <= (nb + 5) * 2^-23 * S,   S >= sum over blocks |dq| (|d I| + |dmin M|)
+// Numerics: the K-quants' integers and fp32 sequence are matmul_q8k.h's, so their results equal
+// the other paths' bit for bit. The 32-block quants' sequence (one fp32 step per block) differs
+// from matmul_q8.h's 8 fp32 lanes per block, which AMX cannot reproduce: its tiles sum whole
+// 32-element dot products. Each y[t, o] still depends only on row o and token t (not on threads,
+// tiling or n_tok), and both are within
+//   |y_amx - y_other| <= (nb + 5) * 2^-23 * S,   S >= sum over blocks |dx| |dw P| (+ |m sx|)
 // of each other and of the exact value (nb = blocks per row; docs/CORRECTNESS.md), tested in
 // tests/kernels/matmul_amx_test.cpp against the portable path.
 #pragma once

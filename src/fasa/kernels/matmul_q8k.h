@@ -13,19 +13,16 @@
 //     Q2_K  w = d s_g u - dmin m_g    u 0..3,  s_g, m_g 0..15 c_g = -m_g      (min type)
 //     Q4_K  w = d s u - dmin m        u 0..15, 6-bit s and m per 32 elements, shared by its two
 //     Q5_K                            u 0..31  groups: s_g = s, c_g = -m     (min types)
-//   per block, 16 exact integer lanes (lane l: the elements k with k mod 64 in [4l, 4l + 4)):
-//     isum_l = sum_{k in lane l} s_g(k) u_k q_k
-//   y[t, o] = hsum16(acc), over the row's blocks b in order, dq the token's d of block b:
-//     offset types: acc_l = fma(d * dq, float(isum_l + c_l bsum_l), acc_l)
-//     min types:    acc_l = fma(d * dq, float(isum_l), acc_l);
-//                   acc_l = fma(dmin * c_l, dbsum_l, acc_l)     dbsum_l = fp32(dq * bsum_l)
-//   hsum16(a): for s in 8, 4, 2, 1: a_l = a_l + a_(l+s) for l < s; the result is a_0.
-//   (dmin * c_l is exact: an fp16 times a 6-bit integer.)
+//   per block b, two exact integers (any summation order gives them):
+//     I_b = sum_k s_g(k) u_k q_k  (+ sum_g c_g bsum_g for the offset types)   |I_b| < 2^28
+//     M_b = sum_g c_g bsum_g      (min types)                                  |M_b| < 2^22
+//   y[t, o] = acc after the row's blocks b in order (acc = 0 first; dq the token's d of block b):
+//     f = d * float(I_b);  min types: f = fma(dmin, float(M_b), f);  acc = fma(f, dq, acc)
 //
-// Every y[t, o] is this one sequence of fp32 operations on every path (AVX-512 VNNI, AVX2,
-// portable), for any thread count and any n_tok. The integers are exact and so are their
-// conversions to float, whatever the block bytes: |isum_l| < 2^24 and, for the offset types,
-// |isum_l + c_l bsum_l| <= 16 * 128 * 32 * 128 = 2^23.
+// Every y[t, o] is this one sequence of fp32 operations on every path (AVX-512 VNNI and its
+// 16-row kernels, AVX2, portable, and the AMX tiles of matmul_amx.h), for any thread count and
+// any n_tok, so a token batched through AMX and the same token decoded alone give the same bits.
+// float(I_b) rounds (|I_b| may pass 2^24) but rounds the same exact integer everywhere.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +39,9 @@ struct Q8KActs {
   std::vector<int8_t> q;      // [n_tok, n_in]
   std::vector<float> d;       // [n_tok, n_blocks]
   std::vector<int32_t> bsum;  // [n_tok, n_blocks, 16] sum of q over each group of 16
-  std::vector<float> dbsum;   // [n_tok, n_blocks, 16] d * bsum, rounded to fp32
+  // [n_tok, n_blocks, 4]: pair p = the sums over elements 64 p .. + 31 and 64 p + 32 .. + 63
+  // as two int16 (low, high; |sum| <= 4096): a dpwssd operand for the 32-element minimums.
+  std::vector<int32_t> bsum_pairs;
 };
 
 // has_q8k_path: whether `type` takes this path.

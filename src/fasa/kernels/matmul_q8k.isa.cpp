@@ -1,18 +1,21 @@
 // Integer K-quant matmul over q8_K activations (see matmul_q8k.h for the exact numerics).
 //
-// Structure: workers own contiguous groups of kRows output rows. A group's blocks are first
-// unpacked, once whatever n_tok, into a per-worker scratch of UnpackedBlock (codes u in element
-// order, the 16 group scales and coefficients as int16, d and dmin); a register micro-kernel
-// then computes R rows x T tokens from it, each block's weights loaded once per row for all T
-// tokens. Only the block's 16 integer lanes are computed differently per set, and they are the
-// same integers: AVX-512 VNNI maddubs + dpwssd over 64 elements (one zmm of 16 lanes), AVX2
-// maddubs + madd over 32 (lanes 0-7 or 8-15), or plain loops. maddubs (u8 x s8 pairs to
-// saturating i16) cannot saturate: codes are at most 63, so a pair is at most 2 * 63 * 128.
+// Structure: workers own contiguous groups of kRows output rows (or a repacked matrix's 16-row
+// groups). A group's blocks are first unpacked, once whatever n_tok, into a per-worker scratch of
+// UnpackedBlock (codes u in element order, the 16 group scales and coefficients as int16, d and
+// dmin); a register micro-kernel then computes R rows x T tokens from it, each block's weights
+// loaded once per row for all T tokens. Each set reaches the block integers I_b and M_b its own
+// way, and they are exact, so every set gives the same integers and then the same fp32 steps:
+// AVX-512 VNNI and AVX2 sum 16 integer lanes (maddubs + dpwssd / madd) and reduce them across the
+// tile; the repacked 16-row kernels (AVX-512) sum u q per group with dpbusd for 16 rows at once
+// and scale by s_g with vpmulld; the portable path loops. maddubs (u8 x s8 pairs to saturating
+// i16) cannot saturate: codes are at most 63, so a pair is at most 2 * 63 * 128.
 #include "fasa/kernels/matmul_q8k.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "fasa/core/error.h"
@@ -44,13 +47,6 @@ constexpr int kR16Toks = 4;
 
 // ---- portable ---------------------------------------------------------------------------------
 
-inline float hsum16_portable(float* a) {  // a: [16], clobbered
-  for (int s = 8; s >= 1; s /= 2) {
-    for (int l = 0; l < s; ++l) a[l] = a[l] + a[l + s];
-  }
-  return a[0];
-}
-
 // y[t * ldy + r] for r < nr, t < nt; wk: [nb, kRows] unpacked blocks.
 void kernel_portable(bool with_min, const UnpackedBlock* wk, int nr, const Q8KActs& a, int64_t tok0,
                      int nt, float* y, int64_t ldy) {
@@ -58,63 +54,61 @@ void kernel_portable(bool with_min, const UnpackedBlock* wk, int nr, const Q8KAc
   for (int t = 0; t < nt; ++t) {
     const int64_t tok = tok0 + t;
     for (int r = 0; r < nr; ++r) {
-      float acc[16] = {};
+      float acc = 0.0f;
       for (int64_t b = 0; b < nb; ++b) {
         const UnpackedBlock& k = wk[b * kRows + r];
         const int8_t* q = a.q.data() + tok * a.n_in + b * 256;
         const int32_t* bsum = a.bsum.data() + (tok * nb + b) * 16;
-        const float* dbsum = a.dbsum.data() + (tok * nb + b) * 16;
-        int32_t isum[16] = {};
-        for (int c = 0; c < 4; ++c) {  // elements 64 c .. 64 c + 63
-          for (int l = 0; l < 16; ++l) {
-            const int e = 64 * c + 4 * l;
-            int32_t dot = 0;
-            for (int i = 0; i < 4; ++i) dot += static_cast<int32_t>(k.u[e + i]) * q[e + i];
-            isum[l] += k.s[e / 16] * dot;
-          }
+        int32_t isum = 0, msum = 0;  // I_b and M_b of matmul_q8k.h
+        for (int g = 0; g < 16; ++g) {
+          int32_t dot = 0;
+          for (int i = 0; i < 16; ++i) dot += static_cast<int32_t>(k.u[16 * g + i]) * q[16 * g + i];
+          isum += k.s[g] * dot;
+          (with_min ? msum : isum) += k.c[g] * bsum[g];
         }
-        const float dd = k.d * a.d[tok * nb + b];
-        if (with_min) {
-          for (int l = 0; l < 16; ++l) {
-            acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
-            acc[l] = std::fma(k.dmin_c[l], dbsum[l], acc[l]);
-          }
-        } else {
-          for (int l = 0; l < 16; ++l) {
-            acc[l] = std::fma(dd, static_cast<float>(isum[l] + k.c[l] * bsum[l]), acc[l]);
-          }
-        }
+        float f = k.d * static_cast<float>(isum);
+        if (with_min) f = std::fma(k.dmin, static_cast<float>(msum), f);
+        acc = std::fma(f, a.d[tok * nb + b], acc);
       }
-      y[t * ldy + r] = hsum16_portable(acc);
+      y[t * ldy + r] = acc;
     }
   }
 }
 
 // ---- AVX2 and AVX-512 VNNI ---------------------------------------------------------------------
-// The 16 lanes are one zmm (AVX-512), or two ymm: lo (lanes 0-7) and hi (8-15) (AVX2). The
-// kernel loads a block's weights once per row and reuses them for every token of the tile.
+// A block's products for one row and token are 16 int32 lanes (one zmm, or two ymm: lo holds
+// lanes 0-7, hi 8-15) whose sum is I_b (M_b: the lanes c_g bsum_g). The lanes of the R x T tile
+// are then summed across (exact integers) into one int32 per (row, token), and the fp32 steps of
+// matmul_q8k.h run per output.
 
 #if FASA_AVX2
 #if FASA_AVX512
-using VecF = __m512;
 using VecI = __m512i;
 
-inline VecF zero_f() { return _mm512_setzero_ps(); }
-inline VecF bcast(float v) { return _mm512_set1_ps(v); }
-inline VecF mul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
-inline VecF fma_i(VecF d, VecI v, VecF acc) {  // acc + d * float(v), one rounding
-  return _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(v), acc);
-}
 inline VecI zero_i() { return _mm512_setzero_si512(); }
 inline VecI load_i32(const int32_t* p) { return _mm512_loadu_si512(p); }  // p: [16]
-inline VecF load_f(const float* p) { return _mm512_loadu_ps(p); }         // p: [16]
-inline VecF fma_f(VecF a, VecF b, VecF acc) { return _mm512_fmadd_ps(a, b, acc); }
 // 16 int16 -> 16 int32 lanes, zero-extended.
 inline VecI widen_u16(const int16_t* p) { return _mm512_cvtepu16_epi32(load256(p)); }
 // Per lane: low16(a) * low16(b) + high16(a) * high16(b); with b zero-extended, a * b exactly.
 inline VecI mul_lo16(VecI a, VecI b) { return _mm512_madd_epi16(a, b); }
-inline float hsum16(VecF v) {
-  return hsum8_simd(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+
+// Row sums of a tile: per 128-bit lane L, [v[0]'s lane-L total, v[1]'s, v[2]'s, v[3]'s].
+using RowSums = __m512i;
+inline RowSums row_sums(const VecI (&v)[4]) {
+  const __m512i a =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+  const __m512i b =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+inline RowSums zero_sums() { return _mm512_setzero_si512(); }
+// By 128-bit lanes: [x0 + x1, x2 + x3, y0 + y1, y2 + y3].
+inline __m512i pair_sums(__m512i x, __m512i y) {
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(x, y, 0x88), _mm512_shuffle_i32x4(x, y, 0xdd));
+}
+// out[4 r + t]: the total of row r's vector t (p[r] = row_sums of row r).
+inline void store_tile(const RowSums (&p)[4], int32_t* out) {
+  _mm512_storeu_si512(out, pair_sums(pair_sums(p[0], p[1]), pair_sums(p[2], p[3])));
 }
 
 // A block's weights in registers: codes and scales (int16 lane i of chunk c: the scale of
@@ -152,7 +146,7 @@ inline BlockRegs load_block(const UnpackedBlock& k) {
   return r;
 }
 
-// z + the 16 lanes of isum (chunk c of 64 elements: lane l takes elements 64 c + 4 l ..).
+// z + the 16 lanes of s u q (chunk c of 64 elements: lane l takes elements 64 c + 4 l ..).
 inline VecI block_lanes(VecI z, const BlockRegs& w, const int8_t* q) {
   for (int c = 0; c < 4; ++c) {
     const __m512i p = _mm512_maddubs_epi16(w.u[c], _mm512_loadu_si512(q + 64 * c));
@@ -162,33 +156,39 @@ inline VecI block_lanes(VecI z, const BlockRegs& w, const int8_t* q) {
 }
 #else
 // Two ymm halves: lo holds lanes 0-7, hi lanes 8-15.
-struct VecF {
-  __m256 lo, hi;
-};
 struct VecI {
   __m256i lo, hi;
 };
 
-inline VecF zero_f() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
-inline VecF bcast(float v) { return {_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
-inline VecF mul(VecF a, VecF b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
-inline VecF fma_i(VecF d, VecI v, VecF acc) {
-  return {_mm256_fmadd_ps(d.lo, _mm256_cvtepi32_ps(v.lo), acc.lo),
-          _mm256_fmadd_ps(d.hi, _mm256_cvtepi32_ps(v.hi), acc.hi)};
-}
 inline VecI zero_i() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
 inline VecI load_i32(const int32_t* p) { return {load256(p), load256(p + 8)}; }  // p: [16]
-inline VecF load_f(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
-inline VecF fma_f(VecF a, VecF b, VecF acc) {
-  return {_mm256_fmadd_ps(a.lo, b.lo, acc.lo), _mm256_fmadd_ps(a.hi, b.hi, acc.hi)};
-}
 inline VecI widen_u16(const int16_t* p) {
   return {_mm256_cvtepu16_epi32(load128(p)), _mm256_cvtepu16_epi32(load128(p + 8))};
 }
 inline VecI mul_lo16(VecI a, VecI b) {
   return {_mm256_madd_epi16(a.lo, b.lo), _mm256_madd_epi16(a.hi, b.hi)};
 }
-inline float hsum16(VecF v) { return hsum8_simd(_mm256_add_ps(v.lo, v.hi)); }
+
+// Row sums: per 128-bit lane L, [v[0]'s lane-L total, v[1]'s, v[2]'s, v[3]'s] (lo + hi first).
+using RowSums = __m256i;
+inline RowSums row_sums(const VecI (&v)[4]) {
+  __m256i h[4];
+  for (int i = 0; i < 4; ++i) h[i] = _mm256_add_epi32(v[i].lo, v[i].hi);
+  const __m256i a =
+      _mm256_add_epi32(_mm256_unpacklo_epi32(h[0], h[1]), _mm256_unpackhi_epi32(h[0], h[1]));
+  const __m256i b =
+      _mm256_add_epi32(_mm256_unpacklo_epi32(h[2], h[3]), _mm256_unpackhi_epi32(h[2], h[3]));
+  return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+}
+inline RowSums zero_sums() { return _mm256_setzero_si256(); }
+// out[4 r + t]: the total of row r's vector t.
+inline void store_tile(const RowSums (&p)[4], int32_t* out) {
+  for (int i = 0; i < 2; ++i) {
+    const __m256i x = p[2 * i], y = p[2 * i + 1];
+    store256(out + 8 * i, _mm256_add_epi32(_mm256_permute2x128_si256(x, y, 0x20),
+                                           _mm256_permute2x128_si256(x, y, 0x31)));
+  }
+}
 
 // Codes in the scratch; scales per ymm chunk i (elements 32 i ..): int16 lane j takes group
 // 2 i + j / 8.
@@ -225,19 +225,16 @@ inline VecI block_lanes(VecI z, const BlockRegs& w, const int8_t* q) {
 // scratch (every set) or straight from the GGUF block bytes (AVX-512, Q4_K and Q6_K).
 struct LoadedBlock {
   BlockRegs w;
-  float d;
-  VecF dmin_c;  // min types: dmin * c per lane
-  VecI c;       // offset types: c per lane, zero-extended int16 (mul_lo16 gives bsum * c)
+  float d, dmin;
+  VecI c;  // c per lane, zero-extended int16 (mul_lo16 gives bsum * c)
 };
 
 // Blocks from the per-worker scratch: wk[b * kRows + r].
-template <bool kMin>
 struct UnpackedSource {
   const UnpackedBlock* wk;
   LoadedBlock load(int64_t b, int r) const {
     const UnpackedBlock& k = wk[b * kRows + r];
-    return {load_block(k), k.d, kMin ? load_f(k.dmin_c) : zero_f(),
-            kMin ? zero_i() : widen_u16(k.c)};
+    return {load_block(k), k.d, k.dmin, widen_u16(k.c)};
   }
 };
 
@@ -272,12 +269,11 @@ struct Q4KSource {
       k.w.s[c] = _mm512_permutexvar_epi16(_mm512_add_epi16(idx, half), s16);
     }
     k.d = half_at(blk);
-    const float dmin = half_at(blk + 2);
+    k.dmin = half_at(blk + 2);
     const __m128i mv = _mm_cvtsi64_si128(static_cast<int64_t>(mn));
-    const __m512i c32 =  // lane g: -(min of sub-block g / 2)
+    const __m512i c32 =  // lane g: -(min of sub-block g / 2), as zero-extended int16
         _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(mv, mv)));
-    k.dmin_c = _mm512_mul_ps(_mm512_set1_ps(dmin), _mm512_cvtepi32_ps(c32));
-    k.c = zero_i();
+    k.c = _mm512_and_si512(c32, _mm512_set1_epi32(0xffff));
     return k;
   }
 };
@@ -309,7 +305,7 @@ struct Q6KSource {
     const __m512i sz = _mm512_castsi256_si512(s16);
     for (int c = 0; c < 4; ++c) k.w.s[c] = group_scales(sz, c);
     k.d = half_at(blk + 208);
-    k.dmin_c = zero_f();
+    k.dmin = 0.0f;
     k.c =
         _mm512_cvtepu16_epi32(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(s16, 5)));
     return k;
@@ -317,36 +313,52 @@ struct Q6KSource {
 };
 #endif  // FASA_AVX512
 
+// R rows x NT tokens (R, NT <= 4): y[t * ldy + r].
 template <bool kMin, int R, int NT, typename Source>
 void kernel_simd(const Source& src, const Q8KActs& a, int64_t tok0, float* y, int64_t ldy) {
   const int64_t nb = a.n_in / 256;
-  VecF acc[R][NT];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < NT; ++t) acc[r][t] = zero_f();
-  }
+  float acc[R][NT] = {};
   for (int64_t b = 0; b < nb; ++b) {
-    // Unrolled, so that acc stays in registers (GCC does not unroll this body by itself).
+    RowSums si[4] = {zero_sums(), zero_sums(), zero_sums(), zero_sums()};  // I_b lanes per row
+    RowSums sm[4] = {zero_sums(), zero_sums(), zero_sums(), zero_sums()};  // M_b lanes
+    float d[R], dmin[R];
+    // Unrolled, so that the lanes stay in registers (GCC does not unroll this body by itself).
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const LoadedBlock k = src.load(b, r);
-      const VecF d = bcast(k.d);
+      d[r] = k.d;
+      dmin[r] = k.dmin;
+      VecI zi[4] = {zero_i(), zero_i(), zero_i(), zero_i()};
+      VecI zm[4] = {zero_i(), zero_i(), zero_i(), zero_i()};
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const int64_t i = (tok0 + t) * nb + b;
         const int8_t* q = a.q.data() + (tok0 + t) * a.n_in + b * 256;
-        const VecF dd = mul(d, bcast(a.d[i]));
+        const VecI cb = mul_lo16(load_i32(a.bsum.data() + i * 16), k.c);
         if constexpr (kMin) {
-          acc[r][t] = fma_i(dd, block_lanes(zero_i(), k.w, q), acc[r][t]);
-          acc[r][t] = fma_f(k.dmin_c, load_f(a.dbsum.data() + i * 16), acc[r][t]);
+          zi[t] = block_lanes(zero_i(), k.w, q);
+          zm[t] = cb;
         } else {
-          const VecI g = mul_lo16(load_i32(a.bsum.data() + i * 16), k.c);
-          acc[r][t] = fma_i(dd, block_lanes(g, k.w, q), acc[r][t]);
+          zi[t] = block_lanes(cb, k.w, q);
         }
+      }
+      si[r] = row_sums(zi);
+      if constexpr (kMin) sm[r] = row_sums(zm);
+    }
+    alignas(64) int32_t ib[16], mb[16];  // [4 r + t]
+    store_tile(si, ib);
+    if constexpr (kMin) store_tile(sm, mb);
+    for (int t = 0; t < NT; ++t) {
+      const float dq = a.d[(tok0 + t) * nb + b];
+      for (int r = 0; r < R; ++r) {
+        float f = d[r] * static_cast<float>(ib[4 * r + t]);
+        if constexpr (kMin) f = std::fma(dmin[r], static_cast<float>(mb[4 * r + t]), f);
+        acc[r][t] = std::fma(f, dq, acc[r][t]);
       }
     }
   }
   for (int t = 0; t < NT; ++t) {
-    for (int r = 0; r < R; ++r) y[t * ldy + r] = hsum16(acc[r][t]);
+    for (int r = 0; r < R; ++r) y[t * ldy + r] = acc[r][t];
   }
 }
 
@@ -374,16 +386,12 @@ void kernel_simd_any(const Source& src, int nr, const Q8KActs& a, int64_t tok0, 
 #endif  // FASA_AVX2
 
 // ---- repacked 16-row groups (AVX-512) ---------------------------------------------------------
-// One zmm lane per row of the group (repack.h): for each spec lane l, acc[l] holds that lane of
-// all 16 rows, and hsum16 becomes vertical adds of the 16 registers in the same tree, so every
-// row gets exactly the integers and the float sequence of matmul_q8k.h.
+// One zmm lane per row of the group (repack.h): dpbusd multiplies 4 codes of each of the 16 rows
+// by 4 activation bytes, so a group's sum of u q (its 16 or 32 elements) takes one instruction
+// per 4 elements for all 16 rows; vpmulld by the group scale s_g adds it to I_b. Exact integers,
+// then matmul_q8k.h's fp32 steps with one lane per row.
 
 #if FASA_AVX512
-// Per row: the int16 pair (s, s) of an integer s in [-128, 255] (a dpwssd operand).
-inline __m512i pair16(__m512i s32) {
-  return _mm512_or_si512(_mm512_and_si512(s32, _mm512_set1_epi32(0xffff)),
-                         _mm512_slli_epi32(s32, 16));
-}
 // The group's bytes kR16Ahead blocks on (into L2), one line at a time: at one token the
 // hardware prefetcher alone leaves the loads waiting (8B-shape decode, 2 threads: 2.9 t/s
 // without, 3.4-3.9 with; 3 and 6 blocks ahead alike: docs/results/issue21/repack/quick_checks.txt).
@@ -393,149 +401,136 @@ inline void prefetch_group_block(const uint8_t* g, int64_t gb) {
     _mm_prefetch(reinterpret_cast<const char*>(g + kR16Ahead * gb + o), _MM_HINT_T1);
 }
 
-template <int T>
-inline void zero_all(__m512 (&acc)[T][16]) {
-  for (auto& row : acc) {
-    for (auto& v : row) v = _mm512_setzero_ps();
-  }
-}
+// 16 bytes (one per row) as int32 lanes.
+inline __m512i rows_u8(const uint8_t* p) { return _mm512_cvtepu8_epi32(load128(p)); }
+inline __m512i rows_i8(const uint8_t* p) { return _mm512_cvtepi8_epi32(load128(p)); }
 
-// y[0..16) = the 16 rows' outputs: hsum16 of each row's lanes (matmul_q8k.h) as vertical adds.
-inline void store_rows(__m512 (&acc)[16], float* y) {
-  for (int s = 8; s >= 1; s /= 2) {
-    for (int l = 0; l < s; ++l) acc[l] = _mm512_add_ps(acc[l], acc[l + s]);
-  }
-  _mm512_storeu_ps(y, acc[0]);
-}
-
-// Q4_K_R16, tokens tok0 .. tok0 + T - 1: g is the group's first block; y[t * ldy + r]. Each
-// block's codes are unpacked once per lane pair and used for all T tokens.
+// Q4_K_R16, tokens tok0 .. tok0 + T - 1: g is the group's first block; y[t * ldy + r]. Chunk c
+// (elements 64 c ..) is sub-block 2 c in the low nibbles of its 8 lane pairs and 2 c + 1 in the
+// high nibbles; each code vector serves all T tokens.
 template <int T>
 void kernel_q4k_r16(const uint8_t* g, int64_t nb, const Q8KActs& a, int64_t tok0, float* y,
                     int64_t ldy) {
   constexpr int64_t gb = 16 * 148;
-  __m512 acc[T][16];  // [token][spec lane], 16 rows each
-  zero_all(acc);
+  __m512 acc[T];  // [token], 16 rows
+  for (auto& v : acc) v = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(15);
   for (int64_t b = 0; b < nb; ++b, g += gb) {
     prefetch_group_block(g, gb);
-    alignas(64) __m512i sp[8];  // [sub-block j] per row (s, s)
-    for (int j = 0; j < 8; ++j) sp[j] = pair16(_mm512_cvtepu8_epi32(load128(g + 2048 + 16 * j)));
-    const __m512 d = _mm512_cvtph_ps(load256(g + 2304));
-    __m512 dd[T];
     const int8_t* q[T];
+    __m512i isum[T];  // I_b per row
     for (int t = 0; t < T; ++t) {
-      dd[t] = _mm512_mul_ps(d, _mm512_set1_ps(a.d[(tok0 + t) * nb + b]));
       q[t] = a.q.data() + (tok0 + t) * a.n_in + b * 256;
+      isum[t] = _mm512_setzero_si512();
     }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      __m512i slo[T], shi[T];  // sum of u q over sub-blocks 2 c, 2 c + 1
+      for (int t = 0; t < T; ++t) slo[t] = shi[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
-    for (int lp = 0; lp < 8; ++lp) {  // lanes lp (low nibbles) and lp + 8 (high nibbles)
-      __m512i ulo[4], uhi[4];
-      for (int c = 0; c < 4; ++c) {
+      for (int lp = 0; lp < 8; ++lp) {
         const __m512i v = _mm512_loadu_si512(g + (lp * 4 + c) * 64);
-        ulo[c] = _mm512_and_si512(v, m4);
-        uhi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-      }
+        const __m512i ulo = _mm512_and_si512(v, m4);
+        const __m512i uhi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
 #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-          lo = _mm512_dpwssd_epi32(lo, _mm512_maddubs_epi16(ulo[c], bcast4(q[t] + 64 * c + 4 * lp)),
-                                   sp[2 * c]);
-          hi =
-              _mm512_dpwssd_epi32(hi,
-                                  _mm512_maddubs_epi16(uhi[c], bcast4(q[t] + 64 * c + 32 + 4 * lp)),
-                                  sp[2 * c + 1]);
+        for (int t = 0; t < T; ++t) {
+          slo[t] = _mm512_dpbusd_epi32(slo[t], ulo, bcast4(q[t] + 64 * c + 4 * lp));
+          shi[t] = _mm512_dpbusd_epi32(shi[t], uhi, bcast4(q[t] + 64 * c + 32 + 4 * lp));
         }
-        acc[t][lp] = _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(lo), acc[t][lp]);
-        acc[t][lp + 8] = _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(hi), acc[t][lp + 8]);
+      }
+      const __m512i s_lo = rows_u8(g + 2048 + 16 * (2 * c));
+      const __m512i s_hi = rows_u8(g + 2048 + 16 * (2 * c + 1));
+      for (int t = 0; t < T; ++t) {
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(slo[t], s_lo),
+                                                             _mm512_mullo_epi32(shi[t], s_hi)));
       }
     }
-    // Min terms, after every lane's product (the order of matmul_q8k.h): lane l is group l, of
-    // sub-block l / 2; dmin * c = -dmin * min, exact either way.
-    const __m512 ndmin = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(load256(g + 2336)));
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      const __m512 mc =
-          _mm512_mul_ps(ndmin,
-                        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load128(g + 2176 + 16 * j))));
-      for (int t = 0; t < T; ++t) {
-        const float* dbsum = a.dbsum.data() + ((tok0 + t) * nb + b) * 16;
-        acc[t][2 * j] = _mm512_fmadd_ps(mc, _mm512_set1_ps(dbsum[2 * j]), acc[t][2 * j]);
-        acc[t][2 * j + 1] =
-            _mm512_fmadd_ps(mc, _mm512_set1_ps(dbsum[2 * j + 1]), acc[t][2 * j + 1]);
-      }
+    // M_b = -sum_j m_j (sum of q over sub-block j): dpwssd over the sub-block pairs (2 p, 2 p + 1)
+    // against the tokens' bsum_pairs. float(M_b) = -float(P), so fma(dmin, float(M_b), f) is
+    // fnmadd(dmin, float(P), f).
+    __m512i mp[4];
+    for (int p = 0; p < 4; ++p) {
+      mp[p] = _mm512_or_si512(rows_u8(g + 2176 + 16 * (2 * p)),
+                              _mm512_slli_epi32(rows_u8(g + 2176 + 16 * (2 * p + 1)), 16));
+    }
+    const __m512 d = _mm512_cvtph_ps(load256(g + 2304));
+    const __m512 dmin = _mm512_cvtph_ps(load256(g + 2336));
+    for (int t = 0; t < T; ++t) {
+      const int64_t i = (tok0 + t) * nb + b;
+      const int32_t* bp = a.bsum_pairs.data() + i * 4;
+      __m512i m = _mm512_setzero_si512();
+      for (int p = 0; p < 4; ++p) m = _mm512_dpwssd_epi32(m, mp[p], _mm512_set1_epi32(bp[p]));
+      __m512 f = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[t]));
+      f = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(m), f);
+      acc[t] = _mm512_fmadd_ps(f, _mm512_set1_ps(a.d[i]), acc[t]);
     }
   }
-  for (int t = 0; t < T; ++t) store_rows(acc[t], y + t * ldy);
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
-// Q6_K_R16, tokens tok0 .. tok0 + T - 1. Codes: low 4 bits from ql's nibble e, bits 4-5 from
-// qh's bits 2 k.
+// Q6_K_R16 codes: low 4 bits from ql's nibble kE, bits 4-5 from qh's bits 2 kK, 2 kK + 1.
 template <int kE, int kK>
 inline __m512i q6_codes(__m512i ql, __m512i qh) {
   const __m512i low =
       _mm512_and_si512(kE == 0 ? ql : _mm512_srli_epi16(ql, 4), _mm512_set1_epi8(15));
-  __m512i h = qh;  // bits 2 k, 2 k + 1 to bits 4, 5
+  __m512i h = qh;  // bits 2 kK, 2 kK + 1 to bits 4, 5
   if constexpr (2 * kK < 4) h = _mm512_slli_epi16(qh, 4 - 2 * kK);
   if constexpr (2 * kK > 4) h = _mm512_srli_epi16(qh, 2 * kK - 4);
   return _mm512_ternarylogic_epi32(h, _mm512_set1_epi8(0x30), low, 0xea);  // (h & m) | low
+}
+
+// Group kG (16 elements: lanes 4 (kG % 4) .. + 3 of chunk kG / 4) of a Q6_K_R16 block: for each
+// token, s[t] = sum of (u - 32) q over the group (started at -32 bsum), then isum += s_g s[t].
+template <int T, int kG>
+inline void q6_group(const uint8_t* g, const int8_t* const (&q)[T], const int32_t* const (&bs)[T],
+                     __m512i (&isum)[T]) {
+  constexpr int c = kG / 4, h = c / 2, e = c % 2;
+  __m512i s[T];
+  for (int t = 0; t < T; ++t) s[t] = _mm512_set1_epi32(-32 * bs[t][kG]);
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    const int l = 4 * (kG % 4) + i;
+    const __m512i ql = _mm512_loadu_si512(g + (h * 16 + l) * 64);
+    const __m512i qh = _mm512_loadu_si512(g + 2048 + (h * 8 + l % 8) * 64);
+    // bits 2 k of qh with k = 2 e + l / 8; l / 8 is kG % 4 / 2 for every i
+    const __m512i u = q6_codes<e, 2 * e + kG % 4 / 2>(ql, qh);
+    for (int t = 0; t < T; ++t) s[t] = _mm512_dpbusd_epi32(s[t], u, bcast4(q[t] + 64 * c + 4 * l));
+  }
+  const __m512i sc = rows_i8(g + 3072 + 16 * kG);
+  for (int t = 0; t < T; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(s[t], sc));
+}
+
+template <int T, int... kG>
+inline void q6_groups(const uint8_t* g, const int8_t* const (&q)[T], const int32_t* const (&bs)[T],
+                      __m512i (&isum)[T], std::integer_sequence<int, kG...>) {
+  (q6_group<T, kG>(g, q, bs, isum), ...);
 }
 
 template <int T>
 void kernel_q6k_r16(const uint8_t* g, int64_t nb, const Q8KActs& a, int64_t tok0, float* y,
                     int64_t ldy) {
   constexpr int64_t gb = 16 * 210;
-  __m512 acc[T][16];  // [token][spec lane], 16 rows each
-  zero_all(acc);
+  __m512 acc[T];  // [token], 16 rows
+  for (auto& v : acc) v = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b, g += gb) {
     prefetch_group_block(g, gb);
-    alignas(64) __m512i sp[16];  // [group] per row (s, s)
-    for (int k = 0; k < 16; ++k) sp[k] = pair16(_mm512_cvtepi8_epi32(load128(g + 3072 + 16 * k)));
-    const __m512 d = _mm512_cvtph_ps(load256(g + 3328));
-    __m512 dd[T];
     const int8_t* q[T];
-    const int32_t* bsum[T];
+    const int32_t* bs[T];
+    __m512i isum[T];  // I_b per row
     for (int t = 0; t < T; ++t) {
       const int64_t i = (tok0 + t) * nb + b;
-      dd[t] = _mm512_mul_ps(d, _mm512_set1_ps(a.d[i]));
       q[t] = a.q.data() + (tok0 + t) * a.n_in + b * 256;
-      bsum[t] = a.bsum.data() + i * 16;
+      bs[t] = a.bsum.data() + i * 16;
+      isum[t] = _mm512_setzero_si512();
     }
-#pragma GCC unroll 8
-    for (int l8 = 0; l8 < 8; ++l8) {  // lanes la = l8 and lb = l8 + 8
-      const int la = l8, lb = l8 + 8;
-      __m512i ua[4], ub[4];  // [chunk c]
-      for (int h = 0; h < 2; ++h) {
-        const __m512i qh = _mm512_loadu_si512(g + 2048 + (h * 8 + l8) * 64);
-        const __m512i qa = _mm512_loadu_si512(g + (h * 16 + la) * 64);
-        const __m512i qb = _mm512_loadu_si512(g + (h * 16 + lb) * 64);
-        ua[2 * h] = q6_codes<0, 0>(qa, qh);
-        ub[2 * h] = q6_codes<0, 1>(qb, qh);
-        ua[2 * h + 1] = q6_codes<1, 2>(qa, qh);
-        ub[2 * h + 1] = q6_codes<1, 3>(qb, qh);
-      }
-      const __m512i sa = _mm512_cvtepi8_epi32(load128(g + 3072 + 16 * la));
-      const __m512i sb = _mm512_cvtepi8_epi32(load128(g + 3072 + 16 * lb));
-#pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        // c_l bsum_l = s_l * (-32 bsum_l), exact in int32.
-        __m512i ia = _mm512_mullo_epi32(sa, _mm512_set1_epi32(-32 * bsum[t][la]));
-        __m512i ib = _mm512_mullo_epi32(sb, _mm512_set1_epi32(-32 * bsum[t][lb]));
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-          ia = _mm512_dpwssd_epi32(ia, _mm512_maddubs_epi16(ua[c], bcast4(q[t] + 64 * c + 4 * la)),
-                                   sp[4 * c + la / 4]);
-          ib = _mm512_dpwssd_epi32(ib, _mm512_maddubs_epi16(ub[c], bcast4(q[t] + 64 * c + 4 * lb)),
-                                   sp[4 * c + lb / 4]);
-        }
-        acc[t][la] = _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(ia), acc[t][la]);
-        acc[t][lb] = _mm512_fmadd_ps(dd[t], _mm512_cvtepi32_ps(ib), acc[t][lb]);
-      }
+    q6_groups<T>(g, q, bs, isum, std::make_integer_sequence<int, 16>{});
+    const __m512 d = _mm512_cvtph_ps(load256(g + 3328));
+    for (int t = 0; t < T; ++t) {
+      const __m512 f = _mm512_mul_ps(d, _mm512_cvtepi32_ps(isum[t]));
+      acc[t] = _mm512_fmadd_ps(f, _mm512_set1_ps(a.d[(tok0 + t) * nb + b]), acc[t]);
     }
   }
-  for (int t = 0; t < T; ++t) store_rows(acc[t], y + t * ldy);
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y + t * ldy, acc[t]);
 }
 
 // Tokens in tiles of up to kR16Toks: each tile one pass over the group (from cache after the
@@ -627,9 +622,9 @@ template <bool kSimd>
 #if FASA_AVX2
     if constexpr (kSimd) {
       if (with_min) {
-        kernel_simd_any<true>(UnpackedSource<true>{scratch}, nr, a, tok, nt, yo, ldy);
+        kernel_simd_any<true>(UnpackedSource{scratch}, nr, a, tok, nt, yo, ldy);
       } else {
-        kernel_simd_any<false>(UnpackedSource<false>{scratch}, nr, a, tok, nt, yo, ldy);
+        kernel_simd_any<false>(UnpackedSource{scratch}, nr, a, tok, nt, yo, ldy);
       }
       continue;
     }

@@ -82,12 +82,15 @@ void quantize_acts_q8k(const float* x, int64_t n_tok, int64_t n_in, Q8KActs& out
   out.q.resize(static_cast<size_t>(n_tok * n_in));
   out.d.resize(static_cast<size_t>(n_tok * nb));
   out.bsum.resize(out.d.size() * 16);
-  out.dbsum.resize(out.bsum.size());
+  out.bsum_pairs.resize(out.d.size() * 4);
   for (int64_t i = 0; i < n_tok * nb; ++i) {
     int32_t* bsum = out.bsum.data() + i * 16;
-    const float d = quantize_block_q8k(x + i * 256, out.q.data() + i * 256, bsum);
-    out.d[i] = d;
-    for (int g = 0; g < 16; ++g) out.dbsum[i * 16 + g] = d * static_cast<float>(bsum[g]);
+    out.d[i] = quantize_block_q8k(x + i * 256, out.q.data() + i * 256, bsum);
+    for (int p = 0; p < 4; ++p) {
+      const int32_t lo = bsum[4 * p] + bsum[4 * p + 1], hi = bsum[4 * p + 2] + bsum[4 * p + 3];
+      out.bsum_pairs[i * 4 + p] =
+          static_cast<int32_t>(static_cast<uint16_t>(lo) | (static_cast<uint32_t>(hi) << 16));
+    }
   }
 }
 

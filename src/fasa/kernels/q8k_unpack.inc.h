@@ -5,12 +5,11 @@
 //
 // UnpackedBlock: one 256-element block as integers (the weight model of matmul_q8k.h): codes u
 // in element order, per group of 16 elements the integer scale s and coefficient c, fp32 d and
-// dmin (and dmin * c for the min types).
+// dmin.
 struct alignas(64) UnpackedBlock {
-  uint8_t u[256];    // codes, element order
-  int16_t s[16];     // scale of each group of 16 elements
-  int16_t c[16];     // coefficient of each group (matmul_q8k.h)
-  float dmin_c[16];  // min types: dmin * c (exact)
+  uint8_t u[256];  // codes, element order
+  int16_t s[16];   // scale of each group of 16 elements
+  int16_t c[16];   // coefficient of each group (matmul_q8k.h)
   float d, dmin;
 };
 
@@ -65,16 +64,6 @@ inline __m256i bits(__m256i v, int n, int mask) {
                           _mm256_set1_epi8(static_cast<char>(mask)));
 }
 inline __m256i negate16(__m256i v) { return _mm256_sub_epi16(_mm256_setzero_si256(), v); }
-
-// Min types: c = c16 and dmin_c = dmin * c (exact: an fp16 times a 6-bit integer).
-inline void store_c_min(__m256i c16, UnpackedBlock& k) {
-  store256(k.c, c16);
-  const __m256 dmin = _mm256_set1_ps(k.dmin);
-  const __m256i lo = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(c16));
-  const __m256i hi = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(c16, 1));
-  _mm256_storeu_ps(k.dmin_c, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(lo)));
-  _mm256_storeu_ps(k.dmin_c + 8, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(hi)));
-}
 #endif
 
 // Q2_K (84 B: sc[16] qs[64] d dmin), Q3_K (110 B: hmask[32] qs[64] sc[12] d): element
@@ -115,14 +104,13 @@ void scales_q2_k(const uint8_t* b, UnpackedBlock& k) {  // s = sc & 15, c = -(sc
   if constexpr (kSimd) {
     const __m256i v = _mm256_cvtepu8_epi16(load128(b));
     store256(k.s, _mm256_and_si256(v, _mm256_set1_epi16(15)));
-    store_c_min(negate16(_mm256_srli_epi16(v, 4)), k);
+    store256(k.c, negate16(_mm256_srli_epi16(v, 4)));
     return;
   }
 #endif
   for (int g = 0; g < 16; ++g) {
     k.s[g] = static_cast<int16_t>(b[g] & 15);
     k.c[g] = static_cast<int16_t>(-(b[g] >> 4));
-    k.dmin_c[g] = k.dmin * static_cast<float>(k.c[g]);
   }
 }
 
@@ -201,14 +189,13 @@ void scales_q45_k(const uint8_t* b, UnpackedBlock& k) {
     const __m128i sv = _mm_cvtsi64_si128(static_cast<int64_t>(sc));
     const __m128i mv = _mm_cvtsi64_si128(static_cast<int64_t>(mn));
     store256(k.s, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sv, sv)));
-    store_c_min(negate16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mv, mv))), k);
+    store256(k.c, negate16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mv, mv))));
     return;
   }
 #endif
   for (int g = 0; g < 16; ++g) {
     k.s[g] = static_cast<int16_t>((sc >> (8 * (g / 2))) & 0xff);
     k.c[g] = static_cast<int16_t>(-static_cast<int>((mn >> (8 * (g / 2))) & 0xff));
-    k.dmin_c[g] = k.dmin * static_cast<float>(k.c[g]);
   }
 }
 
