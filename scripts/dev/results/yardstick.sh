@@ -9,7 +9,10 @@
 #   d4096       SmolLM2, Gemma 3 and Qwen at depth 4096, 3 reps
 #   d4096_vnni  SmolLM2, Gemma 3 and Qwen at depth 4096, pp512 only, FASA_NO_AMX=1, 3 reps
 #   d4096_8b    the 8B shape at depth 4096, 1 rep (each process prefills 4096 tokens of an 8B)
+#   d4096_8b_vnni  the same, pp512 only, FASA_NO_AMX=1
 #   d16384      Gemma 3 at depth 16384 (3 reps) and Qwen (1 rep)
+#   d0_avx2     SmolLM2, Gemma 3 and Qwen at depth 0, 2 reps, both engines built for AVX2 (fasa
+#               FASA_ISA=avx2; llama-bench FASA_LLAMACPP_ISA=avx2, its own build)
 # Models come from `fasa pull` (M8: the 8B shape from `fasa synth`, see docs/BENCHMARKS.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -37,6 +40,10 @@ for part in "$@"; do
     d4096_vnni)
       FASA_NO_AMX=1 cmp d4096_vnni -m "$SMOL" -m "$GEMMA" -m "$QWEN" -p 512 -n 0 -d 4096 -r 3 ;;
     d4096_8b) cmp d4096_8b -m "$M8" -p 512 -n 128 -d 4096 -r 1 ;;
+    d4096_8b_vnni) FASA_NO_AMX=1 cmp d4096_8b_vnni -m "$M8" -p 512 -n 0 -d 4096 -r 1 ;;
+    d0_avx2)
+      FASA_ISA=avx2 FASA_LLAMACPP_ISA=avx2 \
+        cmp d0_avx2 -m "$SMOL" -m "$GEMMA" -m "$QWEN" -p 512 -n 128 -d 0 -r 2 ;;
     d16384)
       cmp d16384_gemma -m "$GEMMA" -p 512 -n 128 -d 16384 -r 3
       cmp d16384_qwen -m "$QWEN" -p 512 -n 128 -d 16384 -r 1 ;;
