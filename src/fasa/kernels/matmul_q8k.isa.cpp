@@ -106,10 +106,25 @@ inline RowSums zero_sums() { return _mm512_setzero_si512(); }
 inline __m512i pair_sums(__m512i x, __m512i y) {
   return _mm512_add_epi32(_mm512_shuffle_i32x4(x, y, 0x88), _mm512_shuffle_i32x4(x, y, 0xdd));
 }
-// out[4 r + t]: the total of row r's vector t (p[r] = row_sums of row r).
-inline void store_tile(const RowSums (&p)[4], int32_t* out) {
-  _mm512_storeu_si512(out, pair_sums(pair_sums(p[0], p[1]), pair_sums(p[2], p[3])));
+// A 4 x 4 tile of outputs, lane 4 r + t for row r and token t.
+using TileI = __m512i;
+using TileF = __m512;
+// Lane 4 r + t: the total of row r's vector t (p[r] = row_sums of row r).
+inline TileI tile_sums(const RowSums (&p)[4]) {
+  return pair_sums(pair_sums(p[0], p[1]), pair_sums(p[2], p[3]));
 }
+inline TileF tile_zero() { return _mm512_setzero_ps(); }
+inline TileF tile_rows(const float* v) {  // lane 4 r + t = v[r]; v: [4]
+  const __m512i idx = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(_mm_loadu_ps(v)));
+}
+inline TileF tile_toks(const float* v) { return _mm512_broadcast_f32x4(_mm_loadu_ps(v)); }
+inline TileF tile_mul_i(TileF a, TileI i) { return _mm512_mul_ps(a, _mm512_cvtepi32_ps(i)); }
+inline TileF tile_fma_i(TileF a, TileI i, TileF c) {  // c + a * float(i), one rounding
+  return _mm512_fmadd_ps(a, _mm512_cvtepi32_ps(i), c);
+}
+inline TileF tile_fma(TileF a, TileF b, TileF c) { return _mm512_fmadd_ps(a, b, c); }
+inline void tile_store(TileF v, float* out) { _mm512_storeu_ps(out, v); }  // out: [16]
 
 // A block's weights in registers: codes and scales (int16 lane i of chunk c: the scale of
 // elements 64 c + 2 i, 2 i + 1, which is group 4 c + i / 8).
@@ -181,13 +196,44 @@ inline RowSums row_sums(const VecI (&v)[4]) {
   return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
 }
 inline RowSums zero_sums() { return _mm256_setzero_si256(); }
-// out[4 r + t]: the total of row r's vector t.
-inline void store_tile(const RowSums (&p)[4], int32_t* out) {
-  for (int i = 0; i < 2; ++i) {
-    const __m256i x = p[2 * i], y = p[2 * i + 1];
-    store256(out + 8 * i, _mm256_add_epi32(_mm256_permute2x128_si256(x, y, 0x20),
-                                           _mm256_permute2x128_si256(x, y, 0x31)));
-  }
+// A 4 x 4 tile of outputs, lane 4 r + t for row r and token t: a holds rows 0-1, b rows 2-3.
+struct TileI {
+  __m256i a, b;
+};
+struct TileF {
+  __m256 a, b;
+};
+inline __m256i halves_sum(__m256i x, __m256i y) {  // [x.lo + x.hi, y.lo + y.hi] by 128 bits
+  return _mm256_add_epi32(_mm256_permute2x128_si256(x, y, 0x20),
+                          _mm256_permute2x128_si256(x, y, 0x31));
+}
+// Lane 4 r + t: the total of row r's vector t.
+inline TileI tile_sums(const RowSums (&p)[4]) {
+  return {halves_sum(p[0], p[1]), halves_sum(p[2], p[3])};
+}
+inline TileF tile_zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+inline TileF tile_rows(const float* v) {  // lane 4 r + t = v[r]; v: [4]
+  return {_mm256_setr_m128(_mm_set1_ps(v[0]), _mm_set1_ps(v[1])),
+          _mm256_setr_m128(_mm_set1_ps(v[2]), _mm_set1_ps(v[3]))};
+}
+inline TileF tile_toks(const float* v) {
+  const __m128 x = _mm_loadu_ps(v);
+  const __m256 b = _mm256_setr_m128(x, x);
+  return {b, b};
+}
+inline TileF tile_mul_i(TileF a, TileI i) {
+  return {_mm256_mul_ps(a.a, _mm256_cvtepi32_ps(i.a)), _mm256_mul_ps(a.b, _mm256_cvtepi32_ps(i.b))};
+}
+inline TileF tile_fma_i(TileF a, TileI i, TileF c) {
+  return {_mm256_fmadd_ps(a.a, _mm256_cvtepi32_ps(i.a), c.a),
+          _mm256_fmadd_ps(a.b, _mm256_cvtepi32_ps(i.b), c.b)};
+}
+inline TileF tile_fma(TileF a, TileF b, TileF c) {
+  return {_mm256_fmadd_ps(a.a, b.a, c.a), _mm256_fmadd_ps(a.b, b.b, c.b)};
+}
+inline void tile_store(TileF v, float* out) {  // out: [16]
+  _mm256_storeu_ps(out, v.a);
+  _mm256_storeu_ps(out + 8, v.b);
 }
 
 // Codes in the scratch; scales per ymm chunk i (elements 32 i ..): int16 lane j takes group
@@ -317,11 +363,11 @@ struct Q6KSource {
 template <bool kMin, int R, int NT, typename Source>
 void kernel_simd(const Source& src, const Q8KActs& a, int64_t tok0, float* y, int64_t ldy) {
   const int64_t nb = a.n_in / 256;
-  float acc[R][NT] = {};
+  TileF acc = tile_zero();  // lane 4 r + t
   for (int64_t b = 0; b < nb; ++b) {
     RowSums si[4] = {zero_sums(), zero_sums(), zero_sums(), zero_sums()};  // I_b lanes per row
     RowSums sm[4] = {zero_sums(), zero_sums(), zero_sums(), zero_sums()};  // M_b lanes
-    float d[R], dmin[R];
+    alignas(16) float d[4] = {}, dmin[4] = {}, dq[4] = {};                 // per row, row, token
     // Unrolled, so that the lanes stay in registers (GCC does not unroll this body by itself).
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
@@ -345,20 +391,16 @@ void kernel_simd(const Source& src, const Q8KActs& a, int64_t tok0, float* y, in
       si[r] = row_sums(zi);
       if constexpr (kMin) sm[r] = row_sums(zm);
     }
-    alignas(64) int32_t ib[16], mb[16];  // [4 r + t]
-    store_tile(si, ib);
-    if constexpr (kMin) store_tile(sm, mb);
-    for (int t = 0; t < NT; ++t) {
-      const float dq = a.d[(tok0 + t) * nb + b];
-      for (int r = 0; r < R; ++r) {
-        float f = d[r] * static_cast<float>(ib[4 * r + t]);
-        if constexpr (kMin) f = std::fma(dmin[r], static_cast<float>(mb[4 * r + t]), f);
-        acc[r][t] = std::fma(f, dq, acc[r][t]);
-      }
-    }
+    for (int t = 0; t < NT; ++t) dq[t] = a.d[(tok0 + t) * nb + b];
+    // matmul_q8k.h's fp32 steps, every (row, token) of the tile at once.
+    TileF f = tile_mul_i(tile_rows(d), tile_sums(si));
+    if constexpr (kMin) f = tile_fma_i(tile_rows(dmin), tile_sums(sm), f);
+    acc = tile_fma(f, tile_toks(dq), acc);
   }
+  alignas(64) float out[16];  // [4 r + t]
+  tile_store(acc, out);
   for (int t = 0; t < NT; ++t) {
-    for (int r = 0; r < R; ++r) y[t * ldy + r] = acc[r][t];
+    for (int r = 0; r < R; ++r) y[t * ldy + r] = out[4 * r + t];
   }
 }
 
