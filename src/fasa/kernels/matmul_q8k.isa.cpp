@@ -94,7 +94,7 @@ inline VecI mul_lo16(VecI a, VecI b) { return _mm512_madd_epi16(a, b); }
 
 // Row sums of a tile: per 128-bit lane L, [v[0]'s lane-L total, v[1]'s, v[2]'s, v[3]'s].
 using RowSums = __m512i;
-inline RowSums row_sums(const VecI (&v)[4]) {
+[[gnu::always_inline]] inline RowSums row_sums(const VecI (&v)[4]) {
   const __m512i a =
       _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
   const __m512i b =
@@ -110,7 +110,7 @@ inline __m512i pair_sums(__m512i x, __m512i y) {
 using TileI = __m512i;
 using TileF = __m512;
 // Lane 4 r + t: the total of row r's vector t (p[r] = row_sums of row r).
-inline TileI tile_sums(const RowSums (&p)[4]) {
+[[gnu::always_inline]] inline TileI tile_sums(const RowSums (&p)[4]) {
   return pair_sums(pair_sums(p[0], p[1]), pair_sums(p[2], p[3]));
 }
 inline TileF tile_zero() { return _mm512_setzero_ps(); }
@@ -151,7 +151,7 @@ inline __m512i group_scales(__m512i s16, int c) {
   return _mm512_permutexvar_epi16(_mm512_load_si512(kGroupIndex.v[c]), s16);
 }
 
-inline BlockRegs load_block(const UnpackedBlock& k) {
+[[gnu::always_inline]] inline BlockRegs load_block(const UnpackedBlock& k) {
   BlockRegs r;
   const __m512i s16 = _mm512_castsi256_si512(load256(k.s));
   for (int c = 0; c < 4; ++c) {
@@ -162,7 +162,7 @@ inline BlockRegs load_block(const UnpackedBlock& k) {
 }
 
 // z + the 16 lanes of s u q (chunk c of 64 elements: lane l takes elements 64 c + 4 l ..).
-inline VecI block_lanes(VecI z, const BlockRegs& w, const int8_t* q) {
+[[gnu::always_inline]] inline VecI block_lanes(VecI z, const BlockRegs& w, const int8_t* q) {
   for (int c = 0; c < 4; ++c) {
     const __m512i p = _mm512_maddubs_epi16(w.u[c], _mm512_loadu_si512(q + 64 * c));
     z = _mm512_dpwssd_epi32(z, p, w.s[c]);
@@ -186,7 +186,7 @@ inline VecI mul_lo16(VecI a, VecI b) {
 
 // Row sums: per 128-bit lane L, [v[0]'s lane-L total, v[1]'s, v[2]'s, v[3]'s] (lo + hi first).
 using RowSums = __m256i;
-inline RowSums row_sums(const VecI (&v)[4]) {
+[[gnu::always_inline]] inline RowSums row_sums(const VecI (&v)[4]) {
   __m256i h[4];
   for (int i = 0; i < 4; ++i) h[i] = _mm256_add_epi32(v[i].lo, v[i].hi);
   const __m256i a =
@@ -208,7 +208,7 @@ inline __m256i halves_sum(__m256i x, __m256i y) {  // [x.lo + x.hi, y.lo + y.hi]
                           _mm256_permute2x128_si256(x, y, 0x31));
 }
 // Lane 4 r + t: the total of row r's vector t.
-inline TileI tile_sums(const RowSums (&p)[4]) {
+[[gnu::always_inline]] inline TileI tile_sums(const RowSums (&p)[4]) {
   return {halves_sum(p[0], p[1]), halves_sum(p[2], p[3])};
 }
 inline TileF tile_zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
@@ -243,7 +243,7 @@ struct BlockRegs {
   __m256i s[8];
 };
 
-inline BlockRegs load_block(const UnpackedBlock& k) {
+[[gnu::always_inline]] inline BlockRegs load_block(const UnpackedBlock& k) {
   BlockRegs r;
   r.u = k.u;
   const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
@@ -257,7 +257,7 @@ inline BlockRegs load_block(const UnpackedBlock& k) {
 }
 
 // Chunk i of 32 elements holds lanes 8 (i % 2) .. 8 (i % 2) + 7.
-inline VecI block_lanes(VecI z, const BlockRegs& w, const int8_t* q) {
+[[gnu::always_inline]] inline VecI block_lanes(VecI z, const BlockRegs& w, const int8_t* q) {
   for (int i = 0; i < 8; ++i) {
     const __m256i p = _mm256_maddubs_epi16(load256(w.u + 32 * i), load256(q + 32 * i));
     __m256i& half = i % 2 == 0 ? z.lo : z.hi;
@@ -278,7 +278,7 @@ struct LoadedBlock {
 // Blocks from the per-worker scratch: wk[b * kRows + r].
 struct UnpackedSource {
   const UnpackedBlock* wk;
-  LoadedBlock load(int64_t b, int r) const {
+  [[gnu::always_inline]] LoadedBlock load(int64_t b, int r) const {
     const UnpackedBlock& k = wk[b * kRows + r];
     return {load_block(k), k.d, k.dmin, widen_u16(k.c)};
   }
@@ -292,7 +292,7 @@ struct UnpackedSource {
 struct Q4KSource {
   const uint8_t* rows;
   int64_t row_bytes;
-  LoadedBlock load(int64_t b, int r) const {
+  [[gnu::always_inline]] LoadedBlock load(int64_t b, int r) const {
     const uint8_t* blk = rows + r * row_bytes + b * 144;
     LoadedBlock k;
     const __m512i shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
@@ -330,7 +330,7 @@ struct Q4KSource {
 struct Q6KSource {
   const uint8_t* rows;
   int64_t row_bytes;
-  LoadedBlock load(int64_t b, int r) const {
+  [[gnu::always_inline]] LoadedBlock load(int64_t b, int r) const {
     const uint8_t* blk = rows + r * row_bytes + b * 210;
     LoadedBlock k;
     const __m512i m4 = _mm512_set1_epi8(15), m2 = _mm512_set1_epi8(3);
