@@ -4,6 +4,7 @@
 // tiles).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -93,6 +94,20 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), 4 * a.size()) == 0;
 }
 
+// f(at) on every available instruction set with 1 and 2 threads; at names the setting.
+template <typename F>
+void on_every_isa_and_thread_count(const std::string& what, F&& f) {
+  for (const Isa isa : available_isas()) {
+    set_active_isa(isa);
+    for (int threads : {1, 2}) {
+      const int saved = num_threads();
+      set_num_threads(threads);
+      f(what + " " + std::string(isa_name(isa)) + " threads=" + std::to_string(threads));
+      set_num_threads(saved);
+    }
+  }
+}
+
 TEST(Repack, Types) {
   EXPECT_TRUE(repackable(DType::Q4_K, 32, 512));
   EXPECT_TRUE(repackable(DType::Q6_K, 16, 256));
@@ -162,24 +177,16 @@ TEST(Repack, MatmulSameBitsAsGgufRows) {
       std::vector<float> want(static_cast<size_t>(n_tok * n_out), NAN);
       detail::matmul_q8k_portable(t, w.data(), n_out, n_in, a, want.data());
       const std::string what = std::string(dtype_name(t)) + " n_tok=" + std::to_string(n_tok);
-      for (const Isa isa : available_isas()) {
-        set_active_isa(isa);
-        for (int threads : {1, 2}) {
-          const int saved = num_threads();
-          set_num_threads(threads);
-          std::vector<float> y(want.size(), NAN), y_port(want.size(), NAN), y_mm(want.size(), NAN);
-          matmul_q8k(repacked_type(t), r.data(), n_out, n_in, a, y.data());
-          detail::matmul_q8k_portable(repacked_type(t), r.data(), n_out, n_in, a, y_port.data());
-          matmul(repacked_type(t), r.data(), n_out, n_in, x.data(), n_tok, y_mm.data(),
-                 MatmulTiles::kPerToken);
-          set_num_threads(saved);
-          const std::string at =
-              what + " " + std::string(isa_name(isa)) + " threads=" + std::to_string(threads);
-          EXPECT_TRUE(same_bits(want, y)) << at;
-          EXPECT_TRUE(same_bits(want, y_port)) << at << " portable";
-          EXPECT_TRUE(same_bits(want, y_mm)) << at << " matmul";
-        }
-      }
+      on_every_isa_and_thread_count(what, [&](const std::string& at) {
+        std::vector<float> y(want.size(), NAN), y_port(want.size(), NAN), y_mm(want.size(), NAN);
+        matmul_q8k(repacked_type(t), r.data(), n_out, n_in, a, y.data());
+        detail::matmul_q8k_portable(repacked_type(t), r.data(), n_out, n_in, a, y_port.data());
+        matmul(repacked_type(t), r.data(), n_out, n_in, x.data(), n_tok, y_mm.data(),
+               MatmulTiles::kPerToken);
+        EXPECT_TRUE(same_bits(want, y)) << at;
+        EXPECT_TRUE(same_bits(want, y_port)) << at << " portable";
+        EXPECT_TRUE(same_bits(want, y_mm)) << at << " matmul";
+      });
     }
   }
 }
@@ -202,27 +209,20 @@ TEST(Repack, BlockQuantsSameBitsAsGgufRows) {
       detail::matmul_q8_portable(t, w.data(), n_out, n_in, a, want.data());
       const DType rt = repacked_type(t);
       const std::string what = std::string(dtype_name(t)) + " n_tok=" + std::to_string(n_tok);
-      for (const Isa isa : available_isas()) {
-        set_active_isa(isa);
-        for (int threads : {1, 2}) {
-          const int saved = num_threads();
-          set_num_threads(threads);
-          std::vector<float> y(want.size(), NAN), y_port(want.size(), NAN), y_mm(want.size(), NAN);
-          std::vector<float> y_rows(want.size(), NAN);
-          matmul_q8(rt, r.data(), n_out, n_in, a, y.data());
-          detail::matmul_q8_portable(rt, r.data(), n_out, n_in, a, y_port.data());
-          matmul(rt, r.data(), n_out, n_in, x.data(), n_tok, y_mm.data(), MatmulTiles::kPerToken);
-          matmul_q8_rows(rt, r.data(), n_out, n_in, a, 0, 16, y_rows.data());
-          matmul_q8_rows(rt, r.data(), n_out, n_in, a, 16, 48, y_rows.data());
-          set_num_threads(saved);
-          const std::string at =
-              what + " " + std::string(isa_name(isa)) + " threads=" + std::to_string(threads);
-          EXPECT_TRUE(same_bits(want, y)) << at;
-          EXPECT_TRUE(same_bits(want, y_port)) << at << " portable";
-          EXPECT_TRUE(same_bits(want, y_mm)) << at << " matmul";
-          EXPECT_TRUE(same_bits(want, y_rows)) << at << " rows";
-        }
-      }
+      std::vector<float> y(want.size()), y_port(want.size()), y_mm(want.size());
+      std::vector<float> y_rows(want.size());
+      on_every_isa_and_thread_count(what, [&](const std::string& at) {
+        for (auto* v : {&y, &y_port, &y_mm, &y_rows}) std::fill(v->begin(), v->end(), NAN);
+        matmul_q8(rt, r.data(), n_out, n_in, a, y.data());
+        detail::matmul_q8_portable(rt, r.data(), n_out, n_in, a, y_port.data());
+        matmul(rt, r.data(), n_out, n_in, x.data(), n_tok, y_mm.data(), MatmulTiles::kPerToken);
+        matmul_q8_rows(rt, r.data(), n_out, n_in, a, 0, 16, y_rows.data());
+        matmul_q8_rows(rt, r.data(), n_out, n_in, a, 16, 48, y_rows.data());
+        EXPECT_TRUE(same_bits(want, y)) << at;
+        EXPECT_TRUE(same_bits(want, y_port)) << at << " portable";
+        EXPECT_TRUE(same_bits(want, y_mm)) << at << " matmul";
+        EXPECT_TRUE(same_bits(want, y_rows)) << at << " rows";
+      });
     }
   }
 }
