@@ -164,10 +164,8 @@ void prepare_k(const Q8KActs& a, int pairs, ActsK& out) {
       int32_t* dst = out.bsp.data() + ((t / kTile) * nb + b) * 8 * kTile + t % kTile;
       if (pairs == 8) {  // |bsum| <= 16 * 128: fits int16
         for (int p = 0; p < 8; ++p) dst[p * kTile] = pack16(bs[2 * p], bs[2 * p + 1]);
-      } else if (pairs == 4) {
-        for (int p = 0; p < 4; ++p) {
-          dst[p * kTile] = pack16(bs[4 * p] + bs[4 * p + 1], bs[4 * p + 2] + bs[4 * p + 3]);
-        }
+      } else if (pairs == 4) {  // the sums over 32, packed by quantize_acts_q8k
+        for (int p = 0; p < 4; ++p) dst[p * kTile] = a.bsum_pairs[(t * nb + b) * 4 + p];
       }
     }
   }
