@@ -2,7 +2,7 @@
 """bench/compare_llamacpp.py without building llama.cpp (ctest: Bench.CompareLlamacpp).
 
 - The llama-bench JSONL parser on a recorded llama-bench run (tests/data/bench/, from the smoke
-  run of docs/results/issue21/smoke/) and on broken output.
+  run of docs/notebook/speed/data/yardstick_smoke/) and on broken output.
 - The whole driver against two stand-ins written here: a `fasa` and an `llama-bench` that print
   rows in the recorded formats with fixed tokens/s and log their command lines. Checked: the
   three engines alternate with the order rotated per repetition, the options each gets, the

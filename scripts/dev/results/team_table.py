@@ -1,6 +1,6 @@
-# Markdown rows of docs/BENCHMARKS.md (issue 21, third session) from team.jsonl: per model, load
+# Markdown rows of docs/notebook/speed/paper_scale.md (decode as one team) from team.jsonl: per model, load
 # and build, the tokens/s of each round, the median, dispatches and barriers per token, wait share.
-# Usage: python3 scripts/dev/results/team_table.py docs/results/issue21/team/team.jsonl
+# Usage: python3 scripts/dev/results/team_table.py docs/notebook/speed/data/team_decode/team.jsonl
 import json,statistics as st,sys
 from collections import defaultdict
 rows=[json.loads(l) for l in open(sys.argv[1])]

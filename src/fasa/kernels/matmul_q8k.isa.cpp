@@ -436,7 +436,8 @@ void kernel_simd_any(const Source& src, int nr, const Q8KActs& a, int64_t tok0, 
 #if FASA_AVX512
 // The group's bytes kR16Ahead blocks on (into L2), one line at a time: at one token the
 // hardware prefetcher alone leaves the loads waiting (8B-shape decode, 2 threads: 2.9 t/s
-// without, 3.4-3.9 with; 3 and 6 blocks ahead alike: docs/results/issue21/repack/quick_checks.txt).
+// without, 3.4-3.9 with; 3 and 6 blocks ahead alike:
+// docs/notebook/speed/data/repacked_kquants/quick_checks.txt).
 constexpr int kR16Ahead = 3;
 inline void prefetch_group_block(const uint8_t* g, int64_t gb) {
   for (int64_t o = 0; o < gb; o += 64)
