@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Held-out task sweeps under both protocols (docs/RESULTS.md, "Quality where FASA pays"): the
+# Held-out task sweeps under both protocols (docs/notebook/tasks/question_protocol.md): the
 # whole prompt prefilled densely, and the question decoded under each policy
 # (--question-under-policy). Tasks of every kind are cut from Mansfield Park (held-out: no
 # default was chosen on it) with a seed of this split's own, interleaved so that any finished

@@ -21,7 +21,8 @@
 //   kBreakEven of dense attention's bytes (short contexts, budgets near the context); off: always
 //   select (variant m always selects: dense would read every row from the file)
 //   fcs=compound|calibrated|random|high|low|mass: which FCs TIP uses. compound (the default
-//   since issue 23, chosen on held-in texts: docs/RESULTS.md) takes the calibration's greedy
+//   since issue 23, chosen on held-in texts: docs/RESULTS.md and
+//   docs/notebook/selection_quality/default_selector.md) takes the calibration's greedy
 //   compound CA order: the FCs chosen jointly for the agreement of their summed logits with the
 //   full head (the paper measures a set by this compound CA but ranks FCs one by one); beyond
 //   the calibration's n_compound FCs, the other FCs by mean CA. calibrated ranks FCs by their
@@ -36,7 +37,8 @@
 //   (value_mean.h), alpha from the TIP scores' softmax at SparQ's temperature for the head's
 //   scoring dims
 //   The defaults fcs=compound, fc_sets=group, mean_value=on were chosen in issue 23 on held-in
-//   texts at equal KV bytes read (docs/RESULTS.md, "Choosing the default selector"); before,
+//   texts at equal KV bytes read (docs/notebook/selection_quality/default_selector.md,
+//   "Choosing the default selector"); before,
 //   they were calibrated, head, off (method=paper keeps those).
 //   slice=auto|f16|q8|q4 (auto): how the packed slice stores its values (packed_slice.h: the
 //   cache's own, fp16, or int8 / int4 codes with one fp16 scale per dim and 32 slots). Variant m
