@@ -30,7 +30,7 @@ imports ray only when a sweep runs, so `import fasa.cluster` works without ray a
 compiled extension. Each node needs the same pinned ray and Python as the driver
 (tests/cluster/requirements.txt), the `fasa` binary (--fasa: a path, or a name on the PATH of
 `ray start`) and the model or network access to `fasa pull` it; this package is shipped to the
-workers by Ray (runtime_env py_modules). docs/TASKS.md, "Sweeps on a cluster: Ray", has the
+workers by Ray (runtime_env py_modules). docs/EVALUATION.md, "Sweeps on a cluster: Ray", has the
 commands.
 """
 

@@ -7,7 +7,7 @@ so the sweep's score is 0 almost everywhere; the share found still ranks the pol
 
 Matching is the engine's (src/fasa/eval/tasks.cpp): both sides lower-cased (ASCII), trimmed and
 white-space runs folded to one space, then a substring test. Generation stops once every answer
-is found (docs/TASKS.md), which cannot change the share found, so the outputs in results.json are
+is found (docs/EVALUATION.md), which cannot change the share found, so the outputs in results.json are
 what a run to the token limit would score.
 
   python3 scripts/dev/partial_credit.py DIR/results.json TASKS.jsonl [--check]

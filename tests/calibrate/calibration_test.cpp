@@ -382,7 +382,7 @@ class QueryRecorder final : public AttentionPolicy {
   std::vector<Query> queries;
 };
 
-// Contextual Agreement (docs/FASA.md §2, POLICIES.md "Calibration") recomputed here in double
+// Contextual Agreement (the paper, arXiv 2602.03152, §3; docs/CALIBRATION.md) recomputed here in double
 // from the queries and keys a recording policy sees on the calibrator's windows: for FC i =
 // RoPE plane (2i, 2i+1) of a NORM model, CA_i = |TopK(q·k_t) ∩ TopK(q_2i k_t,2i + q_2i+1 k_t,2i+1)|
 // / K (ties: the lower slot), averaged over every decode-step query of the head. Two windows,

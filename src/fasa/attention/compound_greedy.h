@@ -1,4 +1,4 @@
-// Compound Contextual Agreement (FASA, arXiv 2602.03152, §3; docs/POLICIES.md "Calibration"):
+// Compound Contextual Agreement (FASA, arXiv 2602.03152, §3; docs/CALIBRATION.md):
 // the dominant FCs of a head chosen jointly, greedily, for the agreement of their summed
 // per-FC logits with the full head's token ranking, rather than one by one.
 #pragma once
