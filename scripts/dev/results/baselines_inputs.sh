@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Regenerates the inputs behind the baseline tables (docs/notebook/selection_quality/against_baselines.md) — the calibrations and every
-# task file — and checks each against the sha256 its results file recorded. Task files are
-# regenerated bit-identically by `fasa gen-tasks` (deterministic for a seed); a calibration
-# depends on the build's numerics, so the ones the tables used are also committed under
-# docs/notebook/selection_quality/data/baselines_inputs/ and this script says whether the current build reproduces them.
+# Regenerates the inputs behind the baseline tables
+# (docs/notebook/selection_quality/against_baselines.md) — the calibrations and every task file —
+# and checks each against the sha256 its results file recorded. Task files are regenerated
+# bit-identically by `fasa gen-tasks` (deterministic for a seed); a calibration depends on the
+# build's numerics, so the ones the tables used are also committed under
+# docs/notebook/selection_quality/data/baselines_inputs/ and this script says whether the current
+# build reproduces them.
 #   scripts/dev/results/baselines_inputs.sh OUT_DIR [calib|tasks ...]   # FASA=path/to/fasa
 # Then the sweep commands of each notebook section run on OUT_DIR's files.
 set -euo pipefail

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # FASA against the baselines (docs/notebook/selection_quality/against_baselines.md and
 # docs/notebook/tasks/baselines_4k_16k.md), from the committed calibrations
-# (docs/notebook/selection_quality/data/baselines_inputs/) and the task files scripts/dev/results/baselines_inputs.sh
-# regenerates and checks. Each part is one table; the sweeps take hours on 2 cores (the times
+# (docs/notebook/selection_quality/data/baselines_inputs/) and the task files
+# scripts/dev/results/baselines_inputs.sh regenerates and checks. Each part is one table; the sweeps take hours on 2 cores (the times
 # are in those pages).
 #   scripts/dev/results/baselines_ppl_tasks.sh OUT_DIR [ppl|tasks3|tasks6|gemma16k|calib-length|qwen|fcs-mass ...]
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Markdown table of a before/after benchmark run (scripts/dev/results/layering_before_after.sh): per model,
-part, test and policy the tokens/s of each round for both binaries, after / before per round and
+"""Markdown table of a before/after benchmark run (scripts/dev/results/layering_before_after.sh):
+per model, part, test and policy the tokens/s of each round for both binaries, after / before per round and
 the median of those ratios. Usage: before_after_table.py bench.jsonl"""
 import json
 import statistics

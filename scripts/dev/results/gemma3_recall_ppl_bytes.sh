@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# FASA on a hybrid stack (docs/notebook/selection_quality/first_models.md): Gemma 3 270M, calibrated on Emma, evaluated on
-# Persuasion at ctx 4096. The calibration behind the published tables was not kept (and the
+# FASA on a hybrid stack (docs/notebook/selection_quality/first_models.md): Gemma 3 270M,
+# calibrated on Emma, evaluated on Persuasion at ctx 4096. The calibration behind the published tables was not kept (and the
 # vectorized GELU has changed Gemma's numerics since); this makes a new one with the current
 # build, so expect numbers close to, not equal to, the published ones.
 #   scripts/dev/results/gemma3_recall_ppl_bytes.sh OUT_DIR [recall|ppl|bytes ...]   # FASA=path/to/fasa

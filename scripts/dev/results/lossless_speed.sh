@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Lossless decoding speed (docs/notebook/lossless/README.md): dense decoding against FASA-C drafting K tokens verified by
-# full attention, on real text (Persuasion), Gemma 3 270M at depth 16384 and
+# Lossless decoding speed (docs/notebook/lossless/README.md): dense decoding against FASA-C
+# drafting K tokens verified by full attention, on real text (Persuasion), Gemma 3 270M at depth 16384 and
 # Qwen2.5-Coder-1.5B at depth 8192; and, in a second run, plain FASA-C decoding (the drafts'
 # speed) against dense. Calibrations: `fasa calibrate -m M --text austen_emma.txt -t 1` (held-in).
 #   FASA=build/fasa scripts/dev/results/lossless_speed.sh OUT CALIB_DIR [MODELS]

@@ -19,8 +19,8 @@
 #               SmolLM2's trained context is 8192, the 8B shape's 16K prefill takes too long here
 #   kvq8tasks:  task scores with q8_0 KV against f16 KV: SmolLM2, the first 10 prompts of
 #               passkey, niah-single and niah-multikey at 4K (the kinds full attention scores on
-#               at all: docs/notebook/tasks/baselines_4k_16k.md) from Pride and Prejudice, full and FASA (budget
-#               256, the baselines' calibration from Emma), -j 2
+#               at all: docs/notebook/tasks/baselines_4k_16k.md) from Pride and Prejudice,
+#               full and FASA (budget 256, the baselines' calibration from Emma), -j 2
 #   attn:       attention with register-held accumulators against FASA_BEFORE (ae69543): SmolLM2
 #               pp512 + tg64 and Qwen pp512 + tg32 at depth 4096, two rounds alternating
 #   smol4k:     llama-bench comparison of SmolLM2 at depth 4096 again (pp512, tg128, 2 repetitions)

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Choosing the default selector on HELD-IN texts only (docs/POLICIES.md, "Held-in
+# Choosing the default selector on HELD-IN texts only (docs/EVALUATION.md, "Held-in
 # and held-out texts"): task sweeps at every budget 32..512 with bytes read per token recorded,
 # so that every variant can be compared with Double Sparsity and SparQ at equal bytes
 # (score_vs_bytes.svg). Tasks are cut from Pride and Prejudice (held-in), calibrations are made
 # on Emma (held-in, version 4: with the compound sets).
 #   FASA=build/fasa scripts/dev/results/selector_equal_bytes.sh OUT MODEL CTX N_PER_KIND CALIB
 # e.g. ... OUT smollm2-135m 4096 8 docs/notebook/selection_quality/data/selector_recall/calib_emma.json
-# The committed runs (docs/notebook/selection_quality/data/default_selector_equal_bytes/) used builds from before the default
-# selector changed, where plain `fasa` was the paper's selector: with a later build, write
+# The committed runs (docs/notebook/selection_quality/data/default_selector_equal_bytes/) used
+# builds from before the default selector changed, where plain `fasa` was the paper's selector: with a later build, write
 # `fasa:method=paper` for that row (plain `fasa` is then the third --policy below).
 # SPLIT=heldout (selector_heldout.sh) cuts the tasks from Persuasion instead and runs the chosen
 # default against the paper's selector and the baselines: the held-out check, after the choice.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The perplexity protocol of docs/notebook/selection_quality/against_baselines.md (SmolLM2, ctx 2048, 256 decode steps
-# x 2 chunks, budgets 5/10/20 % of the context) for the selector variants against Double
+# The perplexity protocol of docs/notebook/selection_quality/against_baselines.md (SmolLM2,
+# ctx 2048, 256 decode steps x 2 chunks, budgets 5/10/20 % of the context) for the selector variants against Double
 # Sparsity and SparQ, on one text: a held-in one (Pride and Prejudice) for choosing, the
-# held-out Persuasion only for the final number (docs/POLICIES.md, "Held-in and held-out texts").
+# held-out Persuasion only for the final number (docs/EVALUATION.md, "Held-in and held-out texts").
 #   FASA=build/fasa scripts/dev/results/selector_ppl.sh OUT TEXT CALIB
 set -euo pipefail
 FASA=${FASA:-build/fasa}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Selector variants on HELD-IN texts only (docs/POLICIES.md, "Held-in and held-out
+# Selector variants on HELD-IN texts only (docs/EVALUATION.md, "Held-in and held-out
 # texts"): SmolLM2 at 4K, 8 tasks of each kind it can do (passkey, niah-single, niah-multikey)
 # cut from Pride and Prejudice, every FASA variant against Double Sparsity and SparQ at budgets 64
 # and 256, with the version-4 Emma calibration of docs/notebook/selection_quality/data/selector_recall/.

@@ -5,8 +5,8 @@
 #   recall: `fasa eval recall` (recall of the oracle's top-B, attention mass, KL) on one text;
 #   tasks:  `fasa eval sweep` on passkey, niah-single and niah-multikey tasks, bytes recorded.
 # SPLIT=heldin (the default) chooses: recall on Sense and Sensibility, tasks cut from Pride and
-# Prejudice with seed 11 (the default selector's held-in tasks). SPLIT=heldout reports, after the choice:
-# recall and tasks on Persuasion, tasks with a seed of their own (5150) never used for a choice.
+# Prejudice with seed 11 (the default selector's held-in tasks). SPLIT=heldout reports, after the
+# choice: recall and tasks on Persuasion, tasks with a seed of their own (5150) never used for a choice.
 #   FASA=build/fasa scripts/dev/results/slice_quality.sh OUT MODEL CTX N_PER_KIND CALIB [BUDGETS]
 # e.g. ... OUT smollm2-135m 4096 8 docs/notebook/selection_quality/data/selector_recall/calib_emma.json 64,256
 set -euo pipefail

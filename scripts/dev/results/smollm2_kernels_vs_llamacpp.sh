@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Reproduces the SmolLM2 kernel measurements of docs/notebook/speed/against_llamacpp.md (Q4_1, 2 threads). Run on a quiet
-# machine. Usage: scripts/dev/results/smollm2_kernels_vs_llamacpp.sh OUT_DIR [fasa|llamacpp|isa ...]
+# Reproduces the SmolLM2 kernel measurements of docs/notebook/speed/against_llamacpp.md (Q4_1,
+# 2 threads). Run on a quiet machine. Usage: scripts/dev/results/smollm2_kernels_vs_llamacpp.sh OUT_DIR [fasa|llamacpp|isa ...]
 #   fasa:     dense vs FASA-C decode at depths 1024, 4096, 8064 (budget 256, default n_tip 8 of
 #             32 FCs = 25%), with the bandwidth roofline
 #   llamacpp: bench/compare_llamacpp.sh, pp512 and tg128 at depths 0, 1024, 4096

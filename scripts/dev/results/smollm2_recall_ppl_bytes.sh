@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# FASA's first measurements on SmolLM2-135M (docs/notebook/selection_quality/first_models.md):, calibrated on Emma, evaluated on
-# Persuasion. Usage: scripts/dev/results/smollm2_recall_ppl_bytes.sh OUT_DIR [recall|ppl|bench ...]
+# FASA's first measurements on SmolLM2-135M (docs/notebook/selection_quality/first_models.md),
+# calibrated on Emma, evaluated on Persuasion. Usage: scripts/dev/results/smollm2_recall_ppl_bytes.sh OUT_DIR [recall|ppl|bench ...]
 # (FASA binary: $FASA, default ./build/fasa; offload dir for FASA-M: $OFFLOAD, default /var/tmp)
 set -euo pipefail
 OUT=$1; shift

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 23 item 2: FASA selector variants, selection quality at equal budgets (SmolLM2).
-# Held-in texts only (docs/POLICIES.md "Held-in and held-out texts"): calibrated on Emma,
+# Held-in texts only (docs/EVALUATION.md "Held-in and held-out texts"): calibrated on Emma,
 # measured on Pride and Prejudice. Writes calib_emma.json, calibrate.log and recall_B*.json here.
 #   bash docs/notebook/selection_quality/data/selector_recall/run.sh [STEPS]
 set -euo pipefail
