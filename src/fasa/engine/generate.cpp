@@ -107,6 +107,7 @@ GenerateResult generate_from_prefilled(Session& session, const GenerateOptions& 
 Generation::Generation(const Tokenizer& tok, const GenerateOptions& opts)
     : tok_(tok), opts_(opts), sampler_(opts.sampler), dec_(tok) {
   if (opts_.json_object) json_ = std::make_unique<JsonConstraint>(tok);
+  if (opts_.grammar) grammar_ = std::make_unique<GrammarConstraint>(tok, opts_.grammar);
   if (opts_.logprobs > GenerateOptions::kMaxTopLogprobs) {
     fail("logprobs: at most {} alternatives per token (got {})", GenerateOptions::kMaxTopLogprobs,
          opts_.logprobs);
@@ -159,15 +160,17 @@ std::string Generation::step(const float* logits, int n_vocab, bool room) {
     return out;
   }
   const float* l = logits;
-  if (opts_.rules.any() || json_ || opts_.logprobs >= 0) {
+  if (opts_.rules.any() || json_ || grammar_ || opts_.logprobs >= 0) {
     work_.assign(logits, logits + n_vocab);
     opts_.rules.apply(work_.data(), n_vocab, tokens_);
     if (json_) json_->mask(work_.data(), n_vocab);
+    if (grammar_) grammar_->mask(work_.data(), n_vocab);
     l = work_.data();
   }
   const int32_t id = sampler_.sample(l, n_vocab);
   if (opts_.logprobs >= 0) logprobs_.push_back(token_logprob(l, n_vocab, id, opts_.logprobs));
   if (json_) json_->accept(id);
+  if (grammar_) grammar_->accept(id);
   return accept(id, room);
 }
 

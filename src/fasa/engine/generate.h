@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fasa/engine/grammar_constraint.h"
 #include "fasa/engine/json_constraint.h"
 #include "fasa/engine/logit_rules.h"
 #include "fasa/engine/sampler.h"
@@ -41,8 +42,11 @@ struct GenerateOptions {
   std::function<void(int, int)> prefill_progress;
   LogitRules rules;          // penalties and logit_bias, applied before sampling
   bool json_object = false;  // keep the text one JSON object (json_constraint.h)
+  // Keep the text one value of this grammar (a JSON schema or a list of choices: json_schema.h,
+  // grammar_constraint.h); null: none.
+  std::shared_ptr<const Grammar> grammar;
   // >= 0: record each generated token's log-probability and the `logprobs` most likely ids
-  // (Generation::logprobs), from the logits after `rules` and the JSON mask, before the
+  // (Generation::logprobs), from the logits after `rules` and the masks, before the
   // temperature and the filters (OpenAI's logprobs). At most kMaxTopLogprobs.
   int logprobs = -1;
   static constexpr int kMaxTopLogprobs = 20;
@@ -104,8 +108,9 @@ class Generation {
   StopReason stop_reason_ = StopReason::None;
   int32_t next_ = -1;
   bool done_ = false;
-  std::vector<float> work_;               // [n_vocab] the logits after rules and mask
-  std::unique_ptr<JsonConstraint> json_;  // opts_.json_object
+  std::vector<float> work_;                     // [n_vocab] the logits after rules and mask
+  std::unique_ptr<JsonConstraint> json_;        // opts_.json_object
+  std::unique_ptr<GrammarConstraint> grammar_;  // opts_.grammar
   std::vector<TokenLogprob> logprobs_;
 };
 
