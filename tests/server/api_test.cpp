@@ -350,10 +350,10 @@ TEST(ApiParse, WhatCannotBeHonouredIsRefused) {
       {R"({"logit_bias": []})", "logit_bias", "must be an object"},
       {R"({"logit_bias": {"x": 1}})", "logit_bias.x", "must be token ids"},
       {R"({"logit_bias": {"5": 101}})", "logit_bias.5", "in [-100, 100]"},
-      {R"({"response_format": {"type": "json_schema", "json_schema": {}}})", "response_format.type",
-       "json_schema is not supported yet"},
+      {R"({"response_format": {"type": "json_schema", "json_schema": {}}})",
+       "response_format.json_schema.schema", "is required"},
       {R"({"response_format": {"type": "yaml"}})", "response_format.type",
-       "must be 'text' or 'json_object'"},
+       "must be 'text', 'json_object' or 'json_schema'"},
       {R"({"response_format": "json"})", "response_format.type", "must be an object"},
   };
   for (const BadCase& c : cases) expect_bad(c.extra, c.param, c.needle);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "fasa/attention/policy.h"
+#include "fasa/engine/json_schema.h"
 #include "fasa/engine/logit_rules.h"
 #include "fasa/engine/lossless.h"
 #include "fasa/engine/sampler.h"
@@ -67,6 +69,9 @@ struct GenRequest {
   bool echo = false;         // completions: the prompt comes back before the text (and its
                              // logprobs, with "logprobs")
   bool json_object = false;  // response_format {"type": "json_object"}
+  // response_format {"type": "json_schema"}, guided_json or guided_choice, compiled; null when
+  // none (at most one of these and json_object is set).
+  std::shared_ptr<const Grammar> grammar;
   // Fields this server does not know, ignored (named in the X-Fasa-Ignored-Fields header and
   // the log): "foo", "messages[1].tool_calls", ...
   std::vector<std::string> ignored;
@@ -77,8 +82,9 @@ struct GenRequest {
 
 // Throw ApiError(400, ...) naming the field for: a body that is not a JSON object, malformed
 // JSON (with the byte offset), a wrong type, a value out of range, or a feature this server does
-// not support that would change the answer (a non-empty "suffix", best_of above n,
-// response_format json_schema, a chat role other than system/developer/user/assistant).
+// not support that would change the answer (a non-empty "suffix", best_of above n, a JSON
+// schema keyword outside the supported subset, guided_regex, two output constraints at once, a
+// chat role other than system/developer/user/assistant).
 // Fields it does not know (as other servers and LangChain or LiteLLM add them: "tools",
 // "metadata", "messages[0].tool_calls", ...) are ignored and listed in GenRequest::ignored.
 // Per-request "fasa.calib" and "fasa.offload_dir" are refused (they name server-side files:

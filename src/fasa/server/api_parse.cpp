@@ -3,17 +3,19 @@
 // ApiError(400) that names it. Fields it does not know are ignored but listed (GenRequest::
 // ignored, sent back in a header): clients and libraries (LangChain, LiteLLM) add fields of
 // other servers, and refusing them made real clients fail; a field we know but cannot honour in
-// a way that changes the answer (a suffix, best_of > n, a JSON schema) is still refused.
+// a way that changes the answer (a suffix, best_of > n, guided_regex) is still refused.
 #include "fasa/server/api.h"
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
+#include "fasa/server/api_structured.h"
 #include "fasa/tokenizer/unicode.h"
 
 namespace fasa::server {
@@ -147,7 +149,30 @@ struct Parsed {
   int top_logprobs = -1;       // chat "top_logprobs"
   int best_of = 1;
   const char* max_tokens_name = "max_tokens";  // the alias the request used
+  std::string_view body;
+  // The body again, its objects in the order they were written (a JSON schema's properties are
+  // generated in that order); parsed when a field needs it.
+  std::unique_ptr<nlohmann::ordered_json> ordered;
+  const char* constraint = nullptr;  // the field that constrains the output, if any
 };
+
+// p.body's value of the top-level field `name`, with its objects' keys in the body's order.
+const nlohmann::ordered_json& ordered_field(Parsed& p, const char* name) {
+  if (!p.ordered) {
+    p.ordered = std::make_unique<nlohmann::ordered_json>(
+        nlohmann::ordered_json::parse(p.body.begin(), p.body.end()));
+  }
+  return (*p.ordered)[name];
+}
+
+// At most one field may constrain the output (response_format json_object or json_schema,
+// guided_json, guided_choice).
+void claim_constraint(const char* name, Parsed& p) {
+  if (p.constraint != nullptr) {
+    bad(name, fmt::format("'{}' and '{}' both constrain the output: give one", p.constraint, name));
+  }
+  p.constraint = name;
+}
 
 // Called for a present, non-null value (null means absent) with the field's name.
 using Check = void (*)(const json& v, const char* name, Parsed& p);
@@ -534,7 +559,7 @@ void check_suffix(const json& v, const char* name, Parsed&) {
     unsupported(name, " (text insertion: only null or \"\")");
   }
 }
-// {"type": "text"} or {"type": "json_object"}; json_schema is refused until implemented.
+// {"type": "text"}, {"type": "json_object"} or {"type": "json_schema", "json_schema": {...}}.
 void set_response_format(const json& v, const char* name, Parsed& p) {
   const std::string param = std::string(name) + ".type";
   if (!v.is_object() || !given(v, "type")) {
@@ -543,15 +568,33 @@ void set_response_format(const json& v, const char* name, Parsed& p) {
   const json& t = v.at("type");
   if (t == "text") return;
   if (t == "json_object") {
+    claim_constraint(name, p);
     p.req.json_object = true;
     return;
   }
   if (t == "json_schema") {
-    bad(param, fmt::format("'{}' json_schema is not supported yet: use json_object (any JSON "
-                           "object) or text",
-                           param));
+    claim_constraint(name, p);
+    const std::string inner = std::string(name) + ".json_schema";
+    if (!given(v, "json_schema")) bad(inner, fmt::format("'{}' is required", inner));
+    p.req.grammar = json_schema_format(ordered_field(p, name)["json_schema"], inner, p.req.ignored);
+    return;
   }
-  bad(param, fmt::format("'{}' must be 'text' or 'json_object' (got {})", param, shown(t)));
+  bad(param,
+      fmt::format("'{}' must be 'text', 'json_object' or 'json_schema' (got {})", param, shown(t)));
+}
+// vLLM's guided decoding: a JSON schema, or one of a list of texts.
+void set_guided_json(const json&, const char* name, Parsed& p) {
+  claim_constraint(name, p);
+  p.req.grammar = guided_json(ordered_field(p, name), name);
+}
+void set_guided_choice(const json&, const char* name, Parsed& p) {
+  claim_constraint(name, p);
+  p.req.grammar = guided_choice(ordered_field(p, name), name);
+}
+void refuse_guided(const json&, const char* name, Parsed&) {
+  unsupported(name,
+              " (constrained decoding takes response_format json_object or json_schema, "
+              "guided_json or guided_choice)");
 }
 
 const Field kCommonFields[] = {
@@ -573,6 +616,10 @@ const Field kCommonFields[] = {
     {"repetition_penalty", set_repetition},  // extension, as vLLM's server
     {"logit_bias", set_logit_bias},
     {"response_format", set_response_format},
+    {"guided_json", set_guided_json},  // vLLM's
+    {"guided_choice", set_guided_choice},
+    {"guided_regex", refuse_guided},
+    {"guided_grammar", refuse_guided},
     {"fasa", set_fasa},
 };
 
@@ -614,6 +661,7 @@ GenRequest parse_request(std::string_view body, Endpoint endpoint) {
   const std::span<const Field> own =
       chat ? std::span<const Field>(kChatFields) : std::span<const Field>(kCompletionFields);
   Parsed p;
+  p.body = body;
   p.req.endpoint = endpoint;
   p.req.sampler = openai_sampler_defaults();
   for (const auto& [key, value] : j.items()) {

@@ -515,11 +515,11 @@ void ApiServer::check_against_model(const GenRequest& r) const {
                      fmt::format("logit_bias.{}", id));
     }
   }
-  if (r.lossless.k > 0 && (r.rules.any() || r.json_object || r.logprobs >= 0)) {
+  if (r.lossless.k > 0 && (r.rules.any() || r.json_object || r.grammar || r.logprobs >= 0)) {
     throw ApiError(400,
                    "'fasa.lossless' cannot be combined with penalties, logit_bias, "
-                   "response_format json_object or logprobs (its verification samples from full "
-                   "attention's own distribution)",
+                   "response_format json_object or json_schema, guided_json, guided_choice or "
+                   "logprobs (its verification samples from full attention's own distribution)",
                    "fasa.lossless");
   }
 }
@@ -579,6 +579,7 @@ GenerateOptions ApiServer::generate_options(const GenRequest& r,
   go.rules = r.rules;
   if (go.rules.repetition_penalty != 1.0f) go.rules.prompt = prompt;
   go.json_object = r.json_object;
+  go.grammar = r.grammar;
   go.logprobs = r.logprobs;
   try {
     go.sampler.validate();
