@@ -42,8 +42,9 @@ if [ "${FASA_SKIP_PULL:-0}" != "1" ]; then
   bash scripts/get_texts.sh
   ./build/fasa pull smollm2-135m >/dev/null
   ./build/fasa pull gemma3-270m >/dev/null  # 253 MB: the long-context, hybrid-attention goldens
-  # The test venv (never used by the engine): the official OpenAI client the server tests drive
-  # `fasa serve` with, pytest and numpy for the Python package's tests, and the package itself
+  # The test venv (never used by the engine): the official OpenAI client and LangChain (with
+  # pydantic) the server tests drive `fasa serve` with, pytest and numpy for the Python
+  # package's tests, and the package itself
   # (python/, rebuilt only when its sources or the engine's changed).
   bash scripts/python_package.sh --deps "${FASA_HOME:-$HOME/.cache/fasa}/venv-test"
   # A test-only venv of its own, pinned by a requirements file: (re)made only when the version
