@@ -5,12 +5,15 @@
 // server's default policy, the rest is the body. Contract: the parser returns or throws
 // ApiError 400 whose message error_json turns into a JSON body; a parsed request satisfies
 // api.h (max_tokens, at most 4 non-empty stops, known roles) and builds a sampler;
-// choose_policy returns or throws ApiError 400. Every response the server writes for the body
+// choose_policy returns or throws ApiError 400. A structured-output grammar (json_schema,
+// guided_json, guided_choice) has a finite value at its root and takes the body's bytes as a
+// text without fault. Every response the server writes for the body
 // (the answer's headers, X-Fasa-Ignored-Fields with the unknown field names among them, and
 // every error) is one well-formed HTTP response with exactly the header lines it was given.
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
+#include "fasa/engine/grammar_prefix.h"
 #include "fasa/server/api.h"
 #include "fasa/server/http.h"
 #include "fasa/server/http_response.h"
@@ -71,7 +74,18 @@ void check_answer_headers(const server::GenRequest& r) {
   FASA_FUZZ_EXPECT(header_lines(stream) == headers.size() + 3);
 }
 
-void check_request(const server::GenRequest& r) {
+// The compiled grammar walks any text: here the body itself, up to the first refused byte.
+void check_grammar(const Grammar& g, std::string_view text) {
+  FASA_FUZZ_EXPECT(g.finite.size() == g.nodes.size() && g.finite[g.root]);
+  GrammarPrefix p(g);
+  for (char c : text) {
+    if (!p.feed(static_cast<unsigned char>(c))) break;
+    p.complete();
+  }
+}
+
+void check_request(const server::GenRequest& r, std::string_view body) {
+  if (r.grammar) check_grammar(*r.grammar, body);
   FASA_FUZZ_EXPECT(r.max_tokens == -1 || (r.max_tokens >= 1 && r.max_tokens <= (1 << 20)));
   FASA_FUZZ_EXPECT(r.stop.size() <= 4);
   for (const std::string& s : r.stop) FASA_FUZZ_EXPECT(!s.empty());
@@ -101,7 +115,7 @@ void run(const uint8_t* data, size_t size) {
     check_error(e);
     return;
   }
-  check_request(r);
+  check_request(r, body);
   check_answer_headers(r);
   static const PolicyContext ctx = tiny_context();
   server::PolicyDefaults defaults;

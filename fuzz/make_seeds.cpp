@@ -303,6 +303,22 @@ void api_seeds() {
       {"chat_fasa_opts", 1,
        "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}], \"fasa\": {\"policy\": "
        "\"h2o\", \"budget\": 16, \"recent\": 0.25}}"},
+      {"chat_json_schema", 1,
+       "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}], \"response_format\": "
+       "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"City\", \"strict\": "
+       "true, \"schema\": {\"$defs\": {\"K\": {\"enum\": [\"a\", \"b\"], \"type\": "
+       "\"string\"}}, \"type\": \"object\", \"properties\": {\"name\": {\"type\": "
+       "\"string\"}, \"n\": {\"type\": [\"integer\", \"null\"]}, \"k\": {\"$ref\": "
+       "\"#/$defs/K\"}, \"t\": {\"type\": \"array\", \"items\": {\"anyOf\": [{\"type\": "
+       "\"number\"}, {\"const\": true}]}, \"maxItems\": 2}}, \"required\": [\"name\", "
+       "\"k\"], \"additionalProperties\": false}}}}"},
+      {"completion_guided_json", 0,
+       "{\"prompt\": \"x\", \"guided_json\": \"{\\\"type\\\": \\\"object\\\", "
+       "\\\"additionalProperties\\\": {\\\"oneOf\\\": [{\\\"type\\\": \\\"boolean\\\"}, "
+       "{\\\"$ref\\\": \\\"#\\\"}]}}\"}"},
+      {"chat_guided_choice", 1,
+       "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}], \"guided_choice\": "
+       "[\"yes\", \"no\", \"y\\u00e9s\"]}"},
   };
   for (const Seed& s : bodies) write_seed("api", s.name, std::string(1, s.selector) + s.body);
 }

@@ -149,6 +149,10 @@ TEST(JsonSchema, FreeObjectsArraysAndAnyValues) {
   for (const char* text : {"[]", "\"s\"", "-12.5e+3", "null", "[[[]]]"}) {
     expect_accepted(any, text);
   }
+  // Values nest at most kMaxNesting objects and arrays deep.
+  const int deepest = GrammarPrefix::kMaxNesting;
+  expect_accepted(any, std::string(deepest, '[') + std::string(deepest, ']'));
+  expect_refused(any, std::string(deepest + 1, '['));
   // minItems / maxItems, items absent = any value.
   const Grammar arr =
       compile_json_schema(ojson::parse(R"({"type": "array", "minItems": 2, "maxItems": 3})"));

@@ -154,6 +154,7 @@ GrammarPrefix::Step GrammarPrefix::end_then(int k, unsigned char c) {
 GrammarPrefix::Step GrammarPrefix::start(int k, unsigned char c) {
   const int node = parses_[k].stack.back().node;
   const GrammarNode& n = g_->nodes[node];
+  const bool room = static_cast<int>(parses_[k].stack.size()) <= kMaxNesting;
   switch (n.kind) {
     case Kind::AnyOf: {
       int first = -1;
@@ -172,11 +173,11 @@ GrammarPrefix::Step GrammarPrefix::start(int k, unsigned char c) {
       return start(k, c);
     }
     case Kind::Object:
-      if (c != '{') return Step::Dead;
+      if (c != '{' || !room) return Step::Dead;
       parses_[k].stack.back() = Frame{node, kObjOpen};
       return Step::Byte;
     case Kind::Array:
-      if (c != '[') return Step::Dead;
+      if (c != '[' || !room) return Step::Dead;
       parses_[k].stack.back() = Frame{node, kArrOpen};
       return Step::Byte;
     case Kind::String:

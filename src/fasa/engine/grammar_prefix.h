@@ -17,6 +17,9 @@ class GrammarPrefix {
  public:
   static constexpr int kMaxSpaces = 16;
   static constexpr int kMaxParses = 64;  // parses followed at once; further ones are dropped
+  // Objects and arrays open at once at most (a value nested deeper is refused, so a model cannot
+  // make every later step copy an ever longer stack). The schema compiler's own nesting limit.
+  static constexpr int kMaxNesting = 128;
   static constexpr int kMaxIntDigits = 15;
   static constexpr int kMaxFracDigits = 15;
   static constexpr int kMaxExpDigits = 2;
