@@ -98,14 +98,21 @@ bool GrammarPrefix::accepting(const Frame& f) const {
   return false;
 }
 
+bool GrammarPrefix::same(const Parse& p, const Parse& q) {
+  auto frame_eq = [](const Frame& f, const Frame& g) {
+    return f.node == g.node && f.stage == g.stage && f.sub == g.sub && f.a == g.a && f.b == g.b &&
+           f.e == g.e;
+  };
+  return p.spaces == q.spaces &&
+         std::equal(p.stack.begin(), p.stack.end(), q.stack.begin(), q.stack.end(), frame_eq);
+}
+
 void GrammarPrefix::settle() {
   int kept = 0;
   for (int i = 0; i < n_; ++i) {
     if (parses_[i].dead || kept >= kMaxParses) continue;
     bool seen = false;
-    for (int j = 0; j < kept && !seen; ++j) {
-      seen = parses_[j].spaces == parses_[i].spaces && parses_[j].stack == parses_[i].stack;
-    }
+    for (int j = 0; j < kept && !seen; ++j) seen = same(parses_[j], parses_[i]);
     if (seen) continue;
     if (kept != i) std::swap(parses_[kept], parses_[i]);  // swaps buffers: both keep capacity
     ++kept;

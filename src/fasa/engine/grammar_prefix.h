@@ -63,7 +63,6 @@ class GrammarPrefix {
                     // part; Hex: the escape began with d (a surrogate must not follow)
     int32_t b = 0;
     int32_t e = 0;
-    bool operator==(const Frame&) const = default;
   };
   struct Parse {
     std::vector<Frame> stack;
@@ -89,6 +88,7 @@ class GrammarPrefix {
   bool can_close(const GrammarNode& n, int next) const;
   bool has_key(const GrammarNode& n, int next, int lo, int hi) const;
   bool accepting(const Frame& f) const;
+  static bool same(const Parse& p, const Parse& q);  // equal stacks and whitespace runs
   void settle();  // drops dead parses and duplicates, keeps at most kMaxParses
 
   const Grammar* g_;
