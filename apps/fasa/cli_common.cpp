@@ -53,17 +53,6 @@ std::string kv_by_layer_type(const KvCache& cache) {
                      ring, human_bytes(cache.used_bytes_of(true)));
 }
 
-std::string human_bytes(uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.2f} {}", v, units[u]);
-}
-
 std::string resolved_spec(const std::string& spec, const std::shared_ptr<const Model>& model,
                           bool quiet) {
   const std::string out = with_stored_calibration(spec, policy_context(model));

@@ -11,6 +11,7 @@
 
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policy.h"
+#include "fasa/core/memory.h"   // human_bytes, used by most commands
 #include "fasa/core/process.h"  // peak_rss_bytes, used by most commands
 #include "fasa/engine/lossless.h"
 #include "fasa/model/model.h"
@@ -34,8 +35,6 @@ void apply_threads(int n_threads);
 // "3 global layers 96.0 MiB, 15 sliding-window layers (window 512, 1023-row rings) 7.9 MiB";
 // empty when the model has no sliding-window layers.
 std::string kv_by_layer_type(const KvCache& cache);
-
-std::string human_bytes(uint64_t n);
 
 // "2026-12-03T07:00:00Z", now.
 std::string utc_now();
