@@ -16,8 +16,7 @@
 #include "fasa/core/parallel.h"
 #include "fasa/engine/generate.h"
 #include "fasa/engine/prompt.h"
-#include "fasa/engine/prompt_cache.h"
-#include "fasa/engine/prompt_file.h"
+#include "fasa/engine/prompt_file_run.h"
 #include "fasa/engine/session.h"
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/chat.h"
@@ -81,38 +80,6 @@ std::function<void(int, int)> prefill_progress() {
 void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Session& session,
                  const GenerateResult& r);
 
-// --prompt-cache FILE: starts `session` (fresh) from the prefix FILE saved, where the prompt
-// cache's rules allow (engine/prompt_cache.h: a decode-time policy takes the common prefix, a
-// prefill-aware one nothing, since the file holds no prefill statistics, except calib=online,
-// which is shown the prompt queries the file saved with the prefix); returns the prompt
-// tokens reused. No file yet: 0 (this run writes it). A file of another model or KV type: an
-// error. A file of more tokens than this run's context: a note, 0 (this run rewrites it). Any
-// other problem with the file is an error.
-int start_from_prompt_file(const RunArgs& a, const std::shared_ptr<const Model>& model,
-                           Session& session, const std::vector<int32_t>& prompt) {
-  if (::access(a.prompt_cache.c_str(), F_OK) != 0) return 0;
-  const PromptFileInfo info = peek_prompt_file(a.prompt_cache);
-  check_prompt_file_for(info, a.prompt_cache, session);  // before anything may overwrite it
-  if (info.n_tokens > session.n_ctx()) {
-    if (!a.quiet) {
-      std::fprintf(stderr,
-                   "fasa: prompt cache %s holds %d tokens, more than this run's context of %d: "
-                   "not used (it will hold this prompt)\n",
-                   a.prompt_cache.c_str(), info.n_tokens, session.n_ctx());
-    }
-    return 0;
-  }
-  SessionOptions full = session.options();
-  full.policy = "full";
-  auto src = std::make_unique<Session>(model, full, session.policy_ctx());
-  std::unique_ptr<QueryWindow> queries;  // an online-calibrated policy's, if it saved them
-  std::vector<int32_t> saved = load_prompt_file(a.prompt_cache, *src, &queries);
-  PromptCache cache(UINT64_MAX);
-  cache.adopt(std::move(src), std::move(saved));
-  const int reused = cache.start(session, prompt);
-  if (queries && reused > 0) session.replay_prefill_queries(*queries, reused);
-  return reused;
-}
 void print_kv_reads(const RunArgs& a, Session& session);
 void print_summary(Session& session, const GenerateResult& r);
 
@@ -173,26 +140,18 @@ void run_run(RunArgs& a) {
   GenerateResult r;
   if (a.prompt_cache.empty()) {
     r = generate_lossless(session, prompt, go, lossless, on_text, &ls);
-  } else {
-    if (session.cache().tiered()) {
-      fail("--prompt-cache: a tiered (FASA-M) KV cache cannot be saved or restored");
-    }
-    const int reused = start_from_prompt_file(a, model, session, prompt);
+  } else {  // engine/prompt_file_run.h: restored, the rest prefilled, saved, then decoded
     const auto decode = [&] { return generate_lossless(session, go, lossless, on_text, &ls); };
-    if (reused == static_cast<int>(prompt.size())) {
-      r = decode();
-      r.n_prompt = 0;  // nothing prefilled
-      r.prefill_ms = 0.0;
-    } else {
-      const std::vector<int32_t> rest(prompt.begin() + reused, prompt.end());
-      r = prefill_then(session, rest, go, [&] {
-        if (!session.cache().any_evicted()) save_prompt_file(a.prompt_cache, session, prompt);
-        return decode();
-      });
+    PromptFileNote note;
+    if (!a.quiet) {
+      note = [](const std::string& line) { std::fprintf(stderr, "fasa: %s\n", line.c_str()); };
     }
+    const PromptFileRun run =
+        generate_with_prompt_file(a.prompt_cache, session, prompt, go, decode, note);
+    r = run.result;
     if (!a.quiet) {
       std::fprintf(stderr, "fasa: prompt cache %s: %d of %zu prompt tokens reused\n",
-                   a.prompt_cache.c_str(), reused, prompt.size());
+                   a.prompt_cache.c_str(), run.reused, prompt.size());
     }
   }
   std::printf("\n");
