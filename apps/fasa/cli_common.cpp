@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -200,15 +199,6 @@ void add_task_run_options(CLI::App* cmd, TaskRunArgs& r) {
   cmd->add_flag("--question-under-policy", r.question_under_policy,
                 "prefill each task's context densely, then run its question under the policy "
                 "(decode steps) before the answer; default: the whole prompt is prefilled densely");
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 namespace {

@@ -36,8 +36,6 @@ void apply_threads(int n_threads);
 // empty when the model has no sliding-window layers.
 std::string kv_by_layer_type(const KvCache& cache);
 
-// "2026-12-03T07:00:00Z", now.
-std::string utc_now();
 // A progress callback (done, total) printing "\rfasa: 12/45 WHAT, 1m20s elapsed, ~3m10s left" on
 // stderr, a newline at the end.
 std::function<void(int, int)> progress_printer(const char* what);
