@@ -391,7 +391,7 @@ std::vector<Measure> measure_test(const std::vector<std::unique_ptr<Session>>& s
       double tps = lo.k > 0 ? lossless_tps(session, t, lo, m)
                             : decode_tps(session, t, depth, synthetic, tok, model, so);
       m.calib_s = -1.0;
-      const OnlineCalibrationInfo* oc = session.policy().online_calibration();
+      const OnlineCalibrationInfo* oc = session.facets().online_calibration();
       if (oc && oc->done && !oc->reused && t.batch == 1) {  // a one-time cost, reported apart
         m.calib_s = oc->seconds;
         m.fill_s = fill_s;
@@ -714,7 +714,7 @@ void run_bench(BenchArgs& a) {
   for (const std::string& spec : specs) {
     so.policy = spec;
     sessions.push_back(std::make_unique<Session>(model, so));
-    if (synthetic && max_depth > 0 && sessions.back()->policy().needs_prefill_queries()) {
+    if (synthetic && max_depth > 0 && sessions.back()->facets().needs_prefill_queries()) {
       fail(
           "--depth-fill synthetic: policy '{}' learns from the prefill queries, which a "
           "synthetic fill does not make; use --depth-fill prefill",

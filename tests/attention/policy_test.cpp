@@ -14,7 +14,7 @@
 #include "fasa/attention/attention.h"
 #include "fasa/attention/calibration.h"
 #include "fasa/attention/kv_cache.h"
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
@@ -278,13 +278,14 @@ TEST(PolicyInvariants, SortedUniqueInRangeWithinBudgetDeterministic) {
       Fixture f(n);
       auto p = policy_from(spec);
       for (int l = 0; l < kShape.n_layers; ++l) p->on_append(f.cache, l, 0, n);
-      if (p->wants_prefill_queries() && n > 1) {  // slots [0, n - 1) were a dense prefill
+      PrefillObserver* prefill = facet<PrefillObserver>(*p);
+      if (prefill && n > 1) {  // slots [0, n - 1) were a dense prefill
         std::mt19937 rng(n);
         std::normal_distribution<float> normal(0.0f, 2.0f);
         std::vector<float> pq(static_cast<size_t>(n - 1) * kShape.n_heads * kShape.head_dim);
         for (auto& x : pq) x = normal(rng);
         for (int l = 0; l < kShape.n_layers; ++l) {
-          p->on_prefill_queries(f.cache, l, 0, n - 1, pq.data());
+          prefill->on_prefill_queries(f.cache, l, 0, n - 1, pq.data());
         }
       }
       for (int l = 0; l < kShape.n_layers; ++l) {
@@ -1116,17 +1117,16 @@ std::vector<float> decode_through_driver(const Fixture& f, AttentionPolicy& p, i
   step.pos = &pos;
   step.q = f.q.data();
   step.out = out.data();
-  attention_forward(step, f.cache, p, nullptr);
+  attention_forward(step, f.cache, PolicyFacets(p), nullptr);
   return out;
 }
 
 // Records the probabilities the driver hands a policy that learns from them (H2O, SnapKV), for a
 // selection of every slot or of the even slots.
-class ProbsSpy final : public AttentionPolicy {
+class ProbsSpy final : public AttentionPolicy, public ProbabilityObserver {
  public:
   explicit ProbsSpy(bool even) : even_(even) {}
   std::string_view name() const override { return "probs-spy"; }
-  bool wants_probs() const override { return true; }
   void select(const AttnQuery& q, Selection& out) override {
     if (!even_) {
       out.set_all();
@@ -1443,7 +1443,7 @@ TEST(DoubleSparsityPolicy, BadOptionsAreClearErrors) {
   const std::string d = "double-sparsity:calib=" + ds_calib_path();
   expect_policy_error("double-sparsity:budget=8,calib=/nonexistent.json", "nonexistent.json");
   // No calibration given and none stored: the channel statistic is measured online.
-  EXPECT_NE(policy_from("double-sparsity:budget=8")->online_calibration(), nullptr);
+  EXPECT_NE(facet<OnlineCalibrationReport>(*policy_from("double-sparsity:budget=8")), nullptr);
   expect_policy_error(d, "needs a budget");
   expect_policy_error(d + ",budget=8,channels=0", "channels must be in [1, head_dim = 16]");
   expect_policy_error(d + ",budget=8,channels=17", "channels must be in [1, head_dim = 16]");
@@ -1476,8 +1476,8 @@ TEST(PolicyOptionsTest, BadOptionsAreErrors) {
   EXPECT_THROW(policy_from("full:budget=8"), Error);
   EXPECT_THROW(policy_from("nope"), Error);
   const std::string c = "fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=" + calib_path();
-  EXPECT_NE(policy_from("fasa:budget=8")->online_calibration(), nullptr);  // none: online
-  EXPECT_THROW(policy_from(c), Error);                                     // no budget
+  EXPECT_NE(facet<OnlineCalibrationReport>(*policy_from("fasa:budget=8")), nullptr);  // online
+  EXPECT_THROW(policy_from(c), Error);                                                // no budget
   EXPECT_THROW(policy_from("fasa:fcs=calibrated,fc_sets=head,mean_value=off,calib=/"
                            "nonexistent.json,budget=8"),
                Error);
