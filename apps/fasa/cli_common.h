@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fasa/attention/kv_cache.h"
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/core/memory.h"   // human_bytes, used by most commands
 #include "fasa/core/process.h"  // peak_rss_bytes, used by most commands
 #include "fasa/engine/lossless.h"

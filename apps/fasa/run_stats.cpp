@@ -22,7 +22,7 @@ void print_summary(Session& session, const GenerateResult& r) {
   const int n_gen = static_cast<int>(r.tokens.size());
   if (st.decode_tokens == 0 || st.dense_bytes == 0 || n_gen == 0) return;
   const std::string name(session.policy().name());
-  const OnlineCalibrationInfo* oc = session.policy().online_calibration();
+  const OnlineCalibrationInfo* oc = session.facets().online_calibration();
   const double calib_ms = oc && oc->done && !oc->reused ? oc->seconds * 1000.0 : 0.0;
   const std::string after =
       calib_ms > 0.0
@@ -70,7 +70,7 @@ void print_kv_reads(Session& session) {
                  human_bytes(st.dense_bytes / st.decode_tokens).c_str(),
                  human_bytes(session.cache().ram_bytes()).c_str(),
                  human_bytes(session.policy().resident_bytes()).c_str());
-    if (const uint64_t evicted = session.policy().evicted_rows(); evicted > 0) {
+    if (const uint64_t evicted = session.facets().evicted_rows(); evicted > 0) {
       std::fprintf(stderr,
                    "fasa: the policy evicted %llu K/V rows for good; the cache freed %llu of them "
                    "(it frees them in batches)\n",
@@ -114,7 +114,7 @@ void print_run_stats(const Model& model, Session& session, const GenerateResult&
     std::fprintf(stderr, "fasa: KV by layer type: %s\n", by_type.c_str());
   }
   print_kv_reads(session);
-  if (const OnlineCalibrationInfo* oc = session.policy().online_calibration()) {
+  if (const OnlineCalibrationInfo* oc = session.facets().online_calibration()) {
     std::fprintf(stderr, "fasa: %s\n", online_calibration_text(*oc, r.prefill_ms).c_str());
   }
   print_summary(session, r);

@@ -15,7 +15,7 @@
 #include "fasa/attention/calibration.h"
 #include "fasa/attention/kv_cache.h"
 #include "fasa/attention/policies/snapkv.h"
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/attention/prefill_observers.h"
 #include "fasa/calibrate/calibrator.h"
 #include "fasa/core/error.h"
@@ -71,11 +71,12 @@ struct Data {
   }
   // Feeds tokens [0, n_prompt) as prefill chunks of `chunk` to every layer.
   void prefill(AttentionPolicy& p, int n_prompt, int chunk) const {
+    PrefillObserver* o = facet<PrefillObserver>(p);
     for (int t0 = 0; t0 < n_prompt; t0 += chunk) {
       const int m = std::min(chunk, n_prompt - t0);
       for (int l = 0; l < kShape.n_layers; ++l) {
         p.on_append(cache, l, t0, m);
-        p.on_prefill_queries(cache, l, t0, m, q_of(t0, 0));
+        if (o) o->on_prefill_queries(cache, l, t0, m, q_of(t0, 0));
       }
     }
   }
@@ -415,8 +416,8 @@ TEST(PrefillObservers, OneWatchedPrefillEqualsEachPolicysOwn) {
     }
   }
   // Sources only for the watched names; another window is another state.
-  EXPECT_EQ(observers.prefill_state_source("quest"), nullptr);
-  EXPECT_NE(observers.prefill_state_source("h2o"), nullptr);
+  EXPECT_EQ(prefill_state_source(observers, "quest"), nullptr);
+  EXPECT_NE(prefill_state_source(observers, "h2o"), nullptr);
   so.policy = "quest:budget=9";
   Session quest(model, so);
   EXPECT_TRUE(quest.can_copy_prefix_from(watched));  // decode-time: needs the cache only
@@ -574,7 +575,8 @@ TEST(H2oPolicy, KeepsTheHeavyHittersOfTheAccumulatedAttention) {
             const auto& list = sel.slots_for(i);
             const auto pr = d.probs(l, h, n - 1, list);
             std::vector<float> pf(pr.begin(), pr.end());
-            p->on_probs(l, h, sel, pf.data(), static_cast<int>(pf.size()));
+            facet<ProbabilityObserver>(*p)->on_probs(l, h, sel, pf.data(),
+                                                     static_cast<int>(pf.size()));
             for (size_t c = 0; c < list.size(); ++c) score[h][list[c]] += pf[c];
           }
         }

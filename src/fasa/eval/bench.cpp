@@ -92,7 +92,7 @@ void make_sessions(BenchRig& rig, int max_depth) {
   for (const std::string& spec : rig.specs) {
     rig.so.policy = spec;
     rig.sessions.push_back(std::make_unique<Session>(rig.model, rig.so));
-    if (rig.synthetic && max_depth > 0 && rig.sessions.back()->policy().needs_prefill_queries()) {
+    if (rig.synthetic && max_depth > 0 && rig.sessions.back()->facets().needs_prefill_queries()) {
       fail(
           "--depth-fill synthetic: policy '{}' learns from the prefill queries, which a "
           "synthetic fill does not make; use --depth-fill prefill",

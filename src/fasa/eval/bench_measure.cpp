@@ -129,7 +129,7 @@ void measure_decode(Session& session, size_t p, const BenchTest& t, int depth, d
   double tps = rig.lossless.k > 0 ? lossless_tps(session, t, rig.lossless, m)
                                   : decode_tps(session, t, depth, rig, so);
   m.calib_s = -1.0;
-  const OnlineCalibrationInfo* oc = session.policy().online_calibration();
+  const OnlineCalibrationInfo* oc = session.facets().online_calibration();
   if (oc && oc->done && !oc->reused && t.batch == 1) {  // a one-time cost, reported apart
     m.calib_s = oc->seconds;
     m.fill_s = fill_s;
