@@ -2,6 +2,7 @@
 // and the policy that calibrates at its first decode step (online_calibrated.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -168,6 +169,47 @@ TEST(OnlineCalibration, MeasuresTheDefinitionsOnTheCachesKeys) {
   }
 }
 
+// A prompt shorter than K: CA's top-K is capped at a quarter of the keys (K = n would make every
+// FC agree fully and the ranking arbitrary), so k = 256 on 40 keys measures what k = 10 does.
+TEST(OnlineCalibration, CapsTopKAtAQuarterOfAShortPromptsKeys) {
+  const int n_heads = 2, hd = 16, n = 40, w = 4;
+  const AttnShape sh = shape_of(1, n_heads, 1, hd);
+  PolicyContext ctx;
+  ctx.shape = sh;
+  ctx.arch = "llama";
+  ctx.rope_layout = RopeLayout::Neox;
+  ctx.rope_dim = hd;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  KvCache cache(sh, KvType::F32, 64);
+  std::vector<float> k(hd), v(hd);
+  for (int t = 0; t < n; ++t) {
+    for (int c = 0; c < hd; ++c) k[c] = g(rng) * (1.0f + 0.3f * (c % (hd / 2)));
+    cache.store(0, 0, t, k.data(), v.data());
+  }
+  QueryWindow win(sh, w);
+  std::vector<float> q(static_cast<size_t>(w) * n_heads * hd);
+  for (float& x : q) x = g(rng);
+  win.add(0, n - w, w, q.data());
+  OnlineCalibrationSpec spec;
+  spec.window = w;
+  spec.n_compound = 2;
+  spec.key_sample = 0;
+  const Calibration wide = calibrate_online(ctx, spec, win, cache);  // k = 256
+  spec.k = n / 4;
+  const Calibration capped = calibrate_online(ctx, spec, win, cache);
+  EXPECT_EQ(wide.k, n / 4);
+  for (int h = 0; h < n_heads; ++h) {
+    const std::vector<float> a(wide.ca(0, h), wide.ca(0, h) + wide.n_fc());
+    EXPECT_EQ(a, std::vector<float>(capped.ca(0, h), capped.ca(0, h) + capped.n_fc()));
+    // The FCs are told apart: not every one agrees fully.
+    EXPECT_LT(*std::min_element(a.begin(), a.end()), 0.99f) << h;
+  }
+  EXPECT_EQ(std::vector<int32_t>(wide.group_compound_fcs(0, 0), wide.group_compound_fcs(0, 0) + 2),
+            std::vector<int32_t>(capped.group_compound_fcs(0, 0),
+                                 capped.group_compound_fcs(0, 0) + 2));
+}
+
 // Delegates to another policy (full: a dense prefill's) and keeps every query it is shown
 // (prefill and decode) in a window of `w` (and `spread`), as the online policy does.
 class QueryTap final : public AttentionPolicy,
@@ -330,7 +372,9 @@ TEST(OnlineCalibrated, RefreshesFromTheNewestQueriesEveryRSteps) {
     }
     const auto got = a.decode(next[i]);
     const auto want = plain.decode(next[i]);
-    if (i < static_cast<size_t>(R)) EXPECT_EQ(got, want) << i;  // no refresh yet
+    if (i < static_cast<size_t>(R)) {
+      EXPECT_EQ(got, want) << i;  // no refresh yet
+    }
   }
   const OnlineCalibrationInfo* info = &tap.online_calibration();
   EXPECT_EQ(info->refreshes, 2);  // steps 5 and 10

@@ -21,7 +21,7 @@ CLI = os.environ.get("FASA_CLI", str(REPO / "build" / "fasa"))
 HOME = Path(os.environ.get("FASA_HOME", Path.home() / ".cache" / "fasa"))
 SMOLLM2 = HOME / "models" / "smollm2-135m" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 # A text every checkout has (English prose, tens of KB).
-TEXT = REPO / "README.md"
+TEXT = REPO / "tests" / "data" / "text" / "harbour.txt"  # fixed prose: docs edits move no number
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,10 @@ def test_online_calibration_is_recorded(model):
     r = fasa.eval_ppl(model, str(TEXT), n_ctx=96, chunks=1, decode=16,
                       policy="fasa:calib=online,budget=16")
     assert r["calibration"] == "online" and "calib_sha256" not in r
-    assert 1.0 < r["ppl"] < 1000.0
+    # A prompt shorter than CA's top-K still ranks the FCs (K capped at a quarter of its keys):
+    # near full attention's perplexity, not the ~20x of an arbitrary FC choice.
+    full = fasa.eval_ppl(model, str(TEXT), n_ctx=96, chunks=1, decode=16, policy="full")
+    assert 1.0 < r["ppl"] < 2.0 * full["ppl"]
 
 
 def test_eval_ppl_decode_compare_equals_cli(model):
@@ -242,7 +245,7 @@ def test_calibrate_writes_a_file_the_cli_reads(model, tmp_path):
     assert show["k"] == 16 and show["fc_layout"] == "rope"
     assert len(show["covered_layers"]) == model.config["n_layers"]
     text = cli("calib", "show", str(out))
-    assert "1 samples x (64 tokens + 4 steps) of README.md" in text
+    assert "1 samples x (64 tokens + 4 steps) of harbour.txt" in text
     # The fasa policy takes it, and runs.
     spec = f"fasa:calib={out},budget=16"
     assert fasa.parse_policy(spec, model) == ("fasa", {"calib": str(out), "budget": "16"})
