@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -51,17 +50,6 @@ std::string kv_by_layer_type(const KvCache& cache) {
   return fmt::format("{} global layers {}, {} sliding-window layers (window {}, {}-row rings) {}",
                      sh.n_layers - n_win, human_bytes(cache.used_bytes_of(false)), n_win, window,
                      ring, human_bytes(cache.used_bytes_of(true)));
-}
-
-std::string human_bytes(uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024.0 && u < 4) {
-    v /= 1024.0;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.2f} {}", v, units[u]);
 }
 
 std::string resolved_spec(const std::string& spec, const std::shared_ptr<const Model>& model,
@@ -211,15 +199,6 @@ void add_task_run_options(CLI::App* cmd, TaskRunArgs& r) {
   cmd->add_flag("--question-under-policy", r.question_under_policy,
                 "prefill each task's context densely, then run its question under the policy "
                 "(decode steps) before the answer; default: the whole prompt is prefilled densely");
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 namespace {

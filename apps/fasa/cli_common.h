@@ -10,7 +10,8 @@
 #include <CLI/CLI.hpp>
 
 #include "fasa/attention/kv_cache.h"
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
+#include "fasa/core/memory.h"   // human_bytes, used by most commands
 #include "fasa/core/process.h"  // peak_rss_bytes, used by most commands
 #include "fasa/engine/lossless.h"
 #include "fasa/model/model.h"
@@ -35,10 +36,6 @@ void apply_threads(int n_threads);
 // empty when the model has no sliding-window layers.
 std::string kv_by_layer_type(const KvCache& cache);
 
-std::string human_bytes(uint64_t n);
-
-// "2026-12-03T07:00:00Z", now.
-std::string utc_now();
 // A progress callback (done, total) printing "\rfasa: 12/45 WHAT, 1m20s elapsed, ~3m10s left" on
 // stderr, a newline at the end.
 std::function<void(int, int)> progress_printer(const char* what);

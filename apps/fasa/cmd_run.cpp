@@ -16,12 +16,12 @@
 #include "fasa/core/parallel.h"
 #include "fasa/engine/generate.h"
 #include "fasa/engine/prompt.h"
-#include "fasa/engine/prompt_cache.h"
-#include "fasa/engine/prompt_file.h"
+#include "fasa/engine/prompt_file_run.h"
 #include "fasa/engine/session.h"
 #include "fasa/io/gguf.h"
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
+#include "run_stats.h"
 
 namespace fasa::cli {
 
@@ -77,44 +77,6 @@ std::function<void(int, int)> prefill_progress() {
     if (done == total) std::fprintf(stderr, "\n");
   };
 }
-
-void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Session& session,
-                 const GenerateResult& r);
-
-// --prompt-cache FILE: starts `session` (fresh) from the prefix FILE saved, where the prompt
-// cache's rules allow (engine/prompt_cache.h: a decode-time policy takes the common prefix, a
-// prefill-aware one nothing, since the file holds no prefill statistics, except calib=online,
-// which is shown the prompt queries the file saved with the prefix); returns the prompt
-// tokens reused. No file yet: 0 (this run writes it). A file of another model or KV type: an
-// error. A file of more tokens than this run's context: a note, 0 (this run rewrites it). Any
-// other problem with the file is an error.
-int start_from_prompt_file(const RunArgs& a, const std::shared_ptr<const Model>& model,
-                           Session& session, const std::vector<int32_t>& prompt) {
-  if (::access(a.prompt_cache.c_str(), F_OK) != 0) return 0;
-  const PromptFileInfo info = peek_prompt_file(a.prompt_cache);
-  check_prompt_file_for(info, a.prompt_cache, session);  // before anything may overwrite it
-  if (info.n_tokens > session.n_ctx()) {
-    if (!a.quiet) {
-      std::fprintf(stderr,
-                   "fasa: prompt cache %s holds %d tokens, more than this run's context of %d: "
-                   "not used (it will hold this prompt)\n",
-                   a.prompt_cache.c_str(), info.n_tokens, session.n_ctx());
-    }
-    return 0;
-  }
-  SessionOptions full = session.options();
-  full.policy = "full";
-  auto src = std::make_unique<Session>(model, full, session.policy_ctx());
-  std::unique_ptr<QueryWindow> queries;  // an online-calibrated policy's, if it saved them
-  std::vector<int32_t> saved = load_prompt_file(a.prompt_cache, *src, &queries);
-  PromptCache cache(UINT64_MAX);
-  cache.adopt(std::move(src), std::move(saved));
-  const int reused = cache.start(session, prompt);
-  if (queries && reused > 0) session.replay_prefill_queries(*queries, reused);
-  return reused;
-}
-void print_kv_reads(const RunArgs& a, Session& session);
-void print_summary(Session& session, const GenerateResult& r);
 
 // The prompt's tokens: the text as given, or one user turn (after the system text, if any) in
 // the model's chat format.
@@ -173,138 +135,26 @@ void run_run(RunArgs& a) {
   GenerateResult r;
   if (a.prompt_cache.empty()) {
     r = generate_lossless(session, prompt, go, lossless, on_text, &ls);
-  } else {
-    if (session.cache().tiered()) {
-      fail("--prompt-cache: a tiered (FASA-M) KV cache cannot be saved or restored");
-    }
-    const int reused = start_from_prompt_file(a, model, session, prompt);
+  } else {  // engine/prompt_file_run.h: restored, the rest prefilled, saved, then decoded
     const auto decode = [&] { return generate_lossless(session, go, lossless, on_text, &ls); };
-    if (reused == static_cast<int>(prompt.size())) {
-      r = decode();
-      r.n_prompt = 0;  // nothing prefilled
-      r.prefill_ms = 0.0;
-    } else {
-      const std::vector<int32_t> rest(prompt.begin() + reused, prompt.end());
-      r = prefill_then(session, rest, go, [&] {
-        if (!session.cache().any_evicted()) save_prompt_file(a.prompt_cache, session, prompt);
-        return decode();
-      });
+    PromptFileNote note;
+    if (!a.quiet) {
+      note = [](const std::string& line) { std::fprintf(stderr, "fasa: %s\n", line.c_str()); };
     }
+    const PromptFileRun run =
+        generate_with_prompt_file(a.prompt_cache, session, prompt, go, decode, note);
+    r = run.result;
     if (!a.quiet) {
       std::fprintf(stderr, "fasa: prompt cache %s: %d of %zu prompt tokens reused\n",
-                   a.prompt_cache.c_str(), reused, prompt.size());
+                   a.prompt_cache.c_str(), run.reused, prompt.size());
     }
   }
   std::printf("\n");
   std::fflush(stdout);
   if (a.quiet) return;
-  print_stats(a, model, session, r);
+  print_run_stats(*model, session, r);
   if (lossless.k > 0) {
     std::fprintf(stderr, "fasa: %s\n", lossless_summary(a.lossless, ls).c_str());
-  }
-}
-
-// Timing, memory, and what the policy read: to stderr.
-void print_stats(const RunArgs& a, const std::shared_ptr<const Model>& model, Session& session,
-                 const GenerateResult& r) {
-  const int n_gen = static_cast<int>(r.tokens.size());
-  std::fprintf(stderr,
-               "\nfasa: prompt %d tokens in %.1f ms (%.1f tok/s); generated %d tokens in %.1f ms "
-               "(%.1f tok/s); stop: %s\n",
-               r.n_prompt, r.prefill_ms,
-               r.n_prompt > 0 ? r.n_prompt * 1000.0 / std::max(r.prefill_ms, 1e-9) : 0.0, n_gen,
-               r.decode_ms, n_gen > 0 ? n_gen * 1000.0 / std::max(r.decode_ms, 1e-9) : 0.0,
-               name(r.stop_reason));
-  std::fprintf(stderr,
-               "fasa: threads %d; context %d; KV cache %s (%s used of %s); weights %s; peak RSS "
-               "%s\n",
-               num_threads(), session.n_ctx(), kv_type_name(session.cache().type()),
-               human_bytes(session.cache().used_bytes()).c_str(),
-               human_bytes(session.cache().capacity_bytes()).c_str(),
-               human_bytes(model->weight_bytes()).c_str(), human_bytes(peak_rss_bytes()).c_str());
-  if (const std::string by_type = kv_by_layer_type(session.cache()); !by_type.empty()) {
-    std::fprintf(stderr, "fasa: KV by layer type: %s\n", by_type.c_str());
-  }
-  print_kv_reads(a, session);
-  if (const OnlineCalibrationInfo* oc = session.policy().online_calibration()) {
-    std::fprintf(stderr, "fasa: %s\n", online_calibration_text(*oc, r.prefill_ms).c_str());
-  }
-  print_summary(session, r);
-}
-
-// One line a user reads first: the policy's KV bytes per generated token against full
-// attention's, and the decode speed (without a one-time online calibration, said apart).
-void print_summary(Session& session, const GenerateResult& r) {
-  const AttnStats& st = session.attn_stats();
-  const int n_gen = static_cast<int>(r.tokens.size());
-  if (st.decode_tokens == 0 || st.dense_bytes == 0 || n_gen == 0) return;
-  const std::string name(session.policy().name());
-  const OnlineCalibrationInfo* oc = session.policy().online_calibration();
-  const double calib_ms = oc && oc->done && !oc->reused ? oc->seconds * 1000.0 : 0.0;
-  const std::string after =
-      calib_ms > 0.0
-          ? fmt::format(" after a one-time online calibration of {:.2f} s", calib_ms / 1000.0)
-          : std::string();
-  std::fprintf(stderr,
-               "fasa: summary: %s read %.1f%% of full attention's KV bytes per generated token "
-               "(%s instead of %s), decoding %.1f tokens/s%s\n",
-               name.c_str(), 100.0 * st.bytes_read() / st.dense_bytes,
-               human_bytes(st.bytes_read() / st.decode_tokens).c_str(),
-               human_bytes(st.dense_bytes / st.decode_tokens).c_str(),
-               n_gen * 1000.0 / std::max(r.decode_ms - calib_ms, 1e-9), after.c_str());
-}
-
-// The share of K/V rows the policy read, the bytes per decoded token, and the file tier's reads.
-void print_kv_reads(const RunArgs& a, Session& session) {
-  const AttnStats& st = session.attn_stats();
-  if (st.slots_visible > 0) {
-    const AttnShape& sh = session.cache().shape();
-    const int n_global = static_cast<int>(sh.global_layers().size());
-    if (n_global < sh.n_layers) {  // hybrid: the policy drives the global layers only
-      int window = 0;
-      for (int l = 0; l < sh.n_layers; ++l) window = std::max(window, sh.window(l));
-      std::fprintf(stderr,
-                   "fasa: policy %s read %.1f%% of the cached K/V rows of the %d global layers "
-                   "at decode steps; the %d sliding-window layers read their window (up to %d "
-                   "rows)\n",
-                   session.options().policy.c_str(), 100.0 * st.global_read_fraction(), n_global,
-                   sh.n_layers - n_global, window);
-    } else {
-      std::fprintf(stderr, "fasa: policy %s read %.1f%% of the cached K/V rows at decode steps\n",
-                   session.options().policy.c_str(), 100.0 * st.slots_read / st.slots_visible);
-    }
-    const double per_tok = static_cast<double>(st.bytes_read()) / st.decode_tokens;
-    const std::string window_part =
-        st.window_bytes > 0
-            ? ", of which sliding-window layers " + human_bytes(st.window_bytes / st.decode_tokens)
-            : std::string();
-    std::fprintf(stderr,
-                 "fasa: KV bytes read per decoded token %s (selection %s + attention %s%s; dense "
-                 "%s); KV resident in RAM: cache %s + policy side data %s\n",
-                 human_bytes(static_cast<uint64_t>(per_tok)).c_str(),
-                 human_bytes(st.select_bytes / st.decode_tokens).c_str(),
-                 human_bytes(st.attend_bytes / st.decode_tokens).c_str(), window_part.c_str(),
-                 human_bytes(st.dense_bytes / st.decode_tokens).c_str(),
-                 human_bytes(session.cache().ram_bytes()).c_str(),
-                 human_bytes(session.policy().resident_bytes()).c_str());
-    if (const uint64_t evicted = session.policy().evicted_rows(); evicted > 0) {
-      std::fprintf(stderr,
-                   "fasa: the policy evicted %llu K/V rows for good; the cache freed %llu of them "
-                   "(it frees them in batches)\n",
-                   static_cast<unsigned long long>(evicted),
-                   static_cast<unsigned long long>(session.cache().freed_rows()));
-    }
-  }
-  if (session.cache().tiered()) {
-    const uint64_t toks = std::max<uint64_t>(st.decode_tokens, 1);
-    std::fprintf(stderr,
-                 "fasa: KV file tier: %s on disk (%s); read per decoded token %s in %.2f ms "
-                 "(%.1f reads)\n",
-                 human_bytes(session.cache().file_bytes()).c_str(),
-                 session.cache().direct_io() ? "direct I/O"
-                                             : "buffered I/O, pages dropped after each access",
-                 human_bytes(st.tier_read_bytes / toks).c_str(), st.tier_read_ns / 1e6 / toks,
-                 static_cast<double>(st.tier_reads) / toks);
   }
 }
 

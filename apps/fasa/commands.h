@@ -16,7 +16,8 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval);
 void add_sweep_commands(CLI::App* eval);
 void add_compare_commands(CLI::App* eval);  // eval protocols, eval paired
 void add_bench_command(CLI::App& app);
-void add_calibrate_command(CLI::App& app);  // also `calib show`
+void add_calibrate_command(CLI::App& app);  // also `calib list` and `calib show`
+void add_calib_commands(CLI::App& app);     // `calib list`, `calib show` (cmd_calib.cpp)
 void add_serve_command(CLI::App& app);
 void add_synth_command(CLI::App& app);  // paper-shaped random-weight models
 

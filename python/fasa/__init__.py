@@ -1,8 +1,9 @@
 """fasa: the fasa inference engine from Python.
 
 Load a GGUF model (a path, or the name of a model `fasa pull` put in the cache), run sessions,
-generate text, calibrate FASA, and evaluate perplexity and long-context tasks. Results are plain
-Python objects and numpy arrays; the engine runs with the GIL released.
+generate text, calibrate FASA, evaluate perplexity and long-context tasks, and measure speed as
+`fasa bench` does. Results are plain Python objects and numpy arrays; the engine runs with the
+GIL released.
 
     import fasa
     model = fasa.Model("smollm2-135m")
@@ -27,6 +28,7 @@ _API = {
     "GenerateResult": "fasa._generate",
     "Model": "fasa._model",
     "Session": "fasa._session",
+    "bench": "fasa._bench",
     "calibrate": "fasa._calibrate",
     "eval_ppl": "fasa._eval",
     "eval_tasks": "fasa._eval",

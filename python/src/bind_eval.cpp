@@ -20,14 +20,8 @@ const char* fasa_version_text();  // generated at build time (cmake/git_commit.c
 
 namespace fasa::py {
 
-namespace {
-
-using Json = nlohmann::ordered_json;
-
-// The CLI's provenance fields (apps/fasa/provenance.h), from this build: the same version text,
-// with the commit the package was built from.
-void add_provenance(Json& j, const PyModel& m, const std::string& spec, const Source* text,
-                    const Source* tasks) {
+void add_provenance(nlohmann::ordered_json& j, const PyModel& m, const std::string& spec,
+                    const Source* text, const Source* tasks) {
   j["fasa_version"] = fasa_version_text();
   j["kernels"] = std::string(isa_name(active_isa())) + ", AMX " + amx_status();
   j["model_sha256"] = model_identity(*m.model);
@@ -35,6 +29,10 @@ void add_provenance(Json& j, const PyModel& m, const std::string& spec, const So
   if (tasks && tasks->is_file) j["tasks_sha256"] = sha256_hex(tasks->bytes);
   if (!spec.empty()) add_calibration_json(j, spec, true);
 }
+
+namespace {
+
+using Json = nlohmann::ordered_json;
 
 Json ppl_json(const PyModel& m, const Source& text, const PplOptions& o, const std::string& kv,
               const PplResult& r) {

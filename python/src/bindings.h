@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <pybind11/pybind11.h>
+#include <nlohmann/json.hpp>
 
 #include "fasa/attention/attention.h"
 #include "fasa/attention/policy.h"
@@ -43,6 +44,12 @@ struct Source {
   bool is_file = false;
 };
 
+// The CLI's provenance fields (apps/fasa/provenance.h), from this build: the same version text,
+// with the commit the package was built from; the hashes of the model, the text and task files
+// (when they are files) and the calibration `spec` reads (when not empty).
+void add_provenance(nlohmann::ordered_json& j, const PyModel& m, const std::string& spec,
+                    const Source* text, const Source* tasks);
+
 // A float vector as a bytearray of float32 (the Python side views it with numpy.frombuffer).
 pb::bytearray float_bytes(const float* data, size_t n);
 // Every AttnStats counter by name, and the global layers' read fraction.
@@ -56,5 +63,6 @@ void bind_generate(pb::module_& m);
 void bind_policy(pb::module_& m);
 void bind_eval(pb::module_& m);
 void bind_calibrate(pb::module_& m);
+void bind_bench(pb::module_& m);
 
 }  // namespace fasa::py

@@ -54,4 +54,5 @@ PYBIND11_MODULE(_fasa, m) {
   fasa::py::bind_policy(m);
   fasa::py::bind_eval(m);
   fasa::py::bind_calibrate(m);
+  fasa::py::bind_bench(m);
 }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fasa/attention/kv_cache.h"
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/core/error.h"
 #include "fasa/core/page_buffer.h"
 #include "fasa/engine/session.h"
@@ -126,19 +126,27 @@ TEST(EvictFree, FreedPagesLeaveRam) {
 
 // A policy that, after `switch_at` decode steps of the eviction policy it wraps, reads every
 // slot the wrapped one still keeps: what a prompt after those steps must read on a freed cache.
-class ReadKept final : public AttentionPolicy {
+class ReadKept final : public AttentionPolicy, public ProbabilityObserver, public PrefillObserver {
  public:
-  explicit ReadKept(std::unique_ptr<AttentionPolicy> p) : p_(std::move(p)) {}
+  explicit ReadKept(std::unique_ptr<AttentionPolicy> p)
+      : p_(std::move(p)),
+        probs_(facet<ProbabilityObserver>(*p_)),
+        prefill_(facet<PrefillObserver>(*p_)),
+        eviction_(facet<EvictingPolicy>(*p_)) {}
   std::string_view name() const override { return p_->name(); }
+  bool offers(Facet f) const override {
+    if (f == Facet::Probs) return probs_ != nullptr;
+    if (f == Facet::Prefill) return prefill_ != nullptr;
+    return true;
+  }
   void on_append(const KvCache& c, int l, int f, int n) override { p_->on_append(c, l, f, n); }
-  bool wants_probs() const override { return !frozen_ && p_->wants_probs(); }
   void on_probs(int l, int h, const Selection& s, const float* pr, int n) override {
-    if (!frozen_) p_->on_probs(l, h, s, pr, n);
+    if (!frozen_) probs_->on_probs(l, h, s, pr, n);
   }
-  bool wants_prefill_queries() const override { return p_->wants_prefill_queries(); }
   void on_prefill_queries(const KvCache& c, int l, int f, int n, const float* q) override {
-    p_->on_prefill_queries(c, l, f, n, q);
+    prefill_->on_prefill_queries(c, l, f, n, q);
   }
+  void copy_prefill_state_from(const AttentionPolicy&) override {}
   void select(const AttnQuery& q, Selection& out) override {
     if (!frozen_) {
       p_->select(q, out);
@@ -148,13 +156,16 @@ class ReadKept final : public AttentionPolicy {
     out.all = false;
     out.per_head = false;
     out.bytes_read = 0;
-    FASA_CHECK(p_->kept_slots(q.layer, q.kv_head, &horizon, &out.slots));
+    FASA_CHECK(eviction_->kept_slots(q.layer, q.kv_head, &horizon, &out.slots));
     for (int s = horizon; s < q.n_visible; ++s) out.slots.push_back(s);
   }
   bool frozen_ = false;
 
  private:
   std::unique_ptr<AttentionPolicy> p_;
+  ProbabilityObserver* probs_;  // p_'s facets, or null
+  PrefillObserver* prefill_;
+  EvictingPolicy* eviction_;
 };
 
 // A prompt after decode steps attends exactly over the kept rows: its logits equal decode steps

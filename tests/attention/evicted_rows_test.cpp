@@ -61,7 +61,7 @@ Held run(const std::string& policy) {
   s.prefill(std::vector<int32_t>(tokens.begin(), tokens.begin() + kPrompt));
   EXPECT_EQ(s.kv_resident_peak_bytes(), 0u);  // no decode step yet
   for (int i = 0; i < kSteps; ++i) s.decode(tokens[kPrompt + i]);
-  return Held{s.policy().evicted_rows(),   s.cache().freed_rows(), s.cache().ram_bytes(),
+  return Held{s.facets().evicted_rows(),   s.cache().freed_rows(), s.cache().ram_bytes(),
               s.policy().resident_bytes(), s.kv_resident_bytes(),  s.kv_resident_peak_bytes()};
 }
 

@@ -263,7 +263,7 @@ TEST(FasaSelector, MeanValueFollowsTheSparqFormula) {
         step.pos = &pos;
         step.q = f.q.data();
         step.out = dst->data();
-        attention_forward(step, f.cache, *p, nullptr);
+        attention_forward(step, f.cache, PolicyFacets(*p), nullptr);
       }
       for (int g = 0; g < kShape.n_kv_heads; ++g) {
         Selection a, b;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fasa/attention/calibration.h"
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 #include "support/tiny_model.h"
@@ -96,13 +96,14 @@ struct Measured {
 // A registered policy that also counts, independently of the driver, the rows each decode
 // step's selections read: per kv-head group the size of the std::set union of its lists, and
 // the sum of the lists' sizes over the query heads (the count before rows were distinct).
-class Recorder final : public AttentionPolicy {
+class Recorder final : public AttentionPolicy, public ProbabilityObserver {
  public:
   explicit Recorder(const std::string& spec) {
     std::string name;
     PolicyOptions opts;
     parse_policy_spec(spec, &name, &opts);
     p_ = make_policy(name, policy_context(tiny().model), opts);
+    probs_ = facet<ProbabilityObserver>(*p_);
   }
   uint64_t distinct = 0, summed = 0;
 
@@ -118,9 +119,9 @@ class Recorder final : public AttentionPolicy {
     p_->select_layer(qs, n, outs);
     for (int g = 0; g < n; ++g) record(qs[g], outs[g]);
   }
-  bool wants_probs() const override { return p_->wants_probs(); }
+  bool offers(Facet f) const override { return f != Facet::Probs || probs_; }
   void on_probs(int layer, int head, const Selection& sel, const float* probs, int n) override {
-    p_->on_probs(layer, head, sel, probs, n);
+    probs_->on_probs(layer, head, sel, probs, n);
   }
   uint64_t resident_bytes() const override { return p_->resident_bytes(); }
 
@@ -135,6 +136,7 @@ class Recorder final : public AttentionPolicy {
     distinct += rows.size();
   }
   std::unique_ptr<AttentionPolicy> p_;
+  ProbabilityObserver* probs_ = nullptr;  // p_'s, or null
 };
 
 // Dense prefill of kPrompt tokens, then kSteps decode steps (with `external` as the policy when

@@ -2,6 +2,7 @@
 // and the policy that calibrates at its first decode step (online_calibrated.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -11,7 +12,7 @@
 #include "fasa/attention/compound_greedy.h"
 #include "fasa/attention/frequency_chunks.h"
 #include "fasa/attention/online_calibration.h"
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 #include "support/expect_error.h"
@@ -168,22 +169,69 @@ TEST(OnlineCalibration, MeasuresTheDefinitionsOnTheCachesKeys) {
   }
 }
 
+// A prompt shorter than K: CA's top-K is capped at a quarter of the keys (K = n would make every
+// FC agree fully and the ranking arbitrary), so k = 256 on 40 keys measures what k = 10 does.
+TEST(OnlineCalibration, CapsTopKAtAQuarterOfAShortPromptsKeys) {
+  const int n_heads = 2, hd = 16, n = 40, w = 4;
+  const AttnShape sh = shape_of(1, n_heads, 1, hd);
+  PolicyContext ctx;
+  ctx.shape = sh;
+  ctx.arch = "llama";
+  ctx.rope_layout = RopeLayout::Neox;
+  ctx.rope_dim = hd;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  KvCache cache(sh, KvType::F32, 64);
+  std::vector<float> k(hd), v(hd);
+  for (int t = 0; t < n; ++t) {
+    for (int c = 0; c < hd; ++c) k[c] = g(rng) * (1.0f + 0.3f * (c % (hd / 2)));
+    cache.store(0, 0, t, k.data(), v.data());
+  }
+  QueryWindow win(sh, w);
+  std::vector<float> q(static_cast<size_t>(w) * n_heads * hd);
+  for (float& x : q) x = g(rng);
+  win.add(0, n - w, w, q.data());
+  OnlineCalibrationSpec spec;
+  spec.window = w;
+  spec.n_compound = 2;
+  spec.key_sample = 0;
+  const Calibration wide = calibrate_online(ctx, spec, win, cache);  // k = 256
+  spec.k = n / 4;
+  const Calibration capped = calibrate_online(ctx, spec, win, cache);
+  EXPECT_EQ(wide.k, n / 4);
+  for (int h = 0; h < n_heads; ++h) {
+    const std::vector<float> a(wide.ca(0, h), wide.ca(0, h) + wide.n_fc());
+    EXPECT_EQ(a, std::vector<float>(capped.ca(0, h), capped.ca(0, h) + capped.n_fc()));
+    // The FCs are told apart: not every one agrees fully.
+    EXPECT_LT(*std::min_element(a.begin(), a.end()), 0.99f) << h;
+  }
+  EXPECT_EQ(std::vector<int32_t>(wide.group_compound_fcs(0, 0), wide.group_compound_fcs(0, 0) + 2),
+            std::vector<int32_t>(capped.group_compound_fcs(0, 0),
+                                 capped.group_compound_fcs(0, 0) + 2));
+}
+
 // Delegates to another policy (full: a dense prefill's) and keeps every query it is shown
 // (prefill and decode) in a window of `w` (and `spread`), as the online policy does.
-class QueryTap final : public AttentionPolicy {
+class QueryTap final : public AttentionPolicy,
+                       public PrefillObserver,
+                       public OnlineCalibrationReport {
  public:
   QueryTap(std::unique_ptr<AttentionPolicy> inner, const AttnShape& sh, int w, int spread = 0)
-      : inner_(std::move(inner)), win(sh, w, spread) {}
+      : inner_(std::move(inner)),
+        inner_prefill_(facet<PrefillObserver>(*inner_)),
+        inner_online_(facet<OnlineCalibrationReport>(*inner_)),
+        win(sh, w, spread) {}
   std::string_view name() const override { return inner_->name(); }
-  const OnlineCalibrationInfo* online_calibration() const override {
-    return inner_->online_calibration();
+  bool offers(Facet f) const override { return f != Facet::OnlineCalibration || inner_online_; }
+  const OnlineCalibrationInfo& online_calibration() const override {
+    return inner_online_->online_calibration();
   }
-  bool wants_prefill_queries() const override { return true; }
   bool needs_prefill_queries() const override { return false; }
   void on_prefill_queries(const KvCache& c, int layer, int first, int n, const float* q) override {
     win.add(layer, first, n, q);  // every layer of the tiny llama is global: row = layer
-    inner_->on_prefill_queries(c, layer, first, n, q);
+    if (inner_prefill_) inner_prefill_->on_prefill_queries(c, layer, first, n, q);
   }
+  void copy_prefill_state_from(const AttentionPolicy&) override {}
   void on_append(const KvCache& c, int layer, int first, int n) override {
     inner_->on_append(c, layer, first, n);
   }
@@ -193,6 +241,8 @@ class QueryTap final : public AttentionPolicy {
     inner_->select_layer(qs, n, outs);
   }
   std::unique_ptr<AttentionPolicy> inner_;
+  PrefillObserver* inner_prefill_;  // inner_'s facets, or null
+  const OnlineCalibrationReport* inner_online_;
   QueryWindow win;
 };
 
@@ -266,7 +316,7 @@ TEST(OnlineCalibrated, EqualsThePolicyOfTheSameCalibrationSavedToAFile) {
     Session online(model, so);
     const auto want = prefill_then_decode(from_file, prompt, next);
     EXPECT_EQ(prefill_then_decode(online, prompt, next), want) << cs.online;
-    const OnlineCalibrationInfo* info = online.policy().online_calibration();
+    const OnlineCalibrationInfo* info = online.facets().online_calibration();
     ASSERT_NE(info, nullptr);
     EXPECT_TRUE(info->done);
     EXPECT_FALSE(info->from_decode);
@@ -317,17 +367,19 @@ TEST(OnlineCalibrated, RefreshesFromTheNewestQueriesEveryRSteps) {
       const auto want = ref.decode(next[i]);
       EXPECT_EQ(a.decode(next[i]), want);
       plain.decode(next[i]);
-      EXPECT_EQ(tap.online_calibration()->refreshes, 1);
+      EXPECT_EQ(tap.online_calibration().refreshes, 1);
       continue;
     }
     const auto got = a.decode(next[i]);
     const auto want = plain.decode(next[i]);
-    if (i < static_cast<size_t>(R)) EXPECT_EQ(got, want) << i;  // no refresh yet
+    if (i < static_cast<size_t>(R)) {
+      EXPECT_EQ(got, want) << i;  // no refresh yet
+    }
   }
-  const OnlineCalibrationInfo* info = tap.online_calibration();
+  const OnlineCalibrationInfo* info = &tap.online_calibration();
   EXPECT_EQ(info->refreshes, 2);  // steps 5 and 10
   EXPECT_GT(info->refresh_seconds, 0.0);
-  EXPECT_EQ(plain.policy().online_calibration()->refreshes, 0);
+  EXPECT_EQ(plain.facets().online_calibration()->refreshes, 0);
 }
 
 // Without a prefill to watch (a synthetic fill, a restored prefix) the policy attends densely
@@ -345,7 +397,7 @@ TEST(OnlineCalibrated, CalibratesFromItsFirstDecodeStepsWhenNoPrefillWasSeen) {
   for (size_t i = 0; i < next.size(); ++i) {
     const auto want = full.decode(next[i]);
     const auto got = online.decode(next[i]);
-    const OnlineCalibrationInfo* info = online.policy().online_calibration();
+    const OnlineCalibrationInfo* info = online.facets().online_calibration();
     if (i < 4) {  // collecting: dense, so the very logits of full attention
       EXPECT_EQ(got, want) << i;
       EXPECT_FALSE(info->done);
@@ -382,9 +434,9 @@ TEST(OnlineCalibrated, CopiesOfOnePrefillShareOneCalibration) {
     lb.insert(lb.end(), x.begin(), x.end());
   }
   EXPECT_EQ(la, lb);
-  EXPECT_FALSE(a.policy().online_calibration()->reused);
-  EXPECT_GT(a.policy().online_calibration()->seconds, 0.0);
-  EXPECT_TRUE(b.policy().online_calibration()->reused);
+  EXPECT_FALSE(a.facets().online_calibration()->reused);
+  EXPECT_GT(a.facets().online_calibration()->seconds, 0.0);
+  EXPECT_TRUE(b.facets().online_calibration()->reused);
   // A session of its own prefill decodes the same as the copies.
   Session own(model, so);
   own.prefill(prompt);
@@ -399,12 +451,12 @@ TEST(OnlineCalibrated, CopiesOfOnePrefillShareOneCalibration) {
   Session c(model, so);
   c.copy_prefix_from(a);
   c.decode(next[0]);
-  EXPECT_TRUE(c.policy().online_calibration()->reused);
+  EXPECT_TRUE(c.facets().online_calibration()->reused);
   Session part(model, so);
   part.copy_prefix_from(src, 30, &src.policy());
   EXPECT_EQ(part.policy().resident_bytes(), 0u);  // an empty window
   part.decode(next[0]);
-  EXPECT_FALSE(part.policy().online_calibration()->done);
+  EXPECT_FALSE(part.facets().online_calibration()->done);
 }
 
 TEST(OnlineCalibrated, BadOptionsAreClearErrors) {

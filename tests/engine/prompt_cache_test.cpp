@@ -84,7 +84,7 @@ void expect_cached_equals_uncached(const std::shared_ptr<const Model>& model,
     SCOPED_TRACE(p);
     PromptCache cache(64u << 20);
     Session probe(model, options(p));
-    const bool prefill_aware = probe.policy().wants_prefill_queries();
+    const bool prefill_aware = probe.facets().prefill != nullptr;
     if (prefill_aware) EXPECT_EQ(run(model, p, doc, &cache).reused, 0);  // warms the document
     EXPECT_EQ(run(model, p, concat(doc, q1), &cache).reused, prefill_aware ? 48 : 0);
     const Answer want = run(model, p, concat(doc, q2), nullptr);

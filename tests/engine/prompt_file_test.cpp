@@ -109,7 +109,7 @@ void expect_online_calibration_kept(const std::shared_ptr<const Model>& model,
     for (const auto& prompt : {first, longer}) {
       Session want_s(model, options(policy));
       const GenerateResult want = generate(want_s, prompt, test::greedy_options(10), nullptr);
-      ASSERT_FALSE(want_s.policy().online_calibration()->from_decode);
+      ASSERT_FALSE(want_s.facets().online_calibration()->from_decode);
       Session s(model, options(policy));
       auto src = std::make_unique<Session>(model, options("full"));
       std::unique_ptr<QueryWindow> queries;
@@ -124,7 +124,7 @@ void expect_online_calibration_kept(const std::shared_ptr<const Model>& model,
         s.prefill(std::vector<int32_t>(prompt.begin() + reused, prompt.end()));
       }
       const GenerateResult got = generate_from_prefilled(s, test::greedy_options(10), nullptr);
-      const OnlineCalibrationInfo* oc = s.policy().online_calibration();
+      const OnlineCalibrationInfo* oc = s.facets().online_calibration();
       ASSERT_TRUE(oc && oc->done) << saved_by;
       // From the prompt: the saved queries, or (the longer prompt) the tail's prefill, which
       // fills the window of 8 without them.

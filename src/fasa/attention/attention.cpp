@@ -214,8 +214,9 @@ void balance(Decode& d, int64_t n_jobs, int64_t n_items) {
 }
 
 // Attend: the planned chunk jobs (partial states into x.parts) and, for a policy that learns
-// from probabilities (H2O, SnapKV), one item per query head computing them into x.probs from the
-// same region (they read only the selection, not the chunk states). x.probs: [n_heads, n_visible]
+// from probabilities (ProbabilityObserver: H2O), one item per query head computing them into
+// x.probs from the same region (they read only the selection, not the chunk states).
+// x.probs: [n_heads, n_visible]
 void attend(Decode& d, bool probs) {
   DecodeScratch& x = d.x;
   if (probs) x.probs.resize(static_cast<size_t>(d.sh.n_heads) * d.n_visible);
@@ -296,7 +297,7 @@ void account(const Decode& d, const TierStats& tier_before, AttnStats& st) {
 
 // One decode step of a global layer: the policy selects, the selected rows are fetched, the
 // attention jobs are planned and run, each head merges its chunks, and the step is counted.
-void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
+void decode_step(const AttnStep& s, const KvCache& cache, const PolicyFacets& policy,
                  AttnStats* stats) {
   const AttnShape& sh = cache.shape();
   DecodeScratch& scratch = workspace_object<DecodeScratch>();
@@ -311,17 +312,18 @@ void decode_step(const AttnStep& s, const KvCache& cache, AttentionPolicy& polic
            1.0f / std::sqrt(static_cast<float>(sh.head_dim)),
            cache.offloaded(s.layer)};
   const TierStats tier_before = d.offloaded ? cache.tier_stats() : TierStats{};
-  select(d, policy);
+  select(d, *policy.core);
   fetch(d);
   if (d.offloaded) prefetch_runners_up(d);
   plan(d);
-  const bool probs = policy.wants_probs();
+  const bool probs = policy.probs != nullptr;
   attend(d, probs);
   merge(d);
   if (probs) {
     for (int h = 0; h < sh.n_heads; ++h) {
-      policy.on_probs(s.layer, h, d.x.sel[h / d.n_group],
-                      d.x.probs.data() + static_cast<size_t>(h) * d.n_visible, d.x.n_keys[h]);
+      policy.probs->on_probs(s.layer, h, d.x.sel[h / d.n_group],
+                             d.x.probs.data() + static_cast<size_t>(h) * d.n_visible,
+                             d.x.n_keys[h]);
     }
   }
   if (stats) account(d, tier_before, *stats);
@@ -451,7 +453,7 @@ void window_step(const AttnStep& s, const KvCache& cache, AttnStats* stats) {
 
 }  // namespace
 
-void attention_forward(const AttnStep& s, const KvCache& cache, AttentionPolicy& policy,
+void attention_forward(const AttnStep& s, const KvCache& cache, const PolicyFacets& policy,
                        AttnStats* stats) {
   if (stats && s.n_tok == 1 && s.layer == 0) stats->decode_tokens += 1;
   if (cache.shape().window(s.layer) > 0) {
@@ -463,8 +465,8 @@ void attention_forward(const AttnStep& s, const KvCache& cache, AttentionPolicy&
     return;
   }
   prefill_step(s, cache);
-  if (policy.wants_prefill_queries()) {
-    policy.on_prefill_queries(cache, s.layer, s.first_slot, s.n_tok, s.q);
+  if (policy.prefill) {
+    policy.prefill->on_prefill_queries(cache, s.layer, s.first_slot, s.n_tok, s.q);
   }
 }
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fasa/attention/kv_cache.h"
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
 
 namespace fasa {
 
@@ -96,8 +96,10 @@ inline const std::vector<AttnStats::Field>& AttnStats::fields() {
   return kFields;
 }
 
-// K/V of the new tokens must already be stored in `cache` for this layer.
-void attention_forward(const AttnStep& step, const KvCache& cache, AttentionPolicy& policy,
+// K/V of the new tokens must already be stored in `cache` for this layer. A decode step asks
+// policy.core for its slots and hands the probabilities to policy.probs; a prefill chunk's
+// queries go to policy.prefill.
+void attention_forward(const AttnStep& step, const KvCache& cache, const PolicyFacets& policy,
                        AttnStats* stats);
 
 }  // namespace fasa

@@ -186,6 +186,10 @@ Calibration calibrate_online(const PolicyContext& ctx, const OnlineCalibrationSp
     if (w.size(r) == 0) fail("online calibration: layer {} saw no query", c.layers[r]);
   }
   c.tokens_per_sample = w.slot(0, w.size(0) - 1) + 1;
+  // CA's top-K must leave keys out: a K of every key the queries saw makes every FC agree fully
+  // and the ranking arbitrary (a prompt shorter than K). A quarter of the keys at most, the
+  // ratio of fasa calibrate's defaults (K 256 of 1024 tokens).
+  c.k = std::min(spec.k, std::max(1, c.tokens_per_sample / 4));
   // One (layer, kv head) after another: the greedy splits each group's queries over the threads
   // (a model with few global layers and kv heads still keeps every thread busy).
   for (int r = 0; r < n_global; ++r) {

@@ -20,7 +20,7 @@ struct OnlineCalibrationSpec {
   int window = 32;         // the newest queries kept per global layer
   int spread = 0;          // and up to this many more, spread evenly over the whole prompt
   int refresh = 0;         // calibrate again every `refresh` decode steps (0: never)
-  int k = 256;             // CA's top-K (min(k, n) per query), as fasa calibrate's --k
+  int k = 256;             // CA's top-K (min(k, n/4) for n prompt keys), as calibrate's --k
   bool agreement = true;   // measure each FC's CA (false: channel importance only)
   int n_compound = 0;      // FCs per compound set; 0: no compound sets (needs agreement)
   bool head_sets = false;  // per-query-head compound sets too (fc_sets=head, layer_budget)

@@ -1,6 +1,9 @@
 // The one extension point for KV-cache methods. The model computes q, k, v and calls the
 // attention driver; the driver asks the sequence's policy which cache slots each kv-head group
 // reads at a decode step. Policies exchange slot indices only (no devices, no model types).
+// AttentionPolicy is the core every policy has; what only some policies do (learn from
+// probabilities or prefill queries, evict, ask for a tiered cache, rewind, calibrate online) is
+// a facet, an interface of its own (policy_facets.h) that a policy inherits when it has it.
 #pragma once
 
 #include <cstdint>
@@ -85,23 +88,33 @@ int resolve_budget(double budget, int n_visible);
 // Parses a budget option ("256", "0.1"); throws fasa::Error when not a positive number.
 double parse_budget(const std::string& policy, const std::string& value);
 
-// What an online-calibrated policy (calib=online) did: reported by run, bench, eval and serve.
-class QueryWindow;  // online_calibration.h
-struct OnlineCalibrationInfo {
-  int window = 0;                // queries per global layer it calibrates from (calib_window)
-  bool done = false;             // the calibration is made (at the first decode step that could)
-  bool reused = false;           // taken from a copied prefix (prompt cache, a shared prefill)
-  bool from_decode = false;      // from decode-step queries: no prefill was seen
-  int queries = 0;               // queries per layer it was made from
-  double seconds = 0.0;          // time to make it (0 when reused)
-  int refreshes = 0;             // times it was made again from the newest decode queries
-  double refresh_seconds = 0.0;  // their time, all together (part of the decode steps' time)
-  uint64_t window_bytes = 0;     // memory the kept queries took
-  // The prompt queries it keeps to calibrate from, until it has calibrated (null after, and
-  // while it collects decode-step queries): what a prompt-cache file saves with the rows.
-  const QueryWindow* prompt_queries = nullptr;
+// The optional capabilities of a policy beyond the core below, one interface each
+// (policy_facets.h). A policy has a facet when its class inherits the facet's interface and
+// offers() does not say no; callers look every facet up once, when they get the policy
+// (PolicyFacets), and keep the pointer. What a policy without the facet means:
+enum class Facet {
+  // ProbabilityObserver (on_probs: H2O). None: the driver computes no attention probabilities.
+  Probs,
+  // PrefillObserver (on_prefill_queries, copy_prefill_state_from, needs_prefill_queries: SnapKV,
+  // PyramidKV, H2O, calib=online). None: the driver hands it no prefill queries, a prefix copy
+  // takes no prefill statistics into it, and it does not need prefill queries (a saved prompt,
+  // a synthetic fill or another policy's prefix serves it). Which policy a copy takes the
+  // statistics of is prefill_state_source's answer (prefill_observers.h), for every policy.
+  Prefill,
+  // EvictingPolicy (evicted_rows, kept_slots: streaming, SnapKV, PyramidKV, H2O). None: it has
+  // evicted 0 rows and may read every row again, so the session frees none.
+  Eviction,
+  // TieredPolicy (the KvTiering it needs: FASA-M). None: the plain in-RAM cache.
+  Tiering,
+  // Rewindable (save_point, rollback: lossless decoding). None: both do nothing (the policy
+  // keeps nothing that a rollback must restore).
+  Rewind,
+  // OnlineCalibrationReport (calib=online's OnlineCalibrationInfo). None: no report.
+  OnlineCalibration,
 };
 
+// The core every policy implements: its name, the slots a decode step reads, and the side data
+// it keeps from the rows written. Everything else is a facet (above).
 class AttentionPolicy {
  public:
   virtual ~AttentionPolicy() = default;
@@ -118,67 +131,13 @@ class AttentionPolicy {
   // may split it more finely across threads (FASA: one job per query head, so a few kv heads
   // still keep every thread busy); the results must equal select()'s.
   virtual void select_layer(const AttnQuery* qs, int n, Selection* outs);
-  // Policies that learn from attention probabilities (H2O, SnapKV) return true and get
-  // on_probs for every query head after each decode step.
-  virtual bool wants_probs() const { return false; }
   // Bytes of side data the policy keeps in memory (e.g. FASA's packed key slice).
   virtual uint64_t resident_bytes() const { return 0; }
-  // Eviction policies (streaming, h2o, snapkv, pyramidkv): how many rows of the cache, one per
-  // (global layer, kv head, slot), this policy has evicted for good as of its last decode step.
-  // Policies that may still read every row return 0.
-  virtual uint64_t evicted_rows() const { return 0; }
-  // The same, slot by slot, for (global layer, kv_head): sets *horizon and `kept` (ascending)
-  // so that every slot below *horizon not in `kept` is gone for good: no later step of the
-  // sequence reads it, neither a decode step nor a later prefill (whose dense attention then
-  // reads only what is kept, as an evicting cache would). The session frees those rows after
-  // each decode step (KvCache::evict), and from then on every reader finds rows through
-  // KvCache::rows_of. Returns false (nothing evicted) by default.
-  virtual bool kept_slots(int layer, int kv_head, int* horizon, std::vector<int32_t>* kept) const {
-    return false;
-  }
-  // The cache layout the policy needs, or null for the plain in-RAM cache. Asked once, when
-  // the session creates its cache (FASA-M keeps only its key slice in RAM).
-  virtual const KvTiering* tiering() const { return nullptr; }
-  virtual void on_probs(int layer, int head, const Selection& sel, const float* probs, int n) {}
-
-  // Lossless decoding (engine/lossless.h) drafts tokens with the policy, then takes them back:
-  // save_point() while the cache holds n slots, then decode steps, then rollback(cache, n) after
-  // the cache was cut back to n slots (KvCache::truncate; rows [0, n) unchanged, rows from n on
-  // will be written again). The policy must then be exactly as it was at save_point(): a policy
-  // whose state follows the rows (packed slices, page boxes) forgets the rows >= n; one that
-  // learns from decode steps (H2O's scores, SnapKV's votes) restores what it saved. One save
-  // point at a time; a rollback to it may follow any number of decode steps.
-  virtual void save_point() {}
-  virtual void rollback(const KvCache& cache, int n) {}
-
-  // Prefill-aware policies (SnapKV's observation window, H2O's accumulated attention) return
-  // true and get each dense prefill chunk's queries: on_prefill_queries after the chunk's keys
-  // are stored (slots [first_slot, first_slot + n_tok) of `layer`, every kv head; not committed
-  // yet, so read them through k_rows, not n_used). Global layers only, chunks in order. The
-  // driver does nothing more for policies that return false.
-  virtual bool wants_prefill_queries() const { return false; }
-  // q: [n_tok, n_heads, head_dim] post-RoPE, exactly what the chunk's attention used.
-  virtual void on_prefill_queries(const KvCache& cache, int layer, int first_slot, int n_tok,
-                                  const float* q) {}
-  // Prefix forking (Session::copy_prefix_from): a policy that wants prefill queries takes the
-  // budget-independent statistics it gathered over the prefill from `src`, a policy of the same
-  // name that saw the same dense prefill and no decode step yet (so one dense prefill serves
-  // several budgets of one policy). Throws fasa::Error otherwise. Policies that do not want
-  // prefill queries keep nothing from prefill and inherit this no-op.
-  virtual void copy_prefill_state_from(const AttentionPolicy& src) {}
-  // The policy whose prefill statistics a policy named `name` would take from this one (for
-  // copy_prefill_state_from), or null: this policy itself when the names match. A policy that
-  // watches a prefill for others (PrefillObservers) answers with the member of that name.
-  virtual const AttentionPolicy* prefill_state_source(std::string_view name) const {
-    return name == this->name() ? this : nullptr;
-  }
-  // A policy that wants prefill queries but can do without them returns false: a prefix that
-  // comes without them (a saved prompt cache, a synthetic fill, a copy of another policy's
-  // session) is then not refused, and the policy makes do (calib=online calibrates from its
-  // first decode steps instead).
-  virtual bool needs_prefill_queries() const { return wants_prefill_queries(); }
-  // Online calibration (calib=online): what the policy did so far; null for every other policy.
-  virtual const OnlineCalibrationInfo* online_calibration() const { return nullptr; }
+  // Whether the policy has facet f whose interface its class inherits (facet<F>, PolicyFacets):
+  // yes by default. A policy whose options decide a facet (fasa's tiering: variant m only) says
+  // so here, and so does a wrapper, which inherits every facet it may pass on and offers those
+  // of the policy it wraps.
+  virtual bool offers(Facet f) const { return true; }
 };
 
 using PolicyOptions = std::map<std::string, std::string>;  // "key=value" knobs from the user

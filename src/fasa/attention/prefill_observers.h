@@ -11,14 +11,14 @@
 #include <string_view>
 #include <vector>
 
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
 
 namespace fasa {
 
-class PrefillObservers final : public AttentionPolicy {
+class PrefillObservers final : public AttentionPolicy, public PrefillObserver, public Rewindable {
  public:
-  // Members: prefill-aware policies with distinct names and the plain cache layout (no
-  // tiering); fasa::Error otherwise.
+  // Members: prefill-aware policies (PrefillObserver) with distinct names and the plain cache
+  // layout (no tiering); fasa::Error otherwise.
   explicit PrefillObservers(std::vector<std::unique_ptr<AttentionPolicy>> members);
 
   std::string_view name() const override { return "prefill-observers"; }
@@ -26,18 +26,25 @@ class PrefillObservers final : public AttentionPolicy {
   // Decode is not what this policy is for; a single-token step (a last prefill chunk of one
   // token) reads every slot, as dense attention does.
   void select(const AttnQuery&, Selection& out) override { out.set_all(); }
-  bool wants_prefill_queries() const override { return true; }
   void on_prefill_queries(const KvCache& cache, int layer, int first_slot, int n_tok,
                           const float* q) override;
   // It is a source only: fasa::Error.
   void copy_prefill_state_from(const AttentionPolicy& src) override;
-  const AttentionPolicy* prefill_state_source(std::string_view name) const override;
+  // The member named `name`, or null.
+  const AttentionPolicy* member(std::string_view name) const;
   uint64_t resident_bytes() const override;
   void save_point() override;
   void rollback(const KvCache& cache, int n) override;
 
  private:
   std::vector<std::unique_ptr<AttentionPolicy>> members_;
+  std::vector<PrefillObserver*> observers_;  // [n_members] their PrefillObserver facets
+  std::vector<Rewindable*> rewinds_;         // [n_members] their Rewindable facets, or null
 };
+
+// The policy whose prefill statistics a policy named `name` takes from `state`
+// (PrefillObserver::copy_prefill_state_from), or null: for PrefillObservers its member of that
+// name; for any other policy, `state` itself when the names match.
+const AttentionPolicy* prefill_state_source(const AttentionPolicy& state, std::string_view name);
 
 }  // namespace fasa

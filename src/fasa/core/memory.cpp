@@ -140,4 +140,15 @@ std::string format_bytes(uint64_t bytes) {
   return fmt::format("{:.1f} GB", static_cast<double>(bytes) / 1e9);
 }
 
+std::string human_bytes(uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.2f} {}", v, units[u]);
+}
+
 }  // namespace fasa

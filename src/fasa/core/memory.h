@@ -26,5 +26,7 @@ AvailableMemory available_memory_from(const std::string& meminfo, const std::str
 
 // "17.2 GB" (decimal units, one decimal), for messages.
 std::string format_bytes(uint64_t bytes);
+// "512 B", "1.50 KiB", "7.94 MiB" (binary units, two decimals above bytes), for statistics.
+std::string human_bytes(uint64_t n);
 
 }  // namespace fasa

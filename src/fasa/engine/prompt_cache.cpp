@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "fasa/attention/prefill_observers.h"
 #include "fasa/core/error.h"
 
 namespace fasa {
@@ -43,10 +44,10 @@ int PromptCache::usable(const Entry& e, const Session& s,
   const int chunk = s.options().prefill_chunk;
   int n = whole ? len : std::min({common, len - 2, full_rows(n_entry, chunk)}) / chunk * chunk;
   if (n <= 0) return 0;
-  if (s.policy().needs_prefill_queries()) {
+  if (s.facets().needs_prefill_queries()) {
     // Every prefill query of the entry went into its statistics: all of it or nothing.
     if (n != n_entry || !e.state) return 0;
-    if (!e.state->prefill_state_source(s.policy().name())) return 0;
+    if (!prefill_state_source(*e.state, s.policy().name())) return 0;
   }
   return s.cache().can_copy_prefix(e.rows->cache(), n) ? n : 0;
 }
@@ -77,7 +78,7 @@ void PromptCache::insert(const Session& s, const std::vector<int32_t>& prompt,
                          const std::string& scope) {
   if (budget_ == 0 || prompt.empty() || s.n_past() != static_cast<int>(prompt.size())) return;
   if (s.cache().tiered() || s.cache().any_evicted() || s.options().external_policy) return;
-  const bool wants = s.policy().wants_prefill_queries();
+  const bool wants = s.facets().prefill != nullptr;
   for (const Entry& e : entries_) {
     if (e.scope == scope && e.tokens == prompt && (e.state || !wants) && same_layout(*e.rows, s))
       return;  // held
@@ -95,7 +96,7 @@ void PromptCache::insert(const Session& s, const std::vector<int32_t>& prompt,
     PolicyOptions opts;
     parse_policy_spec(s.options().policy, &name, &opts);
     e.state = make_policy(name, s.policy_ctx(), opts);
-    e.state->copy_prefill_state_from(s.policy());
+    if (auto* o = facet<PrefillObserver>(*e.state)) o->copy_prefill_state_from(s.policy());
   }
   e.bytes = e.rows->cache().used_bytes() + (e.state ? e.state->resident_bytes() : 0);
   keep(std::move(e));
@@ -103,8 +104,7 @@ void PromptCache::insert(const Session& s, const std::vector<int32_t>& prompt,
 
 void PromptCache::adopt(std::unique_ptr<Session> rows, std::vector<int32_t> tokens,
                         const std::string& scope) {
-  FASA_CHECK(rows && rows->n_past() == static_cast<int>(tokens.size()) &&
-             !rows->policy().wants_prefill_queries());
+  FASA_CHECK(rows && rows->n_past() == static_cast<int>(tokens.size()) && !rows->facets().prefill);
   Entry e;
   e.tokens = std::move(tokens);
   e.scope = scope;

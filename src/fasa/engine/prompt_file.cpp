@@ -90,7 +90,7 @@ std::string read_file(const std::string& path) { return read_input_file(path, "p
 
 // The prompt queries s's policy keeps (none: one u32 0).
 void put_queries(std::string& out, const Session& s) {
-  const OnlineCalibrationInfo* oc = s.policy().online_calibration();
+  const OnlineCalibrationInfo* oc = s.facets().online_calibration();
   const QueryWindow* w = oc ? oc->prompt_queries : nullptr;
   const AttnShape& shape = s.cache().shape();
   const int n_global = static_cast<int>(shape.global_layers().size());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fasa/attention/online_calibration.h"
+#include "fasa/attention/prefill_observers.h"
 #include "fasa/core/error.h"
 #include "fasa/core/memory.h"
 #include "fasa/core/sha256.h"
@@ -72,8 +73,9 @@ Session::Session(std::shared_ptr<const Model> model, const SessionOptions& opts,
       policy_ctx_(policy_ctx),
       policy_(opts.external_policy ? nullptr : policy_from_spec(opts.policy, policy_ctx_)),
       active_policy_(opts.external_policy ? opts.external_policy : policy_.get()),
-      cache_(shape_, opts.kv_type, resolve_context(model_->config(), opts.n_ctx),
-             active_policy_->tiering(), std::max(opts.prefill_chunk, 1)) {
+      facets_(*active_policy_),
+      cache_(shape_, opts.kv_type, resolve_context(model_->config(), opts.n_ctx), facets_.tiering(),
+             std::max(opts.prefill_chunk, 1)) {
   if (opts_.prefill_chunk < 1) fail("prefill chunk must be >= 1 (got {})", opts_.prefill_chunk);
   check_kv_memory();
   logits_.resize(model_->config().n_vocab);
@@ -102,6 +104,7 @@ void Session::reset() {
     // A fresh policy over the same options: it asks for the same cache layout.
     policy_ = policy_from_spec(opts_.policy, policy_ctx_);
     active_policy_ = policy_.get();
+    facets_ = PolicyFacets(*active_policy_);
   }
   attn_stats_ = AttnStats{};
   kv_resident_peak_ = 0;
@@ -113,11 +116,11 @@ uint64_t Session::kv_resident_bytes() const {
 }
 
 void Session::free_evicted(bool now) {
-  if (keep_rows_ || !opts_.free_evicted_rows || cache_.tiered()) return;
+  if (!facets_.eviction || keep_rows_ || !opts_.free_evicted_rows || cache_.tiered()) return;
   int horizon = 0;
   for (int l : global_layers_) {
     for (int g = 0; g < shape_.n_kv_heads; ++g) {
-      if (active_policy_->kept_slots(l, g, &horizon, &kept_)) {
+      if (facets_.eviction->kept_slots(l, g, &horizon, &kept_)) {
         cache_.evict(l, g, kept_, horizon, now);
       }
     }
@@ -130,10 +133,10 @@ void Session::copy_prefix_from(const Session& src) {
 
 void Session::copy_prefix_from(const Session& src, int n, const AttentionPolicy* state) {
   if (src.model_ != model_) fail("cannot copy a prefix between sessions of different models");
-  const bool wants = active_policy_->wants_prefill_queries();
-  const bool needs = active_policy_->needs_prefill_queries();
+  const bool wants = facets_.prefill != nullptr;
+  const bool needs = facets_.needs_prefill_queries();
   const AttentionPolicy* source =
-      wants && state ? state->prefill_state_source(active_policy_->name()) : nullptr;
+      wants && state ? prefill_state_source(*state, active_policy_->name()) : nullptr;
   // A policy that can do without (calib=online) takes a whole prefill's statistics or none.
   if (!needs && n != src.n_past()) source = nullptr;
   if (needs && !source) {
@@ -149,7 +152,7 @@ void Session::copy_prefix_from(const Session& src, int n, const AttentionPolicy*
   }
   cache_.check_copy_prefix(src.cache_, n);
   // First, so that a refusal (a source that has decoded already) leaves this session unchanged.
-  if (source) active_policy_->copy_prefill_state_from(*source);
+  if (source) facets_.prefill->copy_prefill_state_from(*source);
   cache_.copy_prefix_from(src.cache_, n);
   WorkspaceScope bind(scratch_.work);
   for (int l : shape_.global_layers()) {  // as forward: sliding-window layers are no policy's
@@ -162,7 +165,7 @@ void Session::restore_prefix(int n, const std::function<void(KvCache&)>& write,
                              const std::vector<float>& logits) {
   if (n_past() != 0) fail("a saved prefix goes into an empty session ({} tokens held)", n_past());
   if (cache_.tiered()) fail("a tiered (FASA-M) KV cache cannot take a saved prefix");
-  if (active_policy_->needs_prefill_queries()) {
+  if (facets_.needs_prefill_queries()) {
     fail("policy '{}' learns from the prefill queries, which a saved prefix does not hold",
          active_policy_->name());
   }
@@ -179,20 +182,20 @@ void Session::restore_prefix(int n, const std::function<void(KvCache&)>& write,
 }
 
 void Session::replay_prefill_queries(const QueryWindow& w, int n) {
-  AttentionPolicy& p = *active_policy_;
-  if (!p.wants_prefill_queries() || p.needs_prefill_queries()) return;
+  PrefillObserver* p = facets_.prefill;
+  if (!p || p->needs_prefill_queries()) return;
   const int upto = std::min(n, n_past());  // the slots this session holds
   for (size_t r = 0; r < global_layers_.size(); ++r) {
     const int row = static_cast<int>(r);
     for (int j = 0; j < w.size(row) && w.slot(row, j) < upto; ++j) {  // slots ascend
-      p.on_prefill_queries(cache_, global_layers_[r], w.slot(row, j), 1, w.query(row, j, 0));
+      p->on_prefill_queries(cache_, global_layers_[r], w.slot(row, j), 1, w.query(row, j, 0));
     }
   }
 }
 
 bool Session::can_copy_prefix_from(const Session& src) const {
-  return !active_policy_->needs_prefill_queries() ||
-         src.active_policy_->prefill_state_source(active_policy_->name()) != nullptr;
+  return !facets_.needs_prefill_queries() ||
+         prefill_state_source(*src.active_policy_, active_policy_->name()) != nullptr;
 }
 
 void Session::check_tokens(const int32_t* tokens, int n) const {
@@ -212,7 +215,7 @@ void Session::run(const int32_t* tokens, int n, bool all_logits, float* logits) 
   pos_.resize(n);
   for (int i = 0; i < n; ++i) pos_[i] = n_past() + i;
   before_append(n);
-  forward(*model_, cache_, *active_policy_, tokens, pos_.data(), n, all_logits, logits, scratch_,
+  forward(*model_, cache_, facets_, tokens, pos_.data(), n, all_logits, logits, scratch_,
           &attn_stats_);
   after_append(n);
 }
@@ -255,7 +258,7 @@ void Session::forward_many(const std::vector<SessionChunk>& chunks, ForwardScrat
     s.check_tokens(ch.tokens, ch.n_tok);
     s.pos_.resize(ch.n_tok);
     for (int i = 0; i < ch.n_tok; ++i) s.pos_[i] = s.n_past() + i;
-    seqs.push_back(SeqChunk{&s.cache_, s.active_policy_, ch.tokens, s.pos_.data(), ch.n_tok, false,
+    seqs.push_back(SeqChunk{&s.cache_, &s.facets_, ch.tokens, s.pos_.data(), ch.n_tok, false,
                             s.logits_.data(), &s.attn_stats_});
   }
   for (const SessionChunk& ch : chunks) ch.session->before_append(ch.n_tok);
@@ -276,24 +279,26 @@ void Session::save_point() {
   keep_rows_ = true;  // verification reads every row from now on
   mark_ = n_past();
   verified_ = 0;
-  active_policy_->save_point();
+  if (facets_.rewind) facets_.rewind->save_point();
 }
 
 void Session::rollback() {
   FASA_CHECK(mark_ >= 0 && mark_ <= n_past());
   cache_.truncate(mark_);
   WorkspaceScope bind(scratch_.work);
-  active_policy_->rollback(cache_, mark_);
+  if (facets_.rewind) facets_.rewind->rollback(cache_, mark_);
 }
 
 void Session::verify(const int32_t* tokens, int n, float* logits) {
   FASA_CHECK(n >= 1 && n <= kMaxVerify);
   check_tokens(tokens, n);
-  if (!verify_policy_) verify_policy_ = make_policy("full", policy_ctx_);
+  if (!verify_policy_) {
+    verify_policy_ = make_policy("full", policy_ctx_);
+    verify_facets_ = PolicyFacets(*verify_policy_);
+  }
   pos_.resize(n);
   for (int i = 0; i < n; ++i) pos_[i] = n_past() + i;
-  forward(*model_, cache_, *verify_policy_, tokens, pos_.data(), n, true, logits, scratch_,
-          nullptr);
+  forward(*model_, cache_, verify_facets_, tokens, pos_.data(), n, true, logits, scratch_, nullptr);
   verified_ = n;
 }
 

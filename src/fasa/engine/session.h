@@ -10,7 +10,7 @@
 
 #include "fasa/attention/attention.h"
 #include "fasa/attention/kv_cache.h"
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/model/forward.h"
 #include "fasa/model/model.h"
 
@@ -74,6 +74,8 @@ class Session {
   Workspace::Stats workspace_stats() const { return scratch_.work.stats(); }
   AttentionPolicy& policy() { return *active_policy_; }
   const AttentionPolicy& policy() const { return *active_policy_; }
+  // The policy's facets (attention/policy_facets.h), looked up when the session got its policy.
+  const PolicyFacets& facets() const { return facets_; }
   // KV bytes held in RAM: the cache's rows (KvCache::ram_bytes: an eviction policy's rows gone
   // for good are freed, see free_evicted) plus the policy's side data (resident_bytes). A file
   // tier's bytes (FASA-M) are not in it.
@@ -110,7 +112,7 @@ class Session {
   // slot), the policy's on_append for the global layers, commit with positions n_past.., in
   // chunks of the prefill chunk size; so FASA builds its packed key slices and a sliding-window
   // ring fills as in a prefill. Keys and values are about N(0, 1) per dim; no logits are made.
-  // Throws fasa::Error for n < 1, a context overflow, or a policy that learns from the prefill
+  // Throws fasa::Error for n < 1, a context overflow, or a policy that needs the prefill
   // queries (SnapKV, H2O: a synthetic fill has none to show it).
   void fill_synthetic(int n, uint64_t seed);
 
@@ -118,9 +120,9 @@ class Session {
   // Continues from `src`'s tokens: copies its cache and shows every row to this session's policy,
   // exactly as if it had prefilled them itself (prefill is dense, so the state is identical).
   // Both sessions must share the model, context size and KV type; tiered caches cannot be copied.
-  // A policy that learns from the prefill queries (wants_prefill_queries: SnapKV, H2O) takes its
-  // prefill statistics from src's policy (AttentionPolicy::prefill_state_source: the same name,
-  // or a PrefillObservers member of that name), which must not have decoded yet (fasa::Error
+  // A policy that learns from the prefill queries (PrefillObserver: SnapKV, H2O) takes its
+  // prefill statistics from src's policy (prefill_state_source: the same name, or a
+  // PrefillObservers member of that name), which must not have decoded yet (fasa::Error
   // otherwise; can_copy_prefix_from says beforehand whether the names allow it).
   void copy_prefix_from(const Session& src);
   bool can_copy_prefix_from(const Session& src) const;
@@ -137,18 +139,18 @@ class Session {
   // `write` fills the cache's rows (KvCache::write_rows), then slots [0, n) are committed at
   // positions 0..n-1, the policy sees every row (as copy_prefix_from) and last_logits() become
   // `logits` [n_vocab]. Throws fasa::Error for a session that holds tokens, a tiered cache or
-  // a policy that learns from the prefill queries (a saved prefix has none to show it).
+  // a policy that needs the prefill queries (a saved prefix has none to show it).
   void restore_prefix(int n, const std::function<void(KvCache&)>& write,
                       const std::vector<float>& logits);
-  // Shows a policy that learns from prefill queries but can do without them (calib=online:
-  // wants_prefill_queries and not needs_prefill_queries) the saved queries `w` of slots < n, as
+  // Shows a policy that learns from prefill queries but can do without them (calib=online: a
+  // PrefillObserver whose needs_prefill_queries is false) the saved queries `w` of slots < n, as
   // the prefill of a prefix this session took (copy_prefix_from, restore_prefix) would have:
   // a prompt-cache file's (engine/prompt_file.h). Any other policy: nothing.
   void replay_prefill_queries(const QueryWindow& w, int n);
 
   // Lossless decoding (engine/lossless.h): the policy drafts with decode steps, then they are
   // taken back and the tokens verified with full attention.
-  // save_point(): remembers n_past and the policy's state (AttentionPolicy::save_point);
+  // save_point(): remembers n_past and the policy's state (Rewindable::save_point);
   // rollback(): cuts the cache back to the save point and returns the policy to it, as if the
   // steps since had never run (a tiered cache throws fasa::Error).
   void save_point();
@@ -172,7 +174,7 @@ class Session {
   // memory available now (core/memory.h), unless FASA_MEMORY_CHECK=off.
   void check_kv_memory() const;
   void run(const int32_t* tokens, int n, bool all_logits, float* logits);
-  // An eviction policy's rows gone for good (AttentionPolicy::kept_slots) are freed from the
+  // An eviction policy's rows gone for good (EvictingPolicy::kept_slots) are freed from the
   // cache (KvCache::evict): after every decode step in batches, and before a prefill all of
   // them (`now`), so its dense attention reads exactly what is kept. Not once lossless decoding
   // started (its verification reads every row): keep_rows_.
@@ -191,6 +193,7 @@ class Session {
   PolicyContext policy_ctx_;                  // (the model's hash is computed once, on demand)
   std::unique_ptr<AttentionPolicy> policy_;   // owned, made from opts.policy
   AttentionPolicy* active_policy_ = nullptr;  // policy_ or opts.external_policy
+  PolicyFacets facets_;                       // active_policy_'s
   KvCache cache_;                             // laid out as the policy asks (tiering)
   ForwardScratch scratch_;
   AttnStats attn_stats_;
@@ -198,6 +201,7 @@ class Session {
   std::vector<float> logits_;                       // [n_vocab]
   std::vector<int32_t> pos_;                        // [chunk] positions scratch
   std::unique_ptr<AttentionPolicy> verify_policy_;  // `full`, made by the first verify()
+  PolicyFacets verify_facets_;                      // verify_policy_'s
   int mark_ = -1;                                   // save_point()'s n_past
   int verified_ = 0;                                // tokens the last verify() appended
   bool keep_rows_ = false;          // lossless decoding: no row is freed (see free_evicted)

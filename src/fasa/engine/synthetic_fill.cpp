@@ -35,7 +35,7 @@ void Session::fill_synthetic(int n, uint64_t seed) {
     fail("context overflow: {} tokens in the cache + {} synthetic > context size {}", n_past(), n,
          n_ctx());
   }
-  if (active_policy_->needs_prefill_queries()) {
+  if (facets_.needs_prefill_queries()) {
     fail(
         "policy '{}' learns from the prefill queries, which a synthetic fill does not make: "
         "fill the context with a real prefill",

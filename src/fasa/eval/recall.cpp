@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
 #include "fasa/core/workspace.h"
@@ -21,10 +21,18 @@ namespace {
 
 // Passes the inner policy's selections through unchanged while scoring them per query head.
 // It sees the global layers only (the driver runs sliding-window layers without a policy).
-class SelectionProbe final : public AttentionPolicy {
+// It passes on the inner policy's probabilities, prefill queries and online calibration, and
+// nothing else of its facets (its cache is the plain one, it frees no row and does not rewind).
+class SelectionProbe final : public AttentionPolicy,
+                             public ProbabilityObserver,
+                             public PrefillObserver,
+                             public OnlineCalibrationReport {
  public:
   SelectionProbe(std::unique_ptr<AttentionPolicy> inner, const AttnShape& shape, double budget)
       : inner_(std::move(inner)),
+        inner_probs_(facet<ProbabilityObserver>(*inner_)),
+        inner_prefill_(facet<PrefillObserver>(*inner_)),
+        inner_online_(facet<OnlineCalibrationReport>(*inner_)),
         shape_(shape),
         budget_(budget),
         layers_(shape.global_layers()),
@@ -38,24 +46,30 @@ class SelectionProbe final : public AttentionPolicy {
 
   // The inner policy's name, so that prefix copies between probes follow its rules.
   std::string_view name() const override { return inner_->name(); }
-  bool wants_prefill_queries() const override { return inner_->wants_prefill_queries(); }
-  bool needs_prefill_queries() const override { return inner_->needs_prefill_queries(); }
-  const OnlineCalibrationInfo* online_calibration() const override {
-    return inner_->online_calibration();
+  bool offers(Facet f) const override {
+    switch (f) {
+      case Facet::Probs: return inner_probs_ != nullptr;
+      case Facet::Prefill: return inner_prefill_ != nullptr;
+      case Facet::OnlineCalibration: return inner_online_ != nullptr;
+      default: return false;
+    }
+  }
+  bool needs_prefill_queries() const override { return inner_prefill_->needs_prefill_queries(); }
+  const OnlineCalibrationInfo& online_calibration() const override {
+    return inner_online_->online_calibration();
   }
   void on_prefill_queries(const KvCache& c, int layer, int first, int n, const float* q) override {
-    inner_->on_prefill_queries(c, layer, first, n, q);
+    inner_prefill_->on_prefill_queries(c, layer, first, n, q);
   }
   void copy_prefill_state_from(const AttentionPolicy& src) override {
     const auto* probe = dynamic_cast<const SelectionProbe*>(&src);
-    inner_->copy_prefill_state_from(probe ? *probe->inner_ : src);
+    inner_prefill_->copy_prefill_state_from(probe ? *probe->inner_ : src);
   }
   void on_append(const KvCache& c, int layer, int first, int n) override {
     inner_->on_append(c, layer, first, n);
   }
-  bool wants_probs() const override { return inner_->wants_probs(); }
   void on_probs(int layer, int head, const Selection& sel, const float* p, int n) override {
-    inner_->on_probs(layer, head, sel, p, n);
+    inner_probs_->on_probs(layer, head, sel, p, n);
   }
 
   void select(const AttnQuery& q, Selection& out) override {
@@ -96,6 +110,9 @@ class SelectionProbe final : public AttentionPolicy {
   // Read by recall_of below.
  public:
   std::unique_ptr<AttentionPolicy> inner_;
+  ProbabilityObserver* inner_probs_;  // inner_'s facets, or null
+  PrefillObserver* inner_prefill_;
+  const OnlineCalibrationReport* inner_online_;
   AttnShape shape_;
   double budget_;
   std::vector<int> layers_;            // [n_global] the layers measured

@@ -40,9 +40,9 @@ SharedPrefill::SharedPrefill(std::shared_ptr<const Model> model,
   for (size_t p = 0; p < specs.size(); ++p) {
     std::string key;
     const auto policy = policy_of(specs[p], ctx_, &key);
-    if (!policy->wants_prefill_queries()) continue;
+    if (!facet<PrefillObserver>(*policy)) continue;
     keys_[p] = key;
-    if (policy->tiering()) {
+    if (facet<TieredPolicy>(*policy)) {
       via_dense_[p] = false;
       continue;
     }

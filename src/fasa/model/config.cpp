@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -21,59 +22,16 @@ int read_count(const GgufFile& f, const std::string& key, int64_t lo, int64_t hi
   return static_cast<int>(v);
 }
 
-// Architectures the forward pass implements, with their RoPE layout.
-bool known_arch(const std::string& arch, RopeLayout* layout) {
-  if (arch == "llama") {
-    *layout = RopeLayout::Norm;  // the converter permuted Q/K rows into interleaved pairs
-    return true;
-  }
-  if (arch == "qwen2") {  // llama's block plus Q/K/V biases; halves-paired (NEOX) RoPE
-    *layout = RopeLayout::Neox;
-    return true;
-  }
-  if (arch == "qwen3") {  // llama's block plus per-head Q/K RMSNorm, no biases; NEOX RoPE
-    *layout = RopeLayout::Neox;
-    return true;
-  }
-  if (arch == "phi3") {  // llama's block with fused QKV and fused gate/up matrices; NEOX RoPE
-    *layout = RopeLayout::Neox;
-    return true;
-  }
-  if (arch == "gemma3") {  // Gemma blocks, sliding-window and global layers; NEOX RoPE
-    *layout = RopeLayout::Neox;
-    return true;
-  }
-  return false;
-}
-
 // RoPE bases in real files reach 1e6-1e8; far larger ones only overflow the angle tables.
 constexpr float kMaxRopeBase = 1e12f;
 
-// Gemma 3's block and layer pattern. The values the metadata does not carry follow llama.cpp
-// (the reference the goldens come from): one global layer in every 6, local RoPE base 1e4, and
-// the attention scale of gemma_pytorch's config for each size (27B, 62 layers: 1/sqrt(d/heads)).
-void read_gemma3(const GgufFile& f, const std::string& a, ModelConfig& c) {
-  c.embd_scale = std::sqrt(static_cast<float>(c.d_model));
-  c.qk_norm = true;
-  c.post_norms = true;
-  c.ffn_act = FfnAct::GeluTanh;
-  if (f.find(a + "attention.scale") != nullptr) {
-    c.attn_scale = static_cast<float>(f.get_float(a + "attention.scale"));
-    if (!(c.attn_scale > 0.0f && c.attn_scale <= 1.0f)) {
-      fail("{}: '{}attention.scale' = {} must be in (0, 1]", f.path(), a, c.attn_scale);
-    }
-  } else if (c.n_layers == 62) {
-    const int query_scalar = c.d_model / c.n_heads;  // an integer in the reference (5376 / 32)
-    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(query_scalar));
-  }
-  c.final_logit_softcap = static_cast<float>(f.get_float_or(a + "final_logit_softcapping", 0.0));
-  if (!(c.final_logit_softcap >= 0.0f && c.final_logit_softcap <= 1e6f)) {
-    fail("{}: '{}final_logit_softcapping' = {} must be in [0, 1e6]", f.path(), a,
-         c.final_logit_softcap);
-  }
+// Sliding-window and global layers, and the sliding-window layers' RoPE base. The values the
+// metadata does not carry follow llama.cpp (the reference the goldens come from): the row's
+// period (Gemma 3: one global layer in every 6), local RoPE base 1e4.
+void read_windows(const GgufFile& f, const std::string& a, const ArchInfo& arch, ModelConfig& c) {
   if (f.find(a + "attention.sliding_window") == nullptr) {
-    fail("{}: missing metadata '{}attention.sliding_window' (gemma3 needs its window size)",
-         f.path(), a);
+    fail("{}: missing metadata '{}attention.sliding_window' ({} needs its window size)", f.path(),
+         a, arch.name);
   }
   const int window = read_count(f, a + "attention.sliding_window", 1, 1 << 24);
   // Which layers slide: a period n (layer l slides unless l % n == n - 1), or one bool per layer.
@@ -88,7 +46,7 @@ void read_gemma3(const GgufFile& f, const std::string& a, ModelConfig& c) {
     for (int l = 0; l < c.n_layers; ++l)
       c.layer_window[l] = std::get<bool>(pat->array[l]) ? window : 0;
   } else {
-    const int period = pat ? read_count(f, pat_key, 1, 1 << 16) : 6;
+    const int period = pat ? read_count(f, pat_key, 1, 1 << 16) : arch.window_period;
     for (int l = 0; l < c.n_layers; ++l) c.layer_window[l] = l % period < period - 1 ? window : 0;
   }
   c.rope_base_local = static_cast<float>(f.get_float_or(a + "rope.freq_base_swa", 10000.0));
@@ -97,16 +55,32 @@ void read_gemma3(const GgufFile& f, const std::string& a, ModelConfig& c) {
   }
 }
 
+// The block shape of the row, then the metadata only this architecture has.
+void read_arch_block(const GgufFile& f, const std::string& a, const ArchInfo& arch,
+                     ModelConfig& c) {
+  c.qkv_bias = arch.qkv_bias;
+  c.qk_norm = arch.qk_norm;
+  c.fused_gate_up = arch.fused_gate_up;
+  c.post_norms = arch.post_norms;
+  c.ffn_act = arch.ffn_act;
+  if (arch.embd_scale_sqrt_d) c.embd_scale = std::sqrt(static_cast<float>(c.d_model));
+  if (arch.read_extra != nullptr) arch.read_extra(f, a, c);
+  if (arch.sliding_window) read_windows(f, a, arch, c);
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   ModelConfig c;
   c.arch = f.get_string("general.architecture");
-  if (!known_arch(c.arch, &c.rope_layout)) {
-    fail("{}: unsupported architecture '{}' (supported: llama, qwen2, qwen3, phi3, gemma3)",
-         f.path(), c.arch);
+  const std::optional<Arch> id = parse_arch(c.arch);
+  if (!id) {
+    fail("{}: unsupported architecture '{}' (supported: {})", f.path(), c.arch, arch_names());
   }
-  check_metadata_keys(f, c.arch);
+  c.arch_id = *id;
+  const ArchInfo& arch = arch_info(c.arch_id);
+  c.rope_layout = arch.rope_layout;
+  check_metadata_keys(f, arch);
   c.name = f.get_string_or("general.name", "");
   const std::string a = c.arch + ".";
   c.n_layers = read_count(f, a + "block_count", 1, 1024);
@@ -146,11 +120,8 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   if (emb->ne.size() != 2) fail("{}: token_embd.weight must be 2-D", f.path());
   c.n_vocab = static_cast<int>(f.get_int_or(a + "vocab_size", emb->ne[1]));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
-  c.qkv_bias = c.arch == "qwen2";
-  c.qk_norm = c.arch == "qwen3";
   c.fused_qkv = f.find_tensor("blk.0.attn_qkv.weight") != nullptr;
-  c.fused_gate_up = c.arch == "phi3";
-  if (c.arch == "gemma3") read_gemma3(f, a, c);
+  read_arch_block(f, a, arch, c);
   if (c.attn_scale == 0.0f) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   return c;
 }
@@ -166,7 +137,5 @@ int ModelConfig::n_windowed_layers() const {
   for (int w : layer_window) n += w > 0;
   return n;
 }
-
-const char* ffn_act_name(FfnAct a) { return a == FfnAct::Silu ? "silu" : "gelu_tanh"; }
 
 }  // namespace fasa

@@ -6,18 +6,17 @@
 #include <vector>
 
 #include "fasa/kernels/ops.h"
+#include "fasa/model/arch.h"
 #include "fasa/model/rope.h"
 
 namespace fasa {
 
 class GgufFile;
 
-enum class FfnAct { Silu, GeluTanh };  // gated feed-forward: act(gate) * up
-const char* ffn_act_name(FfnAct a);    // "silu" | "gelu_tanh"
-
 struct ModelConfig {
-  std::string arch;  // general.architecture, e.g. "llama"
-  std::string name;  // general.name (may be empty)
+  std::string arch;            // general.architecture, e.g. "llama"
+  Arch arch_id = Arch::Llama;  // the same, parsed (its row: arch_info(arch_id))
+  std::string name;            // general.name (may be empty)
   int n_layers = 0;
   int n_heads = 0;
   int n_kv_heads = 0;

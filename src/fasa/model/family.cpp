@@ -1,28 +1,39 @@
 #include "fasa/model/family.h"
 
 #include "fasa/io/gguf.h"
+#include "fasa/model/arch.h"
 #include "fasa/model/config.h"
 
 namespace fasa {
 
+namespace {
+
+// Families an architecture's tokenizer.ggml.pre names more precisely than the row's family.
+struct PreFamily {
+  Arch arch;
+  const char* pre;
+  const char* family;
+};
+constexpr PreFamily kByPre[] = {
+    {Arch::Llama, "llama-bpe", "Llama 3.x"},
+    {Arch::Llama, "llama3", "Llama 3.x"},
+    {Arch::Llama, "llama-v3", "Llama 3.x"},
+    {Arch::Llama, "smollm", "SmolLM2"},
+    {Arch::Qwen2, "deepseek-r1-qwen", "DeepSeek-R1-Distill-Qwen"},
+};
+
+}  // namespace
+
 std::string model_family(const GgufFile& f, const ModelConfig& c) {
   const std::string pre = f.get_string_or("tokenizer.ggml.pre", "");
-  const std::string tok = f.get_string_or("tokenizer.ggml.model", "");
-  if (c.arch == "llama") {
-    if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") return "Llama 3.x";
-    if (pre == "smollm") return "SmolLM2";
-    if (tok == "llama" && c.n_vocab == 32768) return "Mistral (v0.3 vocabulary)";
-    if (tok == "llama") return "Llama 2 / Mistral (SentencePiece)";
-    return "llama (other)";
+  for (const PreFamily& p : kByPre) {
+    if (p.arch == c.arch_id && pre == p.pre) return p.family;
   }
-  if (c.arch == "qwen2") {
-    if (pre == "deepseek-r1-qwen") return "DeepSeek-R1-Distill-Qwen";
-    return "Qwen 2 / 2.5";
+  // llama files with a SentencePiece vocabulary: Llama 2 and Mistral, told apart by its size.
+  if (c.arch_id == Arch::Llama && f.get_string_or("tokenizer.ggml.model", "") == "llama") {
+    return c.n_vocab == 32768 ? "Mistral (v0.3 vocabulary)" : "Llama 2 / Mistral (SentencePiece)";
   }
-  if (c.arch == "qwen3") return "Qwen 3";
-  if (c.arch == "phi3") return "Phi-3";
-  if (c.arch == "gemma3") return "Gemma 3";
-  return c.arch;
+  return arch_info(c.arch_id).family;
 }
 
 }  // namespace fasa

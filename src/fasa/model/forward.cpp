@@ -237,7 +237,7 @@ void attend(const Call& k, int l) {
       }
     }
     // Sliding-window layers attend over their window, outside any policy.
-    if (!windowed) sq.policy->on_append(*sq.cache, l, k.first_slot[i], sq.n_tok);
+    if (!windowed) sq.policy->core->on_append(*sq.cache, l, k.first_slot[i], sq.n_tok);
     AttnStep step;
     step.layer = l;
     step.n_tok = sq.n_tok;
@@ -362,7 +362,7 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
   }
 }
 
-void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const int32_t* tokens,
+void forward(const Model& model, KvCache& cache, const PolicyFacets& policy, const int32_t* tokens,
              const int32_t* pos, int n_tok, bool all_logits, float* logits, ForwardScratch& s,
              AttnStats* stats) {
   FASA_CHECK(n_tok > 0);

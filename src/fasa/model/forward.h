@@ -8,7 +8,7 @@
 
 #include "fasa/attention/attention.h"
 #include "fasa/attention/kv_cache.h"
-#include "fasa/attention/policy.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/core/workspace.h"
 #include "fasa/model/model.h"
 
@@ -53,10 +53,11 @@ struct ForwardScratch {
 // Scratch bytes one thread's arena needs for a call of n_tok rows over a context of n_ctx slots.
 size_t forward_workspace_bytes(const ModelConfig& c, int n_tok, int n_ctx);
 
-// One sequence's part of a batched forward call: its cache, policy and new tokens.
+// One sequence's part of a batched forward call: its cache, policy (with its facets, looked up
+// once by the caller) and new tokens.
 struct SeqChunk {
   KvCache* cache = nullptr;
-  AttentionPolicy* policy = nullptr;
+  const PolicyFacets* policy = nullptr;
   const int32_t* tokens = nullptr;  // [n_tok]
   const int32_t* pos = nullptr;     // [n_tok]
   int n_tok = 0;                    // 1 .. cache->max_batch()
@@ -77,7 +78,7 @@ void forward_batch(const Model& model, const SeqChunk* seqs, int n_seq, ForwardS
 // `all_logits`, of every token ([n_tok, n_vocab]). Token ids must be in [0, n_vocab) and the
 // cache must have room; callers check both. More than cache.max_batch() tokens run as several
 // calls of at most that many.
-void forward(const Model& model, KvCache& cache, AttentionPolicy& policy, const int32_t* tokens,
+void forward(const Model& model, KvCache& cache, const PolicyFacets& policy, const int32_t* tokens,
              const int32_t* pos, int n_tok, bool all_logits, float* logits, ForwardScratch& scratch,
              AttnStats* stats);
 

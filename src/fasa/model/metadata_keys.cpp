@@ -7,7 +7,7 @@
 
 namespace fasa {
 
-std::vector<KnownKey> known_metadata_keys(const std::string& arch) {
+std::vector<KnownKey> known_metadata_keys(const ArchInfo& arch) {
   std::vector<KnownKey> keys = {
       {"context_length", "trained context; default run context and the bench's limit"},
       {"embedding_length", "d_model"},
@@ -36,25 +36,13 @@ std::vector<KnownKey> known_metadata_keys(const std::string& arch) {
       {"expert_used_count", "accepted only at 0"},
       {"attention.causal", "accepted only at true"},
   };
-  if (arch == "gemma3") {
-    keys.push_back({"attention.sliding_window", "window of the sliding-window layers"});
-    keys.push_back({"attention.sliding_window_pattern", "which layers slide"});
-    keys.push_back({"rope.freq_base_swa", "RoPE base of the sliding-window layers"});
-    keys.push_back({"final_logit_softcapping", "logit soft-capping"});
-    keys.push_back({"attention.scale", "softmax scale of q.k"});
-  }
-  if (arch == "phi3") {
-    // llama.cpp turns Phi-3's sliding window off for every Phi-3 file (its PR 13676: the
-    // converters do not write the layer pattern correctly); the goldens come from it, so does
-    // this engine.
-    keys.push_back({"attention.sliding_window", "ignored for phi3, as llama.cpp does"});
-  }
+  keys.insert(keys.end(), arch.extra_keys.begin(), arch.extra_keys.end());
   return keys;
 }
 
-void check_metadata_keys(const GgufFile& f, const std::string& arch) {
+void check_metadata_keys(const GgufFile& f, const ArchInfo& arch) {
   const std::vector<KnownKey> known = known_metadata_keys(arch);
-  const std::string prefix = arch + ".";
+  const std::string prefix = std::string(arch.name) + ".";
   std::vector<std::string> unknown;
   for (const GgufKV& kv : f.metadata()) {
     if (kv.key.compare(0, prefix.size(), prefix) != 0) continue;

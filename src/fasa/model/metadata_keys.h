@@ -4,23 +4,19 @@
 // refused, naming the key.
 #pragma once
 
-#include <string>
 #include <vector>
+
+#include "fasa/model/arch.h"
 
 namespace fasa {
 
 class GgufFile;
 
-struct KnownKey {
-  const char* suffix;  // after "{arch}."
-  const char* role;    // what the engine does with it (shown by `fasa inspect --keys`)
-};
-
-// The keys an architecture's files may carry.
-std::vector<KnownKey> known_metadata_keys(const std::string& arch);
+// The keys an architecture's files may carry: those every architecture shares, then the row's.
+std::vector<KnownKey> known_metadata_keys(const ArchInfo& arch);
 
 // Throws fasa::Error naming every {arch}.* key that is not known, and every known key whose value
 // would mean math the engine does not implement.
-void check_metadata_keys(const GgufFile& f, const std::string& arch);
+void check_metadata_keys(const GgufFile& f, const ArchInfo& arch);
 
 }  // namespace fasa

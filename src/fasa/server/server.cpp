@@ -12,12 +12,9 @@
 
 #include "fasa/attention/calibration_store.h"
 #include "fasa/core/error.h"
-#include "fasa/core/process.h"
 #include "fasa/core/sha256.h"
 #include "fasa/engine/prompt.h"
-#include "fasa/io/gguf.h"
 #include "fasa/server/text_escape.h"
-#include "fasa/server/tokenize_api.h"
 #include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa::server {
@@ -157,7 +154,7 @@ ApiServer::ApiServer(std::shared_ptr<const Model> model, const ServerConfig& con
     fail("default policy: {}", e.what());
   }
   // Cheap answers that must come whatever the load: served on the HTTP server's reserve too.
-  config_.http.reserved_paths = {"/health", "/metrics"};
+  config_.http.reserved_paths = reserved_route_paths();
   http_ = std::make_unique<http::Server>(config_.http,
                                          [this](const http::Request& req, http::ResponseWriter& w) {
                                            handle(req, w);
@@ -192,16 +189,11 @@ std::string ApiServer::cache_scope(int caller, const std::string& salt) const {
 void ApiServer::handle(const http::Request& req, http::ResponseWriter& w) {
   const auto t0 = std::chrono::steady_clock::now();
   StatusRecorder rec(w);
-  std::string endpoint = req.path;
-  static const char* kKnown[] = {"/health",         "/metrics",       "/v1/models",
-                                 "/v1/completions", "/tokenize",      "/v1/chat/completions",
-                                 "/detokenize",     "/tokenizer_info"};
-  if (std::find(std::begin(kKnown), std::end(kKnown), endpoint) == std::end(kKnown)) {
-    endpoint = "other";  // bounded label set for the metrics
-  }
+  const Route* r = find_route(req.path);
+  const std::string endpoint = r ? r->path : "other";  // bounded label set for the metrics
   std::string note;
   try {
-    note = route(req, rec, endpoint);
+    note = route(req, rec, r);
   } catch (const ApiError& e) {
     if (rec.status == 0) send_error(rec, e.status, e.what());
     note = e.param.empty() ? e.what() : fmt::format("{} ({})", e.what(), e.param);
@@ -210,7 +202,7 @@ void ApiServer::handle(const http::Request& req, http::ResponseWriter& w) {
     note = e.what();
   }
   counters_.add(endpoint, rec.status);
-  if (config_.log_requests && endpoint != "/health" && endpoint != "/metrics") {
+  if (config_.log_requests && (r == nullptr || r->logged)) {
     // One line whatever the client sent: its bytes escaped and bounded.
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const std::string line =
@@ -221,55 +213,27 @@ void ApiServer::handle(const http::Request& req, http::ResponseWriter& w) {
   }
 }
 
-std::string ApiServer::route(const http::Request& req, http::ResponseWriter& w,
-                             const std::string& endpoint) {
-  const bool get = req.method == "GET", post = req.method == "POST";
-  if (endpoint == "/health") {
-    if (!get) throw ApiError(405, "use GET for /health");
-    send_json(w, 200, R"({"status":"ok"})");
-    return {};
-  }
-  if (endpoint == "other") throw ApiError(404, fmt::format("no such endpoint: {}", req.path));
-  const int who = caller(req);
-  if (who == -1) {
-    send_error(w, 401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
-               {{"WWW-Authenticate", "Bearer"}});
-    return {};
-  }
-  if (endpoint == "/metrics" || endpoint == "/v1/models" || endpoint == "/tokenizer_info") {
-    if (!get) throw ApiError(405, fmt::format("use GET for {}", endpoint));
-    if (endpoint == "/tokenizer_info") {
-      send_json(w, 200,
-                tokenizer_info_body(model_->require_tokenizer(),
-                                    scheduler_->options().session.n_ctx,
-                                    model_->file().get_string_or("tokenizer.chat_template", "")));
-    } else if (endpoint == "/v1/models") {
-      send_json(w, 200, render_models({config_.model_id}, started_));
-    } else {
-      const ProcessMemory mem{current_rss_bytes(), peak_rss_bytes()};
-      w.send(200, "text/plain; version=0.0.4",
-             render_metrics(scheduler_->stats(), config_.scheduler.parallel, counters_, mem) +
-                 echo_metrics() + latency_.render());
+std::string ApiServer::route(const http::Request& req, http::ResponseWriter& w, const Route* r) {
+  if (r == nullptr) throw ApiError(404, fmt::format("no such endpoint: {}", req.path));
+  int who = kNoKeys;
+  if (r->needs_key) {
+    who = caller(req);
+    if (who == -1) {
+      send_error(w, 401, "invalid or missing API key (send 'Authorization: Bearer KEY')",
+                 {{"WWW-Authenticate", "Bearer"}});
+      return {};
     }
-    return {};
   }
-  if (!post) throw ApiError(405, fmt::format("use POST for {}", endpoint));
+  const std::string_view method = r->method;
+  if (req.method != method) throw ApiError(405, fmt::format("use {} for {}", method, r->path));
   // A web page may POST text/plain to any address without asking (a CORS "simple request"):
   // a JSON body must say it is one.
-  if (!json_content_type(req.header("content-type"))) {
+  if (method == "POST" && !json_content_type(req.header("content-type"))) {
     throw ApiError(415, fmt::format("the body of POST {} must be JSON: send 'Content-Type: "
                                     "application/json'",
-                                    endpoint));
+                                    r->path));
   }
-  if (endpoint == "/tokenize" || endpoint == "/detokenize") {
-    const Tokenizer& tok = model_->require_tokenizer();
-    send_json(w, 200,
-              endpoint == "/tokenize" ? tokenize_body(tok, req.body)
-                                      : detokenize_body(tok, req.body));
-    return {};
-  }
-  return generate(req, w, endpoint == "/v1/completions" ? Endpoint::Completions : Endpoint::Chat,
-                  who);
+  return (this->*(r->handler))(req, w, who);
 }
 
 namespace {

@@ -1,7 +1,7 @@
-// `fasa serve`: the OpenAI-compatible HTTP API over one model. Routes requests, checks the API
-// key, turns a request into a Job for the Scheduler and streams or returns its answer.
-//   POST /v1/completions, POST /v1/chat/completions (stream or not), GET /v1/models,
-//   GET /health, GET /metrics (Prometheus text).
+// `fasa serve`: the OpenAI-compatible HTTP API over one model. Routes requests (the endpoints
+// are the rows of routes.h's table: completions, chat completions, models, health, metrics,
+// tokenize, ...), checks the API key, turns a request into a Job for the Scheduler and streams
+// or returns its answer.
 #pragma once
 
 #include <atomic>
@@ -17,6 +17,7 @@
 #include "fasa/server/metrics.h"
 #include "fasa/server/policy_choice.h"
 #include "fasa/server/prompt_scorer.h"
+#include "fasa/server/routes.h"
 #include "fasa/server/scheduler.h"
 
 namespace fasa::server {
@@ -57,9 +58,20 @@ class ApiServer {
   SchedulerStats stats() const { return scheduler_->stats(); }
 
  private:
+  friend const std::vector<Route>& api_routes();  // the table names the handlers below
+
   void handle(const http::Request& req, http::ResponseWriter& w);
-  // Each returns a note for the request's log line.
-  std::string route(const http::Request& req, http::ResponseWriter& w, const std::string& endpoint);
+  // Each returns a note for the request's log line. `r`: the request path's row, or nullptr.
+  std::string route(const http::Request& req, http::ResponseWriter& w, const Route* r);
+  // The handlers of the route table's rows (routes.cpp); RouteHandler says what they get.
+  std::string serve_health(const http::Request& req, http::ResponseWriter& w, int who);
+  std::string serve_metrics(const http::Request& req, http::ResponseWriter& w, int who);
+  std::string serve_models(const http::Request& req, http::ResponseWriter& w, int who);
+  std::string serve_tokenizer_info(const http::Request& req, http::ResponseWriter& w, int who);
+  std::string serve_tokenize(const http::Request& req, http::ResponseWriter& w, int who);
+  std::string serve_detokenize(const http::Request& req, http::ResponseWriter& w, int who);
+  std::string serve_completions(const http::Request& req, http::ResponseWriter& w, int who);
+  std::string serve_chat(const http::Request& req, http::ResponseWriter& w, int who);
   // A completion request, step by step: check, tokenize, submit, answer (server.cpp).
   // `who`: caller()'s answer for the request.
   std::string generate(const http::Request& req, http::ResponseWriter& w, Endpoint endpoint,

@@ -326,19 +326,8 @@ void BpeTokenizer::merge_pairs(std::vector<BpeSymbol>& sym) const {
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos,
                                           const SplitRule& rule) const {
-  const int64_t bad = find_invalid_utf8(text);
-  if (bad >= 0) fail("prompt is not valid UTF-8 (byte offset {})", bad);
-  std::vector<int32_t> out;
-  out.reserve(text.size() / 3 + 2);
-  if (add_bos && add_bos_) out.push_back(bos_);
-  if (text.empty()) return out;
   WordCache cache;
-  for (const TextFragment& f : specials_.split(text, rule)) {
-    if (f.token >= 0) {
-      out.push_back(f.token);
-      continue;
-    }
-    const std::string_view frag = text.substr(f.begin, f.end - f.begin);
+  auto encode_text = [&](std::string_view frag, bool, std::vector<int32_t>& out) {
     for (const std::string_view word : pre_tokenize(pre_.kind, frag)) {
       const auto it = cache.spans.find(word);
       if (it != cache.spans.end()) {
@@ -354,8 +343,8 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos,
       const auto len = static_cast<uint32_t>(out.size() - before);
       cache.spans.emplace(word, std::make_pair(start, len));
     }
-  }
-  return out;
+  };
+  return encode_fragments(text, add_bos && add_bos_ ? bos_ : -1, specials_, rule, encode_text);
 }
 
 }  // namespace

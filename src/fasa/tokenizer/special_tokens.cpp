@@ -192,4 +192,26 @@ std::string quoted_token(std::string_view s) {
   return out + "'";
 }
 
+std::vector<int32_t> encode_fragments(std::string_view text, int32_t bos,
+                                      const SpecialTokenSplitter& specials, const SplitRule& rule,
+                                      const FragmentEncoder& encode_text) {
+  const int64_t bad = find_invalid_utf8(text);
+  if (bad >= 0) fail("prompt is not valid UTF-8 (byte offset {})", bad);
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 2);
+  if (bos >= 0) out.push_back(bos);
+  if (text.empty()) return out;
+  bool after_special = true;  // the text start counts as following a special token
+  for (const TextFragment& f : specials.split(text, rule)) {
+    if (f.token >= 0) {
+      out.push_back(f.token);
+      after_special = true;
+      continue;
+    }
+    encode_text(text.substr(f.begin, f.end - f.begin), after_special, out);
+    after_special = false;
+  }
+  return out;
+}
+
 }  // namespace fasa

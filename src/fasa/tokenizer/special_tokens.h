@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,17 @@ class SpecialTokenSplitter {
   };
   std::vector<Special> specials_;
 };
+
+// The steps both tokenizers' encode share: refuses text that is not valid UTF-8 (fasa::Error
+// naming the byte offset), starts the output with `bos` when it is >= 0, then cuts the special
+// tokens out of the text by `rule`. A special token goes to the output as it is; each text
+// fragment goes to encode_text(fragment, after_special, out), after_special being true when the
+// fragment starts the text or follows a special token.
+using FragmentEncoder =
+    std::function<void(std::string_view fragment, bool after_special, std::vector<int32_t>& out)>;
+std::vector<int32_t> encode_fragments(std::string_view text, int32_t bos,
+                                      const SpecialTokenSplitter& specials, const SplitRule& rule,
+                                      const FragmentEncoder& encode_text);
 
 // True when llama.cpp strips the whitespace after the model's special tokens: general.name,
 // lower-cased, contains "phi-3" or "phi3" (then every special token but <unk>, <s> and

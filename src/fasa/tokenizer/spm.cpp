@@ -357,33 +357,20 @@ void SpmTokenizer::merge_pairs(std::string_view text, std::vector<SpmSymbol>& sy
 
 std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_bos,
                                           const SplitRule& rule) const {
-  const int64_t bad = find_invalid_utf8(text);
-  if (bad >= 0) fail("prompt is not valid UTF-8 (byte offset {})", bad);
-  std::vector<int32_t> out;
-  out.reserve(text.size() / 3 + 2);
-  if (add_bos && add_bos_) out.push_back(bos_);
-  if (text.empty()) return out;
-  bool after_special = true;  // the text start counts as following a special token
   std::string escaped;
-  for (const TextFragment& f : specials_.split(text, rule)) {
-    if (f.token >= 0) {
-      out.push_back(f.token);
-      after_special = true;
-      continue;
-    }
+  auto encode_text = [&](std::string_view frag, bool after_special, std::vector<int32_t>& out) {
     escaped.clear();
     if (add_space_prefix_ && after_special) escaped += kSpace;
-    for (size_t i = f.begin; i < f.end; ++i) {
-      if (text[i] == ' ') {
+    for (const char c : frag) {
+      if (c == ' ') {
         escaped += kSpace;
       } else {
-        escaped += text[i];
+        escaped += c;
       }
     }
     encode_fragment(escaped, out);
-    after_special = false;
-  }
-  return out;
+  };
+  return encode_fragments(text, add_bos && add_bos_ ? bos_ : -1, specials_, rule, encode_text);
 }
 
 }  // namespace

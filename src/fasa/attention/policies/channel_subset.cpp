@@ -17,6 +17,7 @@
 #include "fasa/attention/policies/channel_subset.h"
 #include "fasa/attention/policies/packed_slice.h"
 #include "fasa/attention/policies/value_mean.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
 #include "fasa/core/parallel.h"
@@ -47,7 +48,7 @@ struct PackedDim {
   int col;  // column of the packed K_dom row
 };
 
-class ChannelSubsetPolicy final : public AttentionPolicy {
+class ChannelSubsetPolicy final : public AttentionPolicy, public TieredPolicy, public Rewindable {
  public:
   ChannelSubsetPolicy(std::string name, const PolicyContext& ctx, ChannelSubsetOptions o,
                       const std::vector<std::vector<int>>& head_dims)
@@ -104,7 +105,9 @@ class ChannelSubsetPolicy final : public AttentionPolicy {
     }
   }
 
-  const KvTiering* tiering() const override { return o_.variant_m ? &tiering_ : nullptr; }
+  // Only FASA-M asks for a tiered cache.
+  bool offers(Facet f) const override { return f != Facet::Tiering || o_.variant_m; }
+  const KvTiering& tiering() const override { return tiering_; }
 
   std::string_view name() const override { return name_; }
 

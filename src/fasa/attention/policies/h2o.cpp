@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fasa/attention/policies/option_table.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/parallel.h"
@@ -38,7 +39,11 @@ struct KeptState {
   Selection last;
 };
 
-class H2oPolicy final : public AttentionPolicy {
+class H2oPolicy final : public AttentionPolicy,
+                        public ProbabilityObserver,
+                        public PrefillObserver,
+                        public EvictingPolicy,
+                        public Rewindable {
  public:
   H2oPolicy(const PolicyContext& ctx, double budget, double recent, bool per_head)
       : shape_(ctx.shape),
@@ -54,8 +59,6 @@ class H2oPolicy final : public AttentionPolicy {
   }
 
   std::string_view name() const override { return "h2o"; }
-  bool wants_probs() const override { return true; }
-  bool wants_prefill_queries() const override { return true; }
 
   void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
     for (int h = 0; h < shape_.n_heads; ++h) {

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "fasa/attention/policy_facets.h"
 #include "fasa/core/error.h"
 
 namespace fasa {
@@ -17,7 +18,10 @@ struct SharedCalibration {
   std::shared_ptr<const Calibration> calib;  // null until the first copy decodes
 };
 
-class OnlineCalibrated final : public AttentionPolicy {
+class OnlineCalibrated final : public AttentionPolicy,
+                               public OnlineCalibrationReport,
+                               public PrefillObserver,
+                               public Rewindable {
  public:
   OnlineCalibrated(std::string name, const PolicyContext& ctx, OnlineCalibrationSpec spec,
                    CalibratedPolicyFactory make)
@@ -35,14 +39,13 @@ class OnlineCalibrated final : public AttentionPolicy {
   }
 
   std::string_view name() const override { return name_; }
-  const OnlineCalibrationInfo* online_calibration() const override { return &info_; }
+  const OnlineCalibrationInfo& online_calibration() const override { return info_; }
 
   void on_append(const KvCache& cache, int layer, int first_slot, int n) override {
     appended_[layer] = first_slot + n;
     if (inner_) inner_->on_append(cache, layer, first_slot, n);
   }
 
-  bool wants_prefill_queries() const override { return true; }
   bool needs_prefill_queries() const override { return false; }
   void on_prefill_queries(const KvCache&, int layer, int first_slot, int n_tok,
                           const float* q) override {
@@ -90,11 +93,11 @@ class OnlineCalibrated final : public AttentionPolicy {
 
   void save_point() override {
     saved_n_ = appended_[layers_.front()];
-    if (inner_) inner_->save_point();
+    if (inner_rewind_) inner_rewind_->save_point();
   }
   void rollback(const KvCache& cache, int n) override {
     for (int l : layers_) appended_[l] = std::min(appended_[l], n);
-    if (inner_) inner_->rollback(cache, n);
+    if (inner_rewind_) inner_rewind_->rollback(cache, n);
     window_.truncate(n);
   }
 
@@ -155,6 +158,7 @@ class OnlineCalibrated final : public AttentionPolicy {
   // Makes the real policy from `calib` and shows it every row written so far.
   void become(const Calibration& calib, const KvCache& cache) {
     inner_ = make_(calib);
+    inner_rewind_ = facet<Rewindable>(*inner_);
     FASA_CHECK(inner_->name() == name_);
     // The rows so far: as of the save point first (so that a rollback to it is exact), then
     // the drafted ones.
@@ -162,7 +166,7 @@ class OnlineCalibrated final : public AttentionPolicy {
       const int m = saved_n_ >= 0 ? std::min(saved_n_, appended_[l]) : appended_[l];
       if (m > 0) inner_->on_append(cache, l, 0, m);
     }
-    if (saved_n_ >= 0) inner_->save_point();
+    if (saved_n_ >= 0 && inner_rewind_) inner_rewind_->save_point();
     for (int l : layers_) {
       const int m = saved_n_ >= 0 ? std::min(saved_n_, appended_[l]) : appended_[l];
       if (appended_[l] > m) inner_->on_append(cache, l, m, appended_[l] - m);
@@ -182,6 +186,7 @@ class OnlineCalibrated final : public AttentionPolicy {
   int since_ = 0;            // decode steps since the calibration was last made
   std::shared_ptr<SharedCalibration> shared_ = std::make_shared<SharedCalibration>();
   std::unique_ptr<AttentionPolicy> inner_;  // the real policy, once calibrated
+  Rewindable* inner_rewind_ = nullptr;      // its Rewindable facet
   OnlineCalibrationInfo info_;
 };
 

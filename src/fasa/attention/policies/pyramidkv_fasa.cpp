@@ -8,6 +8,7 @@
 // this is plain fasa, bit for bit.
 #include <vector>
 
+#include "fasa/attention/policy_facets.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 
@@ -15,46 +16,61 @@ namespace fasa {
 
 namespace {
 
-class EvictThenSelect final : public AttentionPolicy {
+// Its facets: PyramidKV's prefill votes and eviction, both policies' rewind, and fasa's online
+// calibration where fasa calibrates online.
+class EvictThenSelect final : public AttentionPolicy,
+                              public PrefillObserver,
+                              public EvictingPolicy,
+                              public Rewindable,
+                              public OnlineCalibrationReport {
  public:
   EvictThenSelect(std::unique_ptr<AttentionPolicy> evict, std::unique_ptr<AttentionPolicy> pick)
-      : evict_(std::move(evict)), pick_(std::move(pick)) {}
+      : evict_(std::move(evict)),
+        pick_(std::move(pick)),
+        evict_prefill_(facet<PrefillObserver>(*evict_)),
+        evict_eviction_(facet<EvictingPolicy>(*evict_)),
+        evict_rewind_(facet<Rewindable>(*evict_)),
+        pick_prefill_(facet<PrefillObserver>(*pick_)),
+        pick_rewind_(facet<Rewindable>(*pick_)),
+        pick_online_(facet<OnlineCalibrationReport>(*pick_)) {
+    FASA_CHECK(evict_prefill_ && evict_eviction_);  // PyramidKV votes over the prefill, evicts
+  }
 
   std::string_view name() const override { return "pyramidkv+fasa"; }
+  bool offers(Facet f) const override { return f != Facet::OnlineCalibration || pick_online_; }
   void on_append(const KvCache& c, int layer, int first, int n) override {
     evict_->on_append(c, layer, first, n);
     pick_->on_append(c, layer, first, n);
   }
-  bool wants_prefill_queries() const override { return true; }  // PyramidKV's votes
   void on_prefill_queries(const KvCache& c, int layer, int first, int n, const float* q) override {
-    evict_->on_prefill_queries(c, layer, first, n, q);
-    if (pick_->wants_prefill_queries()) pick_->on_prefill_queries(c, layer, first, n, q);
+    evict_prefill_->on_prefill_queries(c, layer, first, n, q);
+    if (pick_prefill_) pick_prefill_->on_prefill_queries(c, layer, first, n, q);
   }
-  const OnlineCalibrationInfo* online_calibration() const override {
-    return pick_->online_calibration();
+  const OnlineCalibrationInfo& online_calibration() const override {
+    return pick_online_->online_calibration();
   }
   void copy_prefill_state_from(const AttentionPolicy& src) override {
     const auto* s = dynamic_cast<const EvictThenSelect*>(&src);
     if (!s) {
       fail("policy 'pyramidkv+fasa' cannot take the prefill state of policy '{}'", src.name());
     }
-    evict_->copy_prefill_state_from(*s->evict_);
-    pick_->copy_prefill_state_from(*s->pick_);  // fasa's online calibration, if any
+    evict_prefill_->copy_prefill_state_from(*s->evict_);
+    if (pick_prefill_) pick_prefill_->copy_prefill_state_from(*s->pick_);  // fasa's calib=online
   }
   void save_point() override {
-    evict_->save_point();
-    pick_->save_point();
+    if (evict_rewind_) evict_rewind_->save_point();
+    if (pick_rewind_) pick_rewind_->save_point();
   }
   void rollback(const KvCache& c, int n) override {
-    evict_->rollback(c, n);
-    pick_->rollback(c, n);
+    if (evict_rewind_) evict_rewind_->rollback(c, n);
+    if (pick_rewind_) pick_rewind_->rollback(c, n);
   }
   uint64_t resident_bytes() const override {
     return evict_->resident_bytes() + pick_->resident_bytes();
   }
-  uint64_t evicted_rows() const override { return evict_->evicted_rows(); }
+  uint64_t evicted_rows() const override { return evict_eviction_->evicted_rows(); }
   bool kept_slots(int layer, int kv_head, int* horizon, std::vector<int32_t>* kept) const override {
-    return evict_->kept_slots(layer, kv_head, horizon, kept);
+    return evict_eviction_->kept_slots(layer, kv_head, horizon, kept);
   }
 
   void select(const AttnQuery& q, Selection& out) override {
@@ -82,6 +98,12 @@ class EvictThenSelect final : public AttentionPolicy {
   }
 
   std::unique_ptr<AttentionPolicy> evict_, pick_;
+  PrefillObserver* evict_prefill_;
+  EvictingPolicy* evict_eviction_;
+  Rewindable* evict_rewind_;
+  PrefillObserver* pick_prefill_;  // fasa's with calib=online, else null
+  Rewindable* pick_rewind_;
+  const OnlineCalibrationReport* pick_online_;  // the same
 };
 
 // The options that go to pyramidkv besides keep (its budget); every other one goes to fasa.

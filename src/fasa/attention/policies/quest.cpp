@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "fasa/attention/policies/option_table.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
@@ -45,7 +46,7 @@ void key_row(const KvCache& cache, int layer, int kv_head, int slot, float* out)
   kv_row_to_f32(k, cache.type(), cache.shape().head_dim, out);
 }
 
-class QuestPolicy final : public AttentionPolicy {
+class QuestPolicy final : public AttentionPolicy, public Rewindable {
  public:
   QuestPolicy(const AttnShape& shape, double budget, int page, std::set<int> dense)
       : shape_(shape),
@@ -78,8 +79,9 @@ class QuestPolicy final : public AttentionPolicy {
     }
   }
 
-  // The boxes are a function of the rows: the pages past n are dropped, and the page holding
-  // slot n - 1 is boxed again over its slots below n.
+  // The boxes are a function of the rows: nothing to save; at rollback the pages past n are
+  // dropped, and the page holding slot n - 1 is boxed again over its slots below n.
+  void save_point() override {}
   void rollback(const KvCache& cache, int n) override {
     for (int layer = 0; layer < shape_.n_layers; ++layer) {
       if (layer_row_[layer] < 0 || dense_.count(layer)) continue;

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <vector>
 
+#include "fasa/attention/policy_facets.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/workspace.h"
@@ -71,7 +72,10 @@ struct GroupState {
   Selection last;
 };
 
-class SnapPolicy final : public AttentionPolicy {
+class SnapPolicy final : public AttentionPolicy,
+                         public PrefillObserver,
+                         public EvictingPolicy,
+                         public Rewindable {
  public:
   SnapPolicy(const PolicyContext& ctx, const SnapOptions& o, std::string name)
       : shape_(ctx.shape),
@@ -85,7 +89,6 @@ class SnapPolicy final : public AttentionPolicy {
   }
 
   std::string_view name() const override { return name_; }
-  bool wants_prefill_queries() const override { return true; }
 
   void on_prefill_queries(const KvCache&, int layer, int first_slot, int n_tok,
                           const float* q) override {

@@ -25,6 +25,7 @@
 
 #include "fasa/attention/policies/option_table.h"
 #include "fasa/attention/policies/value_mean.h"
+#include "fasa/attention/policy_facets.h"
 #include "fasa/attention/registry.h"
 #include "fasa/core/error.h"
 #include "fasa/core/f16.h"
@@ -41,7 +42,7 @@ inline float elem(const KvCache& cache, const void* rows, size_t t, int c) {
   return kv_value(static_cast<const uint8_t*>(rows) + t * cache.row_bytes(), cache.type(), c);
 }
 
-class SparqPolicy final : public AttentionPolicy {
+class SparqPolicy final : public AttentionPolicy, public Rewindable {
  public:
   SparqPolicy(const AttnShape& shape, double budget, int r, bool mean_correction)
       : shape_(shape),

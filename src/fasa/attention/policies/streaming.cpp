@@ -9,13 +9,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "fasa/attention/policy_facets.h"
 #include "fasa/attention/registry.h"
 
 namespace fasa {
 
 namespace {
 
-class StreamingPolicy final : public AttentionPolicy {
+class StreamingPolicy final : public AttentionPolicy, public EvictingPolicy {
  public:
   StreamingPolicy(const AttnShape& shape, double budget, int sinks)
       : n_kv_heads_(shape.n_kv_heads),

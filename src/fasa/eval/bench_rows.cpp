@@ -1,10 +1,11 @@
-#include "bench_output.h"
+// The machine-readable row formats of the bench report.
+#include "fasa/eval/bench_report.h"
 
 #include <algorithm>
 
 #include "fasa/core/error.h"
 
-namespace fasa::cli {
+namespace fasa {
 namespace {
 
 using nlohmann::ordered_json;
@@ -94,4 +95,4 @@ std::string csv_field(const std::string& s) {
   return q;
 }
 
-}  // namespace fasa::cli
+}  // namespace fasa
