@@ -16,7 +16,10 @@ GrammarConstraint::GrammarConstraint(const Tokenizer& tok, std::shared_ptr<const
   for (int32_t id = 0; id < tok.n_vocab(); ++id) {
     eog_[id] = tok.is_eog(id) ? 1 : 0;
     const TokenType type = tok.token_type(id);
-    if (!eog_[id] && (type == TokenType::Normal || type == TokenType::Byte)) {
+    // User-defined tokens are text (Qwen's "<tool_call>" is one); control tokens have no bytes.
+    const bool text =
+        type == TokenType::Normal || type == TokenType::Byte || type == TokenType::UserDefined;
+    if (!eog_[id] && text) {
       bytes_[id] = tok.token_to_bytes(id);
       if (!bytes_[id].empty()) order_.push_back(id);
     }

@@ -28,7 +28,7 @@ class GrammarConstraint {
 
  private:
   std::shared_ptr<const Grammar> grammar_;
-  std::vector<std::string> bytes_;  // [n_vocab] each token's bytes ("" for special tokens)
+  std::vector<std::string> bytes_;  // [n_vocab] each token's bytes ("" for control tokens)
   std::vector<char> eog_;           // [n_vocab] end-of-generation ids
   std::vector<int32_t> order_;      // [n_text] the ids with bytes, sorted by their bytes
   std::vector<int32_t> shared_;     // [n_text] bytes order_[i] shares with order_[i - 1]

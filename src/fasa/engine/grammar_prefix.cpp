@@ -84,12 +84,21 @@ bool GrammarPrefix::feed(std::string_view bytes) {
   return true;
 }
 
+// Whole: nothing left open, but a value that can still grow (accepting) on top and Sequences
+// whose last part that is below it.
 bool GrammarPrefix::complete() const {
   for (int i = 0; i < n_; ++i) {
     const std::vector<Frame>& st = parses_[i].stack;
-    if (st.empty() || (st.size() == 1 && accepting(st.back()))) return true;
+    size_t open = st.size();
+    if (open > 0 && accepting(st.back())) --open;
+    while (open > 0 && seq_done(st[open - 1])) --open;
+    if (open == 0) return true;
   }
   return false;
+}
+
+bool GrammarPrefix::seq_done(const Frame& f) const {
+  return f.stage == kSeq && f.a + 1 == static_cast<int>(g_->nodes[f.node].parts.size());
 }
 
 bool GrammarPrefix::accepting(const Frame& f) const {
@@ -134,7 +143,10 @@ bool GrammarPrefix::space(int k, unsigned char c) const {
 GrammarPrefix::Step GrammarPrefix::step(int k, unsigned char c) {
   if (parses_[k].stack.empty()) return Step::Dead;  // the value is whole: nothing follows
   switch (parses_[k].stack.back().stage) {
-    case kValue: return space(k, c) ? Step::Space : start(k, c);
+    case kValue: {
+      const bool raw = g_->nodes[parses_[k].stack.back().node].raw;
+      return !raw && space(k, c) ? Step::Space : start(k, c);
+    }
     case kObjOpen:
     case kObjKey:
     case kObjColon:
@@ -148,6 +160,7 @@ GrammarPrefix::Step GrammarPrefix::step(int k, unsigned char c) {
     case kHex: return string(k, c);
     case kNum: return number(k, c);
     case kLit: return literal(k, c);
+    case kSeq: return sequence(k, c);
   }
   return Step::Dead;
 }
@@ -204,6 +217,11 @@ GrammarPrefix::Step GrammarPrefix::start(int k, unsigned char c) {
     case Kind::Literal:
       parses_[k].stack.back() = Frame{node, kLit, 0, 0, 0, static_cast<int32_t>(n.texts.size())};
       return literal(k, c);
+    case Kind::Sequence:
+      if (n.parts.empty() || !room) return Step::Dead;
+      parses_[k].stack.back() = Frame{node, kSeq};  // part 0 under way
+      parses_[k].stack.push_back(Frame{n.parts[0], kValue});
+      return start(k, c);
   }
   return Step::Dead;
 }
@@ -449,6 +467,18 @@ GrammarPrefix::Step GrammarPrefix::literal(int k, unsigned char c) {
   // A text that is whole but a prefix of others (1 in [1, 12]) ends here when c continues none.
   if (static_cast<int>(texts[f.a].size()) == f.b) return end_then(k, c);
   return Step::Dead;
+}
+
+// The byte after part `a` of a Sequence ended: the next part starts with it, or, after the last
+// part, what follows the Sequence does.
+GrammarPrefix::Step GrammarPrefix::sequence(int k, unsigned char c) {
+  Frame& f = parses_[k].stack.back();
+  const GrammarNode& n = g_->nodes[f.node];
+  if (f.a + 1 >= static_cast<int>(n.parts.size())) return end_then(k, c);
+  f.a += 1;
+  const int next = n.parts[f.a];
+  parses_[k].stack.push_back(Frame{next, kValue});  // (f is not used past this)
+  return step(k, c);
 }
 
 }  // namespace fasa

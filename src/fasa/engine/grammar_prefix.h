@@ -53,6 +53,7 @@ class GrammarPrefix {
     kHex,       // in \uXXXX (sub: hex digits due)
     kNum,       // inside a number (sub: its Num state)
     kLit,       // inside an exact text: texts[a, e) of `node` match the b bytes so far
+    kSeq,       // a Sequence whose part `a` is under way above this frame (or just ended)
   };
   enum Num : uint8_t { kMinus, kZero, kInt, kDot, kFrac, kE, kESign, kExp };
   struct Frame {
@@ -83,11 +84,13 @@ class GrammarPrefix {
   Step string(int k, unsigned char c);
   Step number(int k, unsigned char c);
   Step literal(int k, unsigned char c);
+  Step sequence(int k, unsigned char c);
   Step end_then(int k, unsigned char c);  // the value ends; `c` belongs to what follows it
   bool space(int k, unsigned char c) const;
   bool can_close(const GrammarNode& n, int next) const;
   bool has_key(const GrammarNode& n, int next, int lo, int hi) const;
   bool accepting(const Frame& f) const;
+  bool seq_done(const Frame& f) const;               // a Sequence frame whose last part ended
   static bool same(const Parse& p, const Parse& q);  // equal stacks and whitespace runs
   void settle();  // drops dead parses and duplicates, keeps at most kMaxParses
 

@@ -128,8 +128,6 @@ class Compiler {
   GrammarNode array(const ojson& s, const std::string& ptr, int depth);
   GrammarNode literal(const ojson& s, const std::string& ptr) const;
   int any();
-  bool finite_now(const GrammarNode& n) const;
-  void mark_finite();
   void check_alias_cycles() const;
 
   const ojson& root_;
@@ -141,7 +139,7 @@ class Compiler {
 Grammar Compiler::run() {
   g_.root = compile(root_, "#", 0);
   check_alias_cycles();
-  mark_finite();
+  mark_finite(g_);
   if (!g_.finite[g_.root]) {
     std::string where = "#";  // a $ref on the recursion with no way out
     for (size_t i = 0; i < g_.nodes.size() && where == "#"; ++i) {
@@ -439,36 +437,6 @@ int Compiler::any() {
   return any_;
 }
 
-bool Compiler::finite_now(const GrammarNode& n) const {
-  switch (n.kind) {
-    case Kind::String:
-    case Kind::Number:
-    case Kind::Integer: return true;
-    case Kind::Literal: return !n.texts.empty();
-    case Kind::Object:
-      return std::all_of(n.props.begin(), n.props.end(),
-                         [&](const auto& p) { return !p.required || g_.finite[p.node]; });
-    case Kind::Array: return n.min_items == 0 || g_.finite[n.items];
-    case Kind::AnyOf:
-      return std::any_of(n.alts.begin(), n.alts.end(), [&](int a) { return g_.finite[a]; });
-  }
-  return false;
-}
-
-// Least fixed point: a node is finite once some value of it needs only finite nodes.
-void Compiler::mark_finite() {
-  g_.finite.assign(g_.nodes.size(), 0);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (!g_.finite[i] && finite_now(g_.nodes[i])) {
-        g_.finite[i] = 1;
-        changed = true;
-      }
-    }
-  }
-}
-
 // An anyOf (or $ref) that reaches itself through anyOfs alone would expand forever before
 // reading a byte: refused, naming a $ref on the cycle.
 void Compiler::check_alias_cycles() const {
@@ -500,7 +468,37 @@ void Compiler::check_alias_cycles() const {
   }
 }
 
+bool finite_now(const Grammar& g, const GrammarNode& n) {
+  const auto finite = [&](int i) { return g.finite[i] != 0; };
+  switch (n.kind) {
+    case Kind::String:
+    case Kind::Number:
+    case Kind::Integer: return true;
+    case Kind::Literal: return !n.texts.empty();
+    case Kind::Object:
+      return std::all_of(n.props.begin(), n.props.end(),
+                         [&](const auto& p) { return !p.required || finite(p.node); });
+    case Kind::Array: return n.min_items == 0 || finite(n.items);
+    case Kind::AnyOf: return std::any_of(n.alts.begin(), n.alts.end(), finite);
+    case Kind::Sequence: return std::all_of(n.parts.begin(), n.parts.end(), finite);
+  }
+  return false;
+}
+
 }  // namespace
+
+void mark_finite(Grammar& g) {
+  g.finite.assign(g.nodes.size(), 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (!g.finite[i] && finite_now(g, g.nodes[i])) {
+        g.finite[i] = 1;
+        changed = true;
+      }
+    }
+  }
+}
 
 Grammar compile_json_schema(const nlohmann::ordered_json& schema) { return Compiler(schema).run(); }
 

@@ -41,7 +41,7 @@ class SchemaError : public Error {
 };
 
 struct GrammarNode {
-  enum class Kind : uint8_t { Object, Array, String, Number, Integer, Literal, AnyOf };
+  enum class Kind : uint8_t { Object, Array, String, Number, Integer, Literal, AnyOf, Sequence };
   struct Property {
     std::string key;  // the key as JSON text, quotes included: "\"name\""
     int node = -1;
@@ -62,6 +62,9 @@ struct GrammarNode {
   int max_items = -1;
   std::vector<std::string> texts;  // Literal: the exact texts it may be, sorted, unique
   std::vector<int> alts;           // AnyOf: the alternatives
+  std::vector<int> parts;          // Sequence: values one after another (grammar_compose.h)
+  // No whitespace before the value, even in a JSON grammar (exact text around JSON values).
+  bool raw = false;
 };
 
 struct Grammar {
@@ -70,6 +73,9 @@ struct Grammar {
   int root = 0;
   bool json = true;  // a JSON text (whitespace between tokens); guided_choice's texts are not
 };
+
+// finite[i] for every node: whether some value of it has finite length (least fixed point).
+void mark_finite(Grammar& g);
 
 // Throws SchemaError for a keyword outside the subset, a malformed or unresolvable keyword, or
 // a schema that no value of finite length satisfies. `schema` keeps its keys' order (the order
