@@ -19,4 +19,18 @@ std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<Ch
   return tok.encode_with_literals(chat.text, true, chat.content, chat_markers(fmt));
 }
 
+std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& msgs,
+                                        const ChatTools& tools, bool parse_special) {
+  const std::string tmpl = model.file().get_string_or("tokenizer.chat_template", "");
+  const ChatFormat fmt = detect_chat_format(model.file());
+  const ToolFormat tf = detect_tool_format(fmt, tmpl);
+  const RenderedChat chat =
+      render_chat_tools(fmt, tf, msgs, tools, true, chat_default_system(model.file()));
+  const Tokenizer& tok = model.require_tokenizer();
+  if (parse_special) return tok.encode(chat.text, true, true);
+  std::vector<std::string> markers = chat_markers(fmt);
+  for (std::string& m : tool_markers(tf)) markers.push_back(std::move(m));
+  return tok.encode_with_literals(chat.text, true, chat.content, markers);
+}
+
 }  // namespace fasa

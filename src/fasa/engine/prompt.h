@@ -12,6 +12,7 @@
 
 #include "fasa/model/model.h"
 #include "fasa/tokenizer/chat.h"
+#include "fasa/tokenizer/chat_tools.h"
 
 namespace fasa {
 
@@ -21,5 +22,9 @@ std::vector<int32_t> text_prompt_tokens(const Model& model, const std::string& t
 // template.
 std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& msgs,
                                         bool parse_special = false);
+// The same with the functions a request offers and its tool history (tokenizer/chat_tools.h):
+// the format's tool markup can no more be forged by a message than its turn markers.
+std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& msgs,
+                                        const ChatTools& tools, bool parse_special = false);
 
 }  // namespace fasa

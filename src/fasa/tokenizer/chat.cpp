@@ -113,25 +113,6 @@ void render_llama2(Out& out, const std::vector<ChatMessage>& messages) {
   }
 }
 
-// Python's str.strip(), which Jinja's `trim` filter is: Unicode White_Space plus U+001C..U+001F
-// (Python's isspace counts those separators too).
-std::string trim_py(const std::string& s) {
-  const auto is_space = [](uint32_t cp) {
-    return (cp >= 0x1C && cp <= 0x1F) || unicode::is_whitespace(cp);
-  };
-  size_t begin = 0;
-  while (begin < s.size()) {
-    size_t next = begin;
-    if (!is_space(unicode::next_cp(s, next))) break;
-    begin = next;
-  }
-  size_t end = begin;
-  for (size_t i = begin; i < s.size();) {
-    if (!is_space(unicode::next_cp(s, i))) end = i;
-  }
-  return s.substr(begin, end - begin);
-}
-
 // Gemma 3's own template: no system turn; the first message's system text (untrimmed) and "\n\n"
 // start the first user turn; every turn's text is trimmed (Python's strip); the assistant is
 // "model"; BOS comes from the tokenizer, not from here. Orders the template rejects (a system
@@ -272,6 +253,23 @@ void render_deepseek_r1(Out& out, const std::vector<ChatMessage>& messages) {
 }
 
 }  // namespace
+
+std::string trim_py(const std::string& s) {
+  const auto is_space = [](uint32_t cp) {
+    return (cp >= 0x1C && cp <= 0x1F) || unicode::is_whitespace(cp);
+  };
+  size_t begin = 0;
+  while (begin < s.size()) {
+    size_t next = begin;
+    if (!is_space(unicode::next_cp(s, next))) break;
+    begin = next;
+  }
+  size_t end = begin;
+  for (size_t i = begin; i < s.size();) {
+    if (!is_space(unicode::next_cp(s, i))) end = i;
+  }
+  return s.substr(begin, end - begin);
+}
 
 const char* chat_format_name(ChatFormat fmt) {
   switch (fmt) {

@@ -10,9 +10,18 @@ namespace fasa {
 
 class GgufFile;
 
+// A function call an assistant message made (tools: chat_tools.h): `arguments` is JSON text.
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant", "tool" (a call's result: chat_tools.h)
   std::string content;
+  std::vector<ChatToolCall> tool_calls = {};  // assistant: the calls it made
+  std::string tool_call_id = {};              // tool: the call it answers
 };
 
 // ChatMLThink: ChatML as Qwen3's template renders it (reasoning dropped from earlier assistant
@@ -61,6 +70,10 @@ std::string chat_default_system(const GgufFile& file);
 // detect_chat_format_from_template throws fasa::Error when nothing matches.
 ChatFormat detect_chat_format_from_template(const std::string& tmpl, const std::string& arch = "");
 std::string chat_default_system_from_template(const std::string& tmpl);
+
+// Python's str.strip(), which Jinja's `trim` filter is: Unicode White_Space plus U+001C..U+001F
+// (Python's isspace counts those separators too).
+std::string trim_py(const std::string& s);
 
 // "chatml", "llama2", "llama3", "zephyr", "gemma", "chatml-think", "mistral-v3", "phi3",
 // "deepseek-r1"
