@@ -1,0 +1,171 @@
+#include "fasa/tokenizer/chat_tool_calls.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+namespace fasa {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr std::string_view kOpen = "<tool_call>";
+constexpr std::string_view kClose = "</tool_call>";
+constexpr int kMaxDepth = 128;  // JSON nested deeper is not read as a call (nor dumped)
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+bool blank(std::string_view s) { return trimmed(s).empty(); }
+
+// Objects and arrays nest at most kMaxDepth deep in `s` (brackets inside strings do not count).
+bool shallow(std::string_view s) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxDepth) return false;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+// `s` as JSON, or a discarded value.
+ojson parse_json(std::string_view s) {
+  if (!shallow(s)) return ojson::value_t::discarded;
+  return ojson::parse(s.begin(), s.end(), nullptr, /*allow_exceptions=*/false);
+}
+
+bool offered(const ChatTools& tools, const std::string& name) {
+  return std::any_of(tools.tools.begin(), tools.tools.end(),
+                     [&](const ChatTool& t) { return t.name == name; });
+}
+
+// {"name": <an offered function>, <args_key>: {...}} (arguments given as a string of a JSON
+// object are taken too); false for anything else.
+bool read_call(const ojson& v, const char* args_key, const ChatTools& tools,
+               std::vector<ParsedToolCall>& out) {
+  if (!v.is_object() || !v.contains("name") || !v["name"].is_string()) return false;
+  const std::string name = v["name"];
+  if (!offered(tools, name) || !v.contains(args_key)) return false;
+  ojson args = v[args_key];
+  if (args.is_string()) args = parse_json(args.get<std::string>());
+  if (!args.is_object()) return false;
+  out.push_back({name, args.dump(-1, ' ', false, ojson::error_handler_t::replace)});
+  return true;
+}
+
+bool read_hermes(std::string_view rest, const ChatTools& tools, std::vector<ParsedToolCall>& out) {
+  for (rest = trimmed(rest); !rest.empty(); rest = trimmed(rest)) {
+    if (rest.substr(0, kOpen.size()) != kOpen) return false;
+    rest.remove_prefix(kOpen.size());
+    const size_t close = rest.find(kClose);
+    const std::string_view body = rest.substr(0, close);
+    if (!read_call(parse_json(trimmed(body)), "arguments", tools, out)) return false;
+    rest =
+        close == std::string_view::npos ? std::string_view() : rest.substr(close + kClose.size());
+  }
+  return !out.empty();
+}
+
+bool read_mistral(std::string_view s, const ChatTools& tools, std::vector<ParsedToolCall>& out) {
+  s = trimmed(s);
+  if (s.substr(0, 12) == "[TOOL_CALLS]") s.remove_prefix(12);
+  const ojson v = parse_json(s);
+  if (!v.is_array() || v.empty()) return false;
+  for (const ojson& c : v) {
+    if (!read_call(c, "arguments", tools, out)) return false;
+  }
+  return true;
+}
+
+bool read_llama3(std::string_view s, const ChatTools& tools, std::vector<ParsedToolCall>& out) {
+  const ojson v = parse_json(trimmed(s));
+  return read_call(v, "parameters", tools, out) || read_call(v, "arguments", tools, out);
+}
+
+// {"tool_call": {...}}: a call; {"response": "..."}: *response is the answer's text.
+bool read_generic(std::string_view s, const ChatTools& tools, std::vector<ParsedToolCall>& out,
+                  std::optional<std::string>& response) {
+  const ojson v = parse_json(trimmed(s));
+  if (!v.is_object() || v.size() != 1) return false;
+  if (v.contains("response") && v["response"].is_string()) {
+    response = v["response"].get<std::string>();
+    return false;
+  }
+  return v.contains("tool_call") && read_call(v["tool_call"], "arguments", tools, out);
+}
+
+}  // namespace
+
+ParsedAnswer parse_tool_calls(ToolFormat tf, const std::string& text, const ChatTools& tools) {
+  ParsedAnswer a;
+  std::optional<std::string> response;
+  std::string_view before;
+  bool calls = false;
+  switch (tf) {
+    case ToolFormat::Hermes: {
+      const size_t at = text.find(kOpen);
+      if (at == std::string::npos) break;
+      before = std::string_view(text).substr(0, at);
+      calls = read_hermes(std::string_view(text).substr(at), tools, a.calls);
+      break;
+    }
+    case ToolFormat::Llama3: calls = read_llama3(text, tools, a.calls); break;
+    case ToolFormat::MistralV3: calls = read_mistral(text, tools, a.calls); break;
+    case ToolFormat::Generic: calls = read_generic(text, tools, a.calls, response); break;
+  }
+  if (!calls) {
+    a.calls.clear();
+    a.content = response ? *response : text;
+    return a;
+  }
+  if (!tools.parallel) a.calls.resize(1);
+  if (!blank(before)) a.content = std::string(before);
+  return a;
+}
+
+size_t tool_content_ready(ToolFormat tf, std::string_view text) {
+  const size_t first = std::find_if_not(text.begin(), text.end(), is_space) - text.begin();
+  switch (tf) {
+    case ToolFormat::Generic: return 0;
+    case ToolFormat::Llama3:
+    case ToolFormat::MistralV3: {
+      if (first == text.size()) return 0;  // nothing but whitespace yet
+      return text[first] == (tf == ToolFormat::Llama3 ? '{' : '[') ? 0 : text.size();
+    }
+    case ToolFormat::Hermes: {
+      size_t ready = text.find(kOpen);
+      if (ready == std::string_view::npos) {  // hold back what may grow into "<tool_call>"
+        ready = text.size();
+        for (size_t n = std::min(text.size(), kOpen.size() - 1); n > 0; --n) {
+          if (text.substr(text.size() - n) == kOpen.substr(0, n)) {
+            ready = text.size() - n;
+            break;
+          }
+        }
+      }
+      return first < ready ? ready : 0;
+    }
+  }
+  return 0;
+}
+
+}  // namespace fasa

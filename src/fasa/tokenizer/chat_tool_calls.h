@@ -1,0 +1,40 @@
+// Tool calls in a model's answer, read in the format's own call syntax (chat_tools.h):
+//   Hermes     text, then <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> blocks
+//              (the last closing tag may be missing where the answer ended after the JSON)
+//   Llama3     the whole answer one {"name": ..., "parameters": {...}} object
+//   MistralV3  the whole answer [{"name": ..., "arguments": {...}}, ...] ([TOOL_CALLS] is a
+//              control token, not in the text; a visible one is skipped)
+//   Generic    the whole answer {"tool_call": {"name", "arguments"}} or {"response": "text"}
+// An answer is calls only when all of it after the first call's start is that syntax, holding
+// JSON objects of offered functions with object arguments; anything else (malformed JSON, an
+// unknown function, text after the calls) leaves the whole answer as text content.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fasa/tokenizer/chat_tools.h"
+
+namespace fasa {
+
+struct ParsedToolCall {
+  std::string name;
+  std::string arguments;  // compact JSON text of an object
+};
+
+struct ParsedAnswer {
+  std::optional<std::string> content;  // null: the answer is calls only
+  std::vector<ParsedToolCall> calls;   // ToolChoice parallel false: at most the first
+};
+
+// The answer read for calls of `tools`' functions (tools.offered() assumed).
+ParsedAnswer parse_tool_calls(ToolFormat tf, const std::string& text, const ChatTools& tools);
+
+// Streaming: how many bytes at the start of an unfinished answer are content whatever follows
+// (they come before any call, and hold more than whitespace). It never shrinks as the answer
+// grows, and parse_tool_calls' content starts with them whatever the end of the answer is.
+size_t tool_content_ready(ToolFormat tf, std::string_view text);
+
+}  // namespace fasa
