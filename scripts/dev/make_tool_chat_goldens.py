@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/data/tokenizer/tool_chat_goldens.json: Jinja's renderings of the real chat
-templates that define tool syntax (tests/data/tokenizer/families/templates: Qwen 2.5, Llama 3.1,
-Llama 3.2, Mistral v0.3) for conversations with tools, tool calls and tool results, as Hugging
+templates that define tool syntax (tests/data/tokenizer/families/templates: Qwen 2.5, Qwen 2.5
+Coder (the template of qwen2.5-coder-1.5b-instruct-q4_k_m.gguf), Llama 3.1, Llama 3.2, Mistral
+v0.3) for conversations with tools, tool calls and tool results, as Hugging
 Face's apply_chat_template renders them (its `tojson` filter: json.dumps with ensure_ascii=False,
 keys unsorted; trim_blocks and lstrip_blocks; no strftime_now, so Llama 3.2 dates as 3.1 does).
 A conversation a template refuses is recorded with its error. Also `tojson`'s own text for a few
@@ -21,6 +22,7 @@ OUT = os.path.join(REPO, "tests", "data", "tokenizer", "tool_chat_goldens.json")
 # template file -> (bos_token, eos_token)
 KINDS = {
     "qwen2.5.jinja": ("<|endoftext|>", "<|im_end|>"),
+    "qwen2.5-coder.jinja": ("<|endoftext|>", "<|im_end|>"),
     "llama3.1.jinja": ("<|begin_of_text|>", "<|eot_id|>"),
     "llama3.2.jinja": ("<|begin_of_text|>", "<|eot_id|>"),
     "mistral-v0.3.jinja": ("<s>", "</s>"),

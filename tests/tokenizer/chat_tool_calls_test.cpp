@@ -69,6 +69,16 @@ const std::vector<Want>& cases() {
        {},
        nullptr},  // nested too deep to be read
       {ToolFormat::Hermes, "I use <tool_call> tags", {}, nullptr},
+      {ToolFormat::HermesCoder, kS, {R"(search {"q":"x"})"}, nullptr},  // bare: the whole answer
+      {ToolFormat::HermesCoder, "```json\n" + kS + "\n```", {R"(search {"q":"x"})"}, nullptr},
+      {ToolFormat::Hermes, "```\n" + kS + "\n```\n", {R"(search {"q":"x"})"}, nullptr},
+      {ToolFormat::Hermes, "```json\n" + kS, {}, nullptr},  // the fence not closed
+      {ToolFormat::Hermes, "```python\nprint(1)\n```", {}, nullptr},
+      {ToolFormat::Hermes, "Call: " + kS, {}, nullptr},
+      {ToolFormat::Hermes,
+       "{\"name\": \"search\"} then " + kBlockS,
+       {R"(search {"q":"x"})"},
+       "{\"name\": \"search\"} then "},
       {ToolFormat::Llama3,
        R"({"name": "search", "parameters": {"q": "x"}})",
        {R"(search {"q":"x"})"},

@@ -40,6 +40,7 @@ std::shared_ptr<const Grammar> tool_call_grammar(ToolFormat tf,
   int root = -1;
   switch (tf) {
     case ToolFormat::Hermes:
+    case ToolFormat::HermesCoder:
       root = hermes(b, any_call(b, fns, tools, "arguments"), tools.parallel);
       break;
     case ToolFormat::Llama3: root = any_call(b, fns, tools, "parameters"); break;

@@ -85,6 +85,35 @@ bool read_hermes(std::string_view rest, const ChatTools& tools, std::vector<Pars
   return !out.empty();
 }
 
+// The whole answer one call object, bare or in a ```json fence: what Qwen 2.5 Coder answers
+// instead of <tool_call> blocks (the object is the one its instructions spell).
+bool read_bare(std::string_view s, const ChatTools& tools, std::vector<ParsedToolCall>& out) {
+  s = trimmed(s);
+  if (s.substr(0, 3) == "```") {
+    s.remove_prefix(3);
+    if (s.substr(0, 4) == "json") s.remove_prefix(4);
+    if (s.size() < 3 || s.substr(s.size() - 3) != "```") return false;
+    s.remove_suffix(3);
+  }
+  return read_call(parse_json(trimmed(s)), "arguments", tools, out);
+}
+
+// `s` (from the first non-space byte) is, or may still grow into, "```json" (json optional),
+// whitespace and "{": the start of a fenced call.
+bool fence_start(std::string_view s) {
+  constexpr std::string_view kFence = "```", kJson = "json";
+  if (s.size() < kFence.size()) return kFence.substr(0, s.size()) == s;
+  if (s.substr(0, 3) != kFence) return false;
+  s.remove_prefix(3);
+  if (s.substr(0, 4) == kJson) {
+    s.remove_prefix(4);
+  } else if (kJson.substr(0, s.size()) == s) {
+    return true;
+  }
+  s = trimmed(s);
+  return s.empty() || s[0] == '{';
+}
+
 bool read_mistral(std::string_view s, const ChatTools& tools, std::vector<ParsedToolCall>& out) {
   s = trimmed(s);
   if (s.substr(0, 12) == "[TOOL_CALLS]") s.remove_prefix(12);
@@ -121,9 +150,13 @@ ParsedAnswer parse_tool_calls(ToolFormat tf, const std::string& text, const Chat
   std::string_view before;
   bool calls = false;
   switch (tf) {
-    case ToolFormat::Hermes: {
+    case ToolFormat::Hermes:
+    case ToolFormat::HermesCoder: {
       const size_t at = text.find(kOpen);
-      if (at == std::string::npos) break;
+      if (at == std::string::npos) {
+        calls = read_bare(text, tools, a.calls);
+        break;
+      }
       before = std::string_view(text).substr(0, at);
       calls = read_hermes(std::string_view(text).substr(at), tools, a.calls);
       break;
@@ -151,7 +184,11 @@ size_t tool_content_ready(ToolFormat tf, std::string_view text) {
       if (first == text.size()) return 0;  // nothing but whitespace yet
       return text[first] == (tf == ToolFormat::Llama3 ? '{' : '[') ? 0 : text.size();
     }
-    case ToolFormat::Hermes: {
+    case ToolFormat::Hermes:
+    case ToolFormat::HermesCoder: {
+      if (first == text.size()) return 0;
+      const std::string_view rest = text.substr(first);
+      if (rest[0] == '{' || fence_start(rest)) return 0;  // may be one bare call: all held
       size_t ready = text.find(kOpen);
       if (ready == std::string_view::npos) {  // hold back what may grow into "<tool_call>"
         ready = text.size();

@@ -1,6 +1,8 @@
 // Tool calls in a model's answer, read in the format's own call syntax (chat_tools.h):
 //   Hermes     text, then <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> blocks
-//              (the last closing tag may be missing where the answer ended after the JSON)
+//              (the last closing tag may be missing where the answer ended after the JSON);
+//              or the whole answer that object, bare or in a ```json fence (Qwen 2.5 Coder
+//              answers so)
 //   Llama3     the whole answer one {"name": ..., "parameters": {...}} object
 //   MistralV3  the whole answer [{"name": ..., "arguments": {...}}, ...] ([TOOL_CALLS] is a
 //              control token, not in the text; a visible one is skipped)

@@ -13,7 +13,10 @@ bool contains(const std::string& s, const char* part) { return s.find(part) != s
 }  // namespace
 
 ToolFormat detect_tool_format(ChatFormat fmt, const std::string& tmpl) {
-  if (fmt == ChatFormat::ChatML && contains(tmpl, "<tool_call>")) return ToolFormat::Hermes;
+  if (fmt == ChatFormat::ChatML && contains(tmpl, "<tool_call>")) {
+    return contains(tmpl, "{{\\\"name\\\": <function-name>") ? ToolFormat::HermesCoder
+                                                             : ToolFormat::Hermes;
+  }
   if (fmt == ChatFormat::Llama3 && contains(tmpl, "ipython") && contains(tmpl, "\"parameters\"")) {
     return ToolFormat::Llama3;
   }
@@ -30,6 +33,7 @@ const char* tool_format_name(ToolFormat tf) {
   switch (tf) {
     case ToolFormat::Generic: return "generic";
     case ToolFormat::Hermes: return "hermes";
+    case ToolFormat::HermesCoder: return "hermes-coder";
     case ToolFormat::Llama3: return "llama3";
     case ToolFormat::MistralV3: return "mistral-v3";
   }
@@ -47,6 +51,7 @@ std::vector<std::string> tool_markers(ToolFormat tf) {
   switch (tf) {
     case ToolFormat::Generic: return {};
     case ToolFormat::Hermes:
+    case ToolFormat::HermesCoder:
       return {"<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"};
     case ToolFormat::Llama3: return {"<|python_tag|>", "<|eom_id|>"};
     case ToolFormat::MistralV3:
@@ -65,7 +70,8 @@ RenderedChat render_chat_tools(ChatFormat fmt, ToolFormat tf,
   tool_render::Out out;
   switch (tf) {
     case ToolFormat::Hermes:
-      tool_render::hermes(out, messages, tools, default_system);
+    case ToolFormat::HermesCoder:
+      tool_render::hermes(out, messages, tools, default_system, tf == ToolFormat::HermesCoder);
       if (add_generation_prompt) out << "<|im_start|>assistant\n";
       break;
     case ToolFormat::Llama3:

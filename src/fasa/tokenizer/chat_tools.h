@@ -5,6 +5,8 @@
 //   Hermes     Qwen 2.5's ChatML: a "# Tools" section with the functions as JSON inside <tools>
 //              in the system turn; calls as <tool_call>\n{"name", "arguments"}\n</tool_call>;
 //              results as <tool_response>...</tool_response> inside a user turn.
+//   HermesCoder the same as Qwen 2.5 Coder's copy of the template writes it: its example call
+//              reads {{"name": ..., "arguments": ...}} (the braces doubled in its string).
 //   Llama3     Llama 3.1/3.2's JSON calls: "Environment: ipython" in the system header, the
 //              functions (JSON, indent 4) in the first user message; calls as
 //              {"name": ..., "parameters": ...}; results in an "ipython" turn.
@@ -28,12 +30,16 @@
 
 namespace fasa {
 
-enum class ToolFormat { Generic, Hermes, Llama3, MistralV3 };
+enum class ToolFormat { Generic, Hermes, HermesCoder, Llama3, MistralV3 };
+
+inline bool is_hermes(ToolFormat tf) {
+  return tf == ToolFormat::Hermes || tf == ToolFormat::HermesCoder;
+}
 
 // The template's own tool syntax, if `fmt` (detected from the same template) has one.
 ToolFormat detect_tool_format(ChatFormat fmt, const std::string& tmpl);
 ToolFormat detect_tool_format(const GgufFile& file);
-// "generic", "hermes", "llama3", "mistral-v3"
+// "generic", "hermes", "hermes-coder", "llama3", "mistral-v3"
 const char* tool_format_name(ToolFormat tf);
 
 // A function the model may call: its name and the whole tool object as the request gave it

@@ -15,10 +15,12 @@ using ojson = nlohmann::ordered_json;
 constexpr const char* kHermesHead =
     "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
-constexpr const char* kHermesTail =
+constexpr const char* kHermesAsk =
     "\n</tools>\n\nFor each function call, return a json object with function name and "
-    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
-    "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n";
+    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n";
+constexpr const char* kHermesExample =
+    "\"name\": <function-name>, \"arguments\": <args-json-object>";
+constexpr const char* kHermesEnd = "\n</tool_call><|im_end|>\n";
 
 constexpr const char* kLlamaDate =
     "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n";
@@ -59,7 +61,7 @@ std::string mistral_tool(const ojson& spec) {
 }  // namespace
 
 void hermes(Out& out, const std::vector<ChatMessage>& ms, const ChatTools& tools,
-            const std::string& default_system) {
+            const std::string& default_system, bool coder) {
   const bool first_system = !ms.empty() && ms[0].role == "system";
   if (tools.offered()) {
     out << "<|im_start|>system\n";
@@ -73,7 +75,8 @@ void hermes(Out& out, const std::vector<ChatMessage>& ms, const ChatTools& tools
       out << "\n";
       out.content(template_json(t.spec));
     }
-    out << kHermesTail;
+    out << kHermesAsk << (coder ? "{{" : "{") << kHermesExample << (coder ? "}}" : "}")
+        << kHermesEnd;
   } else if (first_system) {
     out << "<|im_start|>system\n";
     out.content(ms[0].content) << "<|im_end|>\n";

@@ -29,9 +29,10 @@ struct Out {
 // Throws fasa::Error when they are not JSON.
 nlohmann::ordered_json call_arguments(const ChatToolCall& call);
 
-// Qwen 2.5's template (add_generation_prompt: "<|im_start|>assistant\n" follows).
+// Qwen 2.5's template (add_generation_prompt: "<|im_start|>assistant\n" follows); `coder`: its
+// Coder copy, whose example call has doubled braces.
 void hermes(Out& out, const std::vector<ChatMessage>& messages, const ChatTools& tools,
-            const std::string& default_system);
+            const std::string& default_system, bool coder);
 // Llama 3.1/3.2's template, with the generation prompt when `gen`.
 void llama3(Out& out, const std::vector<ChatMessage>& messages, const ChatTools& tools, bool gen);
 // Mistral v0.3's template (its prompt ends with "[/INST]" already).
