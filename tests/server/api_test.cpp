@@ -238,16 +238,16 @@ TEST(ApiParse, UnknownFieldsAreIgnoredAndListed) {
                     "stream_options.continuous_usage"}));
   EXPECT_EQ(r.max_tokens, -1);  // another endpoint's field changes nothing here
   EXPECT_TRUE(r.include_usage);
-  // Chat: the completions fields, tools, and unknown keys in messages and content parts.
+  // Chat: the completions fields and unknown keys in messages and content parts (tools and
+  // tool_calls: null are known: api_tools_test.cpp).
   const GenRequest c = parse_chat_request(R"({"messages": [
       {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {}}],
-       "tool_calls": null}],
+       "tool_calls": null, "refusal": null}],
       "prompt": 1, "echo": 1, "suffix": 1, "best_of": 1, "tools": [], "tool_choice": "none",
       "parallel_tool_calls": false, "metadata": {"a": 1}})");
   EXPECT_EQ(sorted(c.ignored),
-            sorted({"messages[0].content[0].cache_control", "messages[0].tool_calls", "prompt",
-                    "echo", "suffix", "best_of", "tools", "tool_choice", "parallel_tool_calls",
-                    "metadata"}));
+            sorted({"messages[0].content[0].cache_control", "messages[0].refusal", "prompt", "echo",
+                    "suffix", "best_of", "metadata"}));
   EXPECT_EQ(c.messages[0].content, "hi");
   EXPECT_TRUE(parse_chat_request(with(Endpoint::Chat, "{}")).ignored.empty());
 }
@@ -462,10 +462,11 @@ TEST(ApiChat, BadMessagesNameTheMessageAndKey) {
   bad("[]", "messages", "'messages' must be a non-empty array of messages (got an empty array)");
   bad(R"("hi")", "messages", "must be a non-empty array");
   bad("[" + ok + R"(, "hi"])", "messages[1]", "'messages[1]' must be an object");
-  bad("[" + ok + R"(, {"role": "tool", "content": "x", "tool_call_id": "1"}])", "messages[1].role",
-      "'messages[1].role' must be one of system, developer, user, assistant (got 'tool')");
+  bad("[" + ok + R"(, {"role": "function", "content": "x", "name": "f"}])", "messages[1].role",
+      "'messages[1].role' must be one of system, developer, user, assistant, tool (got "
+      "'function')");
   bad(R"([{"content": "x"}])", "messages[0].role",
-      "must be one of system, developer, user, assistant (got nothing)");
+      "must be one of system, developer, user, assistant, tool (got nothing)");
   bad(R"([{"role": "User", "content": "x"}])", "messages[0].role", "(got 'User')");
   bad(R"([{"role": 1, "content": "x"}])", "messages[0].role", "(got 1)");
   bad(R"([{"role": "user"}])", "messages[0].content", "'messages[0].content' is required");

@@ -240,11 +240,11 @@ class ServerTest(unittest.TestCase):
     def test_unknown_fields_are_ignored_and_named(self):
         status, headers, text = self.srv.request(
             "POST", "/v1/chat/completions",
-            {"messages": [{"role": "user", "content": CHAT, "tool_calls": None}],
+            {"messages": [{"role": "user", "content": CHAT, "tool_calls": None, "refusal": None}],
              "max_tokens": 2, "bogus": 1, "tools": [], "metadata": {"a": 1}})
         self.assertEqual(status, 200, text)
         ignored = headers["X-Fasa-Ignored-Fields"].split(", ")
-        self.assertEqual(sorted(ignored), ["bogus", "messages[0].tool_calls", "metadata", "tools"])
+        self.assertEqual(sorted(ignored), ["bogus", "messages[0].refusal", "metadata"])
         status, headers, _ = self.srv.request("POST", "/v1/completions",
                                               {"prompt": "x", "max_tokens": 1})
         self.assertNotIn("X-Fasa-Ignored-Fields", headers)

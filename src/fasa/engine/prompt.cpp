@@ -21,6 +21,8 @@ std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<Ch
 
 std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& msgs,
                                         const ChatTools& tools, bool parse_special) {
+  if (!tools.offered() && !has_tool_history(msgs))
+    return chat_prompt_tokens(model, msgs, parse_special);
   const std::string tmpl = model.file().get_string_or("tokenizer.chat_template", "");
   const ChatFormat fmt = detect_chat_format(model.file());
   const ToolFormat tf = detect_tool_format(fmt, tmpl);

@@ -17,7 +17,9 @@
 #include "fasa/engine/logit_rules.h"
 #include "fasa/engine/lossless.h"
 #include "fasa/engine/sampler.h"
+#include "fasa/engine/tool_grammar.h"
 #include "fasa/tokenizer/chat.h"
+#include "fasa/tokenizer/chat_tools.h"
 
 namespace fasa::server {
 
@@ -48,9 +50,13 @@ struct GenRequest {
   std::string prompt;               // completions
   std::vector<int32_t> prompt_ids;  // completions: a prompt given as token ids
   bool prompt_is_ids = false;
-  std::vector<ChatMessage> messages;  // chat ("developer" is taken as "system")
-  int max_tokens = -1;                // -1: absent (the server's default applies)
-  SamplerParams sampler;              // OpenAI defaults: temp 1, top_p 1, top_k 0, min_p 0
+  std::vector<ChatMessage> messages;  // chat ("developer" is taken as "system"; "tool" results)
+  // Chat: "tools", "tool_choice", "parallel_tool_calls" (api_tools.h); tool_functions[i] is
+  // tools.tools[i]'s name and compiled parameters.
+  ChatTools tools;
+  std::vector<ToolFunction> tool_functions;
+  int max_tokens = -1;    // -1: absent (the server's default applies)
+  SamplerParams sampler;  // OpenAI defaults: temp 1, top_p 1, top_k 0, min_p 0
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;  // at most 4, none empty
   bool stream = false;
@@ -84,9 +90,10 @@ struct GenRequest {
 // JSON (with the byte offset), a wrong type, a value out of range, or a feature this server does
 // not support that would change the answer (a non-empty "suffix", best_of above n, a JSON
 // schema keyword outside the supported subset, guided_regex, two output constraints at once, a
-// chat role other than system/developer/user/assistant).
-// Fields it does not know (as other servers and LangChain or LiteLLM add them: "tools",
-// "metadata", "messages[0].tool_calls", ...) are ignored and listed in GenRequest::ignored.
+// chat role other than system/developer/user/assistant/tool, a bad tool definition or
+// tool_choice, the deprecated functions/function_call: api_tools.h).
+// Fields it does not know (as other servers and LangChain or LiteLLM add them: "metadata",
+// "messages[0].refusal", ...) are ignored and listed in GenRequest::ignored.
 // Per-request "fasa.calib" and "fasa.offload_dir" are refused (they name server-side files:
 // start the server with --calib / --offload-dir); the "fasa" object stays strict.
 GenRequest parse_completion_request(std::string_view body);
@@ -107,7 +114,11 @@ struct GenOutcome {
   int64_t created = 0;  // unix seconds
   std::string model;
   std::string text;
-  std::string finish_reason;  // "stop" | "length"
+  std::string finish_reason;  // "stop" | "length" | "tool_calls"
+  // Chat with tools: the calls read from the answer (`text` is then the content before them,
+  // null when there is none).
+  std::vector<ChatToolCall> tool_calls;
+  bool null_content = false;
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;           // prompt tokens the prompt cache gave

@@ -16,6 +16,7 @@
 
 #include "fasa/core/error.h"
 #include "fasa/server/api_structured.h"
+#include "fasa/server/api_tools.h"
 #include "fasa/tokenizer/unicode.h"
 
 namespace fasa::server {
@@ -274,10 +275,10 @@ void set_prompt(const json& v, const char* name, Parsed& p) {
 
 std::string role_value(const json& v, const std::string& param) {
   std::string role = v.is_string() ? v.get<std::string>() : "";
-  if (role == "system" || role == "user" || role == "assistant") return role;
+  if (role == "system" || role == "user" || role == "assistant" || role == "tool") return role;
   if (role == "developer") return "system";  // OpenAI's newer name for the system role
-  bad(param, fmt::format("'{}' must be one of system, developer, user, assistant (got {})", param,
-                         v.is_null() ? "nothing" : shown(v)));
+  bad(param, fmt::format("'{}' must be one of system, developer, user, assistant, tool (got {})",
+                         param, v.is_null() ? "nothing" : shown(v)));
 }
 
 // {"type": "text", "text": "..."}: the only part type a text model can take.
@@ -330,17 +331,23 @@ ChatMessage message_value(const json& m, const std::string& where,
   const auto role = m.find("role");
   ChatMessage msg;
   msg.role = role_value(role == m.end() ? json() : *role, where + ".role");
-  const std::string content_param = where + ".content";
-  if (!given(m, "content")) bad(content_param, fmt::format("'{}' is required", content_param));
-  msg.content = content_value(m.at("content"), content_param, ignored);
   for (const auto& [key, value] : m.items()) {
     const std::string param = fmt::format("{}.{}", where, cut(key));
     if (key == "name") {
       if (!value.is_null()) string_value(value, param);  // accepted, not used by the templates
+    } else if (key == "tool_calls" || key == "tool_call_id" || key == "function_call") {
+      message_tool_field(key, value, param, msg, ignored);  // api_tools.h
     } else if (key != "role" && key != "content") {
-      ignored.push_back(param);  // e.g. tool_calls: null, as LangChain sends
+      ignored.push_back(param);
     }
   }
+  const std::string content_param = where + ".content";
+  if (given(m, "content")) {
+    msg.content = content_value(m.at("content"), content_param, ignored);
+  } else if (msg.tool_calls.empty()) {  // an assistant's calls may come without content
+    bad(content_param, fmt::format("'{}' is required", content_param));
+  }
+  check_tool_message(msg, where);
   return msg;
 }
 
@@ -591,6 +598,17 @@ void set_guided_choice(const json&, const char* name, Parsed& p) {
   claim_constraint(name, p);
   p.req.grammar = guided_choice(ordered_field(p, name), name);
 }
+// Function calling (api_tools.h).
+void set_tools(const json&, const char* name, Parsed& p) {
+  parse_tools(ordered_field(p, name), name, p.req);
+}
+void set_tool_choice(const json& v, const char* name, Parsed& p) {
+  parse_tool_choice(v, name, p.req);
+}
+void set_parallel_tool_calls(const json& v, const char* name, Parsed& p) {
+  p.req.tools.parallel = bool_value(v, name);
+}
+void check_functions(const json& v, const char* name, Parsed&) { refuse_functions(v, name); }
 void refuse_guided(const json&, const char* name, Parsed&) {
   unsupported(name,
               " (constrained decoding takes response_format json_object or json_schema, "
@@ -636,6 +654,11 @@ const Field kChatFields[] = {
     {"max_completion_tokens", set_max_tokens},  // the newer name of max_tokens
     {"logprobs", set_chat_logprobs},            // chat: a boolean
     {"top_logprobs", set_top_logprobs},
+    {"tools", set_tools},
+    {"tool_choice", set_tool_choice},
+    {"parallel_tool_calls", set_parallel_tool_calls},
+    {"functions", check_functions},  // deprecated by OpenAI: refused unless empty
+    {"function_call", check_functions},
 };
 
 const Field* find_field(std::span<const Field> fields, const std::string& key) {
@@ -684,6 +707,7 @@ GenRequest parse_request(std::string_view body, Endpoint endpoint) {
                                p.best_of, p.req.n));
   }
   if (chat) {
+    check_tools(p.req, p.constraint);
     if (p.top_logprobs >= 0 && !p.chat_logprobs) {
       bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
     }

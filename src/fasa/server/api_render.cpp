@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fasa/server/tool_answer.h"
+
 namespace fasa::server {
 
 namespace {
@@ -165,7 +167,9 @@ std::string render_chat_completion(const std::vector<GenOutcome>& cs) {
   for (const GenOutcome& o : cs) {
     ojson choice;
     choice["index"] = o.index;
-    choice["message"] = {{"role", "assistant"}, {"content", o.text}};
+    choice["message"] = {{"role", "assistant"},
+                         {"content", o.null_content ? ojson(nullptr) : ojson(o.text)}};
+    if (!o.tool_calls.empty()) choice["message"]["tool_calls"] = tool_calls_json(o.tool_calls);
     choice["finish_reason"] = finish(o.finish_reason);
     choice["logprobs"] = o.has_logprobs ? chat_logprobs(o.logprobs) : ojson(nullptr);
     choices.push_back(std::move(choice));

@@ -15,6 +15,7 @@
 #include "fasa/core/sha256.h"
 #include "fasa/engine/prompt.h"
 #include "fasa/server/text_escape.h"
+#include "fasa/server/tool_answer.h"
 #include "fasa/tokenizer/tokenizer.h"
 
 namespace fasa::server {
@@ -255,7 +256,7 @@ void finish_outcome(const Job& job, GenOutcome& out) {
 // choice, holding what comes before its text (echo).
 void answer_whole(const std::vector<std::shared_ptr<Job>>& jobs, http::ResponseWriter& w,
                   Endpoint endpoint, std::vector<GenOutcome>& outs, const http::Headers& headers,
-                  const LogprobRenderer& lp) {
+                  const LogprobRenderer& lp, const ToolAnswer& tools) {
   for (size_t i = 0; i < jobs.size(); ++i) {
     for (;;) {
       Job::Update u = jobs[i]->wait(kPoll);
@@ -271,6 +272,7 @@ void answer_whole(const std::vector<std::shared_ptr<Job>>& jobs, http::ResponseW
       }
     }
     finish_outcome(*jobs[i], outs[i]);
+    if (tools.tools) read_tool_calls(tools.format, *tools.tools, outs[i]);
   }
   send_json(w, 200,
             endpoint == Endpoint::Chat ? render_chat_completion(outs) : render_completion(outs),
@@ -282,7 +284,10 @@ void answer_whole(const std::vector<std::shared_ptr<Job>>& jobs, http::ResponseW
 // mid-stream (or a server that stops) cancels the jobs: false, the stream was cut.
 bool answer_stream(const std::vector<std::shared_ptr<Job>>& jobs, http::ResponseWriter& w,
                    Endpoint endpoint, bool include_usage, std::vector<GenOutcome>& outs,
-                   const http::Headers& headers, const LogprobRenderer& lp) {
+                   const http::Headers& headers, const LogprobRenderer& lp,
+                   const ToolAnswer& tools) {
+  std::vector<ToolCallStream> calls;  // with tools: each choice's text held back until certain
+  if (tools.tools) calls.assign(jobs.size(), ToolCallStream(tools.format, *tools.tools));
   auto chunk = [&](const GenOutcome& o, std::string_view delta, std::string_view reason, bool first,
                    const std::vector<LogprobEntry>& l) {
     return endpoint == Endpoint::Chat ? sse_chat_chunk(o, delta, reason, first, l)
@@ -303,7 +308,8 @@ bool answer_stream(const std::vector<std::shared_ptr<Job>>& jobs, http::Response
       Job::Update u = jobs[i]->wait(slice);
       std::vector<LogprobEntry> l;
       lp.append(u.logprobs, l);
-      if (!u.text.empty() || !l.empty()) ok = w.write_chunk(chunk(outs[i], u.text, "", false, l));
+      const std::string text = tools.tools ? calls[i].push(u.text) : u.text;
+      if (!text.empty() || !l.empty()) ok = w.write_chunk(chunk(outs[i], text, "", false, l));
       if (!ok || (!u.finished && w.client_gone())) {
         ok = false;
         break;
@@ -316,7 +322,8 @@ bool answer_stream(const std::vector<std::shared_ptr<Job>>& jobs, http::Response
         return true;
       }
       finish_outcome(*jobs[i], outs[i]);
-      ok = w.write_chunk(chunk(outs[i], "", outs[i].finish_reason, false, {}));
+      if (tools.tools) ok = w.write_chunk(calls[i].finish(outs[i]));
+      ok = ok && w.write_chunk(chunk(outs[i], "", outs[i].finish_reason, false, {}));
       finished[i] = true;
       ++n_finished;
     }
@@ -355,7 +362,8 @@ std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& 
   const std::string scope = cache_scope(who, r.cache_salt);
   std::vector<int32_t> prompt = prompt_tokens(r, endpoint);
   check_against_model(r);
-  const GenerateOptions go = generate_options(r, prompt);
+  GenerateOptions go = generate_options(r, prompt);
+  const ToolAnswer tools = tool_answer(*model_, r, go);
   // The request's own fields first, so that the conflict is named before, say, a missing
   // calibration; then the spec the server chose (its default policy may be FASA-M).
   if (r.lossless.k > 0) check_lossless_policy(r.fasa.policy, r.fasa.options);
@@ -417,14 +425,14 @@ std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& 
   // writes fail, and the log says which).
   const char* cut = nullptr;
   if (r.stream) {
-    if (!answer_stream(jobs, w, endpoint, r.include_usage, outs, headers, lp)) {
+    if (!answer_stream(jobs, w, endpoint, r.include_usage, outs, headers, lp, tools)) {
       const bool by_server = stopping_.load();
       cut = by_server ? "the server stopped" : "the client closed the connection";
       counters_.add_cut(req.path, by_server ? "server" : "client");
     }
   } else {
     try {
-      answer_whole(jobs, w, endpoint, outs, headers, lp);
+      answer_whole(jobs, w, endpoint, outs, headers, lp, tools);
     } catch (const ApiError& e) {
       if (e.status != 499 || !stopping_.load()) throw;
       throw ApiError(503, "the server stopped before the answer was complete");
@@ -514,8 +522,9 @@ std::vector<int32_t> ApiServer::prompt_tokens(const GenRequest& r, Endpoint endp
     if (r.prompt_is_ids) {
       prompt = r.prompt_ids;
     } else {
-      prompt = endpoint == Endpoint::Chat ? chat_prompt_tokens(*model_, r.messages, r.parse_special)
-                                          : text_prompt_tokens(*model_, r.prompt, r.parse_special);
+      prompt = endpoint == Endpoint::Chat
+                   ? chat_prompt_tokens(*model_, r.messages, r.tools, r.parse_special)
+                   : text_prompt_tokens(*model_, r.prompt, r.parse_special);
     }
   } catch (const Error& e) {
     throw ApiError(400, e.what(), endpoint == Endpoint::Chat ? "messages" : "prompt");
