@@ -1,6 +1,9 @@
 // Fuzz target: the OpenAI request-body parser (server/api_parse.cpp) and what the server does
 // next with a body that parses (server.cpp): validate the sampler, render the chat messages in
-// every chat format, choose the KV policy from the "fasa" object (policy_choice.cpp).
+// every chat format (with the request's tools in every tool format), choose the KV policy from
+// the "fasa" object (policy_choice.cpp). The tools' grammar in every format has a finite value
+// at its root and takes the body as a text without fault, and the body read as a model's answer
+// gives calls of offered functions with JSON object arguments, or content.
 // Input: byte 0 picks the endpoint (even: /v1/completions, odd: /v1/chat/completions) and the
 // server's default policy, the rest is the body. Contract: the parser returns or throws
 // ApiError 400 whose message error_json turns into a JSON body; a parsed request satisfies
@@ -14,11 +17,13 @@
 
 #include "fasa/core/error.h"
 #include "fasa/engine/grammar_prefix.h"
+#include "fasa/engine/tool_grammar.h"
 #include "fasa/server/api.h"
 #include "fasa/server/http.h"
 #include "fasa/server/http_response.h"
 #include "fasa/server/policy_choice.h"
 #include "fasa/server/text_escape.h"
+#include "fasa/tokenizer/chat_tool_calls.h"
 #include "fuzz_util.h"
 
 namespace fasa::fuzz {
@@ -84,6 +89,31 @@ void check_grammar(const Grammar& g, std::string_view text) {
   }
 }
 
+// The request's tools in every tool format: rendered (or refused), their grammar, and the body
+// read as an answer.
+void check_tools(const server::GenRequest& r, std::string_view body) {
+  FASA_FUZZ_EXPECT(r.tool_functions.size() == r.tools.tools.size());
+  for (const ToolFormat tf : {ToolFormat::Generic, ToolFormat::Hermes, ToolFormat::HermesCoder,
+                              ToolFormat::Llama3, ToolFormat::MistralV3}) {
+    for (const ChatFormat fmt :
+         {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::MistralV3, ChatFormat::Gemma}) {
+      try {
+        render_chat_tools(fmt, tf, r.messages, r.tools, true, "You are a helpful assistant.");
+      } catch (const Error&) {  // the server answers 400
+      }
+    }
+    if (const auto g = tool_call_grammar(tf, r.tool_functions, r.tools)) check_grammar(*g, body);
+    if (!r.tools.offered()) continue;
+    const ParsedAnswer a = parse_tool_calls(tf, std::string(body), r.tools);
+    FASA_FUZZ_EXPECT(a.content.has_value() || !a.calls.empty());
+    for (const ParsedToolCall& c : a.calls) {
+      FASA_FUZZ_EXPECT(nlohmann::json::parse(c.arguments, nullptr, false).is_object());
+    }
+    const std::string sofar = tool_content_so_far(tf, body);
+    FASA_FUZZ_EXPECT(a.content.value_or("").compare(0, sofar.size(), sofar) == 0);
+  }
+}
+
 void check_request(const server::GenRequest& r, std::string_view body) {
   if (r.grammar) check_grammar(*r.grammar, body);
   FASA_FUZZ_EXPECT(r.max_tokens == -1 || (r.max_tokens >= 1 && r.max_tokens <= (1 << 20)));
@@ -93,8 +123,10 @@ void check_request(const server::GenRequest& r, std::string_view body) {
   if (r.endpoint != server::Endpoint::Chat) return;
   FASA_FUZZ_EXPECT(!r.messages.empty());
   for (const ChatMessage& m : r.messages) {
-    FASA_FUZZ_EXPECT(m.role == "system" || m.role == "user" || m.role == "assistant");
+    FASA_FUZZ_EXPECT(m.role == "system" || m.role == "user" || m.role == "assistant" ||
+                     m.role == "tool");
   }
+  check_tools(r, body);
   for (const ChatFormat fmt : {ChatFormat::ChatML, ChatFormat::Llama2, ChatFormat::Llama3,
                                ChatFormat::Zephyr, ChatFormat::Gemma}) {
     try {

@@ -333,7 +333,12 @@ TEST(ApiTools, StreamedDeltasJoinIntoTheSameAnswer) {
       }
     }
   }
-  // The generic format's response text is the content; its JSON never shows.
+  // The generic format's response text is the content, sent as it comes; its JSON never shows.
+  ToolCallStream live(ToolFormat::Generic, tools);
+  EXPECT_EQ(live.push("{\"respon"), "");
+  EXPECT_EQ(live.push("se\": \"Hel"), "Hel");
+  EXPECT_EQ(live.push("lo\\"), "lo");  // an escape not yet whole waits
+  EXPECT_EQ(live.push("n!"), "\n!");
   const Joined g = stream(ToolFormat::Generic, tools, R"({"response": "Hi \"there\""})", 2);
   EXPECT_EQ(g.content, "Hi \"there\"");
   EXPECT_TRUE(g.calls.empty());

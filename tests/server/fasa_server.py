@@ -15,8 +15,8 @@ MODEL = os.environ.get("FASA_TEST_MODEL", "smollm2-135m")
 class Server:
     """`fasa serve` on a free loopback port; stop() (or the context manager) ends it."""
 
-    def __init__(self, fasa, *args, threads=1):
-        cmd = [fasa, "serve", "-m", MODEL, "--port", "0", "-t", str(threads), *args]
+    def __init__(self, fasa, *args, threads=1, model=MODEL):
+        cmd = [fasa, "serve", "-m", model, "--port", "0", "-t", str(threads), *args]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
         self.log = []
         deadline = time.time() + 120

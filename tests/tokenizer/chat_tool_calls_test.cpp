@@ -1,6 +1,6 @@
 // Reading tool calls from answers (tokenizer/chat_tool_calls.h): each format's call syntax gives
 // calls with compact JSON arguments; malformed or foreign output stays text content; and the
-// streaming rule (tool_content_ready) never releases a byte that the whole answer's reading
+// streaming rule (tool_content_so_far) never releases a byte that the whole answer's reading
 // would not put first in its content.
 #include <gtest/gtest.h>
 
@@ -96,6 +96,13 @@ const std::vector<Want>& cases() {
       {ToolFormat::Generic, R"({"tool_call": )" + kS + "}", {R"(search {"q":"x"})"}, nullptr},
       {ToolFormat::Generic, R"({"response": "Hello \"you\""})", {}, "Hello \"you\""},
       {ToolFormat::Generic, R"({"response": 3})", {}, nullptr},
+      {ToolFormat::Generic,
+       R"( { "response" :"a\n\"b\" \u00e9\u4e2d\/ end"})",
+       {},
+       "a\n\"b\" \xc3\xa9\xe4\xb8\xad/ end"},
+      {ToolFormat::Generic, R"({"response": "cut sho)", {}, "cut sho"},  // by the token limit
+      {ToolFormat::Generic, R"({"response": "\ud83d\ude00!"})", {}, "\xf0\x9f\x98\x80!"},
+      {ToolFormat::Generic, R"({"response": "half \u00)", {}, "half "},
       {ToolFormat::Generic, R"({"tool_call": )" + kS + R"(, "response": "x"})", {}, nullptr},
       {ToolFormat::Generic, "{\"tool_call\": {\"name\": \"search\"", {}, nullptr},  // cut short
   };
@@ -142,11 +149,11 @@ TEST(ToolCallParse, StreamedContentIsAPrefixOfTheFinalContent) {
     const std::string final_content = a.content.value_or("");
     size_t last = 0;
     for (size_t n = 0; n <= w.text.size(); ++n) {
-      const size_t ready = tool_content_ready(w.tf, std::string_view(w.text).substr(0, n));
-      ASSERT_LE(ready, n);
-      ASSERT_GE(ready, last) << "at " << n;
-      ASSERT_EQ(final_content.compare(0, ready, w.text, 0, ready), 0) << "at " << n;
-      last = ready;
+      const std::string ready = tool_content_so_far(w.tf, std::string_view(w.text).substr(0, n));
+      ASSERT_LE(ready.size(), n);
+      ASSERT_GE(ready.size(), last) << "at " << n;
+      ASSERT_EQ(final_content.compare(0, ready.size(), ready), 0) << "at " << n << ": " << ready;
+      last = ready.size();
       ++checked;
     }
   }

@@ -84,10 +84,10 @@ ojson tool_calls_json(const std::vector<ChatToolCall>& calls) {
 
 std::string ToolCallStream::push(std::string_view piece) {
   text_ += piece;
-  const size_t ready = tool_content_ready(tf_, text_);
-  if (ready <= released_) return {};
-  std::string out = text_.substr(released_, ready - released_);
-  released_ = ready;
+  const std::string ready = tool_content_so_far(tf_, text_);
+  if (ready.size() <= released_) return {};
+  std::string out = ready.substr(released_);
+  released_ = ready.size();
   return out;
 }
 

@@ -55,7 +55,7 @@ class ToolCallStream {
   ToolFormat tf_;
   const ChatTools* tools_;
   std::string text_;     // the answer so far
-  size_t released_ = 0;  // bytes of it sent as content
+  size_t released_ = 0;  // bytes of its content sent
 };
 
 }  // namespace fasa::server

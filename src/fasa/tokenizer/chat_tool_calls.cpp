@@ -1,8 +1,11 @@
 #include "fasa/tokenizer/chat_tool_calls.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include <nlohmann/json.hpp>
+
+#include "fasa/tokenizer/unicode.h"
 
 namespace fasa {
 
@@ -130,13 +133,79 @@ bool read_llama3(std::string_view s, const ChatTools& tools, std::vector<ParsedT
   return read_call(v, "parameters", tools, out) || read_call(v, "arguments", tools, out);
 }
 
+size_t skip_space(std::string_view s, size_t i) {
+  while (i < s.size() && is_space(s[i])) ++i;
+  return i;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// \uXXXX at s[i] (i + 6 <= s.size()): the code unit, or -1 when the digits are not hex.
+int32_t escape_unit(std::string_view s, size_t i) {
+  if (s[i] != '\\' || s[i + 1] != 'u') return -1;
+  int32_t u = 0;
+  for (size_t k = i + 2; k < i + 6; ++k) {
+    const int h = hex_value(s[k]);
+    if (h < 0) return -1;
+    u = u * 16 + h;
+  }
+  return u;
+}
+
+// The generic answer {"response": "...: the string's text so far, its escapes decoded (an escape
+// not yet whole, or a malformed one, ends it); nullopt when the answer is not (yet) a response.
+std::optional<std::string> response_so_far(std::string_view s) {
+  constexpr std::string_view kKey = "\"response\"";
+  size_t i = skip_space(s, 0);
+  if (i >= s.size() || s[i] != '{') return std::nullopt;
+  i = skip_space(s, i + 1);
+  if (s.substr(i, kKey.size()) != kKey) return std::nullopt;
+  i = skip_space(s, i + kKey.size());
+  if (i >= s.size() || s[i] != ':') return std::nullopt;
+  i = skip_space(s, i + 1);
+  if (i >= s.size() || s[i] != '"') return std::nullopt;
+  std::string out;
+  for (++i; i < s.size() && s[i] != '"';) {
+    if (s[i] != '\\') {
+      out += s[i++];
+      continue;
+    }
+    if (i + 1 >= s.size()) break;
+    const char e = s[i + 1];
+    const char* simple = "\"\"\\\\//b\bf\fn\nr\rt\t";  // pairs: escape letter, character
+    const char* at = e == 'u' ? nullptr : std::strchr(simple, e);
+    if (at != nullptr && (at - simple) % 2 == 0) {
+      out += at[1];
+      i += 2;
+      continue;
+    }
+    if (e != 'u' || i + 6 > s.size()) break;
+    int32_t cp = escape_unit(s, i);
+    size_t len = 6;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {  // a pair: the low half must follow
+      const int32_t low = i + 12 <= s.size() ? escape_unit(s, i + 6) : -1;
+      cp = low >= 0xDC00 && low <= 0xDFFF ? 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00) : -1;
+      len = 12;
+    }
+    if (cp < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) break;
+    unicode::append_utf8(out, static_cast<uint32_t>(cp));
+    i += len;
+  }
+  return out;
+}
+
 // {"tool_call": {...}}: a call; {"response": "..."}: *response is the answer's text.
 bool read_generic(std::string_view s, const ChatTools& tools, std::vector<ParsedToolCall>& out,
                   std::optional<std::string>& response) {
   const ojson v = parse_json(trimmed(s));
   if (!v.is_object() || v.size() != 1) return false;
   if (v.contains("response") && v["response"].is_string()) {
-    response = v["response"].get<std::string>();
+    response = response_so_far(s);  // the text the stream sent, whole
     return false;
   }
   return v.contains("tool_call") && read_call(v["tool_call"], "arguments", tools, out);
@@ -163,7 +232,10 @@ ParsedAnswer parse_tool_calls(ToolFormat tf, const std::string& text, const Chat
     }
     case ToolFormat::Llama3: calls = read_llama3(text, tools, a.calls); break;
     case ToolFormat::MistralV3: calls = read_mistral(text, tools, a.calls); break;
-    case ToolFormat::Generic: calls = read_generic(text, tools, a.calls, response); break;
+    case ToolFormat::Generic:
+      calls = read_generic(text, tools, a.calls, response);
+      if (!calls && !response) response = response_so_far(text);  // cut short
+      break;
   }
   if (!calls) {
     a.calls.clear();
@@ -175,7 +247,10 @@ ParsedAnswer parse_tool_calls(ToolFormat tf, const std::string& text, const Chat
   return a;
 }
 
-size_t tool_content_ready(ToolFormat tf, std::string_view text) {
+namespace {
+
+// Bytes at the start of `text` that are content whatever follows (formats other than generic).
+size_t content_ready(ToolFormat tf, std::string_view text) {
   const size_t first = std::find_if_not(text.begin(), text.end(), is_space) - text.begin();
   switch (tf) {
     case ToolFormat::Generic: return 0;
@@ -203,6 +278,13 @@ size_t tool_content_ready(ToolFormat tf, std::string_view text) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+std::string tool_content_so_far(ToolFormat tf, std::string_view text) {
+  if (tf == ToolFormat::Generic) return response_so_far(text).value_or("");
+  return std::string(text.substr(0, content_ready(tf, text)));
 }
 
 }  // namespace fasa

@@ -7,6 +7,7 @@
 //   MistralV3  the whole answer [{"name": ..., "arguments": {...}}, ...] ([TOOL_CALLS] is a
 //              control token, not in the text; a visible one is skipped)
 //   Generic    the whole answer {"tool_call": {"name", "arguments"}} or {"response": "text"}
+//              (an unfinished response, cut by the token limit, is the text written so far)
 // An answer is calls only when all of it after the first call's start is that syntax, holding
 // JSON objects of offered functions with object arguments; anything else (malformed JSON, an
 // unknown function, text after the calls) leaves the whole answer as text content.
@@ -34,9 +35,10 @@ struct ParsedAnswer {
 // The answer read for calls of `tools`' functions (tools.offered() assumed).
 ParsedAnswer parse_tool_calls(ToolFormat tf, const std::string& text, const ChatTools& tools);
 
-// Streaming: how many bytes at the start of an unfinished answer are content whatever follows
-// (they come before any call, and hold more than whitespace). It never shrinks as the answer
-// grows, and parse_tool_calls' content starts with them whatever the end of the answer is.
-size_t tool_content_ready(ToolFormat tf, std::string_view text);
+// Streaming: the start of an unfinished answer's content that is certain whatever follows:
+// text before any call (once it holds more than whitespace), or the generic format's response
+// text decoded so far. It only grows as the answer does, and parse_tool_calls' content starts
+// with it whatever the end of the answer is.
+std::string tool_content_so_far(ToolFormat tf, std::string_view text);
 
 }  // namespace fasa
