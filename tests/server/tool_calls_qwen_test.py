@@ -4,7 +4,8 @@ FASA_REQUIRE_QWEN=1; ctest's name holds Qwen25Coder, which scripts/test.sh leave
 default). With tool_choice "auto" the model's call (a bare {"name", "arguments"} object, as this
 model writes it instead of <tool_call> tags) comes back as `tool_calls`; "required" keeps it in
 <tool_call> blocks; the call sent back with its result is rendered as the template's
-<tool_call> and <tool_response> and the model answers from the result.
+<tool_call> and <tool_response>: with "auto" the model calls again (read as a call), with
+"none" it answers from the result.
 
     run_python_test.sh tests/server/tool_calls_qwen_test.py build/fasa
 """
@@ -72,7 +73,13 @@ class QwenToolCallsTest(unittest.TestCase):
         history = ASK + [choice.message.model_dump(exclude_none=True),
                          {"role": "tool", "tool_call_id": call.id,
                           "content": "23 degrees celsius, light rain"}]
-        final = self.create(history, tool_choice="auto").choices[0]
+        # Sent back, rendered as <tool_call> and <tool_response>: with "auto" this small coder
+        # model calls again, in its template's doubled braces {{...}}, read as a call too.
+        again = self.create(history, tool_choice="auto").choices[0]
+        self.assertEqual(again.finish_reason, "tool_calls", again.message)
+        WeatherArgs.model_validate_json(again.message.tool_calls[0].function.arguments)
+        # With "none" (the history still in the tool format) it answers from the result.
+        final = self.create(history, tool_choice="none").choices[0]
         self.assertEqual(final.finish_reason, "stop", final.message)
         self.assertIsNone(final.message.tool_calls)
         self.assertIn("23", final.message.content)  # the answer read the <tool_response>

@@ -73,6 +73,12 @@ const std::vector<Want>& cases() {
       {ToolFormat::HermesCoder, "```json\n" + kS + "\n```", {R"(search {"q":"x"})"}, nullptr},
       {ToolFormat::Hermes, "```\n" + kS + "\n```\n", {R"(search {"q":"x"})"}, nullptr},
       {ToolFormat::Hermes, "```json\n" + kS, {}, nullptr},  // the fence not closed
+      {ToolFormat::HermesCoder, "{" + kS + "}", {R"(search {"q":"x"})"}, nullptr},
+      {ToolFormat::HermesCoder,
+       "<tool_call>\n{" + kS + "}\n</tool_call>",
+       {R"(search {"q":"x"})"},
+       nullptr},
+      {ToolFormat::Hermes, "{" + kS + "}", {}, nullptr},  // only Qwen 2.5 Coder's doubles
       {ToolFormat::Hermes, "```python\nprint(1)\n```", {}, nullptr},
       {ToolFormat::Hermes, "Call: " + kS, {}, nullptr},
       {ToolFormat::Hermes,

@@ -75,13 +75,26 @@ bool read_call(const ojson& v, const char* args_key, const ChatTools& tools,
   return true;
 }
 
-bool read_hermes(std::string_view rest, const ChatTools& tools, std::vector<ParsedToolCall>& out) {
+// A Hermes call's JSON; `doubled` (Qwen 2.5 Coder, whose template's example call is written
+// {{...}}) also takes the object in doubled braces, as that model copies the example.
+ojson hermes_json(std::string_view s, bool doubled) {
+  s = trimmed(s);
+  ojson v = parse_json(s);
+  if (v.is_discarded() && doubled && s.size() >= 4 && s.substr(0, 2) == "{{" &&
+      s.substr(s.size() - 2) == "}}") {
+    v = parse_json(s.substr(1, s.size() - 2));
+  }
+  return v;
+}
+
+bool read_hermes(std::string_view rest, bool doubled, const ChatTools& tools,
+                 std::vector<ParsedToolCall>& out) {
   for (rest = trimmed(rest); !rest.empty(); rest = trimmed(rest)) {
     if (rest.substr(0, kOpen.size()) != kOpen) return false;
     rest.remove_prefix(kOpen.size());
     const size_t close = rest.find(kClose);
     const std::string_view body = rest.substr(0, close);
-    if (!read_call(parse_json(trimmed(body)), "arguments", tools, out)) return false;
+    if (!read_call(hermes_json(body, doubled), "arguments", tools, out)) return false;
     rest =
         close == std::string_view::npos ? std::string_view() : rest.substr(close + kClose.size());
   }
@@ -90,7 +103,8 @@ bool read_hermes(std::string_view rest, const ChatTools& tools, std::vector<Pars
 
 // The whole answer one call object, bare or in a ```json fence: what Qwen 2.5 Coder answers
 // instead of <tool_call> blocks (the object is the one its instructions spell).
-bool read_bare(std::string_view s, const ChatTools& tools, std::vector<ParsedToolCall>& out) {
+bool read_bare(std::string_view s, bool doubled, const ChatTools& tools,
+               std::vector<ParsedToolCall>& out) {
   s = trimmed(s);
   if (s.substr(0, 3) == "```") {
     s.remove_prefix(3);
@@ -98,7 +112,7 @@ bool read_bare(std::string_view s, const ChatTools& tools, std::vector<ParsedToo
     if (s.size() < 3 || s.substr(s.size() - 3) != "```") return false;
     s.remove_suffix(3);
   }
-  return read_call(parse_json(trimmed(s)), "arguments", tools, out);
+  return read_call(hermes_json(s, doubled), "arguments", tools, out);
 }
 
 // `s` (from the first non-space byte) is, or may still grow into, "```json" (json optional),
@@ -223,11 +237,12 @@ ParsedAnswer parse_tool_calls(ToolFormat tf, const std::string& text, const Chat
     case ToolFormat::HermesCoder: {
       const size_t at = text.find(kOpen);
       if (at == std::string::npos) {
-        calls = read_bare(text, tools, a.calls);
+        calls = read_bare(text, tf == ToolFormat::HermesCoder, tools, a.calls);
         break;
       }
       before = std::string_view(text).substr(0, at);
-      calls = read_hermes(std::string_view(text).substr(at), tools, a.calls);
+      calls = read_hermes(std::string_view(text).substr(at), tf == ToolFormat::HermesCoder, tools,
+                          a.calls);
       break;
     }
     case ToolFormat::Llama3: calls = read_llama3(text, tools, a.calls); break;

@@ -3,6 +3,8 @@
 //              (the last closing tag may be missing where the answer ended after the JSON);
 //              or the whole answer that object, bare or in a ```json fence (Qwen 2.5 Coder
 //              answers so)
+//   HermesCoder the same, and the object also in doubled braces {{...}}, as Qwen 2.5 Coder
+//              copies its template's example call
 //   Llama3     the whole answer one {"name": ..., "parameters": {...}} object
 //   MistralV3  the whole answer [{"name": ..., "arguments": {...}}, ...] ([TOOL_CALLS] is a
 //              control token, not in the text; a visible one is skipped)
