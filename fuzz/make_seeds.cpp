@@ -319,6 +319,16 @@ void api_seeds() {
       {"chat_guided_choice", 1,
        "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}], \"guided_choice\": "
        "[\"yes\", \"no\", \"y\\u00e9s\"]}"},
+      {"chat_tools", 1,
+       "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}, {\"role\": \"assist"
+       "ant\", \"content\": null, \"tool_calls\": [{\"id\": \"call_1\", \"type\": \"function"
+       "\", \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Pa"
+       "ris\\\"}\"}}]}, {\"role\": \"tool\", \"tool_call_id\": \"call_1\", \"content\": \"22"
+       "\"}], \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\","
+       " \"description\": \"d\", \"parameters\": {\"type\": \"object\", \"properties\": {\"c"
+       "ity\": {\"type\": \"string\"}, \"unit\": {\"enum\": [\"c\", \"f\"]}}, \"required\": "
+       "[\"city\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"now\"}}], \"tool_"
+       "choice\": \"required\", \"parallel_tool_calls\": true}"},
   };
   for (const Seed& s : bodies) write_seed("api", s.name, std::string(1, s.selector) + s.body);
 }

@@ -87,7 +87,8 @@ bool valid_name(const std::string& s) {
 
 void ignore_unknown(const ojson& obj, std::initializer_list<const char*> known,
                     const std::string& where, std::vector<std::string>& ignored) {
-  for (const auto& [key, value] : obj.items()) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string& key = it.key();
     const bool is_known =
         std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; });
     if (!is_known) ignored.push_back(fmt::format("{}.{}", where, cut(key)));
