@@ -712,6 +712,17 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_bytes.svg"));
   EXPECT_EQ(s["model_sha256"].get<std::string>().size(), 64u);
   EXPECT_TRUE(std::filesystem::exists(dir + "/results.md"));
+  // results.md names the model by file name and sha256, never by its path; results.json keeps
+  // the path.
+  std::ifstream md_in(dir + "/results.md");
+  const std::string md((std::istreambuf_iterator<char>(md_in)), std::istreambuf_iterator<char>());
+  const std::string model_file = std::filesystem::path(path).filename().string();
+  EXPECT_NE(md.find("model `" + model_file + "` (sha256 `" +
+                    s["model_sha256"].get<std::string>().substr(0, 16) + "`)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find(std::filesystem::path(path).parent_path().string()), std::string::npos) << md;
+  EXPECT_EQ(s["model"], path);
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget.svg"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget_passkey.svg"));
   EXPECT_NE(r.out.find("| streaming | 32 |"), std::string::npos) << r.out;
