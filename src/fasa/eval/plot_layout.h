@@ -37,8 +37,9 @@ struct LabelSpot {
 std::vector<LabelSpot> spots_beside(double px, double py, double radius, double font_size);
 
 // A label of `width` px at `font_size` px: the first of `spots` whose box lies inside `area`
-// and overlaps no box of `taken` (by a pixel's area or more); when none does, the one inside `area` that overlaps least
-// (the first spot when none lies inside). Its box is added to `taken`. `spots` is not empty.
+// and overlaps no box of `taken` (by a pixel's area or more); when none does, the one inside
+// `area` that overlaps least (the first spot when none lies inside). Its box is added to
+// `taken`. `spots` is not empty.
 LabelSpot place_label(const std::vector<LabelSpot>& spots, double width, double font_size,
                       const PlotBox& area, std::vector<PlotBox>& taken);
 
