@@ -4,7 +4,7 @@ the function, the argument and what it takes, raised before anything reaches the
 import math
 import numbers
 import os
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -95,9 +95,12 @@ def strings(func: str, name: str, value: Any) -> List[str]:
 
 
 def callback(func: str, name: str, value: Any) -> Optional[Callable[..., Any]]:
-    if value is not None and not callable(value):
+    if value is None:
+        return None
+    if not callable(value):
         raise TypeError(f"{func}: {name} must be a callable or None (got {shown(value)})")
-    return value
+    fn: Callable[..., Any] = value
+    return fn
 
 
 def lossless(func: str, value: Any) -> str:
@@ -125,7 +128,7 @@ def logit_bias(func: str, value: Optional[Mapping[Any, Any]], n_vocab: int) -> L
     return out
 
 
-def one_of(func: str, name: str, value: Any, types: Union[type, tuple], what: str) -> Any:
+def one_of(func: str, name: str, value: Any, types: Union[type, Tuple[type, ...]], what: str) -> Any:
     if not isinstance(value, types):
         raise TypeError(f"{func}: {name} must be {what} (got {shown(value)})")
     return value

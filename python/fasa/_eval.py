@@ -2,7 +2,7 @@
 
 import json
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from fasa import _check, _fasa
 from fasa._model import Model, set_threads
@@ -21,7 +21,7 @@ def _model(m: ModelArg, func: str = "") -> Model:
     return Model(m)
 
 
-def _specs(func: str, name: str, value: Union[str, Sequence[str]]) -> list:
+def _specs(func: str, name: str, value: Union[str, Sequence[str]]) -> List[str]:
     return [_check.policy(func, f"{name}[{i}]", p) for i, p in
             enumerate(_check.strings(func, name, value))]
 

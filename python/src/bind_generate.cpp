@@ -1,6 +1,5 @@
 // generate: `fasa run`'s loop on a session (the prompt appended to what it holds), optionally
 // giving each final piece of text to a Python callable. Ctrl-C stops it (call_guard.h).
-#include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
 #include "bindings.h"
