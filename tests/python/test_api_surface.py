@@ -175,8 +175,8 @@ def mypy(tmp_path, code):
     api = sorted({f"fasa.{p.stem}" for p in Path(fasa.__file__).parent.glob("_*.py")}
                  | {"fasa"})
     return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-                           "--cache-dir", str(tmp_path / "cache"), str(f),
-                           *[a for m in api for a in ("-m", m)]],
+                           "--cache-dir", str(tmp_path / "cache"),
+                           *[a for m in ["client", *api] for a in ("-m", m)]],
                           capture_output=True, text=True, cwd=tmp_path)
 
 
