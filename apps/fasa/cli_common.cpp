@@ -31,6 +31,22 @@ std::shared_ptr<const Model> load_model(const std::string& model, bool verify) {
 
 std::string read_text_file(const std::string& path) { return read_input_file(path, "text file"); }
 
+std::string read_text_or_stdin(const std::string& path) {
+  if (path != "-") return read_text_file(path);
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const size_t n = std::fread(buf, 1, sizeof buf, stdin);
+    text.append(buf, n);
+    if (n < sizeof buf) break;
+  }
+  if (std::ferror(stdin)) fail("-f -: cannot read standard input: {}", std::strerror(errno));
+  if (text.empty()) {
+    fail("-f -: standard input is empty (pipe the text in, e.g. `echo TEXT | fasa ... -f -`)");
+  }
+  return text;
+}
+
 void apply_threads(int n_threads) {
   if (n_threads < 0) fail("--threads must be >= 0 (got {})", n_threads);
   set_num_threads(n_threads);
@@ -151,9 +167,10 @@ void add_policy_options(CLI::App* cmd, PolicyArgs& p, bool with_compare) {
         ->allow_extra_args(false);
   }
   cmd->add_option("--policy", p.policy,
-                  "attention policy, NAME or NAME:key=value,... (docs/POLICIES.md):\n" +
-                      policy_help())
+                  "attention policy, NAME or NAME:key=value,... (`fasa help policies` lists "
+                  "them and their options)")
       ->capture_default_str();
+  cmd->footer("Attention policies and their options: fasa help policies");
   cmd->add_option("--calib", p.calib, "fasa: calibration file from `fasa calibrate`");
   cmd->add_option("--budget", p.budget,
                   "tokens attended per decode step per kv-head group (< 1: fraction of context)");

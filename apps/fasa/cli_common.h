@@ -28,6 +28,9 @@ std::shared_ptr<const Model> load_model(const std::string& model, bool verify = 
 
 // Reads a whole text file; throws fasa::Error naming the file.
 std::string read_text_file(const std::string& path);
+// The same, where "-" reads standard input to its end (`-f -`); an empty standard input is an
+// error that says so.
+std::string read_text_or_stdin(const std::string& path);
 
 // Applies --threads (0 = all cores); throws on a negative count.
 void apply_threads(int n_threads);
