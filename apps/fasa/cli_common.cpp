@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +19,7 @@
 #include "fasa/engine/session.h"
 #include "fasa/eval/task_json.h"
 #include "fasa/hub/resolve.h"
+#include "progress_line.h"
 
 namespace fasa::cli {
 
@@ -218,26 +218,9 @@ void add_task_run_options(CLI::App* cmd, TaskRunArgs& r) {
                 "(decode steps) before the answer; default: the whole prompt is prefilled densely");
 }
 
-namespace {
-
-std::string duration_text(double s) {
-  if (s < 60) return std::to_string(static_cast<int>(s)) + "s";
-  const int m = static_cast<int>(s / 60);
-  return m < 60 ? std::to_string(m) + "m" + std::to_string(static_cast<int>(s) % 60) + "s"
-                : std::to_string(m / 60) + "h" + std::to_string(m % 60) + "m";
-}
-
-}  // namespace
-
 std::function<void(int, int)> progress_printer(const char* what) {
-  const auto t0 = std::chrono::steady_clock::now();
-  return [t0, what](int done, int total) {
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double left = done > 0 ? el / done * (total - done) : 0.0;
-    std::fprintf(stderr, "\rfasa: %d/%d %s, %s elapsed, ~%s left   ", done, total, what,
-                 duration_text(el).c_str(), duration_text(left).c_str());
-    if (done == total) std::fprintf(stderr, "\n");
-  };
+  auto line = std::make_shared<ProgressLine>(what);
+  return [line](int done, int total) { line->update(done, total); };
 }
 
 }  // namespace fasa::cli

@@ -39,8 +39,8 @@ void apply_threads(int n_threads);
 // empty when the model has no sliding-window layers.
 std::string kv_by_layer_type(const KvCache& cache);
 
-// A progress callback (done, total) printing "\rfasa: 12/45 WHAT, 1m20s elapsed, ~3m10s left" on
-// stderr, a newline at the end.
+// A progress callback (done, total) printing "fasa: 12/45 WHAT, 0.15/s, 1m20s elapsed, ~3m10s
+// left" on stderr (progress_line.h: rewritten in place on a terminal, a line every 10 s in a file).
 std::function<void(int, int)> progress_printer(const char* what);
 
 // --policy and its flags, shared by every command that runs a policy. The flags are folded into
