@@ -33,7 +33,9 @@ ChatInput::ChatInput() : tty_(isatty(STDIN_FILENO) != 0) {
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: a read at the prompt returns
+  // Interrupted writes and reads go on; the prompt's poll() returns on the signal regardless
+  // (poll is never restarted), and its timeout bounds the wait in any case.
+  sa.sa_flags = SA_RESTART;
   sigaction(SIGINT, &sa, &old_action_);
 }
 
