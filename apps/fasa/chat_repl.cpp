@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "chat_input.h"
 #include "chat_stats.h"
 #include "fasa/core/error.h"
@@ -27,8 +29,10 @@ class ChatRepl {
   // false: end the program.
   bool command(const std::string& line);
   void answer(const std::string& user);
-  // The cache cannot take the turn's `n` tokens: says so, and what to do.
+  // Whether the cache can take the turn's tokens; when it cannot, says so and what to do.
   bool fits(const ChatTurns::Next& n);
+  // The generation of the answer that follows the turn's tokens.
+  GenerateOptions options_for(const ChatTurns::Next& n) const;
   void clear() {
     s_.reset();
     turns_.clear();
@@ -103,10 +107,26 @@ bool ChatRepl::fits(const ChatTurns::Next& n) {
   if (used + need <= s_.n_ctx()) return true;
   say(
       fmt::format("fasa: the context is full: this turn needs {} tokens and {} of {} are free; "
-                  "/reset "
-                  "clears the history (or start again with a larger -c)",
+                  "/reset clears "
+                  "the history (or start again with a larger -c)",
                   need, s_.n_ctx() - used, s_.n_ctx()));
   return false;
+}
+
+GenerateOptions ChatRepl::options_for(const ChatTurns::Next& n) const {
+  std::vector<int32_t> context;  // what the answer follows: the conversation so far
+  if (!n.fresh) {
+    context.assign(turns_.tokens().begin(), turns_.tokens().begin() + turns_.n_cached());
+  }
+  context.insert(context.end(), n.tokens.begin(), n.tokens.end());
+  GenerateOptions go;
+  go.n_predict = cs_.n_predict;
+  go.sampler = cs_.sampling.sampler;
+  go.sampler.seed += static_cast<uint64_t>(totals_.answers);  // each answer its own draws
+  go.rules = sampling_rules(cs_.sampling, context);
+  go.stop = cs_.stop;
+  go.stop_when = [](const std::string&) { return ChatInput::stop_requested(); };
+  return go;
 }
 
 void ChatRepl::answer(const std::string& user) {
@@ -119,18 +139,8 @@ void ChatRepl::answer(const std::string& user) {
                     "tokens)",
                     n.tokens.size()));
   }
+  const GenerateOptions go = options_for(n);
   if (n.fresh) s_.reset();
-  std::vector<int32_t> context;  // what the answer follows: the conversation so far
-  if (!n.fresh)
-    context.assign(turns_.tokens().begin(), turns_.tokens().begin() + turns_.n_cached());
-  context.insert(context.end(), n.tokens.begin(), n.tokens.end());
-  GenerateOptions go;
-  go.n_predict = cs_.n_predict;
-  go.sampler = cs_.sampling.sampler;
-  go.sampler.seed += static_cast<uint64_t>(totals_.answers);  // each answer its own draws
-  go.rules = sampling_rules(cs_.sampling, context);
-  go.stop = cs_.stop;
-  go.stop_when = [](const std::string&) { return ChatInput::stop_requested(); };
   const AttnStats before = s_.attn_stats();
   const int n_prompt_end = s_.n_past() + static_cast<int>(n.tokens.size());
   in_.begin_answer();

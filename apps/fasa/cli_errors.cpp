@@ -96,17 +96,31 @@ std::string unknown_word_hint(const CLI::App& app, const std::vector<std::string
 }  // namespace
 
 std::string single_dash_word_error(const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* cur = &app;
+  bool value = false;  // args[i] is the value of the flag before it ("-p -la la" is a prompt)
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") break;
-    const bool word = a.size() > 2 && a[0] == '-' &&
-                      std::isalpha(static_cast<unsigned char>(a[1])) &&
-                      std::isalpha(static_cast<unsigned char>(a[2]));
-    if (!word) continue;
-    const std::vector<std::string> upto(args.begin(),
-                                        args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-    const std::string msg = unknown_word_hint(app, upto);
-    return msg.empty() ? "unknown flag '" + a + "'" : msg;
+    if (value) {
+      value = false;
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-') {
+      const bool word = a.size() > 2 && std::isalpha(static_cast<unsigned char>(a[1])) &&
+                        std::isalpha(static_cast<unsigned char>(a[2]));
+      if (word) {
+        const std::vector<std::string> upto(args.begin(),
+                                            args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        const std::string msg = unknown_word_hint(app, upto);
+        return msg.empty() ? "unknown flag '" + a + "'" : msg;
+      }
+      const CLI::Option* o = cur->get_option_no_throw(a.substr(0, a.find('=')));
+      value = o != nullptr && a.find('=') == std::string::npos && o->get_items_expected_min() > 0;
+      continue;
+    }
+    for (const CLI::App* s : cur->get_subcommands([](const CLI::App*) { return true; })) {
+      if (s->get_name() == a) cur = s;
+    }
   }
   return "";
 }
