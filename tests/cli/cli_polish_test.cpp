@@ -96,7 +96,7 @@ TEST(CliPolish, SingleDashWordsAreHabitsOrErrorsNeverClusters) {
   // A flag's value may look like a word: it is the value.
   const auto dash_prompt = run_cli({"tokenize", "-m", m, "-p", "-la la"});
   ASSERT_EQ(dash_prompt.exit_code, 0) << dash_prompt.err;
-  EXPECT_EQ(dash_prompt.out, run_cli({"tokenize", "-m", m, "-p=-la la"}).out);
+  EXPECT_EQ(dash_prompt.out, run_cli({"tokenize", "-m", m, "--prompt=-la la"}).out);
   const auto fx = run_cli({"tokenize", "-m", m, "-p", "a", "-fx"});  // not -f x: "cannot read 'x'"
   expect_clean_error(fx, "unknown flag '-fx' for 'fasa tokenize'");
   EXPECT_FALSE(has(fx.err, "cannot read")) << fx.err;
