@@ -38,10 +38,12 @@ std::string ProgressLine::text(const std::string& what, int done, int total, dou
 void ProgressLine::update(int done, int total, double share) {
   const Clock::time_point now = Clock::now();
   const bool last = done >= total;
-  const auto every = tty_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
-  // A file or a pipe gets its first line after one interval too: a short run prints only its end.
-  const Clock::time_point since = printed_ ? last_ : t0_;
-  if (!last && now - since < every) return;
+  // A terminal: every 0.1 s. A file or a pipe: a first line after 1 s (the work is under way),
+  // then one every 10 s; a run shorter than a second prints only its end.
+  const auto every = tty_       ? std::chrono::milliseconds(100)
+                     : printed_ ? std::chrono::milliseconds(10000)
+                                : std::chrono::milliseconds(1000);
+  if (!last && now - (printed_ ? last_ : t0_) < every) return;
   const double elapsed = std::chrono::duration<double>(now - t0_).count();
   const std::string line = text(what_, done, total, share, elapsed);
   if (tty_) {

@@ -1,6 +1,6 @@
 // The progress of a long command on stderr: "fasa: 12/45 tasks, 2.10/s, 6s elapsed, ~15s left".
 // On a terminal one line rewritten in place ('\r') at most ten times a second; in a file or a
-// pipe one whole line per update at most every 10 s, and the last one, with no '\r' in them.
+// pipe whole lines with no '\r': the first after 1 s, then at most one every 10 s, and the last.
 #pragma once
 
 #include <chrono>
