@@ -104,8 +104,11 @@ struct GenRequest {
 // not support that would change the answer (a non-empty "suffix", best_of above n, a JSON
 // schema keyword outside the supported subset, guided_regex, two output constraints at once, a
 // chat role other than system/developer/user/assistant).
-// Fields it does not know (as other servers and LangChain or LiteLLM add them: "tools",
-// "metadata", "messages[0].tool_calls", ...) are ignored and listed in GenRequest::ignored.
+// Other servers' fields (api_fields.h) are applied (vLLM's min_tokens, ignore_eos,
+// stop_token_ids) or, when they would change the answer, refused unless their value changes
+// nothing (llama-server's grammar, vLLM's use_beam_search, ...). Fields it does not know (as
+// other servers and LangChain or LiteLLM add them: "tools", "metadata",
+// "messages[0].tool_calls", ...) are ignored and listed in GenRequest::ignored.
 // Per-request "fasa.calib" and "fasa.offload_dir" are refused (they name server-side files:
 // start the server with --calib / --offload-dir); the "fasa" object stays strict.
 GenRequest parse_completion_request(std::string_view body);
