@@ -136,6 +136,7 @@ const std::vector<Row>& rows() {
       {"json_schema", nullptr, json{{"type", "object"}}},
       {"n_predict", -1, 16},
       {"n_probs", 0, 3},
+      {"n_cmpl", 1, 2},
       {"repeat_penalty", 1.0, 1.1},
       {"typical_p", 1, 0.9},
       {"top_n_sigma", -1, 1.5},

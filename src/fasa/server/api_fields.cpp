@@ -140,6 +140,7 @@ const Refused kRefused[] = {
                                  "'guided_json'"},
     {"n_predict", kBoth, "[-1]", ": use 'max_tokens'"},
     {"n_probs", kBoth, "[0]", ": use 'logprobs'"},
+    {"n_cmpl", kBoth, "[1]", ": use 'n'"},
     {"repeat_penalty", kBoth, "[1]", ": use 'repetition_penalty' (over the prompt and the "
                                      "answer, as vLLM's)"},
     {"typical_p", kBoth, "[1]", ": there is no typical sampling"},
