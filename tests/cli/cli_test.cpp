@@ -807,6 +807,11 @@ TEST(CliTest, ServeBadSettings) {
     expect_clean_error(test::run_cli({"serve", "-m", m, "--drain-timeout", bad}),
                        "--drain-timeout must be a number of seconds in [0, 86400]");
   }
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--cors-origin", "http://a.example/"}),
+                     "--cors-origin 'http://a.example/' is not an origin");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--cors-origin", "*", "--cors-origin",
+                                    "http://b.example"}),
+                     "--cors-origin '*' allows every origin: give it alone");
   expect_clean_error(test::run_cli({"serve", "-m", m}), "tokenizer");  // nothing to chat with
   expect_clean_error(test::run_cli({"serve", "-m", "/nonexistent.gguf"}), "nonexistent");
 }
