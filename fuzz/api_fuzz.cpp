@@ -7,18 +7,22 @@
 // Input: byte 0 picks the endpoint (even: /v1/completions, odd: /v1/chat/completions) and the
 // server's default policy, the rest is the body. Contract: the parser returns or throws
 // ApiError 400 whose message error_json turns into a JSON body; a parsed request satisfies
-// api.h (max_tokens, at most 4 non-empty stops, known roles) and builds a sampler;
-// choose_policy returns or throws ApiError 400. A structured-output grammar (json_schema,
-// guided_json, guided_choice) has a finite value at its root and takes the body's bytes as a
-// text without fault. Every response the server writes for the body
-// (the answer's headers, X-Fasa-Ignored-Fields with the unknown field names among them, and
-// every error) is one well-formed HTTP response with exactly the header lines it was given.
+// api.h (max_tokens, at most 4 non-empty stops, known roles, stop controls and several prompts
+// in their bounds, split into one request each) and builds a sampler; choose_policy returns or
+// throws ApiError 400. A structured-output grammar (json_schema, guided_json, guided_choice) has
+// a finite value at its root and takes the body's bytes as a text without fault. Every response
+// the server writes for the body (the answer's headers, X-Fasa-Ignored-Fields with the unknown
+// field names among them, and every error) is one well-formed HTTP response with exactly the
+// header lines it was given.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
 #include "fasa/engine/grammar_prefix.h"
 #include "fasa/engine/tool_grammar.h"
 #include "fasa/server/api.h"
+#include "fasa/server/api_fields.h"
 #include "fasa/server/http.h"
 #include "fasa/server/http_response.h"
 #include "fasa/server/policy_choice.h"
@@ -120,6 +124,17 @@ void check_request(const server::GenRequest& r, std::string_view body) {
   FASA_FUZZ_EXPECT(r.stop.size() <= 4);
   for (const std::string& s : r.stop) FASA_FUZZ_EXPECT(!s.empty());
   r.sampler.validate();  // a request that parses builds a sampler (api_parse.cpp)
+  FASA_FUZZ_EXPECT(r.min_tokens >= 0 && r.min_tokens <= (1 << 20));
+  FASA_FUZZ_EXPECT(r.stop_token_ids.size() <= 64);
+  for (int32_t id : r.stop_token_ids) FASA_FUZZ_EXPECT(id >= 0);
+  // Several prompts (api_fields.h): 2 .. kMaxPrompts, times n at most kMaxPrompts, each split
+  // into a request of its own.
+  const size_t n_prompts = r.prompts.size();
+  FASA_FUZZ_EXPECT(n_prompts != 1 && n_prompts <= server::GenRequest::kMaxPrompts);
+  FASA_FUZZ_EXPECT(std::max<size_t>(n_prompts, 1) * r.n <= server::GenRequest::kMaxPrompts);
+  const std::vector<server::GenRequest> each = server::one_request_per_prompt(r);
+  FASA_FUZZ_EXPECT(each.size() == std::max<size_t>(n_prompts, 1));
+  for (const server::GenRequest& e : each) FASA_FUZZ_EXPECT(e.prompts.empty());
   if (r.endpoint != server::Endpoint::Chat) return;
   FASA_FUZZ_EXPECT(!r.messages.empty());
   for (const ChatMessage& m : r.messages) {

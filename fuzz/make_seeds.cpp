@@ -319,6 +319,13 @@ void api_seeds() {
       {"chat_guided_choice", 1,
        "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}], \"guided_choice\": "
        "[\"yes\", \"no\", \"y\\u00e9s\"]}"},
+      {"completion_prompts_stop_controls", 0,
+       "{\"prompt\": [\"a\", \"b\", \"\"], \"n\": 2, \"min_tokens\": 3, \"ignore_eos\": "
+       "true, \"stop_token_ids\": [2, 0], \"typical_p\": 1, \"grammar\": \"\"}"},
+      {"chat_refused_fields", 1,
+       "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}], \"echo\": false, "
+       "\"modalities\": [\"text\"], \"add_generation_prompt\": true, \"n_predict\": -1, "
+       "\"mirostat\": 0}"},
       {"chat_tools", 1,
        "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}, {\"role\": \"assist"
        "ant\", \"content\": null, \"tool_calls\": [{\"id\": \"call_1\", \"type\": \"function"

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +19,7 @@
 #include "fasa/engine/session.h"
 #include "fasa/eval/task_json.h"
 #include "fasa/hub/resolve.h"
+#include "progress_line.h"
 
 namespace fasa::cli {
 
@@ -30,6 +30,22 @@ std::shared_ptr<const Model> load_model(const std::string& model, bool verify) {
 }
 
 std::string read_text_file(const std::string& path) { return read_input_file(path, "text file"); }
+
+std::string read_text_or_stdin(const std::string& path) {
+  if (path != "-") return read_text_file(path);
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const size_t n = std::fread(buf, 1, sizeof buf, stdin);
+    text.append(buf, n);
+    if (n < sizeof buf) break;
+  }
+  if (std::ferror(stdin)) fail("-f -: cannot read standard input: {}", std::strerror(errno));
+  if (text.empty()) {
+    fail("-f -: standard input is empty (pipe the text in, e.g. `echo TEXT | fasa ... -f -`)");
+  }
+  return text;
+}
 
 void apply_threads(int n_threads) {
   if (n_threads < 0) fail("--threads must be >= 0 (got {})", n_threads);
@@ -151,9 +167,10 @@ void add_policy_options(CLI::App* cmd, PolicyArgs& p, bool with_compare) {
         ->allow_extra_args(false);
   }
   cmd->add_option("--policy", p.policy,
-                  "attention policy, NAME or NAME:key=value,... (docs/POLICIES.md):\n" +
-                      policy_help())
+                  "attention policy, NAME or NAME:key=value,... (`fasa help policies` lists "
+                  "them and their options)")
       ->capture_default_str();
+  cmd->footer("Attention policies and their options: fasa help policies");
   cmd->add_option("--calib", p.calib, "fasa: calibration file from `fasa calibrate`");
   cmd->add_option("--budget", p.budget,
                   "tokens attended per decode step per kv-head group (< 1: fraction of context)");
@@ -201,26 +218,9 @@ void add_task_run_options(CLI::App* cmd, TaskRunArgs& r) {
                 "(decode steps) before the answer; default: the whole prompt is prefilled densely");
 }
 
-namespace {
-
-std::string duration_text(double s) {
-  if (s < 60) return std::to_string(static_cast<int>(s)) + "s";
-  const int m = static_cast<int>(s / 60);
-  return m < 60 ? std::to_string(m) + "m" + std::to_string(static_cast<int>(s) % 60) + "s"
-                : std::to_string(m / 60) + "h" + std::to_string(m % 60) + "m";
-}
-
-}  // namespace
-
 std::function<void(int, int)> progress_printer(const char* what) {
-  const auto t0 = std::chrono::steady_clock::now();
-  return [t0, what](int done, int total) {
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double left = done > 0 ? el / done * (total - done) : 0.0;
-    std::fprintf(stderr, "\rfasa: %d/%d %s, %s elapsed, ~%s left   ", done, total, what,
-                 duration_text(el).c_str(), duration_text(left).c_str());
-    if (done == total) std::fprintf(stderr, "\n");
-  };
+  auto line = std::make_shared<ProgressLine>(what);
+  return [line](int done, int total) { line->update(done, total); };
 }
 
 }  // namespace fasa::cli

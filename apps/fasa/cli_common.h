@@ -28,6 +28,9 @@ std::shared_ptr<const Model> load_model(const std::string& model, bool verify = 
 
 // Reads a whole text file; throws fasa::Error naming the file.
 std::string read_text_file(const std::string& path);
+// The same, where "-" reads standard input to its end (`-f -`); an empty standard input is an
+// error that says so.
+std::string read_text_or_stdin(const std::string& path);
 
 // Applies --threads (0 = all cores); throws on a negative count.
 void apply_threads(int n_threads);
@@ -36,8 +39,8 @@ void apply_threads(int n_threads);
 // empty when the model has no sliding-window layers.
 std::string kv_by_layer_type(const KvCache& cache);
 
-// A progress callback (done, total) printing "\rfasa: 12/45 WHAT, 1m20s elapsed, ~3m10s left" on
-// stderr, a newline at the end.
+// A progress callback (done, total) printing "fasa: 12/45 WHAT, 0.15/s, 1m20s elapsed, ~3m10s
+// left" on stderr (progress_line.h: rewritten in place on a terminal, a line every 10 s in a file).
 std::function<void(int, int)> progress_printer(const char* what);
 
 // --policy and its flags, shared by every command that runs a policy. The flags are folded into

@@ -1,6 +1,8 @@
 #include "cli_errors.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -71,8 +73,10 @@ std::string unknown_word_hint(const CLI::App& app, const std::vector<std::string
     if (a.size() > 1 && a[0] == '-' && !is_number(a)) {
       const std::string name = a.substr(0, a.find('='));
       if (cur->get_option_no_throw(name) == nullptr) {
+        const bool word = name.size() > 2 && name[1] != '-';
         return "unknown flag '" + name + "' for '" + path + "'" +
-               did_you_mean(name, flag_names(*cur)) + " (" + path + " --help lists them)";
+               did_you_mean(name, flag_names(*cur)) + " (" + path + " --help lists them" +
+               (word ? "; single-dash flags are one letter, long ones take two dashes" : "") + ")";
       }
       continue;
     }
@@ -91,6 +95,36 @@ std::string unknown_word_hint(const CLI::App& app, const std::vector<std::string
 
 }  // namespace
 
+std::string single_dash_word_error(const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* cur = &app;
+  bool value = false;  // args[i] is the value of the flag before it ("-p -la la" is a prompt)
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;
+    if (value) {
+      value = false;
+      continue;
+    }
+    if (a.size() > 1 && a[0] == '-') {
+      const bool word = a.size() > 2 && std::isalpha(static_cast<unsigned char>(a[1])) &&
+                        std::isalpha(static_cast<unsigned char>(a[2]));
+      if (word) {
+        const std::vector<std::string> upto(args.begin(),
+                                            args.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+        const std::string msg = unknown_word_hint(app, upto);
+        return msg.empty() ? "unknown flag '" + a + "'" : msg;
+      }
+      const CLI::Option* o = cur->get_option_no_throw(a.substr(0, a.find('=')));
+      value = o != nullptr && a.find('=') == std::string::npos && o->get_items_expected_min() > 0;
+      continue;
+    }
+    for (const CLI::App* s : cur->get_subcommands([](const CLI::App*) { return true; })) {
+      if (s->get_name() == a) cur = s;
+    }
+  }
+  return "";
+}
+
 int report_parse_error(const CLI::App& app, const CLI::ParseError& e,
                        const std::vector<std::string>& args) {
   if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
@@ -108,12 +142,12 @@ std::string nearest(const std::string& typed, const std::vector<std::string>& ca
     return first == std::string::npos ? s : s.substr(first);
   };
   const std::string t = word(typed);
-  const size_t limit = std::max<size_t>(1, t.size() / 3);
   std::string best;
-  size_t best_d = limit + 1;
+  size_t best_d = SIZE_MAX;
   for (const std::string& c : candidates) {
-    const size_t d = typo_distance(t, word(c));
-    if (d < best_d) {
+    const std::string w = word(c);
+    const size_t d = typo_distance(t, w);
+    if (d <= std::min(t.size(), w.size()) / 3 && d < best_d) {
       best_d = d;
       best = c;
     }

@@ -1,10 +1,12 @@
-// `fasa bench -m MODEL [-p N1,N2] [-n N1,N2] [-b B1,B2] [-d D1,D2] [-r R] [--threads T]
-//            [--policy P1,P2 [policy flags] [--budget B1,B2]] [--compare SPEC]... [--bandwidth]
-//            [--depth-fill prefill|synthetic] [--json]`
+// `fasa bench -m MODEL [-p N1,N2] [-n N1,N2] [--sequences S1,S2] [-d D1,D2] [-r R] [-t T1,T2]
+//            [-b N] [--policy P1,P2 [policy flags] [--budget B1,B2]] [--compare SPEC]...
+//            [--bandwidth] [--depth-fill prefill|synthetic] [--json]`
 // The measurements are eval/bench.h's (llama-bench's conventions: ppN, tgN, "@ dD", R
 // repetitions), the report eval/bench_report.h's. -p, -n and -d are comma lists: every depth runs
-// every -p value, then every -n value, as its own test (0 = skip); -b B > 1 makes a tg test
-// ("tgNxB") decode B sequences together. The policies measured are --policy × --budget, then
+// every -p value, then every -n value, as its own test (0 = skip); --sequences S > 1 makes a tg
+// test ("tgNxS") decode S sequences together. -t is a list too: every test runs at every thread
+// count, one set of rows each. -b/--batch-size is llama-bench's batch size: the tokens of one
+// prefill forward pass (pp tests and the prefill depth fill), fasa's prefill chunk. The policies measured are --policy × --budget, then
 // every --compare spec (bench_lists.h), side by side, each speed also given as a ratio to the
 // first policy's.
 // `--bandwidth` first measures the machine's read bandwidth and adds the roofline to every tg
@@ -35,9 +37,10 @@ struct BenchArgs {
   // Comma lists, parsed by run_bench so that every bad element ends in one fasa error.
   std::string n_prompt = "512";
   std::string n_gen = "128";
-  std::string batch = "1";
+  std::string sequences = "1";
   std::string depths = "0";
-  int threads = 0;
+  std::string threads = "0";
+  std::string batch_size;     // -b: one count, the prefill chunk
   PolicyArgs policy;          // .policy and .budget are comma lists here
   bool json = false;          // = -o jsonl
   std::string output = "md";  // eval/bench_report.h: md, jsonl, json, csv
@@ -45,6 +48,20 @@ struct BenchArgs {
   // --bandwidth-bytes; the tests, depths and policies are set by run_bench from the lists.
   BenchSettings settings;
 };
+
+// -b N: one count (llama-bench's batch size; fasa's sequences decoding together are
+// --sequences).
+int batch_size(const std::string& text) {
+  if (text.find(',') != std::string::npos) {
+    fail(
+        "-b/--batch-size '{}': one number, the tokens per prefill forward pass (llama-bench's "
+        "-b); sequences decoding together are --sequences {}",
+        text, text);
+  }
+  const int n = parse_counts("-b/--batch-size", text).front();
+  if (n < 1 || n > 65536) fail("-b/--batch-size must be in 1..65536 (got {})", n);
+  return n;
+}
 
 // -o and --json together.
 RowFormat output_format(const BenchArgs& a) {
@@ -62,11 +79,12 @@ void plan_tests(const BenchArgs& a, BenchSettings& s) {
   const std::vector<int> prompts = parse_counts("-p", a.n_prompt);
   const std::vector<int> gens = parse_counts("-n", a.n_gen);
   s.depths = parse_counts("-d", a.depths);
-  const std::vector<int> batches = parse_counts("--batch", a.batch);
-  for (int b : batches) {
-    if (b < 1) fail("--batch values must be >= 1 (got {})", b);
+  const std::vector<int> sequences = parse_counts("--sequences", a.sequences);
+  for (int b : sequences) {
+    if (b < 1) fail("--sequences values must be >= 1 (got {})", b);
   }
-  s.tests = bench_tests(prompts, gens, batches);
+  s.tests = bench_tests(prompts, gens, sequences);
+  if (!a.batch_size.empty()) s.prefill_chunk = batch_size(a.batch_size);
   check_bench_settings(s);
 }
 
@@ -74,7 +92,7 @@ void run_bench_command(const BenchArgs& a) {
   const RowFormat format = output_format(a);
   BenchSettings s = a.settings;
   plan_tests(a, s);
-  apply_threads(a.threads);
+  const std::vector<int> threads = parse_counts("--threads", a.threads);
   auto model = load_model(a.model);
   s.policies = resolved_specs(bench_policy_specs(a.policy), model);
   const std::string path = model->file().path();
@@ -82,6 +100,7 @@ void run_bench_command(const BenchArgs& a) {
   BenchEvents ev;
   ev.probing = [] { std::fprintf(stderr, "fasa: measuring read bandwidth...\n"); };
   ev.ready = [&](const BandwidthResult& bw) {
+    if (report) return report->next_run(bw);
     const BenchProvenance prov = [path](nlohmann::ordered_json& j, const std::string& policy) {
       add_provenance(j, path, policy);
     };
@@ -89,12 +108,12 @@ void run_bench_command(const BenchArgs& a) {
     report->header();
   };
   ev.rows = [&](const std::vector<BenchMeasure>& group) { report->rows(group); };
-  const BenchResult r = run_bench(model, s, ev);
-  if (s.tests.empty()) {
-    print_bandwidth_only(format, r.bandwidth);
-    return;
+  for (int t : threads) {  // one run per thread count, llama-bench's -t list
+    apply_threads(t);
+    const BenchResult r = run_bench(model, s, ev);
+    if (s.tests.empty()) print_bandwidth_only(format, r.bandwidth);
   }
-  report->finish();
+  if (report) report->finish();
 }
 
 }  // namespace
@@ -109,10 +128,13 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-n,--n-gen", a->n_gen,
                   "generated tokens, comma separated: one tg test each (0 = skip)")
       ->capture_default_str();
-  cmd->add_option("-b,--batch", a->batch,
+  cmd->add_option("--sequences", a->sequences,
                   "sequences decoding together in tg tests, comma separated: one forward pass "
                   "per step for all (the server's batching); t/s counts every sequence's tokens")
       ->capture_default_str();
+  cmd->add_option("-b,--batch-size", a->batch_size,
+                  "tokens per prefill forward pass in pp tests and the depth fill (llama-bench's "
+                  "-b; default: the engine's prefill chunk, 256)");
   cmd->add_option("-d,--depth", a->depths, "context depths, comma separated")
       ->capture_default_str();
   cmd->add_option("-r,--reps", a->settings.reps, "repetitions")->capture_default_str();
@@ -120,7 +142,9 @@ void add_bench_command(CLI::App& app) {
                   "how the -d context is made: prefill (random tokens through the model) or "
                   "synthetic (random K/V rows stored directly: speed only, no prefill cost)")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", a->threads, "threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("-t,--threads", a->threads,
+                  "threads, comma separated: every test at each count (0 = all cores)")
+      ->capture_default_str();
   cmd->add_option("--kv-type", a->settings.kv_type, "KV cache type: f16, f32 or q8_0")
       ->capture_default_str();
   add_policy_options(cmd, a->policy, /*with_compare=*/true);

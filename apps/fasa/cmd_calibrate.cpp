@@ -15,6 +15,7 @@
 #include "fasa/core/sha256.h"
 #include "fasa/io/atomic_file.h"
 #include "fasa/tokenizer/tokenizer.h"
+#include "progress_line.h"
 
 namespace fasa::cli {
 
@@ -28,12 +29,6 @@ struct CalibrateArgs {
   int threads = 0;
   CalibrateOptions opts;
 };
-
-// "12 s" / "3 min 05 s": an ETA a person reads.
-std::string duration_text(double s) {
-  if (s < 60) return fmt::format("{:.0f} s", s);
-  return fmt::format("{} min {:02d} s", static_cast<int>(s / 60), static_cast<int>(s) % 60);
-}
 
 // Without -o: the model's store entry (calibration_store.h), its folder made now.
 std::string output_path(const CalibrateArgs& a, const Model& model) {
@@ -68,20 +63,17 @@ void run_calibrate(const CalibrateArgs& a) {
                "decode steps), K = %d, FC layout %s\n",
                a.text.c_str(), tokens.size(), args.opts.samples, args.opts.tokens, args.opts.steps,
                args.opts.k, a.fc_layout.c_str());
-  // One line per phase, rewritten as it goes: units done, time in the phase, the time left at
-  // the phase's pace so far.
+  // Each phase's progress (progress_line.h): units done, rate, time in the phase, the time left
+  // at the phase's pace so far.
   const auto t0 = std::chrono::steady_clock::now();
-  auto phase_start = t0;
+  ProgressLine line("samples");
+  std::string phase = "sample";
   Calibration c = calibrate(model, tokens, args.opts, [&](const CalibrateProgress& p) {
-    const auto now = std::chrono::steady_clock::now();
-    const double s = std::chrono::duration<double>(now - phase_start).count();
-    const double share = p.share > 0.0 ? p.share : static_cast<double>(p.done) / p.total;
-    std::fprintf(stderr, "\rfasa: %s %d/%d, %s, about %s left   ", p.phase, p.done, p.total,
-                 duration_text(s).c_str(), duration_text(s / share * (1.0 - share)).c_str());
-    if (p.done == p.total) {
-      std::fprintf(stderr, "\n");
-      phase_start = now;
+    if (p.phase != phase) {
+      phase = p.phase;
+      line.restart(phase == "compound set" ? "compound sets" : phase);
     }
+    line.update(p.done, p.total, p.share > 0.0 ? p.share : -1.0);
   });
   const std::string name = a.text.substr(a.text.find_last_of('/') + 1);
   c.text_name = name;

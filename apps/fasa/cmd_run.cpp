@@ -1,6 +1,7 @@
-// `fasa run -m MODEL (-p TEXT | -f FILE) [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
-//  [--seed S] [--ctx N] [--chat] [--system S] [--stop S]... [--threads T] [--kv-type f16|f32]
-//  [--policy NAME[:k=v,...]] [--prompt-cache FILE]`
+// `fasa run -m MODEL (-p TEXT | -f FILE|-) [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
+//  [--seed S] [--repeat-penalty F] [--repeat-last-n N] [--ctx N] [--chat] [--system S]
+//  [--stop S]... [--threads T] [--kv-type f16|f32] [--policy NAME[:k=v,...]]
+//  [--prompt-cache FILE]`; with -i/-cnv it is `fasa chat` (llama_cpp_habits.h).
 // Streams generated text to stdout; timing and memory statistics go to stderr.
 #include <unistd.h>
 
@@ -8,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
-#include <random>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -22,6 +22,7 @@
 #include "fasa/tokenizer/chat.h"
 #include "fasa/tokenizer/tokenizer.h"
 #include "run_stats.h"
+#include "sampling_options.h"
 
 namespace fasa::cli {
 
@@ -47,8 +48,7 @@ struct RunArgs {
   std::string prompt_cache;  // --prompt-cache FILE: a saved prefilled prompt, read and written
   bool quiet = false;
   bool verify = false;  // --verify: hash a pulled model before loading it
-  SamplerParams sampler;
-  int64_t seed = -1;  // -1: a random seed, printed so the run can be repeated
+  SamplingArgs sampling;
 };
 
 // With no --ctx: the prompt plus the tokens to generate (-n -1: plus kUntilEosRoom), within the
@@ -97,12 +97,15 @@ std::vector<int32_t> prompt_tokens(const RunArgs& a, const Model& model, const s
 void run_run(RunArgs& a) {
   if (a.has_prompt == a.has_file) fail("give exactly one of -p TEXT or -f FILE");
   if (a.n_predict < -1) fail("-n must be >= -1 (got {})", a.n_predict);
-  if (a.seed < -1) fail("--seed must be >= 0, or -1 for a random seed (got {})", a.seed);
-  a.sampler.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : std::random_device{}();
-  a.sampler.validate();
+  resolve_sampling(a.sampling);
   const LosslessOptions lossless = parse_lossless(a.lossless);
+  if (lossless.k > 0 && repeat_penalty_on(a.sampling)) {
+    fail(
+        "--repeat-penalty does not combine with --lossless (its drafts and verifications "
+        "sample without penalties)");
+  }
   apply_threads(a.threads);
-  const std::string text = a.has_file ? read_text_file(a.file) : a.prompt;
+  const std::string text = a.has_file ? read_text_or_stdin(a.file) : a.prompt;
   if (const int64_t bad = find_invalid_utf8(text); bad >= 0) {
     fail("prompt is not valid UTF-8 (byte offset {})", bad);
   }
@@ -120,13 +123,11 @@ void run_run(RunArgs& a) {
   }
   GenerateOptions go;
   go.n_predict = a.n_predict;
-  go.sampler = a.sampler;
+  go.sampler = a.sampling.sampler;
+  go.rules = sampling_rules(a.sampling, prompt);
   go.stop = a.stop;
   if (!a.quiet) go.prefill_progress = prefill_progress();
-  if (!a.quiet && a.sampler.temp > 0) {
-    std::fprintf(stderr, "fasa: seed %llu%s\n", static_cast<unsigned long long>(a.sampler.seed),
-                 a.seed < 0 ? " (random; --seed repeats a run)" : "");
-  }
+  if (!a.quiet) print_seed(a.sampling);
   LosslessStats ls;
   const auto on_text = [](std::string_view s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
@@ -165,15 +166,10 @@ void add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "generate text from a prompt");
   cmd->add_option("-m,--model", a->model, "GGUF path or pulled model name")->required();
   auto* p = cmd->add_option("-p,--prompt", a->prompt, "prompt text");
-  auto* f = cmd->add_option("-f,--file", a->file, "read the prompt from a file");
+  auto* f = cmd->add_option("-f,--file", a->file, "read the prompt from a file (-: stdin)");
   cmd->add_option("-n,--n-predict", a->n_predict, "tokens to generate (-1: until EOS)")
       ->capture_default_str();
-  cmd->add_option("--temp", a->sampler.temp, "temperature (0 = greedy)")->capture_default_str();
-  cmd->add_option("--top-k", a->sampler.top_k, "top-k (0 = off)")->capture_default_str();
-  cmd->add_option("--top-p", a->sampler.top_p, "top-p (1 = off)")->capture_default_str();
-  cmd->add_option("--min-p", a->sampler.min_p, "min-p (0 = off)")->capture_default_str();
-  cmd->add_option("-s,--seed", a->seed, "sampling seed (-1: random, printed with --temp > 0)")
-      ->capture_default_str();
+  add_sampling_options(cmd, a->sampling, "-s,--seed");
   cmd->add_option("-c,--ctx,--ctx-size", a->n_ctx,
                   "context size in tokens (0 = the prompt + -n, within the model's; -n -1: + 4096)")
       ->capture_default_str();

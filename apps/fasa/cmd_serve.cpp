@@ -1,7 +1,7 @@
 // `fasa serve -m MODEL [--host H] [--port P] [--ctx N] [--parallel N] [--queue N] [--threads T]
 //  [--api-key KEY]... [--api-key-file FILE] [--prompt-cache-shared] [--max-tokens N] [--max-body BYTES] [--model-id NAME] [--kv-type f16|f32]
 //  [--max-conns N] [--max-conns-per-client N] [--request-timeout S] [--idle-timeout S]
-//  [--drain-timeout S] [policy flags]`
+//  [--drain-timeout S] [--cors-origin ORIGIN]... [policy flags]`
 // The OpenAI-compatible HTTP server (docs/SERVER.md). Runs until SIGINT or SIGTERM, then drains
 // (answers what it holds, takes nothing new) for up to --drain-timeout; a second signal stops it
 // at once.
@@ -19,6 +19,7 @@
 #include "fasa/core/error.h"
 #include "fasa/core/input_file.h"
 #include "fasa/core/parallel.h"
+#include "fasa/server/cors.h"
 #include "fasa/server/server.h"
 
 namespace fasa::cli {
@@ -43,9 +44,10 @@ struct ServeArgs {
   int64_t prompt_cache_mib = 1024;  // the prompt cache's budget (0: off)
   int max_conns = 0;                // 0: max(64, 4 * (parallel + queue))
   int max_conns_per_client = 32;
-  double request_timeout = 10;  // seconds
-  double idle_timeout = 30;     // seconds
-  double drain_timeout = 30;    // seconds (0: stop at once)
+  double request_timeout = 10;            // seconds
+  double idle_timeout = 30;               // seconds
+  double drain_timeout = 30;              // seconds (0: stop at once)
+  std::vector<std::string> cors_origins;  // --cors-origin, repeatable
   PolicyArgs policy;
 };
 
@@ -167,6 +169,8 @@ void run_serve(const ServeArgs& a) {
   cfg.api_keys = api_keys;
   cfg.prompt_cache_shared = a.prompt_cache_shared;
   cfg.max_tokens = a.max_tokens;
+  server::check_cors_origins(a.cors_origins);  // before the model loads
+  cfg.cors_origins = a.cors_origins;
 
   // Block the stop signals before any thread starts, so every thread inherits the mask and
   // this one receives them with sigwait.
@@ -267,6 +271,11 @@ void add_serve_command(CLI::App& app) {
                   "on SIGTERM or SIGINT: seconds to finish the answers in flight, taking no new "
                   "connections, before stopping (0 = stop at once; a second signal stops at once)")
       ->capture_default_str();
+  cmd->add_option("--cors-origin", a->cors_origins,
+                  "let web pages of this origin (scheme://host[:port], or '*' for any) call the "
+                  "API from a browser (repeatable; default: none)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   add_policy_options(cmd, a->policy);
   cmd->callback([a] { run_serve(*a); });
 }

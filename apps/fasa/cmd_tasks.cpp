@@ -178,10 +178,9 @@ void add_tasks_commands(CLI::App& app, CLI::App* eval) {
   auto* gc =
       app.add_subcommand("gen-tasks", "generate RULER-style long-context tasks on real text");
   gc->add_option("-m,--model", g->model, "model whose tokenizer sizes the prompts")->required();
-  gc->add_option("--kind", g->kind,
-                 "passkey, niah-single, niah-multikey, niah-multivalue, niah-multiquery, "
-                 "variable-tracking, common-words, freq-words, qa")
-      ->required();
+  std::string kinds;
+  for (const std::string& k : task_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
+  gc->add_option("--kind", g->kind, "the task kind: " + kinds)->required();
   gc->add_option("--haystack", g->haystack, "UTF-8 text the contexts are cut from")->required();
   gc->add_option("-c,--ctx,--ctx-size", g->n_ctx, "prompt + max_new_tokens fit this many tokens")
       ->capture_default_str();

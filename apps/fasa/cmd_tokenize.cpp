@@ -1,4 +1,4 @@
-// `fasa tokenize -m MODEL -p TEXT [--pieces] [--no-special] [--bos]`: token ids on one line.
+// `fasa tokenize -m MODEL (-p TEXT | -f FILE|-) [--pieces] [--no-special] [--bos]`: token ids on one line.
 // Reads only the tokenizer metadata, so it works for any architecture the file holds.
 #include <cstdio>
 
@@ -45,7 +45,7 @@ std::string printable(const std::string& s) {
 
 void run_tokenize(const TokenizeArgs& a) {
   if (a.has_prompt == a.has_file) fail("give exactly one of -p TEXT or -f FILE");
-  const std::string text = a.file.empty() ? a.prompt : read_text_file(a.file);
+  const std::string text = a.has_file ? read_text_or_stdin(a.file) : a.prompt;
   const auto file = GgufFile::open(resolve_model_path(a.model));
   if (!file->find("tokenizer.ggml.model")) {
     fail("{}: the model file has no tokenizer metadata", file->path());
@@ -70,7 +70,7 @@ void add_tokenize_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("tokenize", "print the token ids of a text");
   cmd->add_option("-m,--model", args->model, "GGUF path or pulled model name")->required();
   auto* p = cmd->add_option("-p,--prompt", args->prompt, "text to tokenize");
-  auto* f = cmd->add_option("-f,--file", args->file, "read the text from a file");
+  auto* f = cmd->add_option("-f,--file", args->file, "read the text from a file (-: stdin)");
   cmd->add_flag("--pieces", args->pieces, "also print each token's text, one per line");
   cmd->add_flag("--no-special", args->no_special,
                 "treat special-token text (e.g. <|im_start|>) as plain text");

@@ -9,6 +9,7 @@ void add_pull_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_chat_command(CLI::App& app);  // also `run -i`, `run -cnv` (llama_cpp_habits.h)
 void add_eval_command(CLI::App& app);
 // `eval tasks` (under `eval`) and `gen-tasks`.
 void add_tasks_commands(CLI::App& app, CLI::App* eval);
@@ -20,5 +21,7 @@ void add_calibrate_command(CLI::App& app);  // also `calib list` and `calib show
 void add_calib_commands(CLI::App& app);     // `calib list`, `calib show` (cmd_calib.cpp)
 void add_serve_command(CLI::App& app);
 void add_synth_command(CLI::App& app);  // paper-shaped random-weight models
+// `fasa help [TOPIC]` (policies, or a command); add after every command.
+void add_help_command(CLI::App& app);
 
 }  // namespace fasa::cli

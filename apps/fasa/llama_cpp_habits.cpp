@@ -12,30 +12,40 @@ void note_ignored(const std::string& flag, const std::string& why) {
 void add_to(CLI::App* cmd) {
   if (cmd->get_option_no_throw("--model") != nullptr) {
     const std::string cpu = "fasa runs on the CPU (no GPU offload)";
+    const std::string group = "llama.cpp compatibility";
     cmd->add_option_function<std::string>(
            "--n-gpu-layers,--gpu-layers",
            [cpu](const std::string& v) { note_ignored("--n-gpu-layers " + v, cpu); },
            "accepted for llama.cpp habits (also -ngl N) and ignored: fasa runs on the CPU")
-        ->group("llama.cpp compatibility");
+        ->group(group);
+    for (const char* flag : {"--main-gpu", "--split-mode", "--tensor-split"}) {
+      const std::string name = flag;
+      cmd->add_option_function<std::string>(
+             name, [cpu, name](const std::string& v) { note_ignored(name + " " + v, cpu); },
+             "accepted for llama.cpp habits (also -" +
+                 std::string(name == "--main-gpu"     ? "mg"
+                             : name == "--split-mode" ? "sm"
+                                                      : "ts") +
+                 ") and ignored")
+          ->group(group);
+    }
+    cmd->add_flag_callback(
+           "--no-kv-offload", [cpu] { note_ignored("--no-kv-offload", cpu); },
+           "accepted for llama.cpp habits (also -nkvo) and ignored")
+        ->group(group);
     cmd->add_option_function<std::string>(
-           "--main-gpu,--split-mode",
-           [cpu](const std::string& v) { note_ignored("a GPU option (" + v + ")", cpu); },
-           "accepted for llama.cpp habits and ignored")
-        ->group("llama.cpp compatibility");
+           "--flash-attn",
+           [](const std::string& v) {
+             note_ignored("--flash-attn " + v,
+                          "fasa's attention kernels are its own and always fused (no switch)");
+           },
+           "accepted for llama.cpp habits (also -fa [on|off|auto]) and ignored")
+        ->group(group);
   }
   for (CLI::App* s : cmd->get_subcommands([](CLI::App*) { return true; })) add_to(s);
 }
 
 }  // namespace
-
-std::vector<std::string> llama_cpp_spellings(int argc, const char* const* argv) {
-  std::vector<std::string> args(argv, argv + argc);
-  for (std::string& a : args) {
-    if (a == "-ngl") a = "--n-gpu-layers";
-    if (a.rfind("-ngl=", 0) == 0) a = "--n-gpu-layers=" + a.substr(5);
-  }
-  return args;
-}
 
 void add_gpu_layer_notes(CLI::App& app) { add_to(&app); }
 

@@ -22,14 +22,21 @@ int main(int argc, char** argv) {
   fasa::cli::add_inspect_command(app);
   fasa::cli::add_tokenize_command(app);
   fasa::cli::add_run_command(app);
+  fasa::cli::add_chat_command(app);
   fasa::cli::add_eval_command(app);
   fasa::cli::add_bench_command(app);
   fasa::cli::add_calibrate_command(app);
   fasa::cli::add_serve_command(app);
   fasa::cli::add_synth_command(app);
   fasa::cli::add_gpu_layer_notes(app);
-  const std::vector<std::string> args = fasa::cli::llama_cpp_spellings(argc, argv);
+  fasa::cli::add_help_command(app);
+  std::vector<std::string> args(argv, argv + argc);
   try {
+    args = fasa::cli::llama_cpp_spellings(argc, argv);
+    if (const std::string word = fasa::cli::single_dash_word_error(app, args); !word.empty()) {
+      std::fprintf(stderr, "fasa: error: %s\n", word.c_str());
+      return 1;
+    }
     fasa::active_isa();  // a bad FASA_ISA fails here, before any work
     std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11's order, no argv[0]
     app.parse(reversed);

@@ -15,8 +15,9 @@ namespace fasa::cli {
 
 namespace {
 
-// One line a user reads first: the policy's KV bytes per generated token against full
-// attention's, and the decode speed (without a one-time online calibration, said apart).
+// The closing lines a user reads first: the share of dense attention's KV bytes the policy
+// read per generated token, and the decode speed (without a one-time online calibration, said
+// apart); then, for FASA, what its variant saves: FASA-C bandwidth (time), FASA-M RAM.
 void print_summary(Session& session, const GenerateResult& r) {
   const AttnStats& st = session.attn_stats();
   const int n_gen = static_cast<int>(r.tokens.size());
@@ -28,13 +29,37 @@ void print_summary(Session& session, const GenerateResult& r) {
       calib_ms > 0.0
           ? fmt::format(" after a one-time online calibration of {:.2f} s", calib_ms / 1000.0)
           : std::string();
+  const double tps = n_gen * 1000.0 / std::max(r.decode_ms - calib_ms, 1e-9);
+  const std::string per_token = human_bytes(st.bytes_read() / st.decode_tokens);
+  const std::string dense = human_bytes(st.dense_bytes / st.decode_tokens);
+  if (name == "full") {
+    std::fprintf(stderr,
+                 "fasa: summary: KV read: %s/token (dense attention); decoding %.1f tokens/s\n",
+                 per_token.c_str(), tps);
+    return;
+  }
   std::fprintf(stderr,
-               "fasa: summary: %s read %.1f%% of full attention's KV bytes per generated token "
-               "(%s instead of %s), decoding %.1f tokens/s%s\n",
-               name.c_str(), 100.0 * st.bytes_read() / st.dense_bytes,
-               human_bytes(st.bytes_read() / st.decode_tokens).c_str(),
-               human_bytes(st.dense_bytes / st.decode_tokens).c_str(),
-               n_gen * 1000.0 / std::max(r.decode_ms - calib_ms, 1e-9), after.c_str());
+               "fasa: summary: KV read: %.1f%% of dense attention (%s/token instead of %s/token) "
+               "with policy %s; decoding %.1f tokens/s%s\n",
+               100.0 * st.bytes_read() / st.dense_bytes, per_token.c_str(), dense.c_str(),
+               name.c_str(), tps, after.c_str());
+  if (name != "fasa") return;
+  const KvCache& cache = session.cache();
+  if (cache.tiered()) {
+    std::fprintf(stderr,
+                 "fasa: FASA-M saves RAM: %s of KV in RAM instead of the whole cache's %s; the "
+                 "rest is in the file tier (%s on disk), read as rows are selected, which costs "
+                 "time\n",
+                 human_bytes(session.kv_resident_bytes()).c_str(),
+                 human_bytes(cache.used_bytes()).c_str(), human_bytes(cache.file_bytes()).c_str());
+  } else {
+    std::fprintf(stderr,
+                 "fasa: FASA-C saves memory bandwidth (decode time), not RAM: the whole KV cache "
+                 "stays in RAM (%s, plus %s of key slices); --variant m (FASA-M) keeps it in a "
+                 "file and saves RAM instead\n",
+                 human_bytes(cache.ram_bytes()).c_str(),
+                 human_bytes(session.policy().resident_bytes()).c_str());
+  }
 }
 
 // The share of K/V rows the policy read, the bytes per decoded token, and the file tier's reads.

@@ -1,11 +1,15 @@
 """Texts and files given to the engine: a path (read as bytes) or the text itself."""
 
 import os
+from typing import Any, Union
 
 from fasa import _fasa
+from fasa._check import shown
+
+TextOrPath = Union[str, os.PathLike[str]]
 
 
-def read_source(text_or_path, what):
+def read_source(text_or_path: TextOrPath, what: str, func: str) -> Any:
     """A _fasa.Source: a path-like object, or a str naming an existing file, is that file's bytes
     (labelled with the path, as the CLI's results are); any other str is the text itself."""
     if isinstance(text_or_path, os.PathLike) or (
@@ -16,4 +20,5 @@ def read_source(text_or_path, what):
             return _fasa.Source(f.read(), path, True)
     if isinstance(text_or_path, str):
         return _fasa.Source(text_or_path.encode("utf-8"), f"<{what}>", False)
-    raise TypeError(f"{what}: expected a str or a path, got {type(text_or_path).__name__}")
+    raise TypeError(f"{func}: the {what} must be a str (the {what} itself, or a file's path) or "
+                    f"a path (got {shown(text_or_path)})")

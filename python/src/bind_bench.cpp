@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bindings.h"
+#include "call_guard.h"
 #include "fasa/attention/calibration_store.h"
 #include "fasa/eval/bench.h"
 #include "fasa/eval/bench_report.h"
@@ -23,7 +24,6 @@ struct BenchLists {
 std::string bench(const PyModel& m, const BenchLists& lists, int reps, const std::string& kv_type,
                   const std::string& depth_fill, bool warmup, const std::string& lossless,
                   const Source* text, bool bandwidth, int64_t bandwidth_bytes) {
-  pb::gil_scoped_release nogil;
   BenchSettings s;
   s.tests = bench_tests(lists.prompts, lists.gens, lists.batches);
   s.depths = lists.depths;
@@ -64,8 +64,10 @@ void bind_bench(pb::module_& m) {
          const std::string& lossless, const Source* text, bool bandwidth, int64_t bandwidth_bytes) {
         const BenchLists lists{std::move(prompts), std::move(gens), std::move(batches),
                                std::move(depths), std::move(policies)};
-        return bench(model, lists, reps, kv_type, depth_fill, warmup, lossless, text, bandwidth,
-                     bandwidth_bytes);
+        return guarded([&](CallGuard&) {  // Ctrl-C stops it (call_guard.h)
+          return bench(model, lists, reps, kv_type, depth_fill, warmup, lossless, text, bandwidth,
+                       bandwidth_bytes);
+        });
       },
       pb::arg("model"), pb::arg("prompts"), pb::arg("gens"), pb::arg("batches"), pb::arg("depths"),
       pb::arg("policies"), pb::arg("reps"), pb::arg("kv_type"), pb::arg("depth_fill"),

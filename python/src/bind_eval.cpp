@@ -1,10 +1,12 @@
 // eval_ppl and eval_tasks: the results `fasa eval ppl --json` and `fasa eval tasks --json` print,
-// field for field, as JSON text (the Python side loads it).
+// field for field, as JSON text (the Python side loads it). Progress goes to a Python callable;
+// Ctrl-C stops them (call_guard.h).
 
 #include <pybind11/stl.h>
 #include <nlohmann/json.hpp>
 
 #include "bindings.h"
+#include "call_guard.h"
 #include "fasa/core/amx.h"
 #include "fasa/core/isa.h"
 #include "fasa/core/sha256.h"
@@ -34,6 +36,16 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// The engine's progress(done, total) as calls of the Python callable `fn` (None: none) with
+// (phase, done, total); an exception it raises stops the engine (call_guard.h).
+std::function<void(int, int)> progress_of(const pb::object& fn, const char* phase,
+                                          CallGuard& guard) {
+  if (fn.is_none()) return nullptr;
+  return [&fn, phase, &guard](int done, int total) {
+    guard.with_gil([&] { fn(phase, done, total); });
+  };
+}
+
 Json ppl_json(const PyModel& m, const Source& text, const PplOptions& o, const std::string& kv,
               const PplResult& r) {
   Json j = ppl_result_json(m.model->file().path(), text.label, kv, o, r);
@@ -43,8 +55,8 @@ Json ppl_json(const PyModel& m, const Source& text, const PplOptions& o, const s
 
 std::string eval_ppl(const PyModel& m, const Source& text, int n_ctx, int n_chunks, int n_decode,
                      int batch, const std::string& kv_type, const std::string& policy,
-                     const std::vector<std::string>& compare) {
-  pb::gil_scoped_release nogil;
+                     const std::vector<std::string>& compare,
+                     const std::function<void(int, int)>& progress) {
   const Tokenizer& tok = m.model->require_tokenizer();
   const auto tokens = tok.encode(text.bytes, true, false);
   PplOptions o;
@@ -56,7 +68,7 @@ std::string eval_ppl(const PyModel& m, const Source& text, int n_ctx, int n_chun
   o.kv_type = parse_kv_type(kv_type);
   o.policy = policy;
   o.compare = compare;
-  const std::vector<PplResult> rs = perplexity_all(m.model, tokens, o, nullptr);
+  const std::vector<PplResult> rs = perplexity_all(m.model, tokens, o, progress);
   if (rs.size() == 1) return ppl_json(m, text, o, kv_type, rs[0]).dump();
   Json j;
   j["results"] = Json::array();
@@ -67,8 +79,7 @@ std::string eval_ppl(const PyModel& m, const Source& text, int n_ctx, int n_chun
 std::string eval_tasks(const PyModel& m, const Source& src,
                        const std::vector<std::string>& policies, int n_ctx, int jobs,
                        const std::string& kv_type, bool chat, const std::string& lossless,
-                       bool question_under_policy) {
-  pb::gil_scoped_release nogil;
+                       bool question_under_policy, const std::function<void(int, int)>& progress) {
   const LosslessOptions lo = parse_lossless(lossless);
   const std::vector<Task> tasks = parse_tasks(src.bytes, src.label);
   TaskRunOptions o;
@@ -79,7 +90,7 @@ std::string eval_tasks(const PyModel& m, const Source& src,
   o.kv_type = parse_kv_type(kv_type);
   o.lossless = lo;
   o.question_under_policy = question_under_policy;
-  const TaskRunResult r = run_tasks(m.model, tasks, o, nullptr);
+  const TaskRunResult r = run_tasks(m.model, tasks, o, progress);
   Json j;
   j["model"] = m.model->file().path();
   j["tasks_file"] = src.label;
@@ -105,12 +116,32 @@ void bind_eval(pb::module_& m) {
            pb::arg("bytes"), pb::arg("label"), pb::arg("is_file"))
       .def_readonly("label", &Source::label)
       .def_readonly("is_file", &Source::is_file);
-  m.def("eval_ppl", &eval_ppl, pb::arg("model"), pb::arg("text"), pb::arg("n_ctx"),
-        pb::arg("n_chunks"), pb::arg("n_decode"), pb::arg("batch"), pb::arg("kv_type"),
-        pb::arg("policy"), pb::arg("compare"));
-  m.def("eval_tasks", &eval_tasks, pb::arg("model"), pb::arg("tasks"), pb::arg("policies"),
-        pb::arg("n_ctx"), pb::arg("jobs"), pb::arg("kv_type"), pb::arg("chat"), pb::arg("lossless"),
-        pb::arg("question_under_policy"));
+  m.def(
+      "eval_ppl",
+      [](const PyModel& model, const Source& text, int n_ctx, int n_chunks, int n_decode, int batch,
+         const std::string& kv_type, const std::string& policy,
+         const std::vector<std::string>& compare, const pb::object& progress) {
+        return guarded([&](CallGuard& guard) {
+          return eval_ppl(model, text, n_ctx, n_chunks, n_decode, batch, kv_type, policy, compare,
+                          progress_of(progress, "chunk", guard));
+        });
+      },
+      pb::arg("model"), pb::arg("text"), pb::arg("n_ctx"), pb::arg("n_chunks"), pb::arg("n_decode"),
+      pb::arg("batch"), pb::arg("kv_type"), pb::arg("policy"), pb::arg("compare"),
+      pb::arg("progress"));
+  m.def(
+      "eval_tasks",
+      [](const PyModel& model, const Source& tasks, const std::vector<std::string>& policies,
+         int n_ctx, int jobs, const std::string& kv_type, bool chat, const std::string& lossless,
+         bool question_under_policy, const pb::object& progress) {
+        return guarded([&](CallGuard& guard) {
+          return eval_tasks(model, tasks, policies, n_ctx, jobs, kv_type, chat, lossless,
+                            question_under_policy, progress_of(progress, "generation", guard));
+        });
+      },
+      pb::arg("model"), pb::arg("tasks"), pb::arg("policies"), pb::arg("n_ctx"), pb::arg("jobs"),
+      pb::arg("kv_type"), pb::arg("chat"), pb::arg("lossless"), pb::arg("question_under_policy"),
+      pb::arg("progress"));
 }
 
 }  // namespace fasa::py

@@ -1,5 +1,5 @@
 // Model: load by path or pulled name, its config, tokenization and prompt building; the
-// process-wide thread count.
+// process-wide thread count; where a pulled model name points.
 #include <pybind11/stl.h>
 
 #include "bindings.h"
@@ -125,6 +125,13 @@ void bind_model(pb::module_& m) {
       },
       pb::arg("n"));
   m.def("num_threads", &num_threads);
+  m.def(
+      "model_path",
+      [](const std::string& path_or_name) {
+        pb::gil_scoped_release nogil;  // (a changed pulled file is hashed again)
+        return hub::resolve_model_path(path_or_name);
+      },
+      pb::arg("path_or_name"));
 }
 
 }  // namespace fasa::py

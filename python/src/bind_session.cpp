@@ -1,8 +1,9 @@
 // Session: one sequence's KV cache and policy; prefill and decode return the logits
-// ([n_vocab] float32 bytes).
+// ([n_vocab] float32 bytes); fork continues another session's prefix in a new one.
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "call_guard.h"
 #include "fasa/kernels/kv_rows.h"
 
 namespace fasa::py {
@@ -24,6 +25,52 @@ std::shared_ptr<PySession> make_session(const std::shared_ptr<PyModel>& model,
   return s;
 }
 
+// Appends ids (a prefill, or a decode step for one token with `decode`), keeping the session's
+// record of its tokens also when the engine stops part way (an interrupt between chunks).
+pb::bytearray append(PySession& self, const std::vector<int32_t>& ids, bool decode) {
+  const std::vector<float> logits = guarded([&](CallGuard&) {  // [n_vocab]
+    const std::lock_guard<std::mutex> lock(self.mu);
+    check_free(self);
+    Session& s = *self.session;
+    const size_t before = s.n_past();
+    auto record = [&] {
+      self.ids.insert(self.ids.end(), ids.begin(), ids.begin() + (s.n_past() - before));
+    };
+    try {
+      std::vector<float> l = decode ? s.decode(ids[0]) : s.prefill(ids);
+      record();
+      return l;
+    } catch (...) {
+      record();
+      throw;
+    }
+  });
+  return float_bytes(logits.data(), logits.size());
+}
+
+// A new session holding self's tokens: its cache rows copied (Session::copy_prefix_from: the
+// state its own prefill of them would give), under `policy` ("" = self's).
+std::shared_ptr<PySession> fork(PySession& self, const std::string& policy) {
+  auto f = std::make_shared<PySession>();
+  f->model = self.model;
+  pb::gil_scoped_release nogil;
+  const std::lock_guard<std::mutex> lock(self.mu);
+  SessionOptions so = self.session->options();
+  if (!policy.empty()) so.policy = policy;
+  f->session = std::make_unique<Session>(self.model->model, so, self.model->policy_ctx);
+  f->session->copy_prefix_from(*self.session);
+  f->ids = self.ids;
+  return f;
+}
+
+// A read of the session's state under its mutex (taken with the GIL released).
+template <typename Fn>
+auto locked(PySession& self, Fn&& fn) {
+  pb::gil_scoped_release nogil;
+  const std::lock_guard<std::mutex> lock(self.mu);
+  return fn(*self.session);
+}
+
 }  // namespace
 
 void bind_session(pb::module_& m) {
@@ -32,55 +79,44 @@ void bind_session(pb::module_& m) {
            pb::arg("kv_type"), pb::arg("prefill_chunk"))
       .def(
           "prefill",
-          [](PySession& self, const std::vector<int32_t>& ids) {
-            std::vector<float> logits;  // [n_vocab]
-            {
-              pb::gil_scoped_release nogil;
-              std::lock_guard<std::mutex> lock(self.mu);
-              logits = self.session->prefill(ids);
-            }
-            return float_bytes(logits.data(), logits.size());
-          },
+          [](PySession& self, const std::vector<int32_t>& ids) { return append(self, ids, false); },
           pb::arg("ids"))
       .def(
-          "decode",
-          [](PySession& self, int32_t token) {
-            std::vector<float> logits;  // [n_vocab]
-            {
-              pb::gil_scoped_release nogil;
-              std::lock_guard<std::mutex> lock(self.mu);
-              logits = self.session->decode(token);
-            }
-            return float_bytes(logits.data(), logits.size());
-          },
+          "decode", [](PySession& self, int32_t token) { return append(self, {token}, true); },
           pb::arg("token"))
+      .def("fork", &fork, pb::arg("policy"))
       .def("logits",
            [](PySession& self) {
-             std::lock_guard<std::mutex> lock(self.mu);
-             const std::vector<float>& l = self.session->last_logits();
+             const std::vector<float> l = locked(self, [](Session& s) { return s.last_logits(); });
              return float_bytes(l.data(), l.size());
            })
       .def("reset",
            [](PySession& self) {
              pb::gil_scoped_release nogil;
-             std::lock_guard<std::mutex> lock(self.mu);
+             const std::lock_guard<std::mutex> lock(self.mu);
+             check_free(self);
              self.session->reset();
+             self.ids.clear();
            })
+      .def_property_readonly("tokens",
+                             [](PySession& self) {
+                               pb::gil_scoped_release nogil;
+                               const std::lock_guard<std::mutex> lock(self.mu);
+                               return self.ids;
+                             })
       .def_property_readonly("n_past",
                              [](PySession& self) {
-                               std::lock_guard<std::mutex> lock(self.mu);
-                               return self.session->n_past();
+                               return locked(self, [](Session& s) { return s.n_past(); });
                              })
       .def_property_readonly("n_ctx", [](PySession& self) { return self.session->n_ctx(); })
       .def_readonly("model", &PySession::model)
       .def("attn_stats",
            [](PySession& self) {
-             std::lock_guard<std::mutex> lock(self.mu);
-             return attn_stats_dict(self.session->attn_stats());
+             const AttnStats st = locked(self, [](Session& s) { return s.attn_stats(); });
+             return attn_stats_dict(st);
            })
       .def("kv_resident_bytes", [](PySession& self) {
-        std::lock_guard<std::mutex> lock(self.mu);
-        return self.session->kv_resident_bytes();
+        return locked(self, [](Session& s) { return s.kv_resident_bytes(); });
       });
 }
 

@@ -14,6 +14,9 @@
 
 #include "fasa/attention/attention.h"
 #include "fasa/attention/policy.h"
+#include "fasa/engine/generate.h"
+#include "fasa/engine/logit_rules.h"
+#include "fasa/engine/sampler.h"
 #include "fasa/engine/session.h"
 #include "fasa/model/model.h"
 
@@ -29,12 +32,17 @@ struct PyModel {
 };
 
 // One sequence. `mu` serializes the Python threads that share it (each call holds it while
-// the GIL is released).
+// the GIL is released; never take it with the GIL held: a callback under it takes the GIL).
 struct PySession {
   std::shared_ptr<PyModel> model;
   std::unique_ptr<Session> session;
+  std::vector<int32_t> ids;  // [n_past] the tokens the cache holds, in order
+  bool streaming = false;    // an open Stream generates on it (check_free refuses other work)
   std::mutex mu;
 };
+
+// Throws fasa::Error when a stream is open on the session (call with its mutex held).
+void check_free(const PySession& s);
 
 // A text or task file given to the engine: its bytes, what results call it (the path, or
 // "<text>"), and whether it is a file (then results carry its hash, as the CLI's do).
@@ -57,6 +65,13 @@ pb::dict attn_stats_dict(const AttnStats& st);
 // UTF-8 bytes to str, an invalid sequence replaced by U+FFFD.
 pb::str utf8_text(const std::string& s);
 
+// A generation's options from the dict the Python side checked: max_tokens, temperature, top_k,
+// top_p, min_p, seed, stop, presence_penalty, frequency_penalty, repetition_penalty and
+// logit_bias (a list of (id, bias)). The sampler's and the rules' parts alone for sampling.
+GenerateOptions generate_options(const pb::dict& args);
+SamplerParams sampler_params(const pb::dict& args);
+LogitRules logit_rules(const pb::dict& args);
+
 void bind_model(pb::module_& m);
 void bind_session(pb::module_& m);
 void bind_generate(pb::module_& m);
@@ -64,5 +79,7 @@ void bind_policy(pb::module_& m);
 void bind_eval(pb::module_& m);
 void bind_calibrate(pb::module_& m);
 void bind_bench(pb::module_& m);
+void bind_stream(pb::module_& m);
+void bind_sample(pb::module_& m);
 
 }  // namespace fasa::py

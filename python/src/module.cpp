@@ -55,4 +55,6 @@ PYBIND11_MODULE(_fasa, m) {
   fasa::py::bind_eval(m);
   fasa::py::bind_calibrate(m);
   fasa::py::bind_bench(m);
+  fasa::py::bind_stream(m);
+  fasa::py::bind_sample(m);
 }

@@ -97,7 +97,7 @@ TEST(CalibrationStore, CalibrateWithoutOutputStoresListsAndServesPolicies) {
   EXPECT_NE(before.err.find("fasa: calibration: online from the queries of the 8 last prompt"),
             std::string::npos)
       << before.err;
-  EXPECT_NE(before.err.find("fasa: summary: fasa read "), std::string::npos) << before.err;
+  EXPECT_NE(before.err.find("fasa: summary: KV read: "), std::string::npos) << before.err;
 
   const test::CliRun cal = test::run_cli({"calibrate", "-m", model, "--text", text, "--tokens",
                                           "40", "--samples", "2", "--steps", "3", "--k", "8"},
@@ -106,7 +106,7 @@ TEST(CalibrationStore, CalibrateWithoutOutputStoresListsAndServesPolicies) {
   const std::string stored =
       (dir / "home" / "calibrations" / sha256_file_hex(model) / "my_text.json").string();
   EXPECT_EQ(cal.out, stored + "\n");
-  EXPECT_NE(cal.err.find("about"), std::string::npos) << cal.err;  // the ETA
+  EXPECT_NE(cal.err.find(" left\n"), std::string::npos) << cal.err;  // the ETA
   EXPECT_NE(cal.err.find("(stored:"), std::string::npos) << cal.err;
 
   const test::CliRun list = test::run_cli({"calib", "list", "--json"}, env);

@@ -585,7 +585,7 @@ TEST(CalibrationCli, CalibrateAndShowOnRealModel) {
   const auto r = test::run_cli({"calibrate", "-m", path, "--text", text, "-o", out, "--tokens",
                                 "80", "--steps", "3", "--samples", "2", "--k", "16"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("sample 2/2"), std::string::npos);
+  EXPECT_NE(r.err.find("fasa: 2/2 samples, "), std::string::npos) << r.err;
   const auto show = test::run_cli({"calib", "show", out, "--n-tip", "4", "--json"});
   ASSERT_EQ(show.exit_code, 0) << show.err;
   const auto j = nlohmann::json::parse(show.out);
@@ -652,7 +652,7 @@ TEST(CalibrationCli, HybridGemma3CoversItsGlobalLayers) {
   const auto r = test::run_cli({"calibrate", "-m", path, "--text", emma, "-o", out, "--tokens",
                                 "64", "--steps", "2", "--samples", "1", "--k", "16"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("sample 1/1"), std::string::npos);
+  EXPECT_NE(r.err.find("fasa: 1/1 samples, "), std::string::npos) << r.err;
   const nlohmann::json j = read_json(out);
   EXPECT_EQ(j["layers"], nlohmann::json({5, 11, 17}));
   EXPECT_EQ(j["heads"].size(), 3u * 4);

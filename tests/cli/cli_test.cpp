@@ -238,11 +238,11 @@ TEST(CliTest, BenchTinyModelJson) {
   EXPECT_EQ(rows[2]["depth"], 8);
 }
 
-// -b runs each tg test with B sequences decoding together; pp tests are not batched.
+// --sequences runs each tg test with S sequences decoding together; pp tests are not batched.
 TEST(CliTest, BenchBatch) {
   const std::string path = tiny("cli_bench_batch.gguf", {});
-  const auto r = run_cli({"bench", "-m", path, "-p", "8", "-n", "4", "-b", "1,3", "-d", "4", "-r",
-                          "1", "--policy", "full,streaming", "--budget", "2", "--json"});
+  const auto r = run_cli({"bench", "-m", path, "-p", "8", "-n", "4", "--sequences", "1,3", "-d",
+                          "4", "-r", "1", "--policy", "full,streaming", "--budget", "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto rows = json_lines(r.out);
   ASSERT_EQ(rows.size(), 6u);  // (pp8, tg4, tg4x3) x (full, streaming)
@@ -254,8 +254,9 @@ TEST(CliTest, BenchBatch) {
   EXPECT_GT(rows[5]["tokens_per_s"].get<double>(), 0.0);
   // Per-sequence KV reads do not change with the batch: each sequence reads its own cache.
   EXPECT_EQ(rows[5]["kv_bytes_read_per_token"], rows[3]["kv_bytes_read_per_token"]);
-  expect_clean_error(run_cli({"bench", "-m", path, "-n", "4", "-b", "0"}), "--batch");
-  expect_clean_error(run_cli({"bench", "-m", path, "-n", "4", "-b", "2,x"}), "--batch");
+  expect_clean_error(run_cli({"bench", "-m", path, "-n", "4", "--sequences", "0"}), "--sequences");
+  expect_clean_error(run_cli({"bench", "-m", path, "-n", "4", "--sequences", "2,x"}),
+                     "--sequences");
 }
 
 // -p and -n are lists, each value its own test, at every depth: pp values, then tg values.
@@ -712,6 +713,17 @@ TEST(CliRealModel, GenTasksEvalTasksAndSweep) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_bytes.svg"));
   EXPECT_EQ(s["model_sha256"].get<std::string>().size(), 64u);
   EXPECT_TRUE(std::filesystem::exists(dir + "/results.md"));
+  // results.md names the model by file name and sha256, never by its path; results.json keeps
+  // the path.
+  std::ifstream md_in(dir + "/results.md");
+  const std::string md((std::istreambuf_iterator<char>(md_in)), std::istreambuf_iterator<char>());
+  const std::string model_file = std::filesystem::path(path).filename().string();
+  EXPECT_NE(md.find("model `" + model_file + "` (sha256 `" +
+                    s["model_sha256"].get<std::string>().substr(0, 16) + "`)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find(std::filesystem::path(path).parent_path().string()), std::string::npos) << md;
+  EXPECT_EQ(s["model"], path);
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget.svg"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/score_vs_budget_passkey.svg"));
   EXPECT_NE(r.out.find("| streaming | 32 |"), std::string::npos) << r.out;
@@ -795,6 +807,11 @@ TEST(CliTest, ServeBadSettings) {
     expect_clean_error(test::run_cli({"serve", "-m", m, "--drain-timeout", bad}),
                        "--drain-timeout must be a number of seconds in [0, 86400]");
   }
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--cors-origin", "http://a.example/"}),
+                     "--cors-origin 'http://a.example/' is not an origin");
+  expect_clean_error(test::run_cli({"serve", "-m", m, "--cors-origin", "*", "--cors-origin",
+                                    "http://b.example"}),
+                     "--cors-origin '*' allows every origin: give it alone");
   expect_clean_error(test::run_cli({"serve", "-m", m}), "tokenizer");  // nothing to chat with
   expect_clean_error(test::run_cli({"serve", "-m", "/nonexistent.gguf"}), "nonexistent");
 }

@@ -51,8 +51,8 @@ TEST(LosslessCli, BadValuesAreOneError) {
   expect_error_line(test::run_cli(
                         {"bench", "-m", model, "-p", "0", "-n", "4", "-d", "0", "--lossless", "2"}),
                     "--lossless generates from a prefilled context");
-  expect_error_line(test::run_cli({"bench", "-m", model, "-p", "0", "-n", "4", "-d", "16", "-b",
-                                   "2", "--lossless", "2"}),
+  expect_error_line(test::run_cli({"bench", "-m", model, "-p", "0", "-n", "4", "-d", "16",
+                                   "--sequences", "2", "--lossless", "2"}),
                     "--lossless measures one sequence");
 }
 

@@ -43,6 +43,29 @@ TEST(LogitRules, PenaltiesAndBiasAsOpenAIAndVllmDefineThem) {
   EXPECT_EQ(m, (std::vector<float>{2.0f, -2.0f, 0.5f, 1.5f}));
 }
 
+// llama.cpp's repeat_last_n: only the last N ids of the prompt followed by the output count.
+TEST(LogitRules, RepetitionWindowLooksAtTheLastIdsOnly) {
+  const std::vector<float> logits = {2.0f, 2.0f, 2.0f, 2.0f, 2.0f};
+  auto penalized = [&](int last_n) {
+    LogitRules r;
+    r.repetition_penalty = 2.0f;
+    r.repetition_last_n = last_n;
+    r.prompt = {0, 1, 2};
+    std::vector<float> l = logits;
+    r.apply(l.data(), 5, {3});  // the window runs over 0 1 2 | 3
+    std::vector<int> ids;
+    for (int i = 0; i < 5; ++i) {
+      if (l[i] != 2.0f) ids.push_back(i);
+    }
+    return ids;
+  };
+  EXPECT_EQ(penalized(-1), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(penalized(10), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(penalized(2), (std::vector<int>{2, 3}));
+  EXPECT_EQ(penalized(1), (std::vector<int>{3}));
+  EXPECT_EQ(penalized(0), (std::vector<int>{}));
+}
+
 // Every prefix of valid JSON objects is accepted and completes exactly at the end; a byte that
 // breaks validity is refused.
 TEST(JsonPrefix, AcceptsPrefixesOfObjectsAndRefusesTheRest) {

@@ -12,7 +12,7 @@ trap 'rm -f "$err"' EXIT
 out=$(eval "$cmd" 2>"$err")
 grep -q "Bingley" <<<"$out" || { echo "FASA's answer lacks Bingley: $out" >&2; exit 1; }
 grep -q "^fasa: calibration: " "$err" || { echo "no calibration line" >&2; cat "$err" >&2; exit 1; }
-grep -q "^fasa: summary: fasa read .* of full attention.s KV bytes per generated token .*, decoding .* tokens/s" "$err" ||
+grep -q "^fasa: summary: KV read: .*% of dense attention (.*/token instead of .*/token) with policy fasa; decoding .* tokens/s" "$err" ||
   { echo "no summary line" >&2; cat "$err" >&2; exit 1; }
 full=$(eval "${cmd/--policy fasa --budget 256/--policy full}" 2>/dev/null)
 grep -q "Bingley" <<<"$full" || { echo "full attention's answer lacks Bingley: $full" >&2; exit 1; }

@@ -167,20 +167,23 @@ TEST(ApiParse, NullIsAbsent) {
             "x");
 }
 
-TEST(ApiParse, PromptIsOneStringOrTokenIds) {
+TEST(ApiParse, PromptIsStringsOrTokenIds) {
   EXPECT_EQ(parse_completion_request(R"({"prompt": ["only one"]})").prompt, "only one");
   EXPECT_EQ(parse_completion_request(R"({"prompt": ""})").prompt, "");  // the server decides
   EXPECT_EQ(parse_completion_request(R"({"prompt": [1, 2, 3]})").prompt_ids,
             (std::vector<int32_t>{1, 2, 3}));
   EXPECT_EQ(parse_completion_request(R"({"prompt": [[1, 2]]})").prompt_ids,
             (std::vector<int32_t>{1, 2}));
-  for (const char* p :
-       {R"([])", R"(["a", "b"])", R"([[1], [2]])", R"([1, "a"])", R"([1.5])", R"([-1])",
-        R"([2147483648])", R"(5)", R"({"text": "x"})", R"([null])", R"([[]])"}) {
+  // Several prompts: api_fields_test.cpp.
+  EXPECT_EQ(parse_completion_request(R"({"prompt": ["a", "b"]})").prompts.size(), 2u);
+  for (const char* p : {R"([])", R"([1, "a"])", R"([1.5])", R"([-1])", R"([2147483648])", R"(5)",
+                        R"({"text": "x"})", R"([null])"}) {
     SCOPED_TRACE(p);
     expect_api_error([&] { parse_completion_request(std::string(R"({"prompt": )") + p + "}"); },
-                     "prompt", "one prompt per request");
+                     "prompt", "must be a string, an array of token ids");
   }
+  expect_api_error([] { parse_completion_request(R"({"prompt": [[]]})"); }, "prompt[0]",
+                   "must be a non-empty array of token ids");
   expect_api_error([] { parse_completion_request(R"({"model": "m"})"); }, "prompt",
                    "'prompt' is required");
   expect_api_error([] { parse_completion_request(R"({"prompt": null})"); }, "prompt",
@@ -215,8 +218,8 @@ TEST(ApiParse, DeeplyNestedBodiesAreRefusedWithoutCrashing) {
   const int depth = 200000;
   const std::string arrays = std::string(depth, '[') + std::string(depth, ']');
   expect_api_error([&] { parse_completion_request(arrays); }, "", "must be a JSON object");
-  expect_api_error([&] { parse_completion_request(R"({"prompt": )" + arrays + "}"); }, "prompt",
-                   "got an array");
+  expect_api_error([&] { parse_completion_request(R"({"prompt": )" + arrays + "}"); }, "prompt[0]",
+                   "must be a non-empty array of token ids");
   expect_api_error(
       [&] { parse_completion_request(R"({"prompt": "x", "fasa": {"k": )" + arrays + "}}"); },
       "fasa.k", "got an array");
@@ -238,15 +241,16 @@ TEST(ApiParse, UnknownFieldsAreIgnoredAndListed) {
                     "stream_options.continuous_usage"}));
   EXPECT_EQ(r.max_tokens, -1);  // another endpoint's field changes nothing here
   EXPECT_TRUE(r.include_usage);
-  // Chat: the completions fields and unknown keys in messages and content parts (tools and
-  // tool_calls: null are known: api_tools_test.cpp).
+  // Chat: the completions fields and unknown keys in messages and content parts ("echo" is
+  // vLLM's chat field: api_fields_test.cpp; tools and tool_calls: null are known:
+  // api_tools_test.cpp).
   const GenRequest c = parse_chat_request(R"({"messages": [
       {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {}}],
        "tool_calls": null, "refusal": null}],
-      "prompt": 1, "echo": 1, "suffix": 1, "best_of": 1, "tools": [], "tool_choice": "none",
+      "prompt": 1, "suffix": 1, "best_of": 1, "tools": [], "tool_choice": "none",
       "parallel_tool_calls": false, "metadata": {"a": 1}})");
   EXPECT_EQ(sorted(c.ignored),
-            sorted({"messages[0].content[0].cache_control", "messages[0].refusal", "prompt", "echo",
+            sorted({"messages[0].content[0].cache_control", "messages[0].refusal", "prompt",
                     "suffix", "best_of", "metadata"}));
   EXPECT_EQ(c.messages[0].content, "hi");
   EXPECT_TRUE(parse_chat_request(with(Endpoint::Chat, "{}")).ignored.empty());
@@ -365,7 +369,7 @@ TEST(ApiParse, WhatCannotBeHonouredIsRefused) {
       {R"({"best_of": 2})", "best_of", "'best_of' above 'n' is not supported"},
       {R"({"max_tokens": 0})", "max_tokens", "0 only with 'echo'"},
       {R"({"prompt": [1, -2]})", "prompt", "an array of token ids"},
-      {R"({"prompt": ["a", "b"]})", "prompt", "one prompt per request"},
+      {R"({"prompt": ["a", [1]]})", "prompt[1]", "prompts of one request are all strings"},
   };
   for (const BadCase& c : completion_cases) {
     SCOPED_TRACE(c.extra);

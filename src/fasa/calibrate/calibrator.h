@@ -37,8 +37,9 @@ struct CalibrateProgress {
 };
 
 // `progress` after each sample and each compound-set job (may be null; calls never overlap,
-// but those of the second phase come from the worker threads). Throws fasa::Error when the
-// text is too short or an option is out of range.
+// but those of the second phase come from the worker threads; one that throws abandons the
+// calibration, its exception reaching the caller). Throws fasa::Error when the text is too short
+// or an option is out of range.
 Calibration calibrate(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& tokens,
                       const CalibrateOptions& opts,
                       const std::function<void(const CalibrateProgress&)>& progress);

@@ -112,6 +112,33 @@ Generation::Generation(const Tokenizer& tok, const GenerateOptions& opts)
     fail("logprobs: at most {} alternatives per token (got {})", GenerateOptions::kMaxTopLogprobs,
          opts_.logprobs);
   }
+  if (opts_.min_tokens > 0) {
+    for (int32_t id = 0; id < tok_.n_vocab(); ++id) {
+      if (opts_.stop_at_eog && tok_.is_eog(id)) end_ids_.push_back(id);
+    }
+    end_ids_.insert(end_ids_.end(), opts_.stop_token_ids.begin(), opts_.stop_token_ids.end());
+    std::sort(end_ids_.begin(), end_ids_.end());
+    end_ids_.erase(std::unique(end_ids_.begin(), end_ids_.end()), end_ids_.end());
+  }
+}
+
+bool Generation::ends(int32_t id) const {
+  if (opts_.stop_at_eog && tok_.is_eog(id)) return true;
+  return std::find(opts_.stop_token_ids.begin(), opts_.stop_token_ids.end(), id) !=
+         opts_.stop_token_ids.end();
+}
+
+// When every token but those is masked already (a finished JSON value or grammar leaves only
+// the end), the logits stay: the constraint ends the text.
+void Generation::mask_ends(float* logits, int n_vocab) const {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  int finite = 0, finite_ends = 0;
+  for (int i = 0; i < n_vocab; ++i) finite += logits[i] != neg_inf;
+  for (int32_t id : end_ids_) finite_ends += id < n_vocab && logits[id] != neg_inf;
+  if (finite == finite_ends) return;
+  for (int32_t id : end_ids_) {
+    if (id < n_vocab) logits[id] = neg_inf;
+  }
 }
 
 TokenLogprob token_logprob(const float* logits, int n_vocab, int32_t id, int n) {
@@ -160,11 +187,13 @@ std::string Generation::step(const float* logits, int n_vocab, bool room) {
     return out;
   }
   const float* l = logits;
-  if (opts_.rules.any() || json_ || grammar_ || opts_.logprobs >= 0) {
+  const bool hold_end = static_cast<int>(tokens_.size()) < opts_.min_tokens;
+  if (opts_.rules.any() || json_ || grammar_ || opts_.logprobs >= 0 || hold_end) {
     work_.assign(logits, logits + n_vocab);
     opts_.rules.apply(work_.data(), n_vocab, tokens_);
     if (json_) json_->mask(work_.data(), n_vocab);
     if (grammar_) grammar_->mask(work_.data(), n_vocab);
+    if (hold_end) mask_ends(work_.data(), n_vocab);
     l = work_.data();
   }
   const int32_t id = sampler_.sample(l, n_vocab);
@@ -182,13 +211,18 @@ std::string Generation::accept(int32_t id, bool room) {
     finish(StopReason::Length, &out);
     return out;
   }
-  if (opts_.stop_at_eog && tok_.is_eog(id)) {
-    finish(StopReason::Eos, &out);
+  if (ends(id)) {
+    const bool eog = opts_.stop_at_eog && tok_.is_eog(id);
+    finish(eog ? StopReason::Eos : StopReason::Stop, &out);
     return out;
   }
   tokens_.push_back(id);
   pending_ += dec_.push(id);
-  if (scan_stop_strings(pending_, opts_.stop, &out)) {  // the stop string itself is dropped
+  // The stop string itself is dropped. Before min_tokens none is looked for: the text is
+  // emitted as it comes.
+  static const std::vector<std::string> kNoStops;
+  const bool armed = static_cast<int>(tokens_.size()) >= opts_.min_tokens;
+  if (scan_stop_strings(pending_, armed ? opts_.stop : kNoStops, &out)) {
     text_ += out;
     stop_reason_ = StopReason::Stop;
     done_ = true;

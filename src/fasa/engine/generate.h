@@ -22,7 +22,7 @@ namespace fasa {
 enum class StopReason {
   None,     // not yet (a Generation that is not done())
   Eos,      // an end-of-generation token was sampled (not emitted)
-  Stop,     // a stop string appeared (not emitted)
+  Stop,     // a stop string appeared, or a stop token was sampled (neither emitted)
   Length,   // n_predict tokens were generated
   Context,  // the context is full
   Done,     // GenerateOptions::stop_when said so
@@ -35,6 +35,14 @@ struct GenerateOptions {
   SamplerParams sampler;
   std::vector<std::string> stop;  // stop strings (not included in the output)
   bool stop_at_eog = true;
+  // Ids that end generation like an end-of-generation token (not emitted, not counted), whether
+  // or not stop_at_eog.
+  std::vector<int32_t> stop_token_ids;
+  // While fewer tokens than this were generated, nothing ends generation but the token limit and
+  // the context end: the tokens that would end it (end of generation when stop_at_eog, the stop
+  // token ids) are masked out of sampling, unless nothing else is left, and stop strings are
+  // looked for only in the text of the tokens from the min_tokens-th on.
+  int min_tokens = 0;
   // Checked with the text emitted so far after each new piece; true ends generation
   // (StopReason::Done). May be null. E.g. a task scorer whose score can no longer change.
   std::function<bool(const std::string&)> stop_when;
@@ -97,6 +105,8 @@ class Generation {
 
  private:
   void finish(StopReason reason, std::string* out);  // flushes held-back text into *out
+  bool ends(int32_t id) const;                       // the token ends generation when sampled
+  void mask_ends(float* logits, int n_vocab) const;  // min_tokens: those tokens -inf
 
   const Tokenizer& tok_;
   GenerateOptions opts_;
@@ -112,6 +122,7 @@ class Generation {
   std::unique_ptr<JsonConstraint> json_;        // opts_.json_object
   std::unique_ptr<GrammarConstraint> grammar_;  // opts_.grammar
   std::vector<TokenLogprob> logprobs_;
+  std::vector<int32_t> end_ids_;  // min_tokens > 0: every id for which ends() holds
 };
 
 // `on_text` receives each piece of text as soon as it is final (may be null).

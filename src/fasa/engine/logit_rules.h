@@ -19,6 +19,9 @@ struct LogitRules {
   // this when positive, multiplied when negative. > 0; 1 = off.
   float repetition_penalty = 1.0f;
   std::vector<int32_t> prompt;  // the prompt's ids (for repetition_penalty only)
+  // llama.cpp's repeat_last_n: the penalty looks only at the last N ids of the prompt followed
+  // by the generated ids; < 0: at all of them.
+  int repetition_last_n = -1;
   // OpenAI's logit_bias: (id, bias in [-100, 100]) added to the logit; -100 bans in practice,
   // +100 forces.
   std::vector<std::pair<int32_t, float>> bias;

@@ -9,6 +9,7 @@
 #include "fasa/attention/online_calibration.h"
 #include "fasa/attention/prefill_observers.h"
 #include "fasa/core/error.h"
+#include "fasa/core/interrupt.h"
 #include "fasa/core/memory.h"
 #include "fasa/core/sha256.h"
 #include "fasa/io/gguf.h"
@@ -212,6 +213,7 @@ void Session::check_tokens(const int32_t* tokens, int n) const {
 }
 
 void Session::run(const int32_t* tokens, int n, bool all_logits, float* logits) {
+  interruption_point();  // before anything changes: a check that throws leaves the session as is
   pos_.resize(n);
   for (int i = 0; i < n; ++i) pos_[i] = n_past() + i;
   before_append(n);

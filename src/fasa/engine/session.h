@@ -89,7 +89,9 @@ class Session {
   // The attention is dense (the policy is shown the chunks, never asked to select) unless the
   // prompt is one token or the prefill chunk is 1: then the steps are decode steps.
   // Throws fasa::Error when a token id is out of range or the context would overflow.
-  // `progress(done, total)` is called after each chunk (may be null).
+  // `progress(done, total)` is called after each chunk (may be null). Each chunk, and each
+  // decode step below, starts with an interruption point (core/interrupt.h): a check that
+  // throws there leaves the session holding the chunks appended before it.
   const std::vector<float>& prefill(const std::vector<int32_t>& tokens,
                                     const std::function<void(int, int)>& progress = nullptr);
   // Appends one token with a single-token (policy-driven) step: logits [n_vocab].

@@ -81,6 +81,7 @@ void check_bench_settings(const BenchSettings& s) {
     fail("--depth-fill '{}': expected prefill or synthetic", s.depth_fill);
   }
   if (s.depths.empty()) fail("-d: no depth given");
+  if (s.prefill_chunk < 0) fail("the prefill chunk must be >= 1 (got {})", s.prefill_chunk);
   check_lossless(s);
 }
 
@@ -137,6 +138,7 @@ BenchResult run_bench(const std::shared_ptr<const Model>& model, const BenchSett
   rig.synthetic = s.depth_fill == "synthetic";
   rig.so.n_ctx = max_depth + longest;
   rig.so.kv_type = parse_kv_type(s.kv_type);
+  if (s.prefill_chunk > 0) rig.so.prefill_chunk = s.prefill_chunk;
   // The probe runs before any session exists, so its buffer and the KV caches never coexist.
   BenchResult result;
   if (s.bandwidth) {

@@ -55,11 +55,14 @@ struct BenchSettings {
   std::string text_path, text;
   bool bandwidth = false;  // measure read bandwidth first (the roofline of tg rows)
   int64_t bandwidth_bytes = 1ll << 30;
+  // Tokens per prefill forward pass (pp tests, the prefill depth fill): llama-bench's -b
+  // (n_batch). 0: the engine's default (SessionOptions::prefill_chunk).
+  int prefill_chunk = 0;
 };
 
 // Throws fasa::Error for settings that cannot run, before any model loads: no test and no
 // bandwidth probe, a batch below 1, a probe buffer below kMinBandwidthBytes, reps < 1, an unknown
-// depth fill, or --lossless with a batch or a depth it cannot run at.
+// depth fill, a negative prefill chunk, or --lossless with a batch or a depth it cannot run at.
 void check_bench_settings(const BenchSettings& s);
 
 // One test at one depth under one policy.

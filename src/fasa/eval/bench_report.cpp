@@ -100,6 +100,7 @@ void BenchReport::header() {
   if (s_.depth_fill == "synthetic") {
     std::fprintf(out_, ", depth fill synthetic (random K/V rows: speed only)");
   }
+  if (s_.prefill_chunk > 0) std::fprintf(out_, ", prefill chunk %d", s_.prefill_chunk);
   std::fprintf(out_, "\n\n");
   std::fprintf(out_,
                "| policy | test | t/s | vs first | KV read/token | KV in RAM | KV on disk | "
@@ -107,6 +108,13 @@ void BenchReport::header() {
                s_.bandwidth ? " bound t/s | roofline |" : "");
   std::fprintf(out_, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |%s\n",
                s_.bandwidth ? " ---: | ---: |" : "");
+}
+
+void BenchReport::next_run(const BandwidthResult& bw) {
+  bw_ = bw;
+  if (format_ != RowFormat::Markdown) return;
+  std::fprintf(out_, "\n");
+  header();
 }
 
 void BenchReport::rows(const std::vector<BenchMeasure>& group) {
@@ -141,6 +149,7 @@ ordered_json BenchReport::json_row(const BenchMeasure& m) const {
   j["batch"] = m.test.batch;
   j["depth"] = m.depth;
   j["depth_fill"] = s_.depth_fill;
+  if (s_.prefill_chunk > 0) j["prefill_chunk"] = s_.prefill_chunk;
   j["n_tokens"] = m.test.n;
   j["tokens_per_s"] = m.mean();
   j["stddev"] = m.stddev();

@@ -52,6 +52,10 @@ class BenchReport {
               const BandwidthResult& bw, BenchProvenance provenance, std::FILE* out = stdout);
 
   void header();  // markdown: the run's context and the table's head; other formats: nothing
+  // The same settings measured again at another thread count (`fasa bench -t 1,2`), with that
+  // run's bandwidth probe: markdown starts a table of its own (its header names the threads);
+  // the other formats go on with the same rows, each naming its threads.
+  void next_run(const BandwidthResult& bw);
   // One test's rows; group[0] is the first policy, the base of "vs first".
   void rows(const std::vector<BenchMeasure>& group);
   void finish();  // closes a JSON array, prints a CSV table

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
+#include "fasa/eval/report_names.h"
 
 namespace fasa {
 
@@ -93,8 +94,8 @@ std::string paired_markdown(const SweepScores& s, const std::string& a, const st
   std::string out = fmt::format(
       "# {} against {}\n\nsweep `{}`: model `{}` (sha256 `{}`), tasks `{}` ({} tasks, {} kinds), "
       "protocol {}, fasa {}.\n\n",
-      a, b, s.source, s.model, s.model_sha256.substr(0, 16), s.tasks_file, s.ids.size(),
-      s.kinds.size(), s.protocol, s.version);
+      a, b, s.source, report_file_name(s.model), s.model_sha256.substr(0, 16),
+      report_file_name(s.tasks_file), s.ids.size(), s.kinds.size(), s.protocol, s.version);
   out +=
       "A − B = the mean of the kinds' mean per-task differences, paired over the same tasks, with "
       "its 95 % interval (normal approximation); wins = tasks one scored higher; p = two-sided "

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "fasa/core/error.h"
+#include "fasa/eval/report_names.h"
 #include "fasa/eval/sweep_scores.h"
 #include "fasa/eval/task_runner.h"
 
@@ -87,8 +88,9 @@ std::string protocol_markdown(const ProtocolComparison& c) {
       "# Dense prefill against the question under the policy\n\nmodel `{}` (sha256 `{}`), tasks "
       "`{}` ({} tasks, {} kinds). Dense prefill: `{}` (fasa {}); question under the policy: `{}` "
       "(fasa {}).\n\n",
-      c.model, c.model_sha256.substr(0, 16), c.tasks_file, c.n_tasks, c.kinds.size(),
-      c.dense_source, c.dense_version, c.question_source, c.question_version);
+      report_file_name(c.model), c.model_sha256.substr(0, 16), report_file_name(c.tasks_file),
+      c.n_tasks, c.kinds.size(), c.dense_source, c.dense_version, c.question_source,
+      c.question_version);
   s += "Score = mean over task kinds of the kind's mean score. Δ = question − dense, paired over "
        "the same tasks, with its 95 % interval (normal approximation of the mean of the kinds' "
        "mean per-task differences); lost / gained = tasks scored lower / higher with the question "

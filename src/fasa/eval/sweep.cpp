@@ -8,6 +8,7 @@
 #include "fasa/attention/policy.h"
 #include "fasa/core/error.h"
 #include "fasa/core/sha256.h"
+#include "fasa/eval/report_names.h"
 #include "fasa/eval/task_json.h"
 
 namespace fasa {
@@ -191,10 +192,13 @@ std::string md_header(const SweepMeta& meta, const std::vector<Task>& tasks,
                       const TaskScoreTable& t, const TaskRunResult& r) {
   std::string s = fmt::format(
       "# Task sweep\n\nmodel `{}` (sha256 `{}`), tasks `{}` ({} tasks, {} kinds), context {} "
-      "tokens, {}greedy; calibration `{}`; fasa {}; {:.0f} s{}{}.\n\n",
-      meta.model, meta.model_sha256.substr(0, 16), meta.tasks_file, tasks.size(), t.kinds.size(),
-      r.n_ctx, meta.chat ? "chat, " : "", meta.calib.empty() ? "-" : meta.calib, meta.version,
-      r.seconds,
+      "tokens, {}greedy; calibration `{}`{}; fasa {}; {:.0f} s{}{}.\n\n",
+      report_file_name(meta.model), meta.model_sha256.substr(0, 16),
+      report_file_name(meta.tasks_file), tasks.size(), t.kinds.size(), r.n_ctx,
+      meta.chat ? "chat, " : "", report_file_name(meta.calib),
+      meta.calib_sha256.empty() ? ""
+                                : fmt::format(" (sha256 `{}`)", meta.calib_sha256.substr(0, 16)),
+      meta.version, r.seconds,
       meta.resumed_tasks > 0
           ? fmt::format(" (resumed: {} of the {} tasks came from the checkpoint)",
                         meta.resumed_tasks, tasks.size())

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "fasa/eval/line_plot.h"
 #include "fasa/eval/sweep.h"
 
@@ -16,11 +18,12 @@ void sort_by_x(std::vector<PlotSeries>& series) {
     std::vector<size_t> idx(se.x.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
     std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return se.x[a] < se.x[b]; });
-    PlotSeries sorted{se.name, {}, {}, {}};
+    PlotSeries sorted{se.name, {}, {}, {}, {}};
     for (size_t i : idx) {
       sorted.x.push_back(se.x[i]);
       sorted.y.push_back(se.y[i]);
       if (!se.err.empty()) sorted.err.push_back(se.err[i]);
+      if (!se.labels.empty()) sorted.labels.push_back(se.labels[i]);
     }
     se = std::move(sorted);
   }
@@ -30,14 +33,15 @@ void sort_by_x(std::vector<PlotSeries>& series) {
 void add_point(LinePlot& lp, std::map<std::string, size_t>& series, const std::string& label,
                double x, double y, double err) {
   auto [it, added] = series.emplace(label, lp.series.size());
-  if (added) lp.series.push_back({it->first, {}, {}, {}});
+  if (added) lp.series.push_back({it->first, {}, {}, {}, {}});
   PlotSeries& se = lp.series[it->second];
   se.x.push_back(x);
   se.y.push_back(y);
   se.err.push_back(err);
 }
 
-// Score against budget (log-2 axis): one line per label, full (no budget) as a dashed line.
+// Score against budget (log-2 axis): one line per label; a setting without a budget (full) is
+// a reference, a dashed line drawn over the series.
 template <typename ScoreOf>
 LinePlot budget_plot(const std::string& title, const std::vector<SweepEntry>& entries,
                      ScoreOf&& score_of) {
@@ -59,19 +63,26 @@ LinePlot budget_plot(const std::string& title, const std::vector<SweepEntry>& en
   return lp;
 }
 
-// Score against KV bytes read per decoded token: every setting is a point (full and fractions
-// of the context too), one line per label, 95 % CIs as error bars.
+// Score against KV bytes read per decoded token: every setting is a point (fractions of the
+// context too), labelled with its budget, one line per label, 95 % CIs as error bars; a setting
+// without a budget (full) is a reference: a dashed line at its score through its own point.
 LinePlot bytes_plot(const std::vector<SweepEntry>& entries, const std::vector<SweepRowStats>& st) {
   LinePlot lp;
   lp.title = "mean score over task kinds against KV bytes read (95 % CI over tasks)";
   lp.x_label = "KV bytes read per decoded token (side data + distinct rows; log scale)";
   lp.y_label = "score";
   lp.x_bytes = true;
+  lp.note = "point labels: budget";
   std::map<std::string, size_t> series;
   for (size_t p = 0; p < entries.size(); ++p) {
-    if (!(st[p].kv_bytes_read_per_token > 0.0)) continue;  // no decode step: nothing read
-    add_point(lp, series, entries[p].label, st[p].kv_bytes_read_per_token, st[p].score,
-              st[p].score_ci95);
+    const double bytes = st[p].kv_bytes_read_per_token;
+    if (!(bytes > 0.0)) continue;  // no decode step: nothing read
+    if (entries[p].budget <= 0.0) {
+      lp.references.push_back({entries[p].label, st[p].score, bytes, st[p].score_ci95});
+      continue;
+    }
+    add_point(lp, series, entries[p].label, bytes, st[p].score, st[p].score_ci95);
+    lp.series[series.at(entries[p].label)].labels.push_back(fmt::format("{:g}", entries[p].budget));
   }
   sort_by_x(lp.series);
   return lp;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "fasa/core/error.h"
+#include "fasa/core/interrupt.h"
 #include "fasa/engine/generate.h"
 #include "fasa/engine/lossless.h"
 #include "fasa/engine/session.h"
@@ -305,8 +306,10 @@ struct TaskRun {
   // calling thread (parallel_for), and results do not depend on the thread count.
   void run_parallel(const std::vector<size_t>& todo, int jobs) {
     std::string error;
+    const InterruptCheck* check = current_interrupt_check();
 #pragma omp parallel num_threads(jobs)
     {
+      const InterruptScope caller_check(check);  // each job thread stops as the caller would
 #pragma omp for schedule(dynamic, 1)
       for (int64_t n = 0; n < static_cast<int64_t>(todo.size()); ++n) {
         try {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fasa/core/error.h"
+#include "fasa/server/api_fields.h"
 #include "fasa/server/api_structured.h"
 #include "fasa/server/api_tools.h"
 #include "fasa/tokenizer/unicode.h"
@@ -240,36 +241,9 @@ void set_stream_options(const json& v, const char* name, Parsed& p) {
   p.stream_options_given = true;
 }
 
-// A token id array: [1, 2, 3] (every element an integer >= 0; the server checks the vocabulary).
-bool token_ids(const json& v, std::vector<int32_t>* out) {
-  if (!v.is_array() || v.empty()) return false;
-  out->clear();
-  for (const json& x : v) {
-    if (!x.is_number_integer() || x.get<int64_t>() < 0 ||
-        x.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      return false;
-    }
-    out->push_back(static_cast<int32_t>(x.get<int64_t>()));
-  }
-  return true;
-}
-
-// A string, or token ids (as lm-eval and vLLM clients send), or an array of one of either.
-void set_prompt(const json& v, const char* name, Parsed& p) {
-  const bool one = v.is_array() && v.size() == 1 && (v[0].is_string() || v[0].is_array());
-  const json& s = one ? v[0] : v;
-  if (s.is_string()) {
-    p.req.prompt = s.get<std::string>();
-    return;
-  }
-  if (token_ids(s, &p.req.prompt_ids)) {
-    p.req.prompt_is_ids = true;
-    return;
-  }
-  bad(name, fmt::format("'{}' must be a string, an array of token ids (integers >= 0), or an "
-                        "array of one of either: one prompt per request (got {})",
-                        name, shown(v)));
-}
+// A string or token ids (as lm-eval and vLLM clients send), or an array of several of either
+// (api_prompts.cpp).
+void set_prompt(const json& v, const char* name, Parsed& p) { parse_prompts(v, name, p.req); }
 
 // --- chat messages ---
 
@@ -690,8 +664,10 @@ GenRequest parse_request(std::string_view body, Endpoint endpoint) {
   for (const auto& [key, value] : j.items()) {
     const Field* f = find_field(own, key);
     if (f == nullptr) f = find_field(kCommonFields, key);
-    if (f == nullptr) {
-      p.req.ignored.push_back(cut(key));
+    if (f == nullptr) {  // other servers' fields (api_fields.cpp), else ignored
+      if (!parse_extra_field(key, value, endpoint, p.req)) {
+        p.req.ignored.push_back(cut(key));
+      }
       continue;
     }
     if (!value.is_null()) f->check(value, f->name, p);
@@ -714,6 +690,7 @@ GenRequest parse_request(std::string_view body, Endpoint endpoint) {
     if (p.chat_logprobs) p.req.logprobs = std::max(p.top_logprobs, 0);
   }
   if (p.req.echo && p.req.stream) bad("echo", "'echo' is not supported with 'stream'");
+  check_prompts_times_n(p.req);
   if (p.req.max_tokens == 0 && !p.req.echo) {
     bad(p.max_tokens_name, fmt::format("'{}' must be >= 1 (0 only with 'echo', to score the "
                                        "prompt)",

@@ -4,9 +4,12 @@
 #include "fasa/server/api.h"
 
 #include <algorithm>
+#include <map>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fasa/server/text_escape.h"
 #include "fasa/server/tool_answer.h"
 
 namespace fasa::server {
@@ -35,14 +38,24 @@ ojson head(const GenOutcome& o, const char* object) {
 }
 
 ojson usage(const std::vector<GenOutcome>& cs) {
+  // Each prompt counted once, whatever its choices; of cached tokens, the most any of its
+  // choices was given.
+  std::map<int, std::pair<int, int>> prompts;  // prompt index -> (tokens, cached)
   int completion = 0;
-  for (const GenOutcome& c : cs) completion += c.completion_tokens;
+  for (const GenOutcome& c : cs) {
+    completion += c.completion_tokens;
+    auto [it, fresh] = prompts.try_emplace(c.prompt_index, c.prompt_tokens, c.cached_tokens);
+    if (!fresh) it->second.second = std::max(it->second.second, c.cached_tokens);
+  }
+  int prompt = 0, cached = 0;
+  for (const auto& [i, p] : prompts) {
+    prompt += p.first;
+    cached += p.second;
+  }
   ojson u;
-  u["prompt_tokens"] = cs[0].prompt_tokens;
+  u["prompt_tokens"] = prompt;
   u["completion_tokens"] = completion;
-  u["total_tokens"] = cs[0].prompt_tokens + completion;
-  int cached = 0;  // the choices share the prompt: the most any of them was given
-  for (const GenOutcome& c : cs) cached = std::max(cached, c.cached_tokens);
+  u["total_tokens"] = prompt + completion;
   u["prompt_tokens_details"]["cached_tokens"] = cached;
   return u;
 }
@@ -79,9 +92,40 @@ ojson fasa_stats(const std::vector<GenOutcome>& cs) {
   return f;
 }
 
+// llama-server's timings: tokens summed over the choices, times the longest (they run side by
+// side); rates 0 where nothing was timed.
+ojson timings(const std::vector<GenOutcome>& cs) {
+  int cache_n = 0, prompt_n = 0, predicted_n = 0;
+  double prompt_ms = 0.0, predicted_ms = 0.0;
+  for (const GenOutcome& c : cs) {
+    cache_n += c.cached_tokens;
+    prompt_n += c.prompt_tokens - c.cached_tokens;
+    predicted_n += c.completion_tokens;
+    prompt_ms = std::max(prompt_ms, c.prompt_ms);
+    predicted_ms = std::max(predicted_ms, c.predicted_ms);
+  }
+  const auto per_token = [](double ms, int n) { return n > 0 ? ms / n : 0.0; };
+  const auto per_second = [](double ms, int n) { return ms > 0 ? 1e3 * n / ms : 0.0; };
+  ojson t;
+  t["cache_n"] = cache_n;
+  t["prompt_n"] = prompt_n;
+  t["prompt_ms"] = prompt_ms;
+  t["prompt_per_token_ms"] = per_token(prompt_ms, prompt_n);
+  t["prompt_per_second"] = per_second(prompt_ms, prompt_n);
+  t["predicted_n"] = predicted_n;
+  t["predicted_ms"] = predicted_ms;
+  t["predicted_per_token_ms"] = per_token(predicted_ms, predicted_n);
+  t["predicted_per_second"] = per_second(predicted_ms, predicted_n);
+  return t;
+}
+
+// "usage" (with the fasa stats inside too, where clients that keep only the usage, as
+// LangChain's response_metadata["token_usage"], still see them), "fasa" and "timings".
 ojson with_usage(ojson j, const std::vector<GenOutcome>& cs) {
   j["usage"] = usage(cs);
+  j["usage"]["fasa"] = fasa_stats(cs);
   j["fasa"] = fasa_stats(cs);
+  j["timings"] = timings(cs);
   return j;
 }
 
@@ -188,7 +232,8 @@ std::string render_chat_completion(const GenOutcome& o) {
 
 std::string sse_completion_chunk(const GenOutcome& o, std::string_view delta,
                                  std::string_view finish_reason,
-                                 const std::vector<LogprobEntry>& logprobs) {
+                                 const std::vector<LogprobEntry>& logprobs,
+                                 const std::vector<GenOutcome>* timed) {
   ojson choice;
   choice["index"] = o.index;
   choice["text"] = std::string(delta);
@@ -196,12 +241,14 @@ std::string sse_completion_chunk(const GenOutcome& o, std::string_view delta,
   choice["logprobs"] = o.has_logprobs ? completion_logprobs(logprobs) : ojson(nullptr);
   ojson j = head(o, chunk_object(Endpoint::Completions));
   j["choices"] = ojson::array({choice});
+  if (timed) j["timings"] = timings(*timed);
   return sse(j);
 }
 
 std::string sse_chat_chunk(const GenOutcome& o, std::string_view delta,
                            std::string_view finish_reason, bool first,
-                           const std::vector<LogprobEntry>& logprobs) {
+                           const std::vector<LogprobEntry>& logprobs,
+                           const std::vector<GenOutcome>* timed) {
   ojson d = ojson::object();
   if (first) {  // OpenAI announces the role once, with empty content
     d["role"] = "assistant";
@@ -215,6 +262,7 @@ std::string sse_chat_chunk(const GenOutcome& o, std::string_view delta,
   choice["logprobs"] = o.has_logprobs ? chat_logprobs(logprobs) : ojson(nullptr);
   ojson j = head(o, chunk_object(Endpoint::Chat));
   j["choices"] = ojson::array({choice});
+  if (timed) j["timings"] = timings(*timed);
   return sse(j);
 }
 
@@ -230,20 +278,59 @@ std::string sse_usage_chunk(const GenOutcome& o, Endpoint endpoint) {
 
 std::string sse_done() { return "data: [DONE]\n\n"; }
 
+namespace {
+
+ojson model_object(const std::string& id, int64_t created) {
+  ojson m;
+  m["id"] = id;
+  m["object"] = "model";
+  m["created"] = created;
+  m["owned_by"] = "fasa";
+  return m;
+}
+
+}  // namespace
+
+std::string render_model(const std::string& id, int64_t created) {
+  return dump(model_object(id, created));
+}
+
 std::string render_models(const std::vector<std::string>& ids, int64_t created) {
   ojson data = ojson::array();
-  for (const std::string& id : ids) {
-    ojson m;
-    m["id"] = id;
-    m["object"] = "model";
-    m["created"] = created;
-    m["owned_by"] = "fasa";
-    data.push_back(std::move(m));
-  }
+  for (const std::string& id : ids) data.push_back(model_object(id, created));
   ojson j;
   j["object"] = "list";
   j["data"] = std::move(data);
   return dump(j);
+}
+
+std::vector<std::pair<std::string, std::string>> fasa_headers(const std::vector<GenOutcome>& cs,
+                                                              bool with_counts) {
+  const ojson f = fasa_stats(cs);
+  std::vector<std::pair<std::string, std::string>> h;
+  h.emplace_back("X-Fasa-Policy", header_text(f["policy"].get<std::string>()));
+  if (f.contains("calibration")) {
+    const ojson& c = f["calibration"];
+    std::string v = header_text(c["kind"].get<std::string>());
+    if (c.contains("file")) {
+      v += fmt::format("; file={}; sha256={}", header_text(c["file"].get<std::string>()),
+                       header_text(c["sha256"].get<std::string>()));
+    }
+    h.emplace_back("X-Fasa-Calibration", v);
+  }
+  if (!with_counts) return h;
+  h.emplace_back("X-Fasa-Kv-Bytes-Read", fmt::format("{}", f["kv_bytes_read"].get<uint64_t>()));
+  h.emplace_back("X-Fasa-Kv-Bytes-Read-Per-Token",
+                 fmt::format("{:.1f}", f["kv_bytes_read_per_token"].get<double>()));
+  if (f.contains("lossless")) {
+    const ojson& l = f["lossless"];
+    h.emplace_back("X-Fasa-Lossless",
+                   fmt::format("{}; acceptance={:.4f}; tokens_per_verification={:.4f}",
+                               header_text(l["setting"].get<std::string>()),
+                               l["acceptance"].get<double>(),
+                               l["tokens_per_verification"].get<double>()));
+  }
+  return h;
 }
 
 }  // namespace fasa::server

@@ -87,6 +87,7 @@ struct Scheduler::Active {
   size_t fed = 0;                                // prompt tokens appended so far
   int cached = 0;                                // ... of which the prompt cache gave
   bool prompt_in = false;                        // the prompt is in the cache (sampled once)
+  Clock::time_point admitted{};                  // when it took its slot
   Clock::time_point first_token{};               // when the first token was sampled
   bool sampled_once = false;
   int32_t next = -1;    // the token this step decodes
@@ -184,6 +185,7 @@ void Scheduler::admit(std::vector<Active>& active) {
       a.gen = std::make_unique<Generation>(model_->require_tokenizer(), job->gen);
       a.cached = prompt_cache_.start(*a.session, job->prompt, job->cache_scope);
       a.fed = static_cast<size_t>(a.cached);
+      a.admitted = Clock::now();
       a.job = std::move(job);
       active.push_back(std::move(a));
     } catch (const std::exception& e) {  // a policy that cannot start (e.g. its files)
@@ -392,10 +394,13 @@ void Scheduler::retire(Active& a, bool cancelled) {
   r.decode_tokens = st.decode_tokens;
   if (a.sampled_once) {
     const auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    const auto now = Clock::now();
     r.ttft_seconds = secs(a.first_token - a.job->submitted_);
     if (r.completion_tokens > 1) {
-      r.per_token_seconds = secs(Clock::now() - a.first_token) / (r.completion_tokens - 1);
+      r.per_token_seconds = secs(now - a.first_token) / (r.completion_tokens - 1);
     }
+    r.prompt_seconds = secs(a.first_token - a.admitted);
+    r.predicted_seconds = secs(now - a.first_token);
   }
   if (a.lossless) {  // drafts and verifications, per generated token
     r.lossless = a.lossless->stats();

@@ -35,6 +35,8 @@ struct JobResult {
                                     // kv_bytes_read: drafts and verifications)
   double ttft_seconds = -1.0;       // submit to the first sampled token (-1: none sampled)
   double per_token_seconds = -1.0;  // mean time per token after the first (-1: fewer than 2)
+  double prompt_seconds = 0.0;      // slot taken to the first sampled token (the prefill)
+  double predicted_seconds = 0.0;   // the first sampled token to the last
 };
 
 // One generation request, shared by the thread that submitted it and the engine thread.

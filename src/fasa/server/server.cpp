@@ -14,6 +14,8 @@
 #include "fasa/core/error.h"
 #include "fasa/core/sha256.h"
 #include "fasa/engine/prompt.h"
+#include "fasa/server/api_fields.h"
+#include "fasa/server/cors.h"
 #include "fasa/server/text_escape.h"
 #include "fasa/server/tool_answer.h"
 #include "fasa/tokenizer/tokenizer.h"
@@ -135,6 +137,7 @@ bool equal_constant_time(const std::string& a, const std::string& b) {
 ApiServer::ApiServer(std::shared_ptr<const Model> model, const ServerConfig& config)
     : model_(std::move(model)), config_(config), started_(unix_now()) {
   if (config_.max_tokens < 1) fail("--max-tokens must be >= 1 (got {})", config_.max_tokens);
+  check_cors_origins(config_.cors_origins);
   for (const std::string& key : config_.api_keys) {
     if (key.empty()) fail("an API key must not be empty");
   }
@@ -189,7 +192,10 @@ std::string ApiServer::cache_scope(int caller, const std::string& salt) const {
 
 void ApiServer::handle(const http::Request& req, http::ResponseWriter& w) {
   const auto t0 = std::chrono::steady_clock::now();
-  StatusRecorder rec(w);
+  // Every answer to an allowed Origin carries the CORS headers, errors and streams included.
+  const auto origin = allowed_origin(config_.cors_origins, req.header("origin"));
+  HeaderAdder cors(w, origin ? cors_answer_headers(*origin) : http::Headers{});
+  StatusRecorder rec(cors);
   const Route* r = find_route(req.path);
   const std::string endpoint = r ? r->path : "other";  // bounded label set for the metrics
   std::string note;
@@ -216,6 +222,7 @@ void ApiServer::handle(const http::Request& req, http::ResponseWriter& w) {
 
 std::string ApiServer::route(const http::Request& req, http::ResponseWriter& w, const Route* r) {
   if (r == nullptr) throw ApiError(404, fmt::format("no such endpoint: {}", req.path));
+  if (req.method == "OPTIONS" && !config_.cors_origins.empty()) return preflight(req, w, *r);
   int who = kNoKeys;
   if (r->needs_key) {
     who = caller(req);
@@ -250,6 +257,8 @@ void finish_outcome(const Job& job, GenOutcome& out) {
   out.kv_bytes_read_per_token =
       jr.decode_tokens ? static_cast<double>(jr.kv_bytes_read) / jr.decode_tokens : 0.0;
   out.lossless_stats = jr.lossless;
+  out.prompt_ms = jr.prompt_seconds * 1e3;
+  out.predicted_ms = jr.predicted_seconds * 1e3;
 }
 
 // Waits for every choice's whole text and sends them as one JSON body. outs[i] is jobs[i]'s
@@ -274,9 +283,10 @@ void answer_whole(const std::vector<std::shared_ptr<Job>>& jobs, http::ResponseW
     finish_outcome(*jobs[i], outs[i]);
     if (tools.tools) read_tool_calls(tools.format, *tools.tools, outs[i]);
   }
+  http::Headers h = headers;
+  for (auto& kv : fasa_headers(outs, true)) h.push_back(std::move(kv));
   send_json(w, 200,
-            endpoint == Endpoint::Chat ? render_chat_completion(outs) : render_completion(outs),
-            headers);
+            endpoint == Endpoint::Chat ? render_chat_completion(outs) : render_completion(outs), h);
 }
 
 // Server-sent events: (chat: a first chunk with the role,) a chunk per piece of text of each
@@ -289,12 +299,14 @@ bool answer_stream(const std::vector<std::shared_ptr<Job>>& jobs, http::Response
   std::vector<ToolCallStream> calls;  // with tools: each choice's text held back until certain
   if (tools.tools) calls.assign(jobs.size(), ToolCallStream(tools.format, *tools.tools));
   auto chunk = [&](const GenOutcome& o, std::string_view delta, std::string_view reason, bool first,
-                   const std::vector<LogprobEntry>& l) {
-    return endpoint == Endpoint::Chat ? sse_chat_chunk(o, delta, reason, first, l)
-                                      : sse_completion_chunk(o, delta, reason, l);
+                   const std::vector<LogprobEntry>& l,
+                   const std::vector<GenOutcome>* timed = nullptr) {
+    return endpoint == Endpoint::Chat ? sse_chat_chunk(o, delta, reason, first, l, timed)
+                                      : sse_completion_chunk(o, delta, reason, l, timed);
   };
   http::Headers h = headers;
   h.emplace_back("Cache-Control", "no-cache");
+  for (auto& kv : fasa_headers(outs, false)) h.push_back(std::move(kv));  // counts come later
   bool ok = w.begin_stream(200, "text/event-stream", h);
   for (size_t i = 0; ok && endpoint == Endpoint::Chat && i < jobs.size(); ++i) {
     ok = w.write_chunk(chunk(outs[i], "", "", true, {}));
@@ -323,9 +335,12 @@ bool answer_stream(const std::vector<std::shared_ptr<Job>>& jobs, http::Response
       }
       finish_outcome(*jobs[i], outs[i]);
       if (tools.tools) ok = w.write_chunk(calls[i].finish(outs[i]));
-      ok = ok && w.write_chunk(chunk(outs[i], "", outs[i].finish_reason, false, {}));
       finished[i] = true;
       ++n_finished;
+      // The stream's last chunk carries the timings: this one, unless a usage chunk follows.
+      const bool last = n_finished == jobs.size() && !include_usage;
+      ok = w.write_chunk(
+          chunk(outs[i], "", outs[i].finish_reason, false, {}, last ? &outs : nullptr));
     }
   }
   if (!ok) {  // the client went away mid-stream
@@ -360,10 +375,23 @@ std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& 
                                 Endpoint endpoint, int who) {
   const GenRequest r = checked_request(req, endpoint);
   const std::string scope = cache_scope(who, r.cache_salt);
-  std::vector<int32_t> prompt = prompt_tokens(r, endpoint);
+  const std::vector<GenRequest> each = one_request_per_prompt(r);  // completions' prompt arrays
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < each.size(); ++i) {
+    try {
+      prompts.push_back(prompt_tokens(each[i], endpoint));
+    } catch (const ApiError& e) {  // which prompt of several
+      if (each.size() == 1) throw;
+      throw ApiError(e.status, fmt::format("prompt[{}]: {}", i, e.what()),
+                     fmt::format("prompt[{}]", i));
+    }
+  }
   check_against_model(r);
-  GenerateOptions go = generate_options(r, prompt);
-  const ToolAnswer tools = tool_answer(*model_, r, go);
+  check_sequences_fit(r, each.size(), config_.scheduler.parallel + config_.scheduler.max_queue);
+  std::vector<GenerateOptions> options;
+  for (size_t i = 0; i < each.size(); ++i) options.push_back(generate_options(each[i], prompts[i]));
+  ToolAnswer tools;  // chat: one prompt
+  for (GenerateOptions& o : options) tools = tool_answer(*model_, r, o);
   // The request's own fields first, so that the conflict is named before, say, a missing
   // calibration; then the spec the server chose (its default policy may be FASA-M).
   if (r.lossless.k > 0) check_lossless_policy(r.fasa.policy, r.fasa.options);
@@ -375,7 +403,9 @@ std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& 
   }
   if (r.lossless.k > 0) check_lossless_policy(policy);
   http::Headers headers;
-  std::string note = fmt::format("prompt={} n={} policy={}", prompt.size(), r.n, policy);
+  std::string sizes;
+  for (const auto& p : prompts) sizes += fmt::format("{}{}", sizes.empty() ? "" : "+", p.size());
+  std::string note = fmt::format("prompt={} n={} policy={}", sizes, r.n, policy);
   if (!r.ignored.empty()) {
     headers.emplace_back("X-Fasa-Ignored-Fields", ignored_fields_header(r.ignored));
     std::string list;
@@ -391,35 +421,44 @@ std::string ApiServer::generate(const http::Request& req, http::ResponseWriter& 
   }
   base.lossless = lossless_name(r.lossless);
   base.has_logprobs = r.logprobs >= 0;
-  base.prompt_tokens = static_cast<int>(prompt.size());
-  if (r.echo) {  // the prompt's text (and its logprobs) come first
-    base.text = r.prompt_is_ids ? lp.tok.decode(prompt) : r.prompt;
-    if (r.logprobs >= 0) base.logprobs = score_prompt(prompt, r.logprobs, lp, scope);
-  }
-  if (r.max_tokens == 0) {  // echo only: the prompt scored, nothing generated
-    base.finish_reason = "length";
-    send_json(w, 200, render_completion(base), headers);
-    return note;
-  }
+  // Prompt i's choice j is choice i * n + j, as OpenAI numbers them.
   std::vector<std::shared_ptr<Job>> jobs;
   std::vector<GenOutcome> outs;
-  for (int i = 0; i < r.n; ++i) {
-    GenerateOptions gi = go;
-    gi.sampler.seed = r.seed ? *r.seed + static_cast<uint64_t>(i) : std::random_device{}();
-    jobs.push_back(std::make_shared<Job>(prompt, std::move(gi), policy, r.lossless, scope));
-    if (!scheduler_->submit(jobs.back())) {
-      for (const auto& job : jobs) job->cancel();
-      http::Headers busy = headers;
-      busy.emplace_back("Retry-After", "1");
-      send_error(w, 503,
-                 fmt::format("the server is busy: {} sequences running and the queue is full; "
-                             "retry later",
-                             config_.scheduler.parallel),
-                 busy);
-      return note;
+  for (size_t i = 0; i < each.size(); ++i) {
+    GenOutcome b = base;
+    b.prompt_index = static_cast<int>(i);
+    b.prompt_tokens = static_cast<int>(prompts[i].size());
+    if (r.echo) {  // the prompt's text (and its logprobs) come first
+      b.text = each[i].prompt_is_ids ? lp.tok.decode(prompts[i]) : each[i].prompt;
+      if (r.logprobs >= 0) b.logprobs = score_prompt(prompts[i], r.logprobs, lp, scope);
     }
-    outs.push_back(base);
-    outs.back().index = i;
+    for (int j = 0; j < r.n; ++j) {
+      outs.push_back(b);
+      outs.back().index = static_cast<int>(i) * r.n + j;
+      if (r.max_tokens == 0) {  // echo only: the prompt scored, nothing generated
+        outs.back().finish_reason = "length";
+        continue;
+      }
+      GenerateOptions gj = options[i];
+      gj.sampler.seed = r.seed ? *r.seed + static_cast<uint64_t>(j) : std::random_device{}();
+      jobs.push_back(std::make_shared<Job>(prompts[i], std::move(gj), policy, r.lossless, scope));
+      if (!scheduler_->submit(jobs.back())) {
+        for (const auto& job : jobs) job->cancel();
+        http::Headers busy = headers;
+        busy.emplace_back("Retry-After", "1");
+        send_error(w, 503,
+                   fmt::format("the server is busy: {} sequences running and the queue is full; "
+                               "retry later",
+                               config_.scheduler.parallel),
+                   busy);
+        return note;
+      }
+    }
+  }
+  if (r.max_tokens == 0) {
+    for (auto& kv : fasa_headers(outs, true)) headers.push_back(std::move(kv));
+    send_json(w, 200, render_completion(outs), headers);
+    return note;
   }
   // A connection that ends before its answer does: the client left, or the server stopped (its
   // writes fail, and the log says which).
@@ -467,17 +506,25 @@ std::string ApiServer::echo_metrics() {
   return render_echo_metrics(scorer_->stats());
 }
 
-// What a request may only ask of this model: token ids (prompt, logit_bias) in its vocabulary;
-// lossless decoding draws its own tokens, so no logit rules, JSON mode or logprobs with it.
+// What a request may only ask of this model: token ids (logit_bias, stop_token_ids) in its
+// vocabulary (the prompt's: prompt_tokens); lossless decoding draws its own tokens, so no logit
+// rules, JSON mode, logprobs or min_tokens with it.
 void ApiServer::check_against_model(const GenRequest& r) const {
   const int n_vocab = model_->config().n_vocab;
-  for (int32_t id : r.prompt_ids) {
-    if (id >= n_vocab) {
+  for (size_t i = 0; i < r.stop_token_ids.size(); ++i) {
+    if (r.stop_token_ids[i] >= n_vocab) {
       throw ApiError(400,
-                     fmt::format("'prompt' holds token id {}, outside the vocabulary [0, {})", id,
-                                 n_vocab),
-                     "prompt");
+                     fmt::format("'stop_token_ids[{}]' is token id {}, outside the vocabulary "
+                                 "[0, {})",
+                                 i, r.stop_token_ids[i], n_vocab),
+                     fmt::format("stop_token_ids[{}]", i));
     }
+  }
+  if (r.lossless.k > 0 && r.min_tokens > 0) {
+    throw ApiError(400,
+                   "'min_tokens' cannot be combined with 'fasa.lossless' (its verification "
+                   "samples from full attention's own distribution, which min_tokens changes)",
+                   "min_tokens");
   }
   for (const auto& [id, b] : r.rules.bias) {
     if (id >= n_vocab) {
@@ -529,6 +576,15 @@ std::vector<int32_t> ApiServer::prompt_tokens(const GenRequest& r, Endpoint endp
   } catch (const Error& e) {
     throw ApiError(400, e.what(), endpoint == Endpoint::Chat ? "messages" : "prompt");
   }
+  const int n_vocab = model_->config().n_vocab;
+  for (int32_t id : r.prompt_ids) {
+    if (id >= n_vocab) {
+      throw ApiError(400,
+                     fmt::format("'prompt' holds token id {}, outside the vocabulary [0, {})", id,
+                                 n_vocab),
+                     "prompt");
+    }
+  }
   const int n_ctx = scheduler_->options().session.n_ctx;
   if (prompt.empty()) throw ApiError(400, "the prompt is empty (no tokens)", "prompt");
   if (static_cast<int>(prompt.size()) >= n_ctx) {
@@ -554,6 +610,17 @@ GenerateOptions ApiServer::generate_options(const GenRequest& r,
   go.json_object = r.json_object;
   go.grammar = r.grammar;
   go.logprobs = r.logprobs;
+  go.stop_at_eog = !r.ignore_eos;
+  go.stop_token_ids = r.stop_token_ids;
+  go.min_tokens = r.min_tokens;
+  const int limit = r.max_tokens >= 0 ? r.max_tokens : config_.max_tokens;
+  if (r.min_tokens > limit) {
+    throw ApiError(400,
+                   fmt::format("'min_tokens' is {}, above the answer's token limit of {} "
+                               "('max_tokens', or this server's default)",
+                               r.min_tokens, limit),
+                   "min_tokens");
+  }
   try {
     go.sampler.validate();
   } catch (const Error& e) {

@@ -36,6 +36,9 @@ struct ServerConfig {
   // One stderr line per request (peer, method, path, status, seconds, tokens, policy, ignored
   // fields); /health and /metrics are not logged.
   bool log_requests = true;
+  // Origins whose web pages may call the API (cors.h): "scheme://host[:port]" each, or "*" for
+  // any; empty: no CORS headers, and OPTIONS is a wrong method.
+  std::vector<std::string> cors_origins;
 };
 
 // Token ids as the texts a logprobs answer shows (the token's bytes).
@@ -63,10 +66,14 @@ class ApiServer {
   void handle(const http::Request& req, http::ResponseWriter& w);
   // Each returns a note for the request's log line. `r`: the request path's row, or nullptr.
   std::string route(const http::Request& req, http::ResponseWriter& w, const Route* r);
+  // OPTIONS on a route's path with CORS on: 204 (with the preflight's headers when the Origin is
+  // allowed), 403 for an Origin that is not.
+  std::string preflight(const http::Request& req, http::ResponseWriter& w, const Route& r);
   // The handlers of the route table's rows (routes.cpp); RouteHandler says what they get.
   std::string serve_health(const http::Request& req, http::ResponseWriter& w, int who);
   std::string serve_metrics(const http::Request& req, http::ResponseWriter& w, int who);
   std::string serve_models(const http::Request& req, http::ResponseWriter& w, int who);
+  std::string serve_model(const http::Request& req, http::ResponseWriter& w, int who);
   std::string serve_tokenizer_info(const http::Request& req, http::ResponseWriter& w, int who);
   std::string serve_tokenize(const http::Request& req, http::ResponseWriter& w, int who);
   std::string serve_detokenize(const http::Request& req, http::ResponseWriter& w, int who);
