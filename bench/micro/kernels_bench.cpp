@@ -1,6 +1,6 @@
 // Kernel micro-benchmarks (Google Benchmark): quantized matvec per weight type, dense decode
-// attention against FASA's TIP + top-k + FAC at several depths and budgets, top-k alone, and the
-// feed-forward block's gated activations.
+// attention against FASA's TIP + top-k + FAC at several depths and budgets, top-k alone, the
+// softmax passes of the selector, and the feed-forward block's gated activations.
 // Build: the `fasa_microbench` target (when libbenchmark-dev is installed); run single-threaded
 // numbers with `OMP_NUM_THREADS=1 ./build/fasa_microbench`.
 #include <benchmark/benchmark.h>
@@ -232,6 +232,26 @@ void BM_Tip(benchmark::State& st) {
   st.SetItemsProcessed(st.iterations() * n);
 }
 BENCHMARK(BM_Tip)->ArgsProduct({{4096, 32768}, {0, 1, 2}});
+
+// One head's softmax passes over n TIP scores (arg 0: n; arg 1: 0 softmax_scaled, the selection's
+// probabilities; 1 exp_sum_scaled, softmax_exp summed in double; 2 exp_sum_fast, the
+// mean-value correction's sum).
+void BM_ExpSum(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0)), kind = static_cast<int>(st.range(1));
+  std::mt19937 rng(6);
+  std::normal_distribution<float> nd(0.0f, 4.0f);
+  std::vector<float> x(n), y(n);
+  for (auto& e : x) e = nd(rng);
+  const float a = 0.2f, m = max_value(x.data(), n) * a;
+  for (auto _ : st) {
+    if (kind == 0) softmax_scaled(x.data(), a, m, n, y.data());
+    if (kind == 1) benchmark::DoNotOptimize(exp_sum_scaled(x.data(), a, m, n));
+    if (kind == 2) benchmark::DoNotOptimize(exp_sum_fast(x.data(), a, m, n));
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.SetItemsProcessed(st.iterations() * n);
+}
+BENCHMARK(BM_ExpSum)->ArgsProduct({{8160, 32768}, {0, 1, 2}});
 
 void BM_TopK(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0)), k = static_cast<int>(st.range(1));

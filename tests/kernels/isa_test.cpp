@@ -96,6 +96,7 @@ TEST(Isa, SoftmaxAndExpSameBits) {
                        const double z = exp_sum_scaled(x.data(), 0.37f, mx * 0.37f, n);
                        a.push_back(static_cast<float>(z));
                        a.push_back(static_cast<float>(z - static_cast<float>(z)));
+                       a.push_back(exp_sum_fast(x.data(), 0.37f, mx * 0.37f, n));
                        std::vector<float> y(n);
                        softmax_scaled(x.data(), 0.37f, mx * 0.37f, n, y.data());
                        a.insert(a.end(), y.begin(), y.end());
@@ -116,6 +117,16 @@ TEST(Isa, ExpSameBitsOverItsRange) {
                      return e;
                    }),
                    "exp");
+  // exp_sum_fast's exp over the same range: sums of 16 and of 17 terms (vector and tail lanes).
+  expect_all_equal(per_isa([&] {
+                     std::vector<float> sums;
+                     for (int64_t i = 0; i + 17 <= n; i += 16) {
+                       sums.push_back(exp_sum_fast(x.data() + i, 1.0f, 0.0f, 16));
+                       sums.push_back(exp_sum_fast(x.data() + i, 1.0f, 0.0f, 17));
+                     }
+                     return sums;
+                   }),
+                   "exp_sum_fast");
   std::vector<float> scalar(n);
   for (int64_t i = 0; i < n; ++i) scalar[i] = softmax_exp(x[i]);
   std::vector<float> vec(n);

@@ -53,7 +53,8 @@ TEST(Softmax, SimdEqualsPortableAndMatchesDouble) {
 }
 
 // max_value is the exact maximum wherever it lies; exp_sum_scaled is the sum of the scaled,
-// shifted exps a scalar loop in double gives, and the denominator softmax_inplace uses.
+// shifted exps a scalar loop in double gives, and the denominator softmax_inplace uses;
+// exp_sum_fast is that sum to 1e-5.
 TEST(Softmax, MaxValueAndExpSumScaled) {
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.0f, 6.0f);
@@ -74,6 +75,14 @@ TEST(Softmax, MaxValueAndExpSumScaled) {
       const double got = exp_sum_scaled(x.data(), a, m, n);
       EXPECT_NEAR(got, want, 4e-7 * want) << n << " a=" << a;
       EXPECT_GE(got, 1.0 - 1e-6) << n;  // the maximum's own term is 1
+    }
+    // exp_sum_fast: the same sum to 1e-5 relative, the maximum's term 1 to 4e-6, whatever
+    // the range of the terms (a = 2.5 puts most far below the maximum, some under the clamp).
+    for (float a : {1.0f, 0.125f, 2.5f, 40.0f}) {
+      const float m = mx * a;
+      double want = 0.0;
+      for (float v : x) want += std::exp(static_cast<double>(v) * a - m);
+      EXPECT_NEAR(exp_sum_fast(x.data(), a, m, n), want, 1e-5 * want) << n << " a=" << a;
     }
     // softmax_scaled: the softmax of x * a, bit for bit the scaled logits' in-place softmax,
     // leaving x as it was; with a = 1, softmax_inplace.

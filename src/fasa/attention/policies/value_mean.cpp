@@ -98,7 +98,7 @@ SoftmaxSum softmax_sum(const float* logits, int n, double temperature, float mx)
   SoftmaxSum s;
   s.a = static_cast<float>(1.0 / temperature);
   s.m = mx * s.a;
-  s.z = exp_sum_scaled(logits, s.a, s.m, n);
+  s.z = exp_sum_fast(logits, s.a, s.m, n);
   return s;
 }
 
@@ -109,8 +109,8 @@ float softmax_mass_on(const float* logits, const SoftmaxSum& s, const std::vecto
   auto& picked = workspace_object<GatherScratch>().picked;
   picked.resize(slots.size());
   for (size_t i = 0; i < slots.size(); ++i) picked[i] = logits[slots[i]];
-  const double mass = exp_sum_scaled(picked.data(), s.a, s.m, static_cast<int64_t>(picked.size()));
-  return static_cast<float>(std::min(mass / s.z, 1.0));
+  const float mass = exp_sum_fast(picked.data(), s.a, s.m, static_cast<int64_t>(picked.size()));
+  return std::min(mass / s.z, 1.0f);
 }
 
 float softmax_mass_on(const float* logits, int n, double temperature,

@@ -53,17 +53,18 @@ class ValueMeans {
 double subset_temperature(const float* q, const int32_t* dims, int n_dims, int head_dim);
 
 // The softmax of logits / temperature over [0, n), kept as its shift and sum rather than
-// stored: p[t] = softmax_exp(logits[t] * a - m) / z.
+// stored: p[t] = e^(logits[t] * a - m) / z. Its masses need about 1e-5, not softmax_exp's
+// 2 ulp: the sums are exp_sum_fast's (half the work on every cached token).
 struct SoftmaxSum {
   float a = 1.0f;  // 1 / temperature
   float m = 0.0f;  // max(logits) * a
-  double z = 1.0;  // exp_sum_scaled(logits, a, m, n)
+  float z = 1.0f;  // exp_sum_fast(logits, a, m, n)
 };
 // mx: max(logits), which the caller has found.
 SoftmaxSum softmax_sum(const float* logits, int n, double temperature, float mx);
 
 // That softmax's mass on `slots` (<= 1): the sum above, then the terms of the slots alone
-// (gathered, summed as exp_sum_scaled sums). logits: [n]
+// (gathered, summed as exp_sum_fast sums). logits: [n]
 float softmax_mass_on(const float* logits, const SoftmaxSum& s, const std::vector<int32_t>& slots);
 // The same from the logits alone.
 float softmax_mass_on(const float* logits, int n, double temperature,
