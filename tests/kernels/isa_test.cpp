@@ -179,6 +179,29 @@ TEST(Isa, GeluTanhMulMatchesFormula) {
   }
 }
 
+// The SiLU product against the formula in double.
+TEST(Isa, SiluMulMatchesFormula) {
+  std::mt19937 rng(8);
+  const int n_rand = 4096, n_ramp = 1003;  // odd total: every form's scalar tail runs too
+  const int n = n_rand + n_ramp;
+  std::vector<float> g = normal(n, rng), u = normal(n, rng), h(n);
+  for (int i = 0; i < n_rand; ++i) g[i] *= 8.0f;                       // reach both tails
+  for (int i = 0; i < n_ramp; ++i) g[n_rand + i] = -60.0f + 0.1f * i;  // beyond the clamp
+  IsaGuard guard;
+  std::vector<float> first;  // the first form's output: every form gives the same bits
+  for (const Isa isa : available_isas()) {
+    set_active_isa(isa);
+    silu_mul(g.data(), u.data(), n, h.data());
+    for (int i = 0; i < n; ++i) {
+      const double x = g[i], want = x / (1.0 + std::exp(-x)) * u[i];
+      // below the clamp both are under e^-43 |x u|
+      ASSERT_NEAR(h[i], want, 1e-6 * std::fabs(want) + 3e-19 * std::fabs(x * u[i])) << "x = " << x;
+    }
+    if (first.empty()) first = h;
+    EXPECT_TRUE(same_bits(first, h)) << isa_name(isa);
+  }
+}
+
 TEST(Isa, TipSameBits) {
   std::mt19937 rng(3);
   for (bool f16 : {true, false}) {
