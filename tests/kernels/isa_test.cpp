@@ -155,51 +155,49 @@ TEST(Isa, RowOpsSameBits) {
                    "rmsnorm, silu_mul, add, gelu, rope");
 }
 
-// The tanh-GELU product against the formula in double.
-TEST(Isa, GeluTanhMulMatchesFormula) {
-  std::mt19937 rng(7);
-  const int n_rand = 4096, n_ramp = 1003;  // odd total: every form's scalar tail runs too
-  const int n = n_rand + n_ramp;
+// A gated activation product h = act(g) * u on every instruction set: within tol(x, u, want) of
+// the formula in double, and the same bits on every form. g: 4096 normal values times `spread`
+// (both tails), then a ramp from `ramp0` in steps of 0.1 beyond the clamps (an odd total: every
+// form's scalar tail runs too).
+template <class Kernel, class Want, class Tol>
+void expect_activation(Kernel kernel, Want want_of, Tol tol, float spread, float ramp0,
+                       unsigned seed) {
+  std::mt19937 rng(seed);
+  const int n_rand = 4096, n_ramp = 1003, n = n_rand + n_ramp;
   std::vector<float> g = normal(n, rng), u = normal(n, rng), h(n);
-  for (int i = 0; i < n_rand; ++i) g[i] *= 4.0f;                       // reach both tails
-  for (int i = 0; i < n_ramp; ++i) g[n_rand + i] = -50.0f + 0.1f * i;  // far beyond the clamps
+  for (int i = 0; i < n_rand; ++i) g[i] *= spread;
+  for (int i = 0; i < n_ramp; ++i) g[n_rand + i] = ramp0 + 0.1f * i;
   IsaGuard guard;
-  std::vector<float> first;  // the first form's output: every form gives the same bits
+  std::vector<float> first;
   for (const Isa isa : available_isas()) {
     set_active_isa(isa);
-    gelu_tanh_mul(g.data(), u.data(), n, h.data());
+    kernel(g.data(), u.data(), n, h.data());
     for (int i = 0; i < n; ++i) {
-      const double x = g[i];
-      const double want =
-          0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
-      ASSERT_NEAR(h[i], want, 1e-6 + 1e-5 * std::fabs(want)) << "x = " << x;
+      const double x = g[i], want = want_of(x) * u[i];
+      ASSERT_NEAR(h[i], want, tol(x, u[i], want)) << "x = " << x;
     }
     if (first.empty()) first = h;
     EXPECT_TRUE(same_bits(first, h)) << isa_name(isa);
   }
 }
 
-// The SiLU product against the formula in double.
+TEST(Isa, GeluTanhMulMatchesFormula) {
+  expect_activation(
+      gelu_tanh_mul,
+      [](double x) {
+        return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+      },
+      [](double, double, double want) { return 1e-6 + 1e-5 * std::fabs(want); }, 4.0f, -50.0f, 7);
+}
+
+// Below the clamp (x < -43) the kernel's product and the true one are both under e^-43 |x u|.
 TEST(Isa, SiluMulMatchesFormula) {
-  std::mt19937 rng(8);
-  const int n_rand = 4096, n_ramp = 1003;  // odd total: every form's scalar tail runs too
-  const int n = n_rand + n_ramp;
-  std::vector<float> g = normal(n, rng), u = normal(n, rng), h(n);
-  for (int i = 0; i < n_rand; ++i) g[i] *= 8.0f;                       // reach both tails
-  for (int i = 0; i < n_ramp; ++i) g[n_rand + i] = -60.0f + 0.1f * i;  // beyond the clamp
-  IsaGuard guard;
-  std::vector<float> first;  // the first form's output: every form gives the same bits
-  for (const Isa isa : available_isas()) {
-    set_active_isa(isa);
-    silu_mul(g.data(), u.data(), n, h.data());
-    for (int i = 0; i < n; ++i) {
-      const double x = g[i], want = x / (1.0 + std::exp(-x)) * u[i];
-      // below the clamp both are under e^-43 |x u|
-      ASSERT_NEAR(h[i], want, 1e-6 * std::fabs(want) + 3e-19 * std::fabs(x * u[i])) << "x = " << x;
-    }
-    if (first.empty()) first = h;
-    EXPECT_TRUE(same_bits(first, h)) << isa_name(isa);
-  }
+  expect_activation(
+      silu_mul, [](double x) { return x / (1.0 + std::exp(-x)); },
+      [](double x, double u, double want) {
+        return 1e-6 * std::fabs(want) + 3e-19 * std::fabs(x * u);
+      },
+      8.0f, -60.0f, 8);
 }
 
 TEST(Isa, TipSameBits) {

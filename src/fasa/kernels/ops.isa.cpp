@@ -67,85 +67,61 @@ constexpr float kExpC[8] = {1.0f,         1.0f,          0.5f,          1.0f / 6
                             1.0f / 24.0f, 1.0f / 120.0f, 1.0f / 720.0f, 1.0f / 5040.0f};
 constexpr float kExpMin = -104.0f;
 
-inline float exp_portable(float x) {
-  x = x < kExpMin ? kExpMin : x;
-  const float n = std::nearbyint(x * kLog2e);
-  float r = std::fma(n, -kLn2Hi, x);
-  r = std::fma(n, -kLn2Lo, r);
-  float p = kExpC[7];
-  for (int k = 6; k >= 0; --k) p = std::fma(p, r, kExpC[k]);
-  return std::ldexp(p, static_cast<int>(n));
-}
+constexpr float kLn2F = 0.693147182464599609375f;  // ln 2 rounded to float (one-step form)
 
-#if FASA_AVX512
-inline __m512 exp_avx512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(kExpMin));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-kLn2Hi), x);
-  r = _mm512_fmadd_ps(n, _mm512_set1_ps(-kLn2Lo), r);
-  __m512 p = _mm512_set1_ps(kExpC[7]);
-  for (int k = 6; k >= 0; --k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC[k]));
-  return _mm512_scalef_ps(p, n);
-}
-#elif FASA_AVX2
-// exp_portable in 8 lanes. ldexp(p, n) as (p * 2^(n + 64)) * 2^-64: the first product is exact
-// (a normal float for n in [-150, 63], the range of x in [-104, 43]); the second rounds once,
-// as ldexp does, when the result is subnormal.
-inline __m256 exp_avx2(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(kExpMin));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Hi), x);
-  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Lo), r);
-  __m256 p = _mm256_set1_ps(kExpC[7]);
-  for (int k = 6; k >= 0; --k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC[k]));
-  const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(64 + 127));
-  const __m256 pow2 = _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));  // 2^(n + 64)
-  return _mm256_mul_ps(_mm256_mul_ps(p, pow2), _mm256_set1_ps(0x1p-64f));
-}
-#endif
-
-// e^t for exp_sum_fast, to 3.5e-6 relative (t <= 0; 0 below -104): n = round(t log2 e),
-// r = t - n ln2 (one step: |n| <= 150 costs under 3e-7), e^r by a degree-4 minimax polynomial
-// on [-ln2 / 2, ln2 / 2] (Horner, fused multiply-adds), times 2^n. The portable and vector forms
-// perform the same fp32 operations: the same bits.
-constexpr float kLn2F = 0.693147182464599609375f;  // ln 2 rounded to float
+// exp_portable below, and exp4_portable for exp_sum_fast: e^t to 3.5e-6 relative (t <= 0; 0
+// below -104) with one reduction step (|n| <= 150 costs under 3e-7) and a degree-4 minimax
+// polynomial on [-ln2 / 2, ln2 / 2]; the same shape, fewer operations.
 constexpr float kMassC[5] = {0.9999992847442627f, 0.9999634027481079f, 0.5000435709953308f,
                              0.16790907084941864f, 0.0414586067199707f};
 
-inline float exp4_portable(float t) {
-  t = t < kExpMin ? kExpMin : t;
-  const float n = std::nearbyint(t * kLog2e);
-  const float r = std::fma(n, -kLn2F, t);
-  float p = kMassC[4];
-  for (int k = 3; k >= 0; --k) p = std::fma(p, r, kMassC[k]);
+// e^x with the polynomial c[0..kDeg] and one or two reduction steps (kTwoStep).
+template <int kDeg, bool kTwoStep>
+inline float exp_poly_portable(float x, const float* c) {
+  x = x < kExpMin ? kExpMin : x;
+  const float n = std::nearbyint(x * kLog2e);
+  float r = std::fma(n, kTwoStep ? -kLn2Hi : -kLn2F, x);
+  if constexpr (kTwoStep) r = std::fma(n, -kLn2Lo, r);
+  float p = c[kDeg];
+  for (int k = kDeg - 1; k >= 0; --k) p = std::fma(p, r, c[k]);
   return std::ldexp(p, static_cast<int>(n));
 }
+inline float exp_portable(float x) { return exp_poly_portable<7, true>(x, kExpC); }
+inline float exp4_portable(float t) { return exp_poly_portable<4, false>(t, kMassC); }
 
 #if FASA_AVX512
-inline __m512 exp4_avx512(__m512 t) {
-  t = _mm512_max_ps(t, _mm512_set1_ps(kExpMin));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(kLog2e)),
+template <int kDeg, bool kTwoStep>
+inline __m512 exp_poly_avx512(__m512 x, const float* c) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(kExpMin));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-kLn2F), t);
-  __m512 p = _mm512_set1_ps(kMassC[4]);
-  for (int k = 3; k >= 0; --k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kMassC[k]));
+  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(kTwoStep ? -kLn2Hi : -kLn2F), x);
+  if constexpr (kTwoStep) r = _mm512_fmadd_ps(n, _mm512_set1_ps(-kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(c[kDeg]);
+  for (int k = kDeg - 1; k >= 0; --k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c[k]));
   return _mm512_scalef_ps(p, n);
 }
+inline __m512 exp_avx512(__m512 x) { return exp_poly_avx512<7, true>(x, kExpC); }
+inline __m512 exp4_avx512(__m512 t) { return exp_poly_avx512<4, false>(t, kMassC); }
 #elif FASA_AVX2
-// ldexp as in exp_avx2.
-inline __m256 exp4_avx2(__m256 t) {
-  t = _mm256_max_ps(t, _mm256_set1_ps(kExpMin));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(t, _mm256_set1_ps(kLog2e)),
+// exp_poly_portable in 8 lanes. ldexp(p, n) as (p * 2^(n + 64)) * 2^-64: the first product is
+// exact (a normal float for n in [-150, 63], the range of x in [-104, 43]); the second rounds
+// once, as ldexp does, when the result is subnormal.
+template <int kDeg, bool kTwoStep>
+inline __m256 exp_poly_avx2(__m256 x, const float* c) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(kExpMin));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2F), t);
-  __m256 p = _mm256_set1_ps(kMassC[4]);
-  for (int k = 3; k >= 0; --k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kMassC[k]));
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(kTwoStep ? -kLn2Hi : -kLn2F), x);
+  if constexpr (kTwoStep) r = _mm256_fmadd_ps(n, _mm256_set1_ps(-kLn2Lo), r);
+  __m256 p = _mm256_set1_ps(c[kDeg]);
+  for (int k = kDeg - 1; k >= 0; --k) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c[k]));
   const __m256i biased = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(64 + 127));
   const __m256 pow2 = _mm256_castsi256_ps(_mm256_slli_epi32(biased, 23));  // 2^(n + 64)
   return _mm256_mul_ps(_mm256_mul_ps(p, pow2), _mm256_set1_ps(0x1p-64f));
 }
+inline __m256 exp_avx2(__m256 x) { return exp_poly_avx2<7, true>(x, kExpC); }
+inline __m256 exp4_avx2(__m256 t) { return exp_poly_avx2<4, false>(t, kMassC); }
 #endif
 
 // The fixed sum of 16 lanes: for s = 8, 4, 2, 1: a[l] += a[l + s].
